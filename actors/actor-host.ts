@@ -1,0 +1,127 @@
+import { createActor, type Actor, type AnyStateMachine, type InputFrom, type SnapshotFrom } from 'xstate';
+import type { Subscription } from 'rxjs';
+import { SvcError, describeError, type Envelope, type EventData } from '../schemas/index.js';
+import type { Bus } from '../bus/index.js';
+import type { EventLog } from '../store/index.js';
+
+/** What a machine hands to `emit(...)`: the host turns it into a persisted fact on the actor's stream. */
+export interface EmittedFact {
+  type: string;
+  data?: EventData;
+}
+
+export interface SpawnOptions<M extends AnyStateMachine> {
+  /** Stream the actor's facts go to, e.g. `task:42`. */
+  stream: string;
+  input?: InputFrom<M>;
+  /** A state rebuilt from the log; when given, the actor resumes there instead of starting fresh. */
+  snapshot?: SnapshotFrom<M>;
+  /** Recorded as `by` on every fact, e.g. the user who caused the actor. */
+  by?: string;
+}
+
+interface Hosted {
+  actor: Actor<AnyStateMachine>;
+  stream: string;
+  subs: { unsubscribe(): void }[];
+}
+
+/** How to bring a kind of actor back after a restart: fold its stream into a state, or null when finished. */
+export interface RestoreSpec<M extends AnyStateMachine> {
+  streamPrefix: string;
+  machine: M;
+  fold(events: Envelope[]): { value: string; context: Record<string, unknown> } | null;
+}
+
+/**
+ * Owns every live actor: creates them from machines whose side effects were bound with
+ * `.provide()`, publishes what they emit, reports crashes as events, and stops them cleanly.
+ */
+export class ActorHost {
+  private readonly actors = new Map<string, Hosted>();
+
+  constructor(private readonly bus: Bus) {}
+
+  spawn<M extends AnyStateMachine>(id: string, machine: M, opts: SpawnOptions<M>): Actor<M> {
+    if (this.actors.has(id)) throw new SvcError('actor-exists', `an actor named ${id} is already running`);
+    const actor = createActor(machine, {
+      id,
+      ...(opts.input !== undefined ? { input: opts.input } : {}),
+      ...(opts.snapshot !== undefined ? { snapshot: opts.snapshot } : {}),
+    }) as Actor<M>;
+    const subs: { unsubscribe(): void }[] = [];
+    subs.push(
+      actor.on('*', (fact: EmittedFact) => {
+        void this.bus
+          .publish({
+            stream: opts.stream,
+            type: fact.type,
+            data: fact.data ?? {},
+            ...(opts.by ? { by: opts.by } : {}),
+          })
+          .catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`));
+      }),
+    );
+    subs.push(
+      actor.subscribe({
+        error: (err) => {
+          this.actors.delete(id);
+          void this.bus
+            .publish({ stream: opts.stream, type: 'actor.crashed', data: { id, error: describeError(err) } })
+            .catch(() => undefined);
+        },
+        complete: () => {
+          this.actors.delete(id);
+        },
+      }),
+    );
+    this.actors.set(id, { actor: actor as Actor<AnyStateMachine>, stream: opts.stream, subs });
+    actor.start();
+    return actor;
+  }
+
+  get<M extends AnyStateMachine = AnyStateMachine>(id: string): Actor<M> | undefined {
+    return this.actors.get(id)?.actor as Actor<M> | undefined;
+  }
+
+  ids(): string[] {
+    return [...this.actors.keys()];
+  }
+
+  stop(id: string): void {
+    const hosted = this.actors.get(id);
+    if (!hosted) return;
+    this.actors.delete(id);
+    hosted.actor.stop();
+    for (const s of hosted.subs) s.unsubscribe();
+  }
+
+  stopAll(): void {
+    for (const id of [...this.actors.keys()].reverse()) this.stop(id);
+  }
+
+  /**
+   * Re-create the unfinished actors of one kind from their streams in the log. Returns the ids
+   * restored; the caller decides what to tell them (e.g. that the process they ran is gone).
+   */
+  restore<M extends AnyStateMachine>(log: EventLog, spec: RestoreSpec<M>, idOf: (stream: string) => string): string[] {
+    const byStream = new Map<string, Envelope[]>();
+    for (const e of log.read({ streamPrefix: spec.streamPrefix })) {
+      let list = byStream.get(e.stream);
+      if (!list) byStream.set(e.stream, (list = []));
+      list.push(e);
+    }
+    const restored: string[] = [];
+    for (const [stream, events] of byStream) {
+      const state = spec.fold(events);
+      if (!state) continue;
+      const snapshot = spec.machine.resolveState(state as never) as SnapshotFrom<M>;
+      const id = idOf(stream);
+      this.spawn(id, spec.machine, { stream, snapshot });
+      restored.push(id);
+    }
+    return restored;
+  }
+}
+
+export type { Subscription };

@@ -1,0 +1,60 @@
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { dirname } from 'node:path';
+import { filter, type Subscription } from 'rxjs';
+import type { Bus, LogLevel, LogLine } from '../bus/index.js';
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** Config `log_level` uses Python-style names (INFO, WARNING); accept both spellings. */
+export function parseLogLevel(name: string | undefined): LogLevel {
+  switch ((name ?? 'info').toLowerCase()) {
+    case 'debug':
+      return 'debug';
+    case 'warn':
+    case 'warning':
+      return 'warn';
+    case 'error':
+    case 'critical':
+      return 'error';
+    default:
+      return 'info';
+  }
+}
+
+export function formatLogLine(at: number, line: LogLine): string {
+  const { level, msg, ...fields } = line;
+  const extra = Object.entries(fields)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
+  return `${new Date(at).toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${extra ? ' ' + extra : ''}\n`;
+}
+
+/**
+ * Writes the bus's log lines to stderr and to a file the admin log endpoints read. Logs travel on
+ * the bus so that edges and machines' hosts can log without importing this module.
+ */
+export class LogSink {
+  private readonly sub: Subscription;
+  private readonly file: WriteStream | null;
+  level: LogLevel;
+
+  constructor(bus: Bus, opts: { level: LogLevel; file?: string; stderr?: boolean }) {
+    this.level = opts.level;
+    if (opts.file) mkdirSync(dirname(opts.file), { recursive: true, mode: 0o700 });
+    this.file = opts.file ? createWriteStream(opts.file, { flags: 'a', mode: 0o600 }) : null;
+    const toStderr = opts.stderr ?? true;
+    this.sub = bus.transient$.pipe(filter((m) => m.type === 'log.line')).subscribe((m) => {
+      const line = m.data as LogLine;
+      if (RANK[line.level] < RANK[this.level]) return;
+      const text = formatLogLine(bus.now(), line);
+      if (toStderr) process.stderr.write(text);
+      this.file?.write(text);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.sub.unsubscribe();
+    const file = this.file;
+    if (file) await new Promise<void>((resolve) => file.end(resolve));
+  }
+}

@@ -1,0 +1,238 @@
+import { Observable, Subject, config as rxConfig, filter, firstValueFrom, map, timeout, type OperatorFunction, type Subscription } from 'rxjs';
+import { SvcError, describeError, type Envelope, type NewEvent, type Transient } from '../schemas/index.js';
+import type { EventLog } from '../store/index.js';
+
+/** An imperative request to whoever handles `type`; answered once, by correlation id. */
+export interface Command<T extends string = string, D = unknown> {
+  type: T;
+  data: D;
+  /** Who asked: a user name, `system`, or an agent; recorded on the events the handler causes. */
+  by?: string;
+}
+
+interface CommandEnvelope extends Command {
+  id: string;
+}
+
+type Reply = { id: string; ok: true; value: unknown } | { id: string; ok: false; error: unknown };
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface LogLine {
+  level: LogLevel;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface BusOptions {
+  log: EventLog;
+  /** Epoch milliseconds; injected so tests and replays control time. */
+  clock?: () => number;
+  /** Default wait for a command's reply. */
+  commandTimeoutMs?: number;
+}
+
+export const DEFAULT_COMMAND_TIMEOUT_MS = 30_000;
+
+/**
+ * The in-process message bus. `publish` appends to the event log and hands events to subscribers
+ * only after the append committed, so nothing is ever seen that the log does not hold. Events
+ * published in the same tick are committed in one transaction.
+ */
+export class Bus {
+  readonly events$: Observable<Envelope>;
+  readonly transient$: Observable<Transient>;
+  readonly commands$: Observable<Command & { id: string }>;
+
+  private readonly eventLog: EventLog;
+  private readonly clock: () => number;
+  private readonly commandTimeoutMs: number;
+  private readonly eventsSubject = new Subject<Envelope>();
+  private readonly transientSubject = new Subject<Transient>();
+  private readonly commandsSubject = new Subject<CommandEnvelope>();
+  private readonly repliesSubject = new Subject<Reply>();
+  private readonly handlers = new Map<string, string>();
+  private pending: { event: NewEvent; resolve: (e: Envelope) => void; reject: (e: unknown) => void }[] = [];
+  private flushScheduled = false;
+  private nextCommandId = 1;
+  private closed = false;
+
+  constructor(opts: BusOptions) {
+    this.eventLog = opts.log;
+    this.clock = opts.clock ?? Date.now;
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    this.events$ = this.eventsSubject.asObservable();
+    this.transient$ = this.transientSubject.asObservable();
+    this.commands$ = this.commandsSubject.asObservable();
+    liveBuses.add(this);
+  }
+
+  get log(): EventLog {
+    return this.eventLog;
+  }
+
+  now(): number {
+    return this.clock();
+  }
+
+  /** Append one fact; resolves with its envelope once committed and delivered. */
+  publish(event: NewEvent): Promise<Envelope> {
+    if (this.closed) return Promise.reject(new SvcError('bus-closed', `bus is closed; cannot publish ${event.type}`));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ event, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  publishAll(events: readonly NewEvent[]): Promise<Envelope[]> {
+    return Promise.all(events.map((e) => this.publish(e)));
+  }
+
+  /** Commit everything queued so far; used by the microtask and by shutdown. */
+  flush(): void {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    let committed: Envelope[];
+    try {
+      committed = this.eventLog.append(
+        batch.map((p) => p.event),
+        new Date(this.clock()).toISOString(),
+      );
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      this.emitLog('error', `event log append failed: ${describeError(err)}`, { count: batch.length });
+      return;
+    }
+    committed.forEach((env, i) => {
+      this.eventsSubject.next(env);
+      batch[i]!.resolve(env);
+    });
+  }
+
+  /** A stream chunk for live listeners only; never persisted. */
+  emitTransient(message: Transient): void {
+    this.transientSubject.next(message);
+  }
+
+  emitLog(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
+    this.transientSubject.next({ stream: 'log', type: 'log.line', data: { level, msg, ...fields } satisfies LogLine });
+  }
+
+  /**
+   * Subscribe by name to persisted events. A handler that throws (or rejects) is isolated: the
+   * failure becomes a `bus.subscriber_failed` event and delivery to everyone else goes on.
+   */
+  subscribe(name: string, handler: (e: Envelope) => void | Promise<void>, only?: (e: Envelope) => boolean): Subscription {
+    return this.eventsSubject.subscribe((e) => {
+      if (only && !only(e)) return;
+      try {
+        const r = handler(e);
+        if (r && typeof (r as Promise<void>).then === 'function') {
+          (r as Promise<void>).catch((err) => this.reportSubscriberFailure(name, e, err));
+        }
+      } catch (err) {
+        this.reportSubscriberFailure(name, e, err);
+      }
+    });
+  }
+
+  reportSubscriberFailure(subscriber: string, e: Envelope | undefined, err: unknown): void {
+    const error = describeError(err);
+    this.emitLog('error', `subscriber ${subscriber} failed: ${error}`, { seq: e?.seq ?? null });
+    // A failure while handling a failure report would loop; the log line above is enough.
+    if (this.closed || e?.type === 'bus.subscriber_failed') return;
+    void this.publish({
+      stream: 'bus',
+      type: 'bus.subscriber_failed',
+      data: { subscriber, seq: e?.seq ?? null, type: e?.type ?? null, error },
+    }).catch(() => undefined);
+  }
+
+  /** Register the one handler for a command type; its return value (or SvcError) is the reply. */
+  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D>) => R | Promise<R>): Subscription {
+    if (this.handlers.has(type)) {
+      throw new SvcError('handler-exists', `command ${type} already handled by ${this.handlers.get(type)}`);
+    }
+    this.handlers.set(type, name);
+    const sub = this.commandsSubject.pipe(filter((c) => c.type === type)).subscribe((cmd) => {
+      Promise.resolve()
+        .then(() => handler(cmd as Command<string, D>))
+        .then(
+          (value) => this.repliesSubject.next({ id: cmd.id, ok: true, value }),
+          (error) => this.repliesSubject.next({ id: cmd.id, ok: false, error }),
+        );
+    });
+    sub.add(() => this.handlers.delete(type));
+    return sub;
+  }
+
+  /** Send a command and await its reply; rejects with `no-handler` or `command-timeout`. */
+  async send<R = unknown>(cmd: Command, opts: { timeoutMs?: number } = {}): Promise<R> {
+    if (this.closed) throw new SvcError('bus-closed', `bus is closed; cannot send ${cmd.type}`);
+    if (!this.handlers.has(cmd.type)) throw new SvcError('no-handler', `nothing handles ${cmd.type}`);
+    const id = `c${this.nextCommandId++}`;
+    const waitMs = opts.timeoutMs ?? this.commandTimeoutMs;
+    const reply = firstValueFrom(
+      this.repliesSubject.pipe(
+        filter((r) => r.id === id),
+        timeout({
+          first: waitMs,
+          with: () => {
+            throw new SvcError('command-timeout', `${cmd.type} got no reply within ${waitMs} ms`);
+          },
+        }),
+      ),
+    );
+    this.commandsSubject.next({ ...cmd, id });
+    const r = await reply;
+    if (!r.ok) throw r.error;
+    return r.value as R;
+  }
+
+  /** Commit what is queued, then refuse further work; subscribers see completion. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    liveBuses.delete(this);
+    this.eventsSubject.complete();
+    this.transientSubject.complete();
+    this.commandsSubject.complete();
+    this.repliesSubject.complete();
+  }
+}
+
+/** Keep only events of the given types, narrowing the type for the consumer. */
+export function ofType<T extends string>(...types: T[]): OperatorFunction<Envelope, Envelope<T>> {
+  const set = new Set<string>(types);
+  return (source) => source.pipe(filter((e): e is Envelope<T> => set.has(e.type)));
+}
+
+/** Keep only events of one stream, or of every stream with a prefix when it ends with `:`. */
+export function ofStream(stream: string): OperatorFunction<Envelope, Envelope> {
+  return (source) => source.pipe(filter((e) => (stream.endsWith(':') ? e.stream.startsWith(stream) : e.stream === stream)));
+}
+
+export function dataOf<D>(): OperatorFunction<Envelope, D> {
+  return map((e) => e.data as unknown as D);
+}
+
+/**
+ * A raw `events$` observer that throws is reported by RxJS out of band; by default that would
+ * crash the daemon. Route it to every live bus as a subscriber failure instead.
+ */
+const liveBuses = new Set<Bus>();
+rxConfig.onUnhandledError = (err) => {
+  if (liveBuses.size === 0) {
+    queueMicrotask(() => {
+      throw err;
+    });
+    return;
+  }
+  for (const bus of liveBuses) bus.reportSubscriberFailure('events$ observer', undefined, err);
+};

@@ -1,0 +1,18 @@
+import type { Envelope } from '../schemas/index.js';
+
+export interface PreviousRun {
+  pid: number;
+  started_at: string;
+  /** False when the log holds no `daemon.stopped` after that start: the process died. */
+  clean: boolean;
+}
+
+/** What the `daemon` stream says about the last run, or null on the first start of a home. */
+export function previousRun(events: readonly Envelope[]): PreviousRun | null {
+  let run = null as PreviousRun | null;
+  for (const e of events) {
+    if (e.type === 'daemon.started') run = { pid: Number(e.data.pid), started_at: e.at, clean: false };
+    else if (e.type === 'daemon.stopped' && run) run = { ...run, clean: true };
+  }
+  return run;
+}

@@ -1,0 +1,30 @@
+import type { Envelope, NewEvent } from '../schemas/index.js';
+
+export interface ReadQuery {
+  /** Exact stream name, e.g. `task:42`. */
+  stream?: string;
+  /** Stream prefix, e.g. `task:` for every task. */
+  streamPrefix?: string;
+  /** Event types to include. */
+  types?: readonly string[];
+  /** Only events with seq greater than this. */
+  after?: number;
+  /** Only events at or after this ISO time. */
+  since?: string;
+  limit?: number;
+  /** Newest first (for `tail`); default oldest first. */
+  descending?: boolean;
+}
+
+/**
+ * The append-only log every fact goes through. Appends are synchronous and atomic per call:
+ * either every event of the batch is committed with consecutive seqs, or none is.
+ */
+export interface EventLog {
+  /** Commit a batch in one transaction; `at` comes from the injected clock, seq from the log. */
+  append(events: readonly NewEvent[], at: string): Envelope[];
+  read(query?: ReadQuery): Envelope[];
+  /** Highest committed seq, 0 when empty. */
+  lastSeq(): number;
+  close(): void;
+}
