@@ -1,0 +1,7 @@
+import { benchBus } from './bus.bench.js';
+import { BenchReport } from './report.js';
+
+const report = new BenchReport();
+process.stdout.write(`svc benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
+await benchBus(report);
+report.summary();

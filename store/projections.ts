@@ -1,0 +1,6 @@
+import { daemonRunsProjection } from './daemon-runs.projection.js';
+import type { Projection } from './projection.js';
+import { streamHeadsProjection } from './stream-heads.projection.js';
+
+/** Every read model the daemon keeps; `svc events replay` rebuilds exactly these. */
+export const PROJECTIONS: readonly Projection[] = [streamHeadsProjection, daemonRunsProjection];

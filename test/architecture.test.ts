@@ -1,0 +1,95 @@
+// DESIGN.md §3 as a check: who may import whom, only through index.ts, named exports only,
+// and machines stay pure (no clock, randomness, env or I/O).
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const FOLDERS = ['schemas', 'machines', 'actors', 'bus', 'store', 'edges', 'bin'] as const;
+type Folder = (typeof FOLDERS)[number];
+
+const MAY_IMPORT: Record<Folder, Folder[]> = {
+  schemas: [],
+  machines: ['schemas'],
+  actors: ['machines', 'schemas', 'bus', 'store'],
+  bus: ['store', 'schemas'],
+  store: ['schemas'],
+  edges: ['bus', 'schemas', 'store'],
+  bin: ['schemas', 'machines', 'actors', 'bus', 'store', 'edges'],
+};
+
+/** Packages a folder may use besides node: built-ins; everything else must go through a layer that owns it. */
+const PACKAGES: Record<Folder, RegExp> = {
+  schemas: /^valibot$/,
+  machines: /^(xstate|valibot)$/,
+  actors: /./,
+  bus: /^rxjs$/,
+  store: /^(better-sqlite3|valibot|yaml)$/,
+  edges: /./,
+  bin: /./,
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sources(p);
+    return /\.ts$/.test(name) && !name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+const IMPORT = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+
+const violations: string[] = [];
+for (const folder of FOLDERS) {
+  let files: string[];
+  try {
+    files = sources(join(ROOT, folder));
+  } catch {
+    continue;
+  }
+  for (const file of files) {
+    const rel = relative(ROOT, file);
+    const text = readFileSync(file, 'utf8');
+    if (/^\s*export\s+default\b/m.test(text)) violations.push(`${rel}: default export (use named exports)`);
+    for (const m of text.matchAll(IMPORT)) {
+      const isTypeOnly = !!m[2];
+      const spec = m[3] ?? m[4] ?? m[5]!;
+      if (spec.startsWith('node:')) {
+        if (folder === 'machines') violations.push(`${rel}: machines must not do I/O (${spec})`);
+        continue;
+      }
+      if (!spec.startsWith('.')) {
+        const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        if (!PACKAGES[folder].test(pkg)) violations.push(`${rel}: ${folder}/ may not use package ${pkg}`);
+        continue;
+      }
+      if (!spec.endsWith('.js')) violations.push(`${rel}: relative import '${spec}' must end in .js (NodeNext)`);
+      const target = relative(ROOT, join(file, '..', spec));
+      const targetFolder = target.split(sep)[0] as Folder;
+      if (targetFolder === folder || !FOLDERS.includes(targetFolder)) continue;
+      const allowed = MAY_IMPORT[folder].includes(targetFolder) || (folder === 'machines' && targetFolder === 'actors' && isTypeOnly);
+      if (!allowed) violations.push(`${rel}: ${folder}/ may not import ${targetFolder}/ (${spec})`);
+      if (target !== join(targetFolder, 'index.js')) violations.push(`${rel}: deep import '${spec}'; import ${targetFolder}/index.js`);
+    }
+    if (folder === 'machines') {
+      for (const [re, what] of [
+        [/\bDate\.now\(|\bnew Date\(\s*\)/, 'the clock'],
+        [/\bMath\.random\(|\brandomUUID\(|\brandomBytes\(/, 'randomness'],
+        [/\bprocess\.(env|hrtime|cwd)\b/, 'the environment'],
+        [/\bsetTimeout\(|\bsetInterval\(/, 'timers (use xstate delays)'],
+      ] as const) {
+        if (re.test(text)) violations.push(`${rel}: machines must not read ${what}`);
+      }
+    }
+  }
+}
+
+t.test('every source file follows the import rule of DESIGN.md', async (t) => {
+  t.same(violations, [], violations.join('\n'));
+});
+
+t.test('each folder exposes an index.ts', async (t) => {
+  for (const folder of ['schemas', 'machines', 'actors', 'bus', 'store'] as const) {
+    t.ok(statSync(join(ROOT, folder, 'index.ts')).isFile(), `${folder}/index.ts`);
+  }
+});

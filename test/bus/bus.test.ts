@@ -1,0 +1,127 @@
+import t from 'tap';
+import { filter, firstValueFrom, take, toArray } from 'rxjs';
+import { Bus, ofType, ofStream } from '../../bus/index.js';
+import { SvcError, isSvcError, type Envelope, type NewEvent } from '../../schemas/index.js';
+import { MemoryEventLog, type EventLog } from '../../store/index.js';
+
+const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
+const ev = (type: string, stream = 's:1', data: Record<string, string | number> = {}): NewEvent => ({ stream, type, data });
+
+t.test('publish appends before delivering, in order, with one transaction per tick', async (t) => {
+  const log = new MemoryEventLog();
+  const appends: number[] = [];
+  const counting: EventLog = {
+    append: (events, at) => {
+      appends.push(events.length);
+      return log.append(events, at);
+    },
+    read: (q) => log.read(q),
+    lastSeq: () => log.lastSeq(),
+    close: () => log.close(),
+  };
+  const bus = new Bus({ log: counting, clock });
+  const seen: Envelope[] = [];
+  bus.subscribe('spy', (e) => {
+    // Delivered only once the log holds it.
+    t.ok(log.read({ after: e.seq - 1, limit: 1 })[0]?.seq === e.seq, `seq ${e.seq} is in the log when delivered`);
+    seen.push(e);
+  });
+  const results = await Promise.all([bus.publish(ev('a.one')), bus.publish(ev('a.two')), bus.publish(ev('a.three'))]);
+  await bus.publish(ev('a.four'));
+  t.same(appends, [3, 1], 'three publishes in one tick share a batch');
+  t.same(results.map((r) => r.seq), [1, 2, 3]);
+  t.same(seen.map((e) => e.type), ['a.one', 'a.two', 'a.three', 'a.four']);
+  t.equal(seen[0]!.at, '2026-11-22T10:00:00.000Z', 'time comes from the injected clock');
+  bus.close();
+});
+
+t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
+  const log = new MemoryEventLog();
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), lastSeq: () => 0, close: () => {} };
+  const bus = new Bus({ log: broken, clock });
+  let delivered = 0;
+  bus.subscribe('spy', () => void delivered++);
+  const logs: string[] = [];
+  bus.transient$.subscribe((m) => logs.push((m.data as { msg: string }).msg));
+  const r = await Promise.allSettled([bus.publish(ev('a.one')), bus.publish(ev('a.two'))]);
+  t.same(r.map((x) => x.status), ['rejected', 'rejected']);
+  t.equal(delivered, 0);
+  t.match(logs.join('\n'), /event log append failed: no space/);
+  bus.close();
+});
+
+t.test('a throwing subscriber is isolated and reported as an event', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  const good: string[] = [];
+  bus.subscribe('bad', (e) => {
+    if (e.type === 'x.boom') throw new Error('kaboom');
+  });
+  bus.subscribe('async-bad', async (e) => {
+    if (e.type === 'x.boom') throw new Error('async kaboom');
+  });
+  bus.subscribe('good', (e) => void good.push(e.type));
+  const failures = firstValueFrom(bus.events$.pipe(ofType('bus.subscriber_failed'), take(2), toArray()));
+  await bus.publish(ev('x.boom'));
+  await bus.publish(ev('x.after'));
+  const f = await failures;
+  t.same(f.map((e) => e.data.subscriber).sort(), ['async-bad', 'bad']);
+  t.match(f.map((e) => e.data.error).join(' '), /kaboom/);
+  t.ok(good.includes('x.boom') && good.includes('x.after'), 'the other subscriber got both events');
+  t.equal(f[0]!.stream, 'bus');
+  bus.close();
+});
+
+t.test('a raw events$ observer that throws does not crash the process', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  bus.events$.pipe(filter((e) => e.type === 'x.raw')).subscribe(() => {
+    throw new Error('raw observer broke');
+  });
+  const reported = firstValueFrom(bus.events$.pipe(ofType('bus.subscriber_failed')));
+  await bus.publish(ev('x.raw'));
+  const f = await reported;
+  t.match(f.data.error, /raw observer broke/);
+  bus.close();
+});
+
+t.test('send: request/reply by correlation id, rejections, no handler, timeout', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  bus.handle<{ n: number }, number>('math.double', 'doubler', async ({ data }) => {
+    if (data.n < 0) throw new SvcError('negative', 'n must be >= 0');
+    return data.n * 2;
+  });
+  const [a, b] = await Promise.all([
+    bus.send<number>({ type: 'math.double', data: { n: 2 } }),
+    bus.send<number>({ type: 'math.double', data: { n: 21 } }),
+  ]);
+  t.equal(a, 4);
+  t.equal(b, 42, 'replies are matched to their own request');
+  await t.rejects(bus.send({ type: 'math.double', data: { n: -1 } }), { code: 'negative' });
+  await t.rejects(bus.send({ type: 'math.triple', data: {} }), { code: 'no-handler' });
+  t.throws(() => bus.handle('math.double', 'other', () => 0), { code: 'handler-exists' });
+  bus.handle('slow.thing', 'sloth', () => new Promise(() => undefined));
+  const err = await bus.send({ type: 'slow.thing', data: {} }, { timeoutMs: 20 }).catch((e) => e);
+  t.ok(isSvcError(err, 'command-timeout'), 'a command nobody answers times out with a clear code');
+  bus.close();
+  await t.rejects(bus.send({ type: 'math.double', data: { n: 1 } }), { code: 'bus-closed' });
+  await t.rejects(bus.publish(ev('a.late')), { code: 'bus-closed' });
+});
+
+t.test('transient messages reach listeners and never the log', async (t) => {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log, clock });
+  const got = firstValueFrom(bus.transient$.pipe(filter((m) => m.type === 'turn.text_delta')));
+  bus.emitTransient({ stream: 'turn:1', type: 'turn.text_delta', data: { text: 'hi' } });
+  t.same((await got).data, { text: 'hi' });
+  t.equal(log.lastSeq(), 0);
+  bus.close();
+});
+
+t.test('ofStream matches exact names and prefixes', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  const tasks = firstValueFrom(bus.events$.pipe(ofStream('task:'), take(2), toArray()));
+  const one = firstValueFrom(bus.events$.pipe(ofStream('task:2')));
+  await bus.publishAll([ev('t.a', 'task:1'), ev('t.b', 'run:1'), ev('t.c', 'task:2')]);
+  t.same((await tasks).map((e) => e.type), ['t.a', 't.c']);
+  t.equal((await one).type, 't.c');
+  bus.close();
+});
