@@ -29,7 +29,7 @@ export const EVENT_LOG_DDL: readonly string[] = [
 ];
 
 export interface SqliteEventLogOptions {
-  projections?: Projection[];
+  projections?: readonly Projection[];
   /** For readers beside a running daemon (`svc events tail`): no schema writes, no appends. */
   readonly?: boolean;
 }

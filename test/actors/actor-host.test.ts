@@ -36,12 +36,12 @@ t.test('emitted facts are recorded on the actor stream with side effects bound b
   const bus = new Bus({ log, clock });
   const host = new ActorHost(bus);
   const finished = firstValueFrom(bus.events$.pipe(ofType('job.finished', 'job.failed'), take(2), toArray()));
-  host.spawn('job:1', jobMachine.provide({ actors: { work: fromPromise(async ({ input }) => (input as number) * 10) } }), {
+  host.spawn('job:1', jobMachine.provide({ actors: { work: fromPromise<number, number>(async ({ input }) => input * 10) } }), {
     stream: 'job:1',
     input: { n: 4 },
     by: 'alice',
   });
-  host.spawn('job:2', jobMachine.provide({ actors: { work: fromPromise(async () => { throw new Error('nope'); }) } }), {
+  host.spawn('job:2', jobMachine.provide({ actors: { work: fromPromise<number, number>(async () => { throw new Error('nope'); }) } }), {
     stream: 'job:2',
     input: { n: 1 },
   });

@@ -1,0 +1,77 @@
+import { SvcError, describeError } from '../schemas/index.js';
+import { homePaths, resolveHomeRoot, expandHome } from '../store/index.js';
+import { apiCommand } from './api-command.js';
+import { parse } from './cli-args.js';
+import { configCommand } from './config-command.js';
+import { runDaemon } from './daemon.js';
+import { eventsCommand } from './events-command.js';
+import { VERSION } from './package-info.js';
+
+const HELP = `svc ${VERSION}: runs AI coding-agent CLIs and orchestrates them
+
+usage: svc [command] [--home DIR]
+
+commands:
+  start               run the daemon in the foreground (the default command)
+  config show         print the effective configuration, secrets masked
+  config validate     check config.json and agents.json without starting
+  api enable          enable the direct API and generate its token
+  events ...          read the event log: tail, show, replay (see 'svc events --help')
+  --version           print the version
+
+The home is $SVC_HOME, else ~/.svc; --home DIR overrides both.`;
+
+/** Pull `--home DIR` out wherever it appears, so every subcommand accepts it. */
+function takeHome(args: string[]): { rest: string[]; home: string | undefined } {
+  const rest: string[] = [];
+  let home: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--home') {
+      home = args[++i];
+      if (!home) throw new SvcError('usage', '--home needs a directory');
+    } else if (a.startsWith('--home=')) home = a.slice('--home='.length);
+    else rest.push(a);
+  }
+  return { rest, home };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const { rest, home } = takeHome(argv);
+    const paths = homePaths(home ? expandHome(home) : resolveHomeRoot());
+    const [cmd, ...args] = rest;
+    switch (cmd) {
+      case undefined:
+      case 'start': {
+        const { values } = parse(args, { verbose: { type: 'boolean', short: 'v' } }, 'usage: svc start [--home DIR] [--verbose]');
+        if (values.help) return print('usage: svc start [--home DIR] [--verbose]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM.');
+        return await runDaemon({ paths, verbose: !!values.verbose });
+      }
+      case '--version':
+      case '-V':
+      case 'version':
+        return print(VERSION);
+      case 'help':
+      case '--help':
+      case '-h':
+        return print(HELP);
+      case 'config':
+        return configCommand(args, paths);
+      case 'api':
+        return apiCommand(args, paths);
+      case 'events':
+        return await eventsCommand(args, paths);
+      default:
+        throw new SvcError('usage', `unknown command '${cmd}'; see 'svc --help'`);
+    }
+  } catch (e) {
+    process.stderr.write(`svc: ${e instanceof SvcError ? e.message : describeError(e)}\n`);
+    return e instanceof SvcError && e.code === 'usage' ? 2 : 1;
+  }
+}
+
+function print(text: string): number {
+  process.stdout.write(text + '\n');
+  return 0;
+}

@@ -1,0 +1,5 @@
+export * from './error.js';
+export * from './event.schema.js';
+export * from './secrets.js';
+export * from './config.schema.js';
+export * from './registry.schema.js';
