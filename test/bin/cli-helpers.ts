@@ -1,0 +1,69 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SqliteEventLog, PROJECTIONS } from '../../store/index.js';
+import type { Envelope } from '../../schemas/index.js';
+
+/** The built CLI, as a user runs it; `npm test` builds dist/ before tap starts. */
+export const SVC = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+
+export function svc(home: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [SVC, ...args], {
+    env: { ...process.env, SVC_HOME: home, ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function startSvc(home: string, args: string[] = ['start']): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [SVC, ...args], { env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return Object.assign(child, { output: () => out });
+}
+
+/** Wait for a condition another process brings about; bounded, so a broken daemon fails the test instead of hanging it. */
+export async function until<T>(what: string, check: () => T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+  });
+}
+
+/** Events on disk right now, read as a separate process would (read-only). */
+export function readEvents(db: string, stream?: string): Envelope[] {
+  try {
+    const log = SqliteEventLog.open(db, { readonly: true });
+    try {
+      return log.read(stream ? { stream } : {});
+    } finally {
+      log.close();
+    }
+  } catch {
+    return [];
+  }
+}
+
+export function loadGolden(name: string, db: string): Envelope[] {
+  const file = fileURLToPath(new URL(`../fixtures/golden/${name}`, import.meta.url));
+  const events = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Envelope);
+  const log = SqliteEventLog.open(db, { projections: PROJECTIONS });
+  log.appendRaw(events);
+  log.close();
+  return events;
+}
