@@ -43,6 +43,11 @@ function readOrUndefined(path: string): string | undefined {
  */
 export function acquirePidLock(pidFile: string): PidLock {
   const home = dirname(pidFile);
+  // A file naming our own pid is taken over below (a restarted container often reuses the pid),
+  // so a second daemon inside this very process has to be caught here.
+  if (heldHere.has(pidFile)) {
+    throw new SvcError('daemon-running', `another svc daemon (pid ${process.pid}) is already running on ${home}; stop it first`, { pid: process.pid, home, pidFile });
+  }
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const tag = `${process.pid}.${randomBytes(4).toString('hex')}`;
   const tmp = `${pidFile}.${tag}.tmp`;
@@ -85,13 +90,18 @@ export function acquirePidLock(pidFile: string): PidLock {
   }
 }
 
+/** Lock files this process holds right now. */
+const heldHere = new Set<string>();
+
 function makeLock(pidFile: string): PidLock {
   let released = false;
+  heldHere.add(pidFile);
   return {
     pidFile,
     release() {
       if (released) return;
       released = true;
+      heldHere.delete(pidFile);
       if (parsePid(readOrUndefined(pidFile)) === process.pid) fs.rmSync(pidFile, { force: true });
     },
   };

@@ -1,0 +1,85 @@
+import t from 'tap';
+import { firstValueFrom } from 'rxjs';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ofType } from '../../bus/index.js';
+import { homePaths } from '../../store/index.js';
+import { startDaemon } from '../../bin/daemon.js';
+
+const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
+  const c = JSON.parse(readFileSync(file, 'utf8'));
+  edit(c);
+  writeFileSync(file, JSON.stringify(c, null, 2));
+};
+
+t.test('hot reload: applied, restart-required recorded, invalid edit keeps the last good config', async (t) => {
+  const paths = homePaths(join(t.testdir(), 'home'));
+  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false });
+  t.teardown(() => d.stop('test'));
+  t.equal(d.config().model, 'opus');
+
+  let next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
+  editJson(paths.configFile, (c) => {
+    c.model = 'sonnet';
+    c.api = { enabled: true, port: 9999 };
+  });
+  let e = await next;
+  t.equal(e.type, 'config.reloaded');
+  t.same(e.data, { hot_applied: ['model'], restart_required: ['api'] });
+  t.equal(d.config().model, 'sonnet', 'a hot field applies at once');
+  t.equal(d.config().api.port, 8741, 'a restart-required field waits for a restart');
+
+  next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
+  editJson(paths.configFile, (c) => {
+    c.model = 'haiku';
+    c.permission_mode = 'yolo';
+  });
+  e = await next;
+  t.equal(e.type, 'config.rejected');
+  t.match((e.data.errors as string[]).join('\n'), /permission_mode.*yolo/);
+  t.equal(d.config().model, 'sonnet', 'an invalid edit changes nothing');
+
+  next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
+  writeFileSync(paths.configFile, '{"model": "hai');
+  e = await next;
+  t.equal(e.type, 'config.rejected', 'a file truncated mid-write is rejected');
+  t.equal(d.config().model, 'sonnet');
+  t.match(readFileSync(paths.configFile, 'utf8'), /^\{"model": "hai$/, 'and never rewritten');
+});
+
+t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {
+  const paths = homePaths(join(t.testdir(), 'home'));
+  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false });
+  t.teardown(() => d.stop('test'));
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
+
+  let next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_added')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([entry]));
+  t.same((await next).data, { name: 'research' });
+
+  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_changed')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ ...entry, telegram_token: '1:bbb' }]));
+  t.same((await next).data, { name: 'research', restart: true, fields: ['telegram_token'] });
+
+  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.rejected')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'Bad Name!' }]));
+  t.match(JSON.stringify((await next).data), /name/);
+
+  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_removed')));
+  writeFileSync(paths.agentsRegistry, '[]');
+  t.same((await next).data, { name: 'research' });
+});
+
+t.test('stop flushes the last facts and releases the home', async (t) => {
+  const paths = homePaths(join(t.testdir(), 'home'));
+  const d = await startDaemon({ paths, logToStderr: false });
+  await t.rejects(startDaemon({ paths, logToStderr: false }), { code: 'daemon-running' });
+  await d.stop('test');
+  const again = await startDaemon({ paths, logToStderr: false });
+  const types = again.log.read({ stream: 'daemon' }).map((e) => e.type);
+  t.same(types.slice(0, 5), ['daemon.started', 'daemon.ready', 'daemon.stopping', 'daemon.stopped', 'daemon.started']);
+  t.notOk(types.includes('daemon.recovered'), 'a clean stop is not a crash');
+  await again.stop('test');
+  t.match(readFileSync(join(paths.logsDir, 'svc.log'), 'utf8'), /stopping \(test\)/, 'the log file records the run');
+});
