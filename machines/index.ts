@@ -4,3 +4,6 @@ export * from './daemon.machine.js';
 export * from './config.logic.js';
 export * from './config.machine.js';
 export * from './registry.machine.js';
+export * from './memory.logic.js';
+export * from './permission.logic.js';
+export * from './session.logic.js';

@@ -3,3 +3,4 @@ export * from './event.schema.js';
 export * from './secrets.js';
 export * from './config.schema.js';
 export * from './registry.schema.js';
+export * from './users.schema.js';

@@ -10,3 +10,4 @@ export * from './pid-lock.js';
 export * from './config-file.js';
 export * from './daemon-runs.projection.js';
 export * from './projections.js';
+export * from './workspace.js';

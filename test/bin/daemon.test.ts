@@ -54,19 +54,20 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
 
-  let next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_added')));
+  const nextOf = (type: string) => firstValueFrom(d.bus.events$.pipe(ofType(type)));
+  let next = nextOf('registry.agent_added');
   writeFileSync(paths.agentsRegistry, JSON.stringify([entry]));
   t.same((await next).data, { name: 'research' });
 
-  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_changed')));
+  next = nextOf('registry.agent_changed');
   writeFileSync(paths.agentsRegistry, JSON.stringify([{ ...entry, telegram_token: '1:bbb' }]));
   t.same((await next).data, { name: 'research', restart: true, fields: ['telegram_token'] });
 
-  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.rejected')));
+  next = nextOf('registry.rejected');
   writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'Bad Name!' }]));
   t.match(JSON.stringify((await next).data), /name/);
 
-  next = firstValueFrom(d.bus.events$.pipe(ofType('registry.agent_removed')));
+  next = nextOf('registry.agent_removed');
   writeFileSync(paths.agentsRegistry, '[]');
   t.same((await next).data, { name: 'research' });
 });
