@@ -4,3 +4,4 @@ export * from './secrets.js';
 export * from './config.schema.js';
 export * from './registry.schema.js';
 export * from './users.schema.js';
+export * from './agent-commands.schema.js';

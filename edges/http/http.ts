@@ -1,0 +1,153 @@
+import * as v from 'valibot';
+import { SvcError, describeError } from '../../schemas/index.js';
+
+/** Everything a handler may know about a request, copied out of uWS before any await. */
+export interface HttpRequest {
+  method: string;
+  /** Decoded path without the query string. */
+  path: string;
+  query: URLSearchParams;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
+  /** `:name` segments of the matched route, percent-decoded. */
+  params: Record<string, string>;
+  /** The whole body (capped by the route's `maxBodyBytes`); empty for streamed routes. */
+  body: Buffer;
+  /** Present only on routes declared with `streamBody`: chunks as they arrive, with backpressure. */
+  bodyStream?: AsyncIterable<Buffer>;
+  remoteAddress: string;
+}
+
+export interface FileBody {
+  path: string;
+  size: number;
+}
+
+export interface HttpReply {
+  status: number;
+  headers?: Record<string, string>;
+  /** Serialised as JSON with `content-type: application/json`. */
+  json?: unknown;
+  body?: Buffer | string;
+  /** Streamed from disk with backpressure. */
+  file?: FileBody;
+}
+
+export type Handler = (req: HttpRequest) => Promise<HttpReply> | HttpReply;
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** `/api/chat/sessions/:id` style; `:name` matches one non-empty segment. */
+  pattern: string;
+  handler: Handler;
+  /** Bodies above this are refused with 413 before they are buffered. */
+  maxBodyBytes?: number;
+  streamBody?: boolean;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** Maps stable error codes to statuses: one table per edge, looked up in one place. */
+export type StatusTable = Readonly<Record<string, number>>;
+
+/** Codes every edge answers the same way. */
+export const COMMON_STATUSES: StatusTable = {
+  'invalid-json': 400,
+  'invalid-body': 400,
+  'invalid-query': 400,
+  'invalid-path': 400,
+  unauthorized: 401,
+  forbidden: 403,
+  'not-found': 404,
+  'method-not-allowed': 405,
+  'body-too-large': 413,
+  'unsupported-media-type': 415,
+  'rate-limited': 429,
+  'no-handler': 503,
+  'command-timeout': 504,
+};
+
+export function json(status: number, body: unknown, headers?: Record<string, string>): HttpReply {
+  return headers ? { status, json: body, headers } : { status, json: body };
+}
+
+/**
+ * An error as the client sees it: `{"error": "..."}` (WIRE.md) with the status from the edge's
+ * table; anything that is not an SvcError is an internal error whose details stay in the log.
+ */
+export function errorReply(e: unknown, table: StatusTable): { reply: HttpReply; internal: boolean } {
+  if (e instanceof SvcError) {
+    const status = table[e.code] ?? COMMON_STATUSES[e.code];
+    if (status !== undefined) return { reply: json(status, { error: e.message, code: e.code }), internal: false };
+  }
+  return { reply: json(500, { error: 'internal error', code: 'internal-error' }), internal: true };
+}
+
+/** Parse a JSON body with a valibot schema; the message names the offending field. */
+export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(req.body.toString('utf8') || 'null');
+  } catch (e) {
+    throw new SvcError('invalid-json', `body is not valid JSON: ${describeError(e)}`);
+  }
+  return parseWith(schema, raw, 'invalid-body', 'body');
+}
+
+export function parseWith<S extends v.GenericSchema>(schema: S, raw: unknown, code: string, what: string): v.InferOutput<S> {
+  const r = v.safeParse(schema, raw);
+  if (r.success) return r.output;
+  const issue = r.issues[0]!;
+  const path = v.getDotPath(issue);
+  throw new SvcError(code, `${what}${path ? `.${path}` : ''}: ${issue.message}`);
+}
+
+export interface RouteMatch {
+  route: Route;
+  params: Record<string, string>;
+}
+
+/** Splits a pattern once, so matching a request does no regex work. */
+export class Router {
+  private readonly compiled: { route: Route; parts: string[] }[] = [];
+
+  constructor(routes: readonly Route[] = []) {
+    for (const r of routes) this.add(r);
+  }
+
+  add(route: Route): void {
+    this.compiled.push({ route, parts: route.pattern.split('/').filter(Boolean) });
+  }
+
+  /** null: no such path; 'method': the path exists under another method (405). */
+  match(method: string, path: string): RouteMatch | null | 'method' {
+    const segments = path.split('/').filter(Boolean);
+    let pathExists = false;
+    for (const { route, parts } of this.compiled) {
+      if (parts.length !== segments.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      for (let i = 0; i < parts.length; i++) {
+        const p = parts[i]!;
+        const s = segments[i]!;
+        if (p.startsWith(':')) {
+          let decoded: string;
+          try {
+            decoded = decodeURIComponent(s);
+          } catch {
+            ok = false;
+            break;
+          }
+          params[p.slice(1)] = decoded;
+        } else if (p !== s) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      pathExists = true;
+      if (route.method === method) return { route, params };
+    }
+    return pathExists ? 'method' : null;
+  }
+}

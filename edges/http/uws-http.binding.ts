@@ -1,0 +1,250 @@
+import { createReadStream } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import uWS from 'uWebSockets.js';
+import { SvcError, describeError } from '../../schemas/index.js';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  errorReply,
+  json,
+  type HttpReply,
+  type HttpRequest,
+  type Router,
+  type StatusTable,
+} from './http.js';
+
+export type App = uWS.TemplatedApp;
+export type UwsResponse = uWS.HttpResponse;
+
+/**
+ * The package falls back to a JS stub when its native binary does not load, and the stub's
+ * WebSocket upgrade throws at the first client. Fail at start-up instead, with the reason.
+ */
+export function assertNativeUws(): void {
+  if (typeof (uWS as unknown as { us_socket_local_port?: unknown }).us_socket_local_port !== 'function') {
+    throw new SvcError(
+      'uws-unavailable',
+      `uWebSockets.js native binary did not load for node ${process.versions.node} (ABI ${process.versions.modules}, ${process.platform}-${process.arch})`,
+    );
+  }
+}
+
+export function createApp(): App {
+  assertNativeUws();
+  return uWS.App();
+}
+
+export interface Listening {
+  port: number;
+  close(): void;
+}
+
+export function listen(app: App, host: string, port: number): Promise<Listening> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (token) => {
+      if (!token) {
+        reject(new SvcError('listen-failed', `could not listen on ${host}:${port} (in use, or not an address of this machine)`));
+        return;
+      }
+      resolve({
+        port: uWS.us_socket_local_port(token),
+        close: () => uWS.us_listen_socket_close(token),
+      });
+    });
+  });
+}
+
+export interface MountOptions {
+  statuses: StatusTable;
+  /** Unexpected failures: logged by the edge, never shown to the client. */
+  onInternalError(e: unknown, req: Pick<HttpRequest, 'method' | 'path'>): void;
+  /** Headers added to every reply (e.g. CORS for an allowed origin). */
+  extraHeaders?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Record<string, string>;
+  /** Answers a request before routing (CORS preflight); undefined lets routing go on. */
+  before?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): HttpReply | undefined;
+}
+
+/** Serve every HTTP request under `prefix` through the router's pure handlers. */
+export function mountHttp(app: App, pattern: string, router: Router, opts: MountOptions): void {
+  app.any(pattern, (res, req) => {
+    const state = { aborted: false, onAbort: [] as (() => void)[] };
+    res.onAborted(() => {
+      state.aborted = true;
+      for (const f of state.onAbort) f();
+    });
+    // uWS invalidates `req` at the first await: copy everything now.
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const headers: Record<string, string> = {};
+    req.forEach((k, value) => {
+      headers[k] = value;
+    });
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const base = { method, path, headers };
+    const extra = opts.extraHeaders?.(base) ?? {};
+    const send = (reply: HttpReply) => {
+      if (state.aborted) return;
+      writeReply(res, { ...reply, headers: { ...extra, ...reply.headers } }, state);
+    };
+
+    const early = opts.before?.(base);
+    if (early) return send(early);
+    const match = router.match(method, path);
+    if (match === null) return send(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
+    if (match === 'method') return send(json(405, { error: `${method} is not allowed on ${path}`, code: 'method-not-allowed' }));
+
+    const { route, params } = match;
+    const cap = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const declared = Number(headers['content-length'] ?? '0');
+    if (declared > cap) {
+      return send(json(413, { error: `body of ${declared} bytes exceeds the limit of ${cap} bytes`, code: 'body-too-large' }));
+    }
+    const run = (body: Buffer, bodyStream?: AsyncIterable<Buffer>) => {
+      const request: HttpRequest = { method, path, query, headers, params, body, remoteAddress, ...(bodyStream ? { bodyStream } : {}) };
+      Promise.resolve()
+        .then(() => route.handler(request))
+        .then(send, (e) => {
+          const { reply, internal } = errorReply(e, opts.statuses);
+          if (internal) opts.onInternalError(e, { method, path });
+          send(reply);
+        });
+    };
+    if (method === 'GET' || method === 'HEAD') return run(Buffer.alloc(0));
+    if (route.streamBody) return run(Buffer.alloc(0), streamBody(res, state));
+    readBody(res, cap, (body) => (body === null ? send(json(413, { error: `body exceeds the limit of ${cap} bytes`, code: 'body-too-large' })) : run(body)));
+  });
+}
+
+/** Buffers the body up to `cap`; past it, stops buffering and reports null. */
+function readBody(res: UwsResponse, cap: number, done: (body: Buffer | null) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((ab, isLast) => {
+    if (!over) {
+      size += ab.byteLength;
+      if (size > cap) {
+        over = true;
+        chunks.length = 0;
+        done(null);
+        return;
+      }
+      // The ArrayBuffer is only valid during this callback: copy it.
+      chunks.push(Buffer.from(new Uint8Array(ab)));
+      if (isLast) done(Buffer.concat(chunks));
+    }
+  });
+}
+
+/** The body as an async iterable; pauses the socket while the consumer is behind. */
+function streamBody(res: UwsResponse, state: { aborted: boolean; onAbort: (() => void)[] }): AsyncIterable<Buffer> {
+  const queue: Buffer[] = [];
+  let ended = false;
+  let paused = false;
+  let wake: (() => void) | null = null;
+  const notify = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  state.onAbort.push(notify);
+  res.onData((ab, isLast) => {
+    queue.push(Buffer.from(new Uint8Array(ab)));
+    if (isLast) ended = true;
+    if (queue.length >= 8 && !paused && !state.aborted) {
+      paused = true;
+      res.pause();
+    }
+    notify();
+  });
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const chunk = queue.shift();
+        if (chunk) {
+          if (paused && queue.length < 2 && !state.aborted) {
+            paused = false;
+            res.resume();
+          }
+          yield chunk;
+          continue;
+        }
+        if (ended) return;
+        if (state.aborted) throw new SvcError('client-gone', 'the client went away mid-upload');
+        await new Promise<void>((r) => (wake = r));
+      }
+    },
+  };
+}
+
+function statusLine(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+}
+
+function writeReply(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
+  if (reply.file) return streamFile(res, reply, state);
+  let body: string | Buffer = '';
+  const headers = { ...reply.headers };
+  if (reply.json !== undefined) {
+    body = JSON.stringify(reply.json);
+    headers['content-type'] ??= 'application/json; charset=utf-8';
+  } else if (reply.body !== undefined) body = reply.body;
+  res.cork(() => {
+    res.writeStatus(statusLine(reply.status));
+    for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+    res.end(body);
+  });
+}
+
+/** Streams a file with uWS's tryEnd/onWritable backpressure so a slow reader never buffers it whole. */
+function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
+  const { path, size } = reply.file!;
+  const head = () => {
+    res.writeStatus(statusLine(reply.status));
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+  };
+  if (size === 0) {
+    res.cork(() => {
+      head();
+      res.end();
+    });
+    return;
+  }
+  const stream = createReadStream(path);
+  state.onAbort.push(() => stream.destroy());
+  let started = false;
+  stream.on('data', (chunk) => {
+    const buf = chunk as Buffer;
+    const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+    const offset = res.getWriteOffset();
+    let ok = false;
+    let finished = false;
+    res.cork(() => {
+      if (!started) {
+        started = true;
+        head();
+      }
+      [ok, finished] = res.tryEnd(ab, size);
+    });
+    if (finished) {
+      stream.destroy();
+    } else if (!ok) {
+      stream.pause();
+      res.onWritable((at) => {
+        const [ok2, finished2] = res.tryEnd(ab.slice(at - offset), size);
+        if (finished2) stream.destroy();
+        else if (ok2) stream.resume();
+        return ok2;
+      });
+    }
+  });
+  stream.on('error', (e) => {
+    if (state.aborted) return;
+    if (!started) {
+      writeReply(res, json(500, { error: `could not read file: ${describeError(e)}`, code: 'internal-error' }), state);
+    } else {
+      // Headers are out: the only honest signal left is to cut the connection.
+      res.close();
+    }
+  });
+}

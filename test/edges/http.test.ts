@@ -1,0 +1,109 @@
+import t from 'tap';
+import * as v from 'valibot';
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { Router, createApp, json, listen, mountHttp, parseJsonBody, type Route } from '../../edges/index.js';
+import { SvcError } from '../../schemas/index.js';
+
+const Body = v.object({ name: v.pipe(v.string(), v.minLength(1)), count: v.optional(v.number(), 1) });
+
+type T = { teardown(fn: () => void): void };
+
+async function serve(t: T, routes: Route[]) {
+  const app = createApp();
+  const internal: unknown[] = [];
+  mountHttp(app, '/*', new Router(routes), {
+    statuses: { 'teapot-code': 418 },
+    onInternalError: (e) => internal.push(e),
+    extraHeaders: () => ({ 'x-edge': 'test' }),
+  });
+  const srv = await listen(app, '127.0.0.1', 0);
+  t.teardown(() => srv.close());
+  const base = `http://127.0.0.1:${srv.port}`;
+  const call = (path: string, init: RequestInit = {}) =>
+    fetch(base + path, { ...init, headers: { connection: 'close', ...(init.headers as Record<string, string>) } });
+  return { call, internal, port: srv.port };
+}
+
+t.test('routing, params, JSON bodies and the error table', async (t) => {
+  const { call, internal } = await serve(t, [
+    { method: 'GET', pattern: '/items/:id', handler: (r) => json(200, { id: r.params.id, q: r.query.get('q'), h: r.headers['x-h'] }) },
+    { method: 'POST', pattern: '/items', maxBodyBytes: 64, handler: (r) => json(201, parseJsonBody(r, Body)) },
+    { method: 'GET', pattern: '/teapot', handler: () => { throw new SvcError('teapot-code', 'short and stout'); } },
+    { method: 'GET', pattern: '/boom', handler: () => { throw new Error('secret internals'); } },
+  ]);
+  let r = await call('/items/a%2Fb?q=1', { headers: { 'x-h': 'yes' } });
+  t.equal(r.status, 200);
+  t.equal(r.headers.get('x-edge'), 'test');
+  t.same(await r.json(), { id: 'a/b', q: '1', h: 'yes' }, 'params are decoded per segment');
+
+  r = await call('/items', { method: 'POST', body: JSON.stringify({ name: 'x' }) });
+  t.same([r.status, await r.json()], [201, { name: 'x', count: 1 }]);
+  r = await call('/items', { method: 'POST', body: '{"name":' });
+  t.same([r.status, ((await r.json()) as { code: string }).code], [400, 'invalid-json']);
+  r = await call('/items', { method: 'POST', body: JSON.stringify({ name: '' }) });
+  const bad = (await r.json()) as { error: string };
+  t.equal(r.status, 400);
+  t.match(bad.error, /^body\.name: /, 'the message names the field');
+  r = await call('/items', { method: 'POST', body: JSON.stringify({ name: 'x'.repeat(100) }) });
+  t.same([r.status, ((await r.json()) as { code: string }).code], [413, 'body-too-large']);
+
+  t.equal((await call('/nope')).status, 404);
+  t.equal((await call('/items/1', { method: 'DELETE' })).status, 405);
+  t.equal((await call('/teapot')).status, 418);
+  r = await call('/boom');
+  t.equal(r.status, 500);
+  t.notMatch(await r.text(), /secret internals/, 'internal details stay in the log');
+  t.match(String(internal[0]), /secret internals/);
+});
+
+t.test('an oversized chunked body is refused without buffering it whole', async (t) => {
+  const { port } = await serve(t, [{ method: 'POST', pattern: '/small', maxBodyBytes: 1024, handler: () => json(200, {}) }]);
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/small', method: 'POST', headers: { 'transfer-encoding': 'chunked', connection: 'close' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    req.on('error', reject);
+    for (let i = 0; i < 64; i++) req.write(Buffer.alloc(1024, 1));
+    req.end();
+  });
+  t.equal(status, 413);
+});
+
+t.test('streamed request bodies and streamed files arrive intact', async (t) => {
+  const dir = t.testdir();
+  const big = Buffer.alloc(5 * 1024 * 1024 + 7);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
+  const file = join(dir, 'big.bin');
+  writeFileSync(file, big);
+  writeFileSync(join(dir, 'empty'), '');
+  const { call } = await serve(t, [
+    {
+      method: 'POST',
+      pattern: '/upload',
+      streamBody: true,
+      maxBodyBytes: 64 * 1024 * 1024,
+      handler: async (r) => {
+        const h = createHash('sha256');
+        let n = 0;
+        for await (const c of r.bodyStream!) {
+          h.update(c);
+          n += c.length;
+        }
+        return json(200, { n, sha: h.digest('hex') });
+      },
+    },
+    { method: 'GET', pattern: '/file', handler: () => ({ status: 200, file: { path: file, size: big.length }, headers: { 'content-type': 'application/octet-stream' } }) },
+    { method: 'GET', pattern: '/empty', handler: () => ({ status: 200, file: { path: join(dir, 'empty'), size: 0 } }) },
+    { method: 'GET', pattern: '/missing', handler: () => ({ status: 200, file: { path: join(dir, 'gone'), size: 10 } }) },
+  ]);
+  const r = await call('/upload', { method: 'POST', body: big });
+  t.same(await r.json(), { n: big.length, sha: createHash('sha256').update(big).digest('hex') });
+  const f = await call('/file');
+  t.ok(Buffer.from(await f.arrayBuffer()).equals(big), '5 MiB file streamed byte for byte');
+  t.equal((await (await call('/empty')).arrayBuffer()).byteLength, 0);
+  t.equal((await call('/missing')).status, 500);
+});
