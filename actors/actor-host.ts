@@ -1,4 +1,7 @@
 import { createActor, type Actor, type AnyStateMachine, type InputFrom, type SnapshotFrom } from 'xstate';
+
+/** xstate's scheduler clock (not exported by name): what delays run on. */
+export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
 import type { Subscription } from 'rxjs';
 import { SvcError, describeError, type Envelope, type EventData } from '../schemas/index.js';
 import type { Bus } from '../bus/index.js';
@@ -18,6 +21,8 @@ export interface SpawnOptions<M extends AnyStateMachine> {
   snapshot?: SnapshotFrom<M>;
   /** Recorded as `by` on every fact, e.g. the user who caused the actor. */
   by?: string;
+  /** Drives the machine's delays; tests pass a SimulatedClock. */
+  clock?: ActorClock;
 }
 
 interface Hosted {
@@ -48,6 +53,7 @@ export class ActorHost {
       id,
       ...(opts.input !== undefined ? { input: opts.input } : {}),
       ...(opts.snapshot !== undefined ? { snapshot: opts.snapshot } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
     }) as Actor<M>;
     const subs: { unsubscribe(): void }[] = [];
     subs.push(

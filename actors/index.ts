@@ -7,3 +7,8 @@ export * from './providers/gemini.js';
 export * from './providers/line-splitter.js';
 export * from './process-group.js';
 export * from './config-watcher.js';
+export * from './cli-turn.js';
+export * from './providers/model-cache.js';
+export * from './providers/discovery.js';
+export * from './providers/auth-login.js';
+export * from './notifier.js';

@@ -171,22 +171,28 @@ export class Bus {
     return sub;
   }
 
-  /** Send a command and await its reply; rejects with `no-handler` or `command-timeout`. */
+  /**
+   * Send a command and await its reply; rejects with `no-handler` or `command-timeout`.
+   * `timeoutMs: 0` (or Infinity) waits as long as the handler takes: a CLI turn has its own deadline.
+   */
   async send<R = unknown>(cmd: Command, opts: { timeoutMs?: number } = {}): Promise<R> {
     if (this.closed) throw new SvcError('bus-closed', `bus is closed; cannot send ${cmd.type}`);
     if (!this.handlers.has(cmd.type)) throw new SvcError('no-handler', `nothing handles ${cmd.type}`);
     const id = `c${this.nextCommandId++}`;
     const waitMs = opts.timeoutMs ?? this.commandTimeoutMs;
+    const mine = this.repliesSubject.pipe(filter((r) => r.id === id));
+    const bounded = waitMs > 0 && Number.isFinite(waitMs);
     const reply = firstValueFrom(
-      this.repliesSubject.pipe(
-        filter((r) => r.id === id),
-        timeout({
-          first: waitMs,
-          with: () => {
-            throw new SvcError('command-timeout', `${cmd.type} got no reply within ${waitMs} ms`);
-          },
-        }),
-      ),
+      bounded
+        ? mine.pipe(
+            timeout({
+              first: waitMs,
+              with: () => {
+                throw new SvcError('command-timeout', `${cmd.type} got no reply within ${waitMs} ms`);
+              },
+            }),
+          )
+        : mine,
     );
     this.commandsSubject.next({ ...cmd, id });
     const r = await reply;

@@ -7,3 +7,7 @@ export * from './registry.machine.js';
 export * from './memory.logic.js';
 export * from './permission.logic.js';
 export * from './session.logic.js';
+export * from './turn.logic.js';
+export * from './turn.machine.js';
+export * from './provider-listing.logic.js';
+export * from './notification.logic.js';

@@ -1,0 +1,290 @@
+import { and, assign, emit, fromCallback, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import type { StreamEvent } from '../actors/index.js';
+import type { TurnFile, TurnKind, TurnStatus, TurnUsage } from '../schemas/index.js';
+import type { Fact } from './fact.js';
+import { EMPTY_PROGRESS, decideExit, extractFiles, foldStreamEvent, usageOf, type ProcessExitInfo, type TurnProgress } from './turn.logic.js';
+
+export interface TurnInput {
+  turn_id: string;
+  request_id: string;
+  agent: string;
+  session_key: string;
+  kind: TurnKind;
+  provider: string;
+  model: string | null;
+  /** Provider session being continued, if any. */
+  resumeSessionId: string | null;
+  /** The bucket for this kind of turn (TimeoutConfig), in ms. */
+  timeoutMs: number;
+  extendOnActivity: boolean;
+  extensionMs: number;
+  maxExtensions: number;
+}
+
+/** What the `cli` actor is told to run; the actor knows the rest of the request. */
+export interface CliAttempt {
+  attempt: number;
+  streaming: boolean;
+  /** null starts a fresh provider session (first turn, or after a SIGKILL reset). */
+  resumeSessionId: string | null;
+}
+
+export type TurnEvent =
+  | { type: 'cli.spawned'; pid: number }
+  | { type: 'cli.event'; event: StreamEvent }
+  | { type: 'cli.exited'; exit: ProcessExitInfo }
+  | { type: 'abort'; reason: string };
+
+export interface TurnResult {
+  status: TurnStatus;
+  text: string;
+  is_error: boolean;
+  stream_fallback: boolean;
+  files: TurnFile[];
+  session_id: string | null;
+  usage: TurnUsage | null;
+  cost_usd: number | null;
+  duration_ms: number | null;
+  reason: string | null;
+  error: string | null;
+  /** True when the provider session was reset (SIGKILL recovery): the caller forgets the old id. */
+  session_reset: boolean;
+}
+
+interface TurnContext extends TurnInput {
+  attempt: number;
+  streaming: boolean;
+  recovered: boolean;
+  fellBack: boolean;
+  extensions: number;
+  pid: number | null;
+  progress: TurnProgress;
+  killReason: 'timeout' | 'aborted' | null;
+  result: TurnResult | null;
+}
+
+const finish = (c: TurnContext, status: TurnStatus, fields: Partial<TurnResult>): TurnResult => {
+  const text = fields.text ?? '';
+  return {
+    status,
+    text,
+    is_error: status !== 'completed',
+    stream_fallback: c.fellBack,
+    files: extractFiles(text),
+    session_id: c.progress.sessionId ?? (c.recovered ? null : c.resumeSessionId),
+    usage: usageOf(c.progress),
+    cost_usd: c.progress.result?.costUsd ?? null,
+    duration_ms: c.progress.result?.durationMs ?? null,
+    reason: null,
+    error: null,
+    session_reset: c.recovered,
+    ...fields,
+  };
+};
+
+const heard = [
+  'record',
+  { type: 'forward', params: ({ event }: { event: TurnEvent }) => ({ event: (event as Extract<TurnEvent, { type: 'cli.event' }>).event }) },
+] as const;
+
+const decide = (c: TurnContext, exit: ProcessExitInfo) => decideExit(c.progress, exit, { recovered: c.recovered, fellBack: c.fellBack });
+
+/** A retry starts from nothing but the turn's identity and what it learned about the session. */
+const freshAttempt = (c: TurnContext) => ({ attempt: c.attempt + 1, progress: EMPTY_PROGRESS, pid: null, extensions: 0 });
+
+const resultFact = (r: TurnResult): Fact => {
+  const base = { text: r.text, session_id: r.session_id, stream_fallback: r.stream_fallback };
+  switch (r.status) {
+    case 'completed':
+      return {
+        type: 'turn.completed',
+        data: { ...base, files: r.files.map((f) => ({ ...f })), usage: r.usage ? { ...r.usage } : null, cost_usd: r.cost_usd, duration_ms: r.duration_ms },
+      };
+    case 'failed':
+      return { type: 'turn.failed', data: { ...base, reason: r.reason ?? 'unknown', error: r.error ?? '' } };
+    case 'timed_out':
+      return { type: 'turn.timed_out', data: { ...base, reason: 'timeout' } };
+    case 'aborted':
+      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted' } };
+  }
+};
+
+/**
+ * One CLI run for one message: spawn, stream, and end completed, failed, timed out or aborted.
+ * The deadline and the "output arrived recently" window are xstate delays, so tests drive time
+ * with a simulated clock; the process itself lives in the `cli` actor bound by `.provide()`.
+ */
+export const turnMachine = setup({
+  types: {
+    input: {} as TurnInput,
+    context: {} as TurnContext,
+    events: {} as TurnEvent,
+    emitted: {} as Fact,
+    output: {} as TurnResult,
+  },
+  actors: {
+    cli: fromCallback<EventObject, CliAttempt>(() => undefined),
+  },
+  actions: {
+    /** Bound by the host: hand a stream chunk to live listeners (never persisted). */
+    forward: (_, _params: { event: StreamEvent }) => undefined,
+    /** Every state that hears the CLI folds what it said (and, with `forward`, passes it on). */
+    record: assign({ progress: ({ context, event }) => (event.type === 'cli.event' ? foldStreamEvent(context.progress, event.event) : context.progress) }),
+  },
+  delays: {
+    deadline: ({ context }) => (context.extensions === 0 ? context.timeoutMs : context.extensionMs),
+    activityWindow: ({ context }) => context.extensionMs,
+  },
+  guards: {
+    canExtend: and([
+      ({ context }) => context.extendOnActivity && context.extensions < context.maxExtensions,
+      stateIn('#turn.attempt.running.activity.recent'),
+    ]),
+  },
+}).createMachine({
+  id: 'turn',
+  context: ({ input }) => ({
+    ...input,
+    attempt: 1,
+    streaming: true,
+    recovered: false,
+    fellBack: false,
+    extensions: 0,
+    pid: null,
+    progress: EMPTY_PROGRESS,
+    killReason: null,
+    result: null,
+  }),
+  entry: emit(({ context: c }) => ({
+    type: 'turn.started',
+    data: {
+      agent: c.agent,
+      session_key: c.session_key,
+      request_id: c.request_id,
+      kind: c.kind,
+      provider: c.provider,
+      model: c.model,
+      resumed: c.resumeSessionId !== null,
+      timeout_ms: c.timeoutMs,
+    },
+  })),
+  initial: 'attempt',
+  states: {
+    attempt: {
+      invoke: {
+        id: 'cli',
+        src: 'cli',
+        input: ({ context: c }) => ({
+          attempt: c.attempt,
+          streaming: c.streaming,
+          resumeSessionId: c.recovered ? null : c.resumeSessionId,
+        }),
+      },
+      on: {
+        'cli.spawned': {
+          actions: [
+            assign({ pid: ({ event }) => event.pid }),
+            emit(({ context, event }) => ({ type: 'turn.spawned', data: { pid: event.pid, attempt: context.attempt, streaming: context.streaming } })),
+          ],
+        },
+      },
+      initial: 'running',
+      states: {
+        running: {
+          type: 'parallel',
+          states: {
+            deadline: {
+              initial: 'armed',
+              states: {
+                armed: {
+                  after: {
+                    deadline: [
+                      {
+                        guard: 'canExtend',
+                        target: 'armed',
+                        reenter: true,
+                        actions: [
+                          assign({ extensions: ({ context }) => context.extensions + 1 }),
+                          emit(({ context }) => ({ type: 'turn.extended', data: { extensions: context.extensions } })),
+                        ],
+                      },
+                      { target: '#turn.attempt.killing', actions: assign({ killReason: 'timeout' }) },
+                    ],
+                  },
+                },
+              },
+            },
+            activity: {
+              initial: 'quiet',
+              states: {
+                quiet: { on: { 'cli.event': { target: 'recent', actions: heard } } },
+                recent: {
+                  on: { 'cli.event': { target: 'recent', reenter: true, actions: heard } },
+                  after: { activityWindow: 'quiet' },
+                },
+              },
+            },
+          },
+          on: {
+            abort: { target: 'killing', actions: assign({ killReason: 'aborted' }) },
+            'cli.exited': [
+              {
+                guard: ({ context, event }) => decide(context, event.exit).next === 'recover',
+                target: '#turn.attempt',
+                reenter: true,
+                actions: [
+                  emit(({ context, event }) => ({ type: 'turn.recovering', data: { provider: context.provider, signal: event.exit.signal ?? 'SIGKILL' } })),
+                  { type: 'forward', params: { event: { kind: 'status', status: 'recovering' } } },
+                  assign(({ context }) => ({ recovered: true, ...freshAttempt(context) })),
+                ],
+              },
+              {
+                guard: ({ context, event }) => decide(context, event.exit).next === 'fallback',
+                target: '#turn.attempt',
+                reenter: true,
+                actions: [
+                  emit({ type: 'turn.fallback', data: { reason: 'no-output' } }),
+                  assign(({ context }) => ({ fellBack: true, streaming: false, ...freshAttempt(context) })),
+                ],
+              },
+              {
+                target: '#turn.done',
+                actions: assign({
+                  result: ({ context, event }) => {
+                    const d = decide(context, event.exit);
+                    return d.next === 'completed'
+                      ? finish(context, 'completed', { text: d.text })
+                      : d.next === 'failed'
+                        ? finish(context, 'failed', { text: d.text, reason: d.reason, error: d.error })
+                        : finish(context, 'failed', { reason: 'internal', error: 'no decision' });
+                  },
+                }),
+              },
+            ],
+          },
+        },
+        killing: {
+          entry: sendTo('cli', { type: 'kill' }),
+          on: {
+            abort: {},
+            'cli.event': { actions: heard },
+            'cli.exited': {
+              target: '#turn.done',
+              actions: assign({
+                result: ({ context: c }) =>
+                  c.killReason === 'timeout'
+                    ? finish(c, 'timed_out', { text: c.progress.streamed, reason: 'timeout', error: `no answer within the turn's time limit` })
+                    : finish(c, 'aborted', { text: c.progress.streamed, reason: 'aborted' }),
+              }),
+            },
+          },
+        },
+      },
+    },
+    done: {
+      type: 'final',
+      entry: emit(({ context }) => resultFact(context.result!)),
+    },
+  },
+  output: ({ context }) => context.result!,
+});
