@@ -1,4 +1,4 @@
-import { ActorHost, LogSink, configWatcher, parseLogLevel, registryWatcher } from '../actors/index.js';
+import { ActorHost, AgentSupervisor, LogSink, configWatcher, parseLogLevel, registryWatcher, startNotifier, type ActorClock } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { configMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { describeError, type AgentConfig } from '../schemas/index.js';
@@ -9,6 +9,8 @@ import {
   ensureDir,
   loadConfig,
   loadRegistry,
+  loadUsers,
+  notificationReadModel,
   registryLocation,
   type HomePaths,
   type PidLock,
@@ -25,11 +27,18 @@ export interface DaemonOptions {
   watchIntervalMs?: number;
   /** Tests keep stderr quiet; the log file is written either way. */
   logToStderr?: boolean;
+  /** The environment CLIs inherit (tests put the fake CLIs on PATH); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Between SIGTERM and SIGKILL of a turn's process group. */
+  killGraceMs?: number;
+  /** Drives turn deadlines; tests pass a SimulatedClock. */
+  turnClock?: ActorClock;
 }
 
 export interface RunningDaemon {
   bus: Bus;
   host: ActorHost;
+  agents: AgentSupervisor;
   log: SqliteEventLog;
   /** The config in force: hot-reloadable fields follow edits of config.json. */
   config(): AgentConfig;
@@ -78,7 +87,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       stream: 'config',
       input: { config: loaded.config, file: paths.configFile, ...(interval ? { intervalMs: interval } : {}) },
     });
-    host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
+    const registry = host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
       stream: 'registry',
       input: {
         entries: loadRegistry(paths),
@@ -91,7 +100,31 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       if (e.type === 'config.reloaded' && !opts.verbose) sink.level = parseLogLevel(config.getSnapshot().context.config.log_level);
     });
 
-    daemon.send({ type: 'ready', subsystems: host.ids() });
+    const notifier = startNotifier({ bus, readModel: notificationReadModel(log.projectionDb()) });
+    const agents = new AgentSupervisor({
+      bus,
+      host,
+      log,
+      paths,
+      mainConfig: () => config.getSnapshot().context.config,
+      registry: () => registry.getSnapshot().context.entries,
+      users: () => {
+        try {
+          return loadUsers(paths);
+        } catch (e) {
+          // A broken users.json is the user's to fix; until then nobody gets a role from it.
+          bus.emitLog('error', describeError(e));
+          return [];
+        }
+      },
+      mainAgentToken: () => null,
+      hostEnv: opts.env ?? process.env,
+      ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
+      ...(opts.turnClock ? { clock: opts.turnClock } : {}),
+    });
+    await agents.start();
+
+    daemon.send({ type: 'ready', subsystems: ['config', 'registry', 'notifications', ...agents.names().map((n) => `agent:${n}`)] });
     bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
     let stopping: Promise<void> | null = null;
@@ -99,12 +132,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     return {
       bus,
       host,
+      agents,
       log: openLog,
       config: () => config.getSnapshot().context.config,
       stop(reason: string) {
         stopping ??= (async () => {
           bus.emitLog('info', `stopping (${reason})`);
           daemon.send({ type: 'stop', reason });
+          // Agents first: their turns must end (process groups killed) while the log can still record it.
+          await agents.stop();
+          notifier.unsubscribe();
           for (const id of host.ids()) if (id !== 'daemon') host.stop(id);
           daemon.send({ type: 'stopped' });
           host.stopAll();

@@ -1,6 +1,7 @@
 import { SvcError, describeError } from '../schemas/index.js';
 import { homePaths, resolveHomeRoot, expandHome } from '../store/index.js';
 import { apiCommand } from './api-command.js';
+import { authCommand } from './auth-command.js';
 import { parse } from './cli-args.js';
 import { configCommand } from './config-command.js';
 import { runDaemon } from './daemon.js';
@@ -16,6 +17,7 @@ commands:
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
   api enable          enable the direct API and generate its token
+  auth <provider>     sign a provider CLI in (claude, codex, gemini); 'auth status' shows login state
   events ...          read the event log: tail, show, replay (see 'svc events --help')
   --version           print the version
 
@@ -60,6 +62,8 @@ export async function main(argv: string[]): Promise<number> {
         return configCommand(args, paths);
       case 'api':
         return apiCommand(args, paths);
+      case 'auth':
+        return await authCommand(args, paths);
       case 'events':
         return await eventsCommand(args, paths);
       default:

@@ -275,3 +275,31 @@ export function buildChildEnv(
   for (const [k, val] of Object.entries(hostEnv)) if (val !== undefined) out[k] = val;
   return out;
 }
+
+/**
+ * Runtime edits persisted by helpers (SPEC.md: `/model` writes model and provider): set top-level
+ * fields of config.json, keeping everything else exactly as the user wrote it.
+ */
+export function setConfigFields(paths: HomePaths, fields: Record<string, unknown>): void {
+  const raw = JSON.parse(fs.readFileSync(paths.configFile, 'utf8')) as Record<string, unknown>;
+  writeJsonAtomicSync(paths.configFile, { ...raw, ...fields }, { mode: 0o600 });
+}
+
+/**
+ * SPEC.md "API token auto-generation": when the API starts and config.json has an `api` block without
+ * a token, one is generated and written back (atomically, every other key kept as it is).
+ */
+export function ensureApiToken(paths: HomePaths, randomToken: () => string): { token: string; generated: boolean } {
+  const raw = readRawConfig(paths.configFile);
+  const current = isPlainObject(raw.api) ? raw.api : {};
+  if (typeof current.token === 'string' && current.token !== '') return { token: current.token, generated: false };
+  const token = randomToken();
+  if (typeof token !== 'string' || token.length < 16) {
+    throw new SvcError('invalid-token', `generated api.token is not allowed (a string of at least 16 characters)`);
+  }
+  const next = { ...raw, api: { ...current, token } };
+  const checked = validateConfig(next, paths.configFile);
+  if (!checked.ok) throw invalid(paths.configFile, checked.errors);
+  writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
+  return { token, generated: true };
+}

@@ -35,7 +35,7 @@ t.test('first start: home, config and an event log that svc events shows; SIGTER
   t.equal(svc(home, ['events', 'replay', '--check']).code, 0);
   const replay = svc(home, ['events', 'replay']);
   t.equal(replay.code, 0, replay.stderr);
-  t.match(replay.stdout, /rebuilt 2 read models from \d+ events/);
+  t.match(replay.stdout, /rebuilt \d+ read models from \d+ events/);
 });
 
 t.test('a daemon killed with SIGKILL is recorded as recovered on the next start', async (t) => {

@@ -1,0 +1,461 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { toPromise, type Actor } from 'xstate';
+import type { Bus } from '../bus/index.js';
+import {
+  ageWarningDue,
+  buildInjection,
+  effortFor,
+  expiryRulesFromConfig,
+  foldSession,
+  memoryHookDue,
+  newSession,
+  nextCountAtThreshold,
+  parseChatCommand,
+  parseDirective,
+  permissionModeFor,
+  resolveModel,
+  resolveProviderForModel,
+  resolveTimezone,
+  selectModules,
+  sessionIdFor,
+  sessionKey,
+  sessionStream,
+  shouldExpire,
+  turnMachine,
+  type SessionState,
+  type TurnInput,
+  type TurnResult,
+} from '../machines/index.js';
+import {
+  SvcError,
+  describeError,
+  type AgentConfig,
+  type AgentMessage,
+  type TurnChunkBase,
+  type TurnKind,
+  type TurnOutcome,
+  type UserRecord,
+} from '../schemas/index.js';
+import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type EventLog, type HomePaths } from '../store/index.js';
+import type { ActorClock, ActorHost } from './actor-host.js';
+import { cliTurnLogic } from './cli-turn.js';
+import { claudeAdapter } from './providers/claude.js';
+import { codexAdapter } from './providers/codex.js';
+import { geminiAdapter } from './providers/gemini.js';
+import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from './providers/provider.js';
+
+export const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
+
+export interface AgentRuntimeDeps {
+  bus: Bus;
+  host: ActorHost;
+  log: EventLog;
+  paths: HomePaths;
+  name: string;
+  isMain: boolean;
+  workspace: string;
+  /** The agent's effective config, live (hot reload). */
+  config: () => AgentConfig;
+  users: () => UserRecord[];
+  hostEnv: NodeJS.ProcessEnv;
+  /** Handed to the CLI as SVC_INTERAGENT_TOKEN so its tool scripts can call other agents. */
+  interagentToken: () => string | null;
+  /** Persist a `/model` change: config.json for main, the registry entry for a sub-agent. */
+  saveModel: (model: string, provider: string) => void;
+  graceMs?: number;
+  clock?: ActorClock;
+}
+
+interface Pending {
+  msg: AgentMessage;
+  resolve(o: TurnOutcome): void;
+  reject(e: unknown): void;
+}
+
+interface Lane {
+  running: boolean;
+  queue: Pending[];
+}
+
+interface ActiveTurn {
+  actor: Actor<typeof turnMachine>;
+  chat_id: number;
+}
+
+const MAX_PROMPT_CHARS = 256 * 1024;
+
+/**
+ * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
+ * chat commands, model and permission resolution, memory injection, and the session facts that
+ * let a restart continue each provider session where it was.
+ */
+export class AgentRuntime {
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly lanes = new Map<string, Lane>();
+  private readonly active = new Map<string, ActiveTurn>();
+  private pendingModel: { model: string; provider: string } | null = null;
+  private stopped = false;
+
+  constructor(private readonly d: AgentRuntimeDeps) {
+    this.restoreSessions();
+  }
+
+  get name(): string {
+    return this.d.name;
+  }
+
+  /** The model in force: a fresh `/model` wins until config.json (or the registry) catches up. */
+  currentModel(): { model: string; provider: string } {
+    const cfg = this.d.config();
+    if (this.pendingModel && cfg.model === this.pendingModel.model) this.pendingModel = null;
+    return this.pendingModel ?? { model: cfg.model, provider: resolveProviderForModel(cfg.model) };
+  }
+
+  private restoreSessions(): void {
+    const byStream = new Map<string, Parameters<typeof foldSession>[0][number][]>();
+    for (const e of this.d.log.read({ streamPrefix: `session:${this.d.name}:` })) {
+      let list = byStream.get(e.stream);
+      if (!list) byStream.set(e.stream, (list = []));
+      list.push(e);
+    }
+    for (const events of byStream.values()) {
+      const s = foldSession(events);
+      if (s) this.sessions.set(s.key, s);
+    }
+  }
+
+  sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Queue a message on its session key; resolves when its turn (or command) is done. */
+  handle(msg: AgentMessage): Promise<TurnOutcome> {
+    if (this.stopped) return Promise.reject(new SvcError('agent-stopped', `agent ${this.d.name} is not running`));
+    const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
+    let lane = this.lanes.get(key);
+    if (!lane) this.lanes.set(key, (lane = { running: false, queue: [] }));
+    const p = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
+    this.drain(key, lane);
+    return p;
+  }
+
+  private drain(key: string, lane: Lane): void {
+    if (lane.running) return;
+    const next = lane.queue.shift();
+    if (!next) {
+      this.lanes.delete(key);
+      return;
+    }
+    lane.running = true;
+    this.process(next.msg, key)
+      .then(next.resolve, next.reject)
+      .finally(() => {
+        lane.running = false;
+        this.drain(key, lane);
+      });
+  }
+
+  /** Chat-scoped: kills the running turns of `chat_id` on every topic and drops what was queued behind them. */
+  abort(chatId: number): number {
+    let killed = 0;
+    for (const [, turn] of this.active) {
+      if (turn.chat_id !== chatId) continue;
+      turn.actor.send({ type: 'abort', reason: 'user' });
+      killed++;
+    }
+    for (const lane of this.lanes.values()) {
+      const keep: Pending[] = [];
+      for (const p of lane.queue) {
+        if (p.msg.chat_id === chatId) p.resolve(this.commandOutcome(p.msg, 'Cancelled by /stop.', 'aborted'));
+        else keep.push(p);
+      }
+      lane.queue = keep;
+    }
+    return killed;
+  }
+
+  /** Stop taking messages, end every running turn (killing its process group), fail what was queued. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const lane of this.lanes.values()) {
+      for (const p of lane.queue.splice(0)) p.reject(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
+    }
+    const running = [...this.active.values()].map((t) => {
+      t.actor.send({ type: 'abort', reason: 'shutdown' });
+      return toPromise(t.actor).catch(() => undefined);
+    });
+    await Promise.all(running);
+  }
+
+  private commandOutcome(msg: AgentMessage, text: string, status: TurnOutcome['status'] = 'completed', reason: string | null = null): TurnOutcome {
+    const { model, provider } = this.currentModel();
+    return {
+      request_id: msg.request_id,
+      turn_id: null,
+      agent: this.d.name,
+      session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id),
+      status,
+      text,
+      is_error: status !== 'completed',
+      stream_fallback: false,
+      files: [],
+      provider,
+      model,
+      session_id: null,
+      usage: null,
+      cost_usd: null,
+      duration_ms: null,
+      reason,
+    };
+  }
+
+  private async startSession(msg: AgentMessage, key: string, reason: string): Promise<SessionState> {
+    const now = this.d.bus.now();
+    const s = newSession(key, { transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id }, now);
+    this.sessions.set(key, s);
+    await this.d.bus.publish({
+      stream: sessionStream(this.d.name, key),
+      type: 'session.started',
+      data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
+    });
+    return s;
+  }
+
+  private async process(msg: AgentMessage, key: string): Promise<TurnOutcome> {
+    const cmd = parseChatCommand(msg.text);
+    if (cmd?.cmd === 'new' || cmd?.cmd === 'reset') {
+      await this.startSession(msg, key, cmd.cmd);
+      return this.commandOutcome(msg, 'Started a new session.');
+    }
+    if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
+    if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
+
+    const config = this.d.config();
+    const directive = parseDirective(msg.text);
+    const prompt = directive.rest.trim();
+    if (!prompt) throw new SvcError('empty', 'the message is empty');
+    if (prompt.length > MAX_PROMPT_CHARS) throw new SvcError('message-too-large', `the message has ${prompt.length} characters; the limit is ${MAX_PROMPT_CHARS}`);
+
+    const now = this.d.bus.now();
+    let session = this.sessions.get(key);
+    if (!session) session = await this.startSession(msg, key, 'first');
+    else if (msg.new_session) session = await this.startSession(msg, key, 'new');
+    else {
+      const timezone = resolveTimezone(config.user_timezone, this.d.hostEnv.TZ ?? null, hostZone());
+      const expired = shouldExpire(session, now, expiryRulesFromConfig(config, timezone));
+      if (expired) session = await this.startSession(msg, key, expired);
+    }
+
+    const current = this.currentModel();
+    const { model } = resolveModel({
+      directive: directive.model ?? null,
+      topicId: msg.topic_id,
+      topicDefaults: config.topic_defaults,
+      configModel: current.model,
+    });
+    const provider = resolveProviderForModel(model) as ProviderId;
+    const resume = sessionIdFor(session.providerSessions, provider);
+    const memory = this.memoryText(config, resume === null, session.messageCount + 1);
+    const turnId = randomUUID();
+    const base: TurnChunkBase = {
+      request_id: msg.request_id,
+      turn_id: turnId,
+      agent: this.d.name,
+      session_key: key,
+      transport: msg.transport,
+      chat_id: msg.chat_id,
+      topic_id: msg.topic_id,
+    };
+
+    const tempDir = mkdtempSync(join(tmpdir(), 'svc-turn-'));
+    const effort = effortFor(provider, model, config.reasoning_effort);
+    const env = this.childEnv(config, msg, provider);
+    const cli = cliTurnLogic({
+      adapter: ADAPTERS[provider],
+      request: {
+        provider,
+        prompt: memory.reminder ? `${memory.reminder}\n\n${prompt}` : prompt,
+        model,
+        permissionMode: permissionModeFor(config, this.d.users(), msg.source) as PermissionMode,
+        ...(effort ? { reasoningEffort: effort as ReasoningEffort } : {}),
+        ...(memory.system ? { systemPrompt: memory.system } : {}),
+        ...(config.max_turns ? { maxTurns: config.max_turns } : {}),
+        ...(config.max_budget_usd ? { maxBudgetUsd: config.max_budget_usd } : {}),
+        additionalDirectories: config.additional_directories,
+        cliParameters: config.cli_parameters[provider] ?? [],
+        cwd: this.d.workspace,
+      },
+      env,
+      tempDir,
+      ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
+    });
+    const machine = turnMachine.provide({
+      actors: { cli },
+      actions: { forward: (_, p: { event: StreamEvent }) => this.forward(base, p.event) },
+    });
+    const timeouts = timeoutFor(config, msg.kind);
+    const input: TurnInput = {
+      turn_id: turnId,
+      request_id: msg.request_id,
+      agent: this.d.name,
+      session_key: key,
+      kind: msg.kind,
+      provider,
+      model,
+      resumeSessionId: resume,
+      timeoutMs: timeouts * 1000,
+      extendOnActivity: config.timeouts.extend_on_activity,
+      extensionMs: config.timeouts.activity_extension * 1000,
+      maxExtensions: config.timeouts.max_extensions,
+    };
+    const actor = this.d.host.spawn(`turn:${turnId}`, machine, {
+      stream: `turn:${turnId}`,
+      input,
+      ...(msg.caller_user_id ? { by: msg.caller_user_id } : {}),
+      ...(this.d.clock ? { clock: this.d.clock } : {}),
+    });
+    this.active.set(turnId, { actor, chat_id: msg.chat_id });
+    let result: TurnResult;
+    try {
+      result = await toPromise(actor);
+    } catch (e) {
+      result = {
+        status: 'failed', text: '', is_error: true, stream_fallback: false, files: [], session_id: null, usage: null,
+        cost_usd: null, duration_ms: null, reason: 'internal', error: describeError(e), session_reset: false,
+      };
+    } finally {
+      this.active.delete(turnId);
+      rmSync(tempDir, { recursive: true, force: true });
+    }
+
+    const count = session.messageCount + 1;
+    const ageSession = { createdAt: session.createdAt, messageCount: count, countAtThreshold: session.countAtThreshold };
+    const warn = ageWarningDue(ageSession, this.d.bus.now(), config.session_age_warning_hours);
+    const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
+    await this.d.bus.publish({
+      stream: sessionStream(this.d.name, key),
+      type: 'session.turn_recorded',
+      data: {
+        turn_id: turnId,
+        provider,
+        session_id: result.session_id,
+        session_reset: result.session_reset,
+        message_count: count,
+        count_at_threshold: threshold,
+        at_ms: this.d.bus.now(),
+      },
+    });
+    this.sessions.set(key, foldSession(this.d.log.read({ stream: sessionStream(this.d.name, key) }))!);
+
+    let text = result.status === 'completed' || result.text ? result.text : result.error ?? '';
+    if (warn && result.status === 'completed') {
+      text += `\n\n(This session is over ${config.session_age_warning_hours} hours old; send /new to start a fresh one.)`;
+    }
+    return {
+      request_id: msg.request_id,
+      turn_id: turnId,
+      agent: this.d.name,
+      session_key: key,
+      status: result.status,
+      text,
+      is_error: result.is_error,
+      stream_fallback: result.stream_fallback,
+      files: result.files,
+      provider,
+      model,
+      session_id: result.session_id,
+      usage: result.usage,
+      cost_usd: result.cost_usd,
+      duration_ms: result.duration_ms,
+      reason: result.reason,
+    };
+  }
+
+  private modelCommand(msg: AgentMessage, arg: string | undefined): TurnOutcome {
+    if (!arg) {
+      const { model, provider } = this.currentModel();
+      return this.commandOutcome(msg, `Model: ${model} (${provider}). Change it with /model <id>.`);
+    }
+    const { model } = resolveModel({ directive: arg, configModel: arg });
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(model)) {
+      return this.commandOutcome(msg, `"${arg}" is not a model id.`, 'failed', 'invalid-model');
+    }
+    const provider = resolveProviderForModel(model);
+    this.d.saveModel(model, provider);
+    this.pendingModel = { model, provider };
+    return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);
+  }
+
+  private forward(base: TurnChunkBase, e: StreamEvent): void {
+    const stream = `turn:${base.turn_id}`;
+    if (e.kind === 'text') this.d.bus.emitTransient({ stream, type: 'turn.text_delta', data: { ...base, text: e.text } });
+    else if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
+    else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
+    else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
+  }
+
+  /** Full memory at the start of a provider session; a compact reminder every 6 messages after. */
+  private memoryText(config: AgentConfig, newProviderSession: boolean, messageNumber: number): { system?: string; reminder?: string } {
+    if (!config.memory.enabled) return {};
+    const full = newProviderSession;
+    if (!full && !memoryHookDue(messageNumber)) return {};
+    try {
+      const entries = listMemoryModules(this.d.workspace);
+      const main = entries.find((m) => m.filename === 'MAINMEMORY.md');
+      const mainText = main ? readMemoryModule(this.d.workspace, main.filename).text : '';
+      const chosen = selectModules(entries, mainText, config.memory.inject_all_modules);
+      const modules = chosen.map((m) => ({ filename: m.filename, text: readMemoryModule(this.d.workspace, m.filename).text }));
+      if (modules.length === 0) return {};
+      return full ? { system: buildInjection(modules) } : { reminder: buildInjection(modules, { compactLines: config.memory.hook_compact_lines }) };
+    } catch (e) {
+      this.d.bus.emitLog('warn', `agent ${this.d.name}: memory not injected: ${describeError(e)}`);
+      return {};
+    }
+  }
+
+  private childEnv(config: AgentConfig, msg: AgentMessage, provider: ProviderId): Record<string, string> {
+    const providerEnv: Record<string, string> = {};
+    if (provider === 'gemini' && config.gemini_api_key) providerEnv.GEMINI_API_KEY = config.gemini_api_key;
+    const env = buildChildEnv(this.d.hostEnv, providerEnv, readDotEnv(this.d.paths.envFile));
+    const token = this.d.interagentToken();
+    // The framework's own variables describe this call; a stale value in the host env must not win.
+    Object.assign(env, {
+      SVC_AGENT_NAME: this.d.name,
+      SVC_CHAT_ID: String(msg.chat_id),
+      SVC_TOPIC_ID: msg.topic_id === null ? '' : String(msg.topic_id),
+      SVC_TRANSPORT: msg.transport,
+      SVC_INTERAGENT_PORT: String(config.interagent_port),
+      SVC_HOME: this.d.paths.root,
+      ...(msg.caller_user_id ? { SVC_CALLER_USER_ID: msg.caller_user_id } : {}),
+      ...(token ? { SVC_INTERAGENT_TOKEN: token } : {}),
+    });
+    return env;
+  }
+}
+
+/** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */
+export function timeoutFor(config: AgentConfig, kind: TurnKind): number {
+  switch (kind) {
+    case 'foreground':
+      return config.timeouts.normal;
+    case 'background':
+      return config.timeouts.background;
+    case 'task':
+      return config.tasks.timeout_seconds;
+    case 'interagent':
+    case 'cron':
+      return config.cli_timeout;
+  }
+}
+
+/** POSIX hosts name their zone by the `/etc/localtime` symlink (resolveTimezone reads the zoneinfo path). */
+function hostZone(): string | null {
+  try {
+    return readlinkSync('/etc/localtime');
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,212 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as v from 'valibot';
+import type { Subscription } from 'rxjs';
+import type { Bus } from '../bus/index.js';
+import { agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
+import {
+  AGENT_COMMANDS,
+  AgentAbortSchema,
+  AgentMessageSchema,
+  SvcError,
+  describeError,
+  type AbortOutcome,
+  type AgentConfig,
+  type AgentSummary,
+  type SubAgentConfig,
+  type TurnOutcome,
+  type UserRecord,
+} from '../schemas/index.js';
+import {
+  agentHomeRoot,
+  initWorkspace,
+  installSandboxHook,
+  loadRegistry,
+  saveRegistry,
+  setConfigFields,
+  type EventLog,
+  type HomePaths,
+} from '../store/index.js';
+import type { ActorClock, ActorHost } from './actor-host.js';
+import { AgentRuntime } from './agent-runtime.js';
+import { recoverOrphanTurns } from './turn-recovery.js';
+
+export interface SupervisorDeps {
+  bus: Bus;
+  host: ActorHost;
+  log: EventLog;
+  paths: HomePaths;
+  mainConfig: () => AgentConfig;
+  /** The registry as last validated (the registry actor's view). */
+  registry: () => SubAgentConfig[];
+  users: () => UserRecord[];
+  mainAgentToken: () => string | null;
+  hostEnv: NodeJS.ProcessEnv;
+  graceMs?: number;
+  clock?: ActorClock;
+}
+
+export const MAIN_AGENT = 'main';
+
+/**
+ * Owns every agent: the main one and one per registry entry. Answers the runtime's bus commands
+ * (`agent.message`, `agent.abort`, `agent.list`) and follows the registry's facts: a new entry
+ * starts an agent, a removed one stops it, a transport/token change restarts it.
+ */
+export class AgentSupervisor {
+  private readonly runtimes = new Map<string, AgentRuntime>();
+  private readonly subs: Subscription[] = [];
+
+  constructor(private readonly d: SupervisorDeps) {}
+
+  async start(): Promise<void> {
+    await recoverOrphanTurns(this.d.log, this.d.bus);
+    this.startAgent(MAIN_AGENT);
+    for (const entry of this.d.registry()) this.tryStart(entry.name);
+    const { bus } = this.d;
+    this.subs.push(
+      bus.handle(AGENT_COMMANDS.message, 'agents', (cmd) => this.message(cmd.data)),
+      bus.handle(AGENT_COMMANDS.abort, 'agents', (cmd) => this.abort(cmd.data)),
+      bus.handle(AGENT_COMMANDS.list, 'agents', () => this.list()),
+      bus.subscribe('agents:registry', (e) => this.onRegistry(e.type, String(e.data.name ?? ''), e.data.restart === true), (e) => e.stream === 'registry'),
+    );
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+    await Promise.all([...this.runtimes.keys()].map((name) => this.stopAgent(name, 'shutdown')));
+  }
+
+  names(): string[] {
+    return [...this.runtimes.keys()];
+  }
+
+  private configOf(name: string): AgentConfig {
+    const main = this.d.mainConfig();
+    if (name === MAIN_AGENT) return main;
+    const entry = this.d.registry().find((e) => e.name === name);
+    if (!entry) throw new SvcError('unknown-agent', `no agent named ${name}`);
+    return effectiveSubAgentConfig(main, readOwnConfig(this.d.paths, name), entry, { agentsDir: this.d.paths.agentsDir });
+  }
+
+  private tryStart(name: string): void {
+    try {
+      this.startAgent(name);
+    } catch (e) {
+      this.d.bus.emitLog('error', `agent ${name} did not start: ${describeError(e)}`);
+    }
+  }
+
+  private startAgent(name: string): void {
+    if (this.runtimes.has(name)) return;
+    const config = this.configOf(name);
+    const { workspace } = initWorkspace(this.d.paths, name);
+    if (name !== MAIN_AGENT) installSandboxHook(this.d.paths, name);
+    const runtime = new AgentRuntime({
+      bus: this.d.bus,
+      host: this.d.host,
+      log: this.d.log,
+      paths: this.d.paths,
+      name,
+      isMain: name === MAIN_AGENT,
+      workspace,
+      config: () => this.configOf(name),
+      users: this.d.users,
+      hostEnv: this.d.hostEnv,
+      interagentToken: () =>
+        name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
+      saveModel: (model, provider) => this.saveModel(name, model, provider),
+      ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
+      ...(this.d.clock ? { clock: this.d.clock } : {}),
+    });
+    this.runtimes.set(name, runtime);
+    this.d.host.spawn(`agent:${name}`, agentMachine, {
+      stream: `agent:${name}`,
+      input: { name, is_main: name === MAIN_AGENT, provider: resolveProviderForModel(config.model), model: config.model, workspace },
+    });
+  }
+
+  private async stopAgent(name: string, reason: string): Promise<void> {
+    const runtime = this.runtimes.get(name);
+    if (!runtime) return;
+    this.runtimes.delete(name);
+    await runtime.stop();
+    this.d.host.get(`agent:${name}`)?.send({ type: 'stop', reason });
+    this.d.host.stop(`agent:${name}`);
+  }
+
+  async restart(name: string, reason: string): Promise<void> {
+    await this.stopAgent(name, reason);
+    this.tryStart(name);
+  }
+
+  private saveModel(name: string, model: string, provider: string): void {
+    if (name === MAIN_AGENT) {
+      setConfigFields(this.d.paths, { model, provider });
+      return;
+    }
+    // Sub-agents write /model back to their registry entry (SPEC.md), leaving other entries alone.
+    const entries = loadRegistry(this.d.paths).map((e) => (e.name === name ? { ...e, model, provider } : e));
+    saveRegistry(this.d.paths, entries as SubAgentConfig[]);
+  }
+
+  private onRegistry(type: string, name: string, restart: boolean): void {
+    if (!name || name === MAIN_AGENT) return;
+    if (type === 'registry.agent_added') this.tryStart(name);
+    else if (type === 'registry.agent_removed') void this.stopAgent(name, 'removed from the registry');
+    else if (type === 'registry.agent_changed' && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
+  }
+
+  private async message(raw: unknown): Promise<TurnOutcome> {
+    const parsed = v.safeParse(AgentMessageSchema, raw);
+    if (!parsed.success) {
+      const issue = parsed.issues[0]!;
+      throw new SvcError('invalid-body', `agent.message ${v.getDotPath(issue) ?? ''}: ${issue.message}`);
+    }
+    const msg = parsed.output;
+    const cmd = parseChatCommand(msg.text);
+    if (cmd?.cmd === 'agent_restart') return this.agentRestartCommand(msg, cmd.arg);
+    const runtime = this.runtimes.get(msg.agent);
+    if (!runtime) throw new SvcError('unknown-agent', `no running agent named ${msg.agent}`);
+    return runtime.handle(msg);
+  }
+
+  private async agentRestartCommand(msg: v.InferOutput<typeof AgentMessageSchema>, target: string | undefined): Promise<TurnOutcome> {
+    const reply = (text: string, ok: boolean): TurnOutcome => ({
+      request_id: msg.request_id, turn_id: null, agent: msg.agent, session_key: '', status: ok ? 'completed' : 'failed', text,
+      is_error: !ok, stream_fallback: false, files: [], provider: null, model: null, session_id: null, usage: null,
+      cost_usd: null, duration_ms: null, reason: ok ? null : 'invalid-command',
+    });
+    if (!target) return reply('Usage: /agent_restart <name>', false);
+    if (!this.runtimes.has(target) && !this.d.registry().some((e) => e.name === target)) return reply(`No agent named ${target}.`, false);
+    await this.restart(target, '/agent_restart');
+    return reply(this.runtimes.has(target) ? `Restarted ${target}.` : `${target} did not start again; see the log.`, this.runtimes.has(target));
+  }
+
+  private abort(raw: unknown): AbortOutcome {
+    const parsed = v.safeParse(AgentAbortSchema, raw);
+    if (!parsed.success) throw new SvcError('invalid-body', `agent.abort: ${parsed.issues[0]!.message}`);
+    const { chat_id, agent } = parsed.output;
+    let killed = 0;
+    for (const [name, runtime] of this.runtimes) if (!agent || agent === name) killed += runtime.abort(chat_id);
+    return { killed };
+  }
+
+  private list(): AgentSummary[] {
+    return [...this.runtimes.values()].map((r) => {
+      const { model, provider } = r.currentModel();
+      return { name: r.name, provider, model, online: true, is_main: r.name === MAIN_AGENT };
+    });
+  }
+}
+
+/** A sub-agent's own `config/config.json` (layer 2 of the effective config), when it has one. */
+function readOwnConfig(paths: HomePaths, name: string): Record<string, unknown> | null {
+  const file = join(agentHomeRoot(paths, name), 'config', 'config.json');
+  if (!existsSync(file)) return null;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new SvcError('config-invalid', `${file}: not valid JSON (${describeError(e)})`);
+  }
+}

@@ -1,0 +1,122 @@
+import * as v from 'valibot';
+import type { Bus } from '../../bus/index.js';
+import { SvcError } from '../../schemas/index.js';
+import {
+  DEFAULT_NOTIFICATION_LIMIT,
+  MAX_NOTIFICATION_LIMIT,
+  SEVERITY_VALUES,
+  type NotificationReadModel,
+  type NotificationSeverity,
+} from '../../store/index.js';
+import { json, parseWith, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+
+/*
+ * SPEC.md "Notification endpoints". Pure handlers: authorise, validate the query with valibot,
+ * read the read model or send a notifier command, map the answer. No state, no SQL.
+ */
+
+export interface NotificationRoutesDeps {
+  /** Bound to the daemon's projection db by the composition root. */
+  readModel: Pick<NotificationReadModel, 'list' | 'unreadCount' | 'get'>;
+  bus: Pick<Bus, 'send'>;
+  /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
+  authorize(req: HttpRequest): void | Promise<void>;
+}
+
+/** Codes this edge's commands can answer with beyond COMMON_STATUSES; merge into the server's table. */
+export const NOTIFICATION_STATUSES: StatusTable = {
+  'invalid-command': 400,
+};
+
+const SEVERITY_MESSAGE = `must be a comma-separated list of ${SEVERITY_VALUES.join(', ')}`;
+
+const ListQuerySchema = v.object({
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,6}$/, `must be an integer from 1 to ${MAX_NOTIFICATION_LIMIT}`),
+      v.transform(Number),
+      v.minValue(1, `must be an integer from 1 to ${MAX_NOTIFICATION_LIMIT}`),
+      v.maxValue(MAX_NOTIFICATION_LIMIT, `must be an integer from 1 to ${MAX_NOTIFICATION_LIMIT}`),
+    ),
+    String(DEFAULT_NOTIFICATION_LIMIT),
+  ),
+  unread_only: v.optional(
+    v.pipe(
+      v.picklist(['true', 'false', '1', '0'], 'must be one of true, false, 1, 0'),
+      v.transform((s) => s === 'true' || s === '1'),
+    ),
+    'false',
+  ),
+  severity: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',').map((x) => x.trim())),
+      v.check((list) => list.every((x) => (SEVERITY_VALUES as readonly string[]).includes(x)), SEVERITY_MESSAGE),
+      v.transform((list) => [...new Set(list)] as NotificationSeverity[]),
+    ),
+  ),
+});
+
+const QUERY_KEYS = ['limit', 'unread_only', 'severity'] as const;
+
+/** Unknown parameters are ignored (cache busters); a known one given twice is ambiguous, so refused. */
+function listQuery(req: HttpRequest) {
+  const raw: Record<string, string> = {};
+  for (const key of QUERY_KEYS) {
+    const values = req.query.getAll(key);
+    if (values.length > 1) throw new SvcError('invalid-query', `query.${key}: given ${values.length} times; give it once`);
+    if (values.length === 1) raw[key] = values[0]!;
+  }
+  return parseWith(ListQuerySchema, raw, 'invalid-query', 'query');
+}
+
+export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
+  const { readModel, bus, authorize } = deps;
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/notifications',
+      handler: async (req) => {
+        await authorize(req);
+        const q = listQuery(req);
+        return json(
+          200,
+          readModel.list({ limit: q.limit, unread_only: q.unread_only, ...(q.severity ? { severity: q.severity } : {}) }),
+        );
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/notifications/unread-count',
+      handler: async (req) => {
+        await authorize(req);
+        return json(200, { count: readModel.unreadCount() });
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/notifications/:id/read',
+      maxBodyBytes: 4096,
+      handler: async (req) => {
+        await authorize(req);
+        const id = req.params.id ?? '';
+        await bus.send({ type: 'notification.mark_read', data: { id } });
+        // Answer with the row as the read model holds it: the command's publish has been folded.
+        const n = readModel.get(id);
+        if (!n) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
+        return json(200, n);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/api/notifications/read-all',
+      maxBodyBytes: 4096,
+      handler: async (req) => {
+        await authorize(req);
+        const r = await bus.send<{ ids: string[] }>({ type: 'notification.mark_all_read', data: {} });
+        return json(200, { status: 'ok', marked: r.ids.length, ids: r.ids });
+      },
+    },
+  ];
+}

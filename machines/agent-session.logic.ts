@@ -1,0 +1,54 @@
+import type { Envelope } from '../schemas/index.js';
+import { withSessionId, type ProviderSessions } from './session.logic.js';
+
+/** One chat/topic session of one agent, as its `session:` stream says it is. */
+export interface SessionState {
+  key: string;
+  transport: string;
+  chat_id: number;
+  topic_id: number | null;
+  createdAt: number;
+  lastActiveAt: number;
+  messageCount: number;
+  countAtThreshold: number | null;
+  providerSessions: ProviderSessions;
+}
+
+export function sessionStream(agent: string, key: string): string {
+  return `session:${agent}:${key}`;
+}
+
+export function newSession(key: string, where: { transport: string; chat_id: number; topic_id: number | null }, now: number): SessionState {
+  return { key, ...where, createdAt: now, lastActiveAt: now, messageCount: 0, countAtThreshold: null, providerSessions: {} };
+}
+
+/**
+ * Folds one session stream: `session.started` opens a fresh session (replacing the old one after
+ * /new or an expiry), `session.turn_recorded` advances it. Unknown events are ignored so new
+ * facts can be added without breaking restore.
+ */
+export function foldSession(events: readonly Envelope[]): SessionState | null {
+  let s = null as SessionState | null;
+  for (const e of events) {
+    const d = e.data as Record<string, unknown>;
+    if (e.type === 'session.started') {
+      s = newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));
+    } else if (s && e.type === 'session.turn_recorded') {
+      let providerSessions: ProviderSessions = s.providerSessions;
+      const provider = d.provider as keyof ProviderSessions;
+      if (d.session_reset === true) {
+        const { [provider]: _dropped, ...rest } = providerSessions;
+        providerSessions = rest;
+      }
+      if (typeof d.session_id === 'string' && d.session_id) providerSessions = withSessionId(providerSessions, provider, d.session_id);
+      s = {
+        ...s,
+        providerSessions,
+        messageCount: Number(d.message_count),
+        lastActiveAt: Number(d.at_ms),
+        countAtThreshold: d.count_at_threshold === null ? null : Number(d.count_at_threshold),
+      };
+    }
+  }
+  return s;
+}

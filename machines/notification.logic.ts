@@ -1,0 +1,116 @@
+import { SvcError } from '../schemas/index.js';
+
+/*
+ * Notification rules (SPEC.md "Notification"): which outcomes become notifications and how loud
+ * they are, what counts toward the unread badge, and the throttle helper. Pure: time arrives as
+ * an argument and the throttle's memory is passed in and handed back.
+ */
+
+export const NOTIFICATION_SEVERITIES = ['critical', 'warning', 'info', 'silent'] as const;
+export type Severity = (typeof NOTIFICATION_SEVERITIES)[number];
+
+export const NOTIFICATION_SOURCES = ['cron', 'task', 'webhook', 'system'] as const;
+export type NotificationSource = (typeof NOTIFICATION_SOURCES)[number];
+/** The notification's `type` is the UI's filter value, which is the source itself. */
+export type NotificationType = NotificationSource;
+
+export const NOTIFICATION_OUTCOMES = ['success', 'failed', 'error'] as const;
+export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
+
+/** SPEC.md Limits: "throttle window 60 seconds". */
+export const THROTTLE_WINDOW_MS = 60_000;
+
+/** Bodies a job prints when it has nothing to say; compared trimmed and case-insensitively. */
+export const EMPTY_BODIES: readonly string[] = ['', 'done', 'ok', 'success', 'completed'];
+const EMPTY_BODY_SET = new Set(EMPTY_BODIES);
+
+/**
+ * Longest body kept. A failing job can print megabytes; the notification is a pointer to the
+ * problem, and the full output stays in the task or cron record.
+ */
+export const MAX_NOTIFICATION_BODY_CHARS = 20_000;
+export const TRUNCATION_MARK = '\n… (truncated)';
+
+export interface NotificationOccurrence {
+  source: NotificationSource;
+  outcome: NotificationOutcome;
+  body?: string | null;
+}
+
+export type Classification = { persist: false } | { persist: true; severity: Severity; type: NotificationType };
+
+export function isEmptyBody(body: string | null | undefined): boolean {
+  return EMPTY_BODY_SET.has((body ?? '').trim().toLowerCase());
+}
+
+/**
+ * The severity table. Rows SPEC.md leaves out are settled here: for cron, task and webhook both
+ * `failed` and `error` are the table's failure row; `system` (not in the table) is `info` on
+ * success, `critical` when something failed and `warning` on an error, so a caller picks the
+ * loudness by the outcome it reports.
+ */
+export function classify(occurrence: NotificationOccurrence): Classification {
+  const { source, outcome } = occurrence;
+  if (!(NOTIFICATION_SOURCES as readonly string[]).includes(source)) {
+    throw new SvcError('invalid-notification', `notification source ${JSON.stringify(source)} is not one of ${NOTIFICATION_SOURCES.join(', ')}`);
+  }
+  if (!(NOTIFICATION_OUTCOMES as readonly string[]).includes(outcome)) {
+    throw new SvcError('invalid-notification', `notification outcome ${JSON.stringify(outcome)} is not one of ${NOTIFICATION_OUTCOMES.join(', ')}`);
+  }
+  const ok = outcome === 'success';
+  switch (source) {
+    case 'cron':
+    case 'task':
+      if (!ok) return { persist: true, severity: 'critical', type: source };
+      return isEmptyBody(occurrence.body) ? { persist: false } : { persist: true, severity: 'silent', type: source };
+    case 'webhook':
+      return { persist: true, severity: ok ? 'info' : 'warning', type: source };
+    case 'system':
+      return { persist: true, severity: ok ? 'info' : outcome === 'failed' ? 'critical' : 'warning', type: source };
+  }
+}
+
+/** The unread badge: a notification counts while its `read` flag is false, unless it is silent. */
+export function countsAsUnread(n: { read: boolean; severity: Severity }): boolean {
+  return !n.read && n.severity !== 'silent';
+}
+
+/** Keeps the start of an oversized body and says that it was cut. */
+export function truncateBody(body: string): string {
+  if (body.length <= MAX_NOTIFICATION_BODY_CHARS) return body;
+  return body.slice(0, MAX_NOTIFICATION_BODY_CHARS - TRUNCATION_MARK.length) + TRUNCATION_MARK;
+}
+
+/** source_id → when a warning or info notification from it was last seen (epoch ms). */
+export type ThrottleState = ReadonlyMap<string, number>;
+export const EMPTY_THROTTLE_STATE: ThrottleState = new Map();
+
+export interface ThrottleResult {
+  throttled: boolean;
+  state: ThrottleState;
+}
+
+/**
+ * SPEC.md `should_throttle(source_id, severity)`: critical never, silent always (both decided by
+ * severity alone, so they leave the memory untouched); warning and info when the same source_id
+ * was seen less than 60 s ago — a sighting at exactly 60 s is outside the window. Every warning or
+ * info sighting counts as "seen", throttled or not, so a source that keeps firing stays throttled.
+ * Without a source_id there is nothing to match, so it is not throttled. Entries older than the
+ * window are dropped, so the memory stays as small as the set of recently active sources.
+ */
+export function shouldThrottle(state: ThrottleState, sourceId: string | null | undefined, severity: Severity, nowMs: number): ThrottleResult {
+  if (!Number.isFinite(nowMs)) throw new SvcError('invalid-clock', `shouldThrottle: nowMs must be a finite epoch-ms number, got ${String(nowMs)}`);
+  if (severity === 'critical') return { throttled: false, state };
+  if (severity === 'silent') return { throttled: true, state };
+  if (severity !== 'warning' && severity !== 'info') {
+    throw new SvcError('invalid-notification', `severity ${JSON.stringify(severity)} is not one of ${NOTIFICATION_SEVERITIES.join(', ')}`);
+  }
+  if (sourceId === null || sourceId === undefined || sourceId === '') return { throttled: false, state };
+  const last = state.get(sourceId);
+  // A clock that stepped back (last > now) still means "just seen".
+  const throttled = last !== undefined && nowMs - last < THROTTLE_WINDOW_MS;
+  const next = new Map<string, number>();
+  for (const [id, at] of state) if (nowMs - at < THROTTLE_WINDOW_MS) next.set(id, at);
+  next.set(sourceId, Math.max(nowMs, last ?? nowMs));
+  return { throttled, state: next };
+}

@@ -1,0 +1,173 @@
+import t from 'tap';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { filter, firstValueFrom, take, toArray } from 'rxjs';
+import { ofType } from '../../bus/index.js';
+import { startDaemon, type RunningDaemon } from '../../bin/daemon.js';
+import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
+import { homePaths } from '../../store/index.js';
+
+const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
+
+interface Recorded {
+  argv: string[];
+  cwd: string;
+  envKeys: Record<string, string>;
+  stdin: string;
+}
+
+async function boot(t: { testdir(): string; teardown(f: () => unknown): void }, env: Record<string, string> = {}, opts: { clock?: () => number; home?: string } = {}) {
+  const root = opts.home ?? join(t.testdir(), 'home');
+  const paths = homePaths(root);
+  const record = `${root}.argv.ndjson`;
+  const d = await startDaemon({
+    paths,
+    logToStderr: false,
+    watchIntervalMs: 20,
+    killGraceMs: 300,
+    env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root, FAKE_CLI_RECORD: record, ...env },
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (!stopped) await d.stop('test');
+    stopped = true;
+  };
+  t.teardown(stop);
+  const recorded = (): Recorded[] =>
+    existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Recorded) : [];
+  let n = 0;
+  const ask = (text: string, over: Partial<AgentMessage> = {}) =>
+    d.bus.send<TurnOutcome>(
+      {
+        type: 'agent.message',
+        data: { request_id: `r${++n}`, agent: 'main', transport: 'api', chat_id: 1, topic_id: null, text, source: { kind: 'none' }, kind: 'foreground', ...over },
+      },
+      { timeoutMs: 0 },
+    );
+  return { d, paths, ask, recorded, stop };
+}
+
+const argOf = (argv: string[], flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
+
+t.test('a message streams its reply, is recorded as a turn, and the next one resumes the session', async (t) => {
+  const { d, ask, recorded } = await boot(t, { FAKE_CLI_REPLY: 'Hello from claude', FAKE_CLI_CHUNKS: '3' });
+  const deltas = firstValueFrom(
+    d.bus.transient$.pipe(filter((m) => m.type === 'turn.text_delta' && (m.data as { request_id: string }).request_id === 'r1'), take(3), toArray()),
+  );
+  const out = await ask('hi');
+  t.equal(out.status, 'completed');
+  t.equal(out.text, 'Hello from claude');
+  t.equal(out.provider, 'claude');
+  t.equal(out.session_id, 'fake-claude-session');
+  t.equal((await deltas).map((m) => (m.data as { text: string }).text).join(''), 'Hello from claude', 'chunks arrive in order');
+
+  const turn = d.log.read({ stream: `turn:${out.turn_id}` }).map((e) => e.type);
+  t.same(turn, ['turn.started', 'turn.spawned', 'turn.completed']);
+  const first = recorded()[0]!;
+  t.equal(first.cwd, d.config().svc_home === '~/.svc' ? join(homePaths(first.envKeys.SVC_HOME!).workspace) : first.cwd, 'runs in the main workspace');
+  t.equal(first.envKeys.SVC_AGENT_NAME, 'main');
+  t.equal(first.envKeys.SVC_CHAT_ID, '1');
+  t.equal(argOf(first.argv, '--permission-mode'), 'bypassPermissions', 'no role: permission_mode');
+  t.equal(argOf(first.argv, '--model'), 'opus');
+  t.notOk(first.argv.includes('--resume'));
+
+  await ask('again');
+  t.equal(argOf(recorded()[1]!.argv, '--resume'), 'fake-claude-session', 'the provider session continues');
+});
+
+t.test('commands, directives, provider switch keeps each provider session, permission by role', async (t) => {
+  const { ask, recorded, paths } = await boot(t);
+  await ask('one');
+  let out = await ask('@gpt-5 switch to codex');
+  t.equal(out.provider, 'codex');
+  t.equal(recorded().at(-1)!.argv[0], 'exec');
+  t.equal(recorded().at(-1)!.stdin.trim(), 'switch to codex', 'the directive is not part of the prompt');
+  await ask('back to claude');
+  t.equal(argOf(recorded().at(-1)!.argv, '--resume'), 'fake-claude-session', "switching provider kept claude's session");
+
+  out = await ask('/new');
+  t.same([out.status, out.turn_id], ['completed', null]);
+  await ask('fresh');
+  t.notOk(recorded().at(-1)!.argv.includes('--resume'), '/new starts a fresh provider session');
+
+  out = await ask('/model sonnet');
+  t.match(out.text, /sonnet \(claude\)/);
+  t.equal(JSON.parse(readFileSync(paths.configFile, 'utf8')).model, 'sonnet', '/model is persisted');
+  await ask('which model');
+  t.equal(argOf(recorded().at(-1)!.argv, '--model'), 'sonnet');
+  t.match((await ask('/model')).text, /Model: sonnet/);
+  t.equal((await ask('/model not a model!')).status, 'failed');
+
+  await ask('as viewer', { source: { kind: 'token', role: 'viewer' } });
+  t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'default');
+  await ask('as operator', { source: { kind: 'token', role: 'operator' } });
+  t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'acceptEdits');
+  await t.rejects(ask('   '), { code: 'empty' });
+  await t.rejects(ask('hi', { agent: 'nobody' }), { code: 'unknown-agent' });
+  await t.rejects(ask('hi', { chat_id: 1.5 }), { code: 'invalid-body' });
+});
+
+t.test('two chats stream at once; one session key runs in order; abort is chat-scoped', async (t) => {
+  const { ask } = await boot(t, { FAKE_CLI_DELAY_MS: '40', FAKE_CLI_CHUNKS: '4' });
+  const [a, b] = await Promise.all([ask('alpha', { chat_id: 10 }), ask('beta', { chat_id: 11 })]);
+  t.same([a.text, b.text], ['echo: alpha', 'echo: beta']);
+  const order: string[] = [];
+  await Promise.all(['m1', 'm2', 'm3'].map((m) => ask(m, { chat_id: 12 }).then((o) => order.push(o.text))));
+  t.same(order, ['echo: m1', 'echo: m2', 'echo: m3'], 'one at a time, in order, per key');
+
+  const hang = await boot(t, { FAKE_CLI_HANG: '1' }, { home: join(t.testdir(), 'second') });
+  const spawned = firstValueFrom(hang.d.bus.events$.pipe(ofType('turn.spawned'), take(2), toArray()));
+  const inTopic1 = hang.ask('long', { chat_id: 20, topic_id: 1 });
+  const inTopic2 = hang.ask('long too', { chat_id: 20, topic_id: 2 });
+  const queued = hang.ask('waiting', { chat_id: 20, topic_id: 1 });
+  const other = hang.ask('other chat', { chat_id: 21 });
+  await spawned;
+  const { killed } = await hang.d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 20 } });
+  t.equal(killed, 2, 'both channels of the chat, not the other chat');
+  t.same((await inTopic1).status, 'aborted');
+  t.same((await inTopic2).status, 'aborted');
+  t.same((await queued).status, 'aborted', 'queued work of the chat is dropped');
+  await hang.d.bus.send({ type: 'agent.abort', data: { chat_id: 21 } });
+  t.equal((await other).status, 'aborted');
+});
+
+t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {
+  let now = Date.parse('2026-11-22T10:00:00Z');
+  const home = join(t.testdir(), 'home');
+  let s = await boot(t, {}, { clock: () => now, home });
+  await s.ask('first');
+  await s.stop();
+  now += 60_000;
+  s = await boot(t, {}, { clock: () => now, home });
+  await s.ask('after restart');
+  t.equal(argOf(s.recorded().at(-1)!.argv, '--resume'), 'fake-claude-session', 'restored from the log');
+  now += 25 * 3600_000;
+  await s.ask('next day');
+  t.notOk(s.recorded().at(-1)!.argv.includes('--resume'), 'idle_timeout_minutes (1440) expired the session');
+  const starts = s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason);
+  t.same(starts, ['first', 'idle']);
+});
+
+t.test('sub-agents follow the registry: start in their own workspace with the sandbox hook, stop when removed', async (t) => {
+  const { d, ask, recorded, paths } = await boot(t);
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name === 'research')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'research', telegram_token: '1:x', model: 'sonnet' }]));
+  await started;
+  const out = await ask('dig', { agent: 'research' });
+  t.equal(out.status, 'completed');
+  const rec = recorded().at(-1)!;
+  t.equal(rec.cwd, join(paths.agentsDir, 'research', 'workspace'));
+  t.equal(rec.envKeys.SVC_AGENT_NAME, 'research');
+  t.equal(argOf(rec.argv, '--model'), 'sonnet');
+  t.ok(existsSync(join(paths.agentsDir, 'research', 'workspace', '.claude', 'hooks', 'sandbox_hook.py')));
+  const list = await d.bus.send<{ name: string }[]>({ type: 'agent.list', data: {} });
+  t.same(list.map((a) => a.name).sort(), ['main', 'research']);
+
+  const stopped = firstValueFrom(d.bus.events$.pipe(ofType('agent.stopped')));
+  writeFileSync(paths.agentsRegistry, '[]');
+  t.same((await stopped).data.name, 'research');
+  await t.rejects(ask('dig', { agent: 'research' }), { code: 'unknown-agent' });
+});

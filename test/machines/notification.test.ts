@@ -1,0 +1,152 @@
+import t from 'tap';
+import {
+  EMPTY_BODIES,
+  EMPTY_THROTTLE_STATE,
+  MAX_NOTIFICATION_BODY_CHARS,
+  NOTIFICATION_SEVERITIES,
+  THROTTLE_WINDOW_MS,
+  TRUNCATION_MARK,
+  classify,
+  countsAsUnread,
+  isEmptyBody,
+  shouldThrottle,
+  truncateBody,
+  type NotificationOccurrence,
+  type Severity,
+} from '../../machines/index.js';
+import { SvcError } from '../../schemas/index.js';
+
+t.test('the severity table, row by row', async (t) => {
+  const rows: [NotificationOccurrence, ReturnType<typeof classify>][] = [
+    [{ source: 'cron', outcome: 'success', body: '' }, { persist: false }],
+    [{ source: 'cron', outcome: 'success', body: 'disk at 91%, rotated logs' }, { persist: true, severity: 'silent', type: 'cron' }],
+    [{ source: 'cron', outcome: 'failed', body: 'exit 1' }, { persist: true, severity: 'critical', type: 'cron' }],
+    [{ source: 'cron', outcome: 'failed', body: '' }, { persist: true, severity: 'critical', type: 'cron' }],
+    [{ source: 'task', outcome: 'success', body: 'done' }, { persist: false }],
+    [{ source: 'task', outcome: 'success', body: 'Refactored 3 files' }, { persist: true, severity: 'silent', type: 'task' }],
+    [{ source: 'task', outcome: 'failed', body: 'timeout' }, { persist: true, severity: 'critical', type: 'task' }],
+    [{ source: 'webhook', outcome: 'success', body: '' }, { persist: true, severity: 'info', type: 'webhook' }],
+    [{ source: 'webhook', outcome: 'success', body: 'payload handled' }, { persist: true, severity: 'info', type: 'webhook' }],
+    [{ source: 'webhook', outcome: 'error', body: 'bad signature' }, { persist: true, severity: 'warning', type: 'webhook' }],
+  ];
+  for (const [occ, want] of rows) t.same(classify(occ), want, `${occ.source} ${occ.outcome} ${JSON.stringify(occ.body)}`);
+});
+
+t.test('every empty-body spelling, any case, trimmed, for cron and task', async (t) => {
+  const spellings = [
+    '', '   ', '\n\t', 'done', 'DONE', 'Done', ' done\n', 'ok', 'OK', 'Ok', '  ok  ', 'success', 'Success', 'SUCCESS\n',
+    'completed', 'Completed', '\tCOMPLETED ',
+  ];
+  t.same(EMPTY_BODIES, ['', 'done', 'ok', 'success', 'completed']);
+  for (const source of ['cron', 'task'] as const) {
+    for (const body of spellings) t.same(classify({ source, outcome: 'success', body }), { persist: false }, `${source} ${JSON.stringify(body)}`);
+    t.same(classify({ source, outcome: 'success' }), { persist: false }, `${source} with no body`);
+    t.same(classify({ source, outcome: 'success', body: null }), { persist: false }, `${source} with a null body`);
+    // Near misses are real bodies.
+    for (const body of ['done.', 'okay', 'not done', 'success!', 'completed 3 items', 'd one']) {
+      t.same(classify({ source, outcome: 'success', body }), { persist: true, severity: 'silent', type: source }, `${source} ${JSON.stringify(body)}`);
+    }
+  }
+  t.ok(isEmptyBody(' Ok '));
+  t.notOk(isEmptyBody('okay'));
+});
+
+t.test('rows SPEC.md leaves out: other failure spellings and system notifications', async (t) => {
+  t.same(classify({ source: 'cron', outcome: 'error' }), { persist: true, severity: 'critical', type: 'cron' });
+  t.same(classify({ source: 'task', outcome: 'error' }), { persist: true, severity: 'critical', type: 'task' });
+  t.same(classify({ source: 'webhook', outcome: 'failed' }), { persist: true, severity: 'warning', type: 'webhook' });
+  t.same(classify({ source: 'system', outcome: 'success', body: '' }), { persist: true, severity: 'info', type: 'system' });
+  t.same(classify({ source: 'system', outcome: 'failed' }), { persist: true, severity: 'critical', type: 'system' });
+  t.same(classify({ source: 'system', outcome: 'error' }), { persist: true, severity: 'warning', type: 'system' });
+});
+
+t.test('classify refuses what is not in the table', async (t) => {
+  t.throws(() => classify({ source: 'mail', outcome: 'success' } as never), new SvcError('invalid-notification', 'notification source "mail" is not one of cron, task, webhook, system'));
+  t.throws(() => classify({ source: 'cron', outcome: 'ok' } as never), { code: 'invalid-notification', message: /outcome "ok"/ });
+  t.throws(() => classify({ source: undefined, outcome: 'success' } as never), { code: 'invalid-notification' });
+});
+
+t.test('unread: critical, warning and info count while unread; silent never', async (t) => {
+  const want: Record<Severity, boolean> = { critical: true, warning: true, info: true, silent: false };
+  for (const severity of NOTIFICATION_SEVERITIES) {
+    t.equal(countsAsUnread({ read: false, severity }), want[severity], `${severity} unread`);
+    t.equal(countsAsUnread({ read: true, severity }), false, `${severity} read`);
+  }
+});
+
+t.test('throttle windows', async (t) => {
+  const t0 = 1_700_000_000_000;
+  t.equal(THROTTLE_WINDOW_MS, 60_000);
+
+  t.test('warning and info: throttled inside 60 s, not at 60 s', async (t) => {
+    for (const severity of ['warning', 'info'] as const) {
+      const first = shouldThrottle(EMPTY_THROTTLE_STATE, 'hook-1', severity, t0);
+      t.equal(first.throttled, false, `${severity}: first sighting`);
+      t.equal(shouldThrottle(first.state, 'hook-1', severity, t0 + 59_900).throttled, true, `${severity}: 59.9 s later`);
+      t.equal(shouldThrottle(first.state, 'hook-1', severity, t0 + 59_999).throttled, true, `${severity}: 59.999 s later`);
+      t.equal(shouldThrottle(first.state, 'hook-1', severity, t0 + 60_000).throttled, false, `${severity}: 60 s later`);
+      t.equal(shouldThrottle(first.state, 'hook-2', severity, t0 + 1).throttled, false, `${severity}: another source`);
+    }
+    // warning and info share one memory per source.
+    const w = shouldThrottle(EMPTY_THROTTLE_STATE, 'hook-1', 'warning', t0);
+    t.equal(shouldThrottle(w.state, 'hook-1', 'info', t0 + 10_000).throttled, true);
+  });
+
+  t.test('a throttled sighting still counts as seen', async (t) => {
+    let s = shouldThrottle(EMPTY_THROTTLE_STATE, 'h', 'info', t0).state;
+    const mid = shouldThrottle(s, 'h', 'info', t0 + 50_000);
+    t.equal(mid.throttled, true);
+    s = mid.state;
+    t.equal(shouldThrottle(s, 'h', 'info', t0 + 100_000).throttled, true, '50 s after the last sighting');
+    t.equal(shouldThrottle(s, 'h', 'info', t0 + 110_000).throttled, false, '60 s after the last sighting');
+  });
+
+  t.test('critical never, silent always, neither touches the memory', async (t) => {
+    const seen = shouldThrottle(EMPTY_THROTTLE_STATE, 'job', 'warning', t0).state;
+    for (const at of [t0, t0 + 1, t0 + 59_900, t0 + 60_000]) {
+      const c = shouldThrottle(seen, 'job', 'critical', at);
+      t.equal(c.throttled, false);
+      t.equal(c.state, seen, 'critical leaves the state as it was');
+      const s = shouldThrottle(EMPTY_THROTTLE_STATE, 'fresh', 'silent', at);
+      t.equal(s.throttled, true);
+      t.equal(s.state, EMPTY_THROTTLE_STATE);
+    }
+  });
+
+  t.test('pure: input state is never changed; old entries are pruned', async (t) => {
+    const a = shouldThrottle(EMPTY_THROTTLE_STATE, 'a', 'info', t0).state;
+    t.equal(EMPTY_THROTTLE_STATE.size, 0);
+    const b = shouldThrottle(a, 'b', 'info', t0 + 30_000).state;
+    t.same([...a.keys()], ['a']);
+    t.same([...b.keys()].sort(), ['a', 'b']);
+    const c = shouldThrottle(b, 'c', 'info', t0 + 61_000).state;
+    t.same([...c.keys()].sort(), ['b', 'c'], 'a is older than the window and dropped');
+  });
+
+  t.test('no source id: nothing to match, never throttled, nothing remembered', async (t) => {
+    for (const id of [null, undefined, '']) {
+      const r = shouldThrottle(EMPTY_THROTTLE_STATE, id, 'warning', t0);
+      t.equal(r.throttled, false);
+      t.equal(shouldThrottle(r.state, id, 'warning', t0 + 1).throttled, false);
+      t.equal(r.state.size, 0);
+    }
+  });
+
+  t.test('out-of-order and bad input', async (t) => {
+    const s = shouldThrottle(EMPTY_THROTTLE_STATE, 'h', 'info', t0).state;
+    t.equal(shouldThrottle(s, 'h', 'info', t0 - 5_000).throttled, true, 'a clock that stepped back still counts as just seen');
+    t.equal(shouldThrottle(s, 'h', 'info', t0 - 5_000).state.get('h'), t0, 'and does not move the last sighting back');
+    t.throws(() => shouldThrottle(s, 'h', 'info', Number.NaN), { code: 'invalid-clock' });
+    t.throws(() => shouldThrottle(s, 'h', 'info', Infinity), { code: 'invalid-clock' });
+    t.throws(() => shouldThrottle(s, 'h', 'loud' as Severity, t0), { code: 'invalid-notification', message: /"loud"/ });
+  });
+});
+
+t.test('oversized bodies are cut to the cap with a mark', async (t) => {
+  t.equal(truncateBody('short'), 'short');
+  const exact = 'x'.repeat(MAX_NOTIFICATION_BODY_CHARS);
+  t.equal(truncateBody(exact), exact);
+  const cut = truncateBody('y'.repeat(MAX_NOTIFICATION_BODY_CHARS + 1));
+  t.equal(cut.length, MAX_NOTIFICATION_BODY_CHARS);
+  t.ok(cut.endsWith(TRUNCATION_MARK));
+});
