@@ -61,6 +61,7 @@ export interface AgentRuntimeDeps {
   config: () => AgentConfig;
   users: () => UserRecord[];
   hostEnv: NodeJS.ProcessEnv;
+  discoveredGemini: () => string[];
   /** Handed to the CLI as SVC_INTERAGENT_TOKEN so its tool scripts can call other agents. */
   interagentToken: () => string | null;
   /** Persist a `/model` change: config.json for main, the registry entry for a sub-agent. */
@@ -111,7 +112,7 @@ export class AgentRuntime {
   currentModel(): { model: string; provider: string } {
     const cfg = this.d.config();
     if (this.pendingModel && cfg.model === this.pendingModel.model) this.pendingModel = null;
-    return this.pendingModel ?? { model: cfg.model, provider: resolveProviderForModel(cfg.model) };
+    return this.pendingModel ?? { model: cfg.model, provider: resolveProviderForModel(cfg.model, this.d.discoveredGemini()) };
   }
 
   private restoreSessions(): void {
@@ -256,7 +257,7 @@ export class AgentRuntime {
       topicDefaults: config.topic_defaults,
       configModel: current.model,
     });
-    const provider = resolveProviderForModel(model) as ProviderId;
+    const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
     const resume = sessionIdFor(session.providerSessions, provider);
     const memory = this.memoryText(config, resume === null, session.messageCount + 1);
     const turnId = randomUUID();
@@ -383,7 +384,7 @@ export class AgentRuntime {
     if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(model)) {
       return this.commandOutcome(msg, `"${arg}" is not a model id.`, 'failed', 'invalid-model');
     }
-    const provider = resolveProviderForModel(model);
+    const provider = resolveProviderForModel(model, this.d.discoveredGemini());
     this.d.saveModel(model, provider);
     this.pendingModel = { model, provider };
     return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);

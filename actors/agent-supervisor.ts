@@ -42,6 +42,8 @@ export interface SupervisorDeps {
   users: () => UserRecord[];
   mainAgentToken: () => string | null;
   hostEnv: NodeJS.ProcessEnv;
+  /** Gemini model ids found in the installed CLI (provider resolution for a model id). */
+  discoveredGemini: () => string[];
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -113,6 +115,7 @@ export class AgentSupervisor {
       config: () => this.configOf(name),
       users: this.d.users,
       hostEnv: this.d.hostEnv,
+      discoveredGemini: this.d.discoveredGemini,
       interagentToken: () =>
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
@@ -122,7 +125,7 @@ export class AgentSupervisor {
     this.runtimes.set(name, runtime);
     this.d.host.spawn(`agent:${name}`, agentMachine, {
       stream: `agent:${name}`,
-      input: { name, is_main: name === MAIN_AGENT, provider: resolveProviderForModel(config.model), model: config.model, workspace },
+      input: { name, is_main: name === MAIN_AGENT, provider: resolveProviderForModel(config.model, this.d.discoveredGemini()), model: config.model, workspace },
     });
   }
 

@@ -10,7 +10,10 @@ import type { BenchReport } from './report.js';
 const N = 50_000;
 const data = { task_id: 't-1', status: 'running', note: 'x'.repeat(120) };
 
-/** Raw better-sqlite3: the same row shape, no bus, no projections: the floor we compare against. */
+/**
+ * Raw better-sqlite3: the same row shape and the log's own durability settings (WAL,
+ * synchronous=NORMAL), no bus, no projections: the floor we compare against.
+ */
 function rawInserts(dir: string, batch: number): number {
   const db = new Database(join(dir, `raw-${batch}.db`));
   db.pragma('journal_mode = WAL');

@@ -1,7 +1,9 @@
 import { benchBus } from './bus.bench.js';
+import { benchRuntime } from './runtime.bench.js';
 import { BenchReport } from './report.js';
 
 const report = new BenchReport();
 process.stdout.write(`svc benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
 await benchBus(report);
+await benchRuntime(report);
 report.summary();

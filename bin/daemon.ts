@@ -1,4 +1,15 @@
-import { ActorHost, AgentSupervisor, LogSink, configWatcher, parseLogLevel, registryWatcher, startNotifier, type ActorClock } from '../actors/index.js';
+import {
+  ActorHost,
+  AgentSupervisor,
+  LogSink,
+  ModelCacheRefresher,
+  configWatcher,
+  localModelSource,
+  parseLogLevel,
+  registryWatcher,
+  startNotifier,
+  type ActorClock,
+} from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { configMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { describeError, type AgentConfig } from '../schemas/index.js';
@@ -15,6 +26,7 @@ import {
   type HomePaths,
   type PidLock,
 } from '../store/index.js';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from './package-info.js';
 
@@ -100,6 +112,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       if (e.type === 'config.reloaded' && !opts.verbose) sink.level = parseLogLevel(config.getSnapshot().context.config.log_level);
     });
 
+    const hostEnv = opts.env ?? process.env;
+    const models = new ModelCacheRefresher({
+      paths,
+      now: () => bus.now(),
+      fetchModels: localModelSource({ env: hostEnv, home: hostEnv.HOME ?? homedir() }),
+      onResult: (r) => r.error && bus.emitLog('warn', `model cache: ${r.error}`),
+    });
+    // Startup refresh reads local CLI files only; agents start meanwhile with whatever cache exists.
+    void models.start();
     const notifier = startNotifier({ bus, readModel: notificationReadModel(log.projectionDb()) });
     const agents = new AgentSupervisor({
       bus,
@@ -118,7 +139,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         }
       },
       mainAgentToken: () => null,
-      hostEnv: opts.env ?? process.env,
+      hostEnv,
+      discoveredGemini: () => models.models('gemini'),
       ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
       ...(opts.turnClock ? { clock: opts.turnClock } : {}),
     });
@@ -141,6 +163,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
           daemon.send({ type: 'stop', reason });
           // Agents first: their turns must end (process groups killed) while the log can still record it.
           await agents.stop();
+          models.stop();
           notifier.unsubscribe();
           for (const id of host.ids()) if (id !== 'daemon') host.stop(id);
           daemon.send({ type: 'stopped' });
