@@ -171,3 +171,68 @@ t.test('sub-agents follow the registry: start in their own workspace with the sa
   t.same((await stopped).data.name, 'research');
   await t.rejects(ask('dig', { agent: 'research' }), { code: 'unknown-agent' });
 });
+
+t.test('memory: full injection on a new provider session, a compact reminder every 6 messages', async (t) => {
+  const { ask, recorded, paths } = await boot(t);
+  const mem = join(paths.workspace, 'memory_system');
+  mkdirSync(join(mem, 'modules'), { recursive: true });
+  writeFileSync(join(mem, 'modules', 'prefs.md'), ['# Prefs', ...Array.from({ length: 40 }, (_, i) => `- fact ${i + 1}`)].join('\n'));
+  writeFileSync(join(mem, 'MAINMEMORY.md'), '# Main\n\n## Always Load\n\n| Module | Why |\n|---|---|\n| prefs | how the user likes things |\n');
+  await ask('m1');
+  const first = recorded()[0]!;
+  const system = argOf(first.argv, '--append-system-prompt') ?? '';
+  t.match(system, /fact 40/, 'the whole Always Load module is injected at session start');
+  for (let i = 2; i <= 6; i++) await ask(`m${i}`);
+  const sixth = recorded()[5]!;
+  t.notOk(sixth.argv.includes('--append-system-prompt'), 'a resumed session gets no system prompt');
+  const prompt = sixth.argv.slice(sixth.argv.indexOf('--') + 1).join(' ');
+  t.match(prompt, /fact 19\b/, 'the first 20 lines of the module (heading included)');
+  t.notMatch(prompt, /fact 20\b/, 'the reminder is cut to hook_compact_lines');
+  t.match(prompt, /m6$/);
+  const fifth = recorded()[4]!;
+  t.notMatch(fifth.argv.slice(fifth.argv.indexOf('--') + 1).join(' '), /fact/, 'no reminder between the 6th messages');
+});
+
+t.test('roles from users.json: messenger sender ids and inter-agent callers pick the permission mode', async (t) => {
+  const { ask, recorded, paths } = await boot(t);
+  mkdirSync(paths.secretsDir, { recursive: true });
+  writeFileSync(
+    paths.usersFile,
+    JSON.stringify([
+      { username: 'olga', role: 'operator', telegram_user_ids: [111] },
+      { username: 'vic', role: 'viewer', telegram_user_ids: [222], active: false },
+    ]),
+  );
+  await ask('x', { transport: 'telegram', source: { kind: 'messenger', senderId: 111 } });
+  t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'acceptEdits');
+  await ask('x', { transport: 'telegram', source: { kind: 'messenger', senderId: 222 } });
+  t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'bypassPermissions', 'an inactive user falls back to permission_mode');
+  await ask('x', { transport: 'internal', kind: 'interagent', source: { kind: 'interagent', callerUserId: 'olga' }, caller_user_id: 'olga' });
+  const rec = recorded().at(-1)!;
+  t.equal(argOf(rec.argv, '--permission-mode'), 'acceptEdits');
+  t.equal(rec.envKeys.SVC_CALLER_USER_ID, 'olga', 'the caller identity reaches the CLI for its tool scripts');
+  await ask('x', { source: { kind: 'system' } });
+  t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'bypassPermissions', 'system calls run as admin');
+});
+
+t.test('a registry change of token restarts the agent; /agent_restart restarts on request', async (t) => {
+  const { d, ask, paths } = await boot(t);
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const entry = { name: 'ops', telegram_token: '1:a' };
+  let started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name === 'ops')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([entry]));
+  await started;
+  started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name === 'ops')));
+  const stopped = firstValueFrom(d.bus.events$.pipe(ofType('agent.stopped'), filter((e) => e.data.name === 'ops')));
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ ...entry, telegram_token: '1:b' }]));
+  t.equal((await stopped).data.reason, 'registry change');
+  await started;
+
+  const again = firstValueFrom(d.bus.events$.pipe(ofType('agent.stopped'), filter((e) => e.data.reason === '/agent_restart')));
+  const out = await ask('/agent_restart ops');
+  t.same([out.status, out.text], ['completed', 'Restarted ops.']);
+  await again;
+  t.equal((await ask('/agent_restart')).status, 'failed', 'usage without a name');
+  t.match((await ask('/agent_restart ghost')).text, /No agent named ghost/);
+  t.equal((await ask('works', { agent: 'ops' })).status, 'completed');
+});
