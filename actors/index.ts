@@ -12,3 +12,8 @@ export * from './providers/model-cache.js';
 export * from './providers/discovery.js';
 export * from './providers/auth-login.js';
 export * from './notifier.js';
+export * from './agent-runtime.js';
+export * from './agent-supervisor.js';
+export * from './turn-recovery.js';
+export * from './chat-sessions.js';
+export * from './transcriber.js';

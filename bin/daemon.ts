@@ -4,6 +4,7 @@ import {
   LogSink,
   ModelCacheRefresher,
   configWatcher,
+  detectProviders,
   localModelSource,
   parseLogLevel,
   registryWatcher,
@@ -11,13 +12,24 @@ import {
   type ActorClock,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { configMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { describeError, type AgentConfig } from '../schemas/index.js';
+import {
+  NOTIFICATION_STATUSES,
+  bearerMatches,
+  notificationRoutes,
+  startDirectApi,
+  startInternalApi,
+  type DirectApiServer,
+  type HttpRequest,
+  type Listening,
+} from '../edges/index.js';
+import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { SvcError, describeError, type AgentConfig } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
   acquirePidLock,
   ensureDir,
+  ensureMainAgentToken,
   loadConfig,
   loadRegistry,
   loadUsers,
@@ -26,6 +38,7 @@ import {
   type HomePaths,
   type PidLock,
 } from '../store/index.js';
+import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from './package-info.js';
@@ -45,10 +58,18 @@ export interface DaemonOptions {
   killGraceMs?: number;
   /** Drives turn deadlines; tests pass a SimulatedClock. */
   turnClock?: ActorClock;
+  /** Overrides `interagent_port` (tests use 0: any free port). */
+  internalPort?: number;
+  /** Overrides `api.port` when the direct API is enabled. */
+  apiPort?: number;
 }
 
 export interface RunningDaemon {
   bus: Bus;
+  /** Where the internal API actually listens. */
+  internalPort: number;
+  /** Where the direct API listens; null when `api.enabled` is false. */
+  apiPort: number | null;
   host: ActorHost;
   agents: AgentSupervisor;
   log: SqliteEventLog;
@@ -65,17 +86,26 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const { paths } = opts;
   ensureDir(paths.root, 0o700);
   const lock: PidLock = acquirePidLock(paths.pidFile);
-  let log: SqliteEventLog | undefined;
+  // Every started part registers how to end it; a failed start and a stop unwind the same list.
+  const teardown: (() => void | Promise<void>)[] = [() => lock.release()];
+  const unwind = async () => {
+    for (const end of teardown.splice(0).reverse()) await end();
+  };
   try {
     const loaded = loadConfig(paths);
-    log = SqliteEventLog.open(paths.eventsDb, { projections: PROJECTIONS });
+    const log = SqliteEventLog.open(paths.eventsDb, { projections: PROJECTIONS });
+    teardown.push(() => log.close());
     const bus = new Bus({ log, ...(opts.clock ? { clock: opts.clock } : {}) });
     const sink = new LogSink(bus, {
       level: opts.verbose ? 'debug' : parseLogLevel(loaded.config.log_level),
       file: join(paths.logsDir, 'svc.log'),
       stderr: opts.logToStderr ?? true,
     });
+    teardown.push(() => sink.close());
+    // Closing commits the facts still queued (the daemon's last ones among them).
+    teardown.push(() => bus.close());
     const host = new ActorHost(bus);
+    teardown.push(() => host.stopAll());
     bus.subscribe('log-events', (e) => bus.emitLog('debug', `${e.type} ${e.stream}`, { seq: e.seq }));
 
     const daemon = host.spawn('daemon', daemonMachine, {
@@ -88,6 +118,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         previous: previousRun(log.read({ stream: 'daemon' })),
       },
     });
+    // Unwound after everything the daemon ran has ended, and before its actor is stopped.
+    let endReason = 'start failed';
+    teardown.push(() => {
+      daemon.send({ type: 'stop', reason: endReason });
+      daemon.send({ type: 'stopped' });
+    });
     await bus.publish({
       stream: 'config',
       type: 'config.loaded',
@@ -99,6 +135,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       stream: 'config',
       input: { config: loaded.config, file: paths.configFile, ...(interval ? { intervalMs: interval } : {}) },
     });
+    const currentConfig = () => config.getSnapshot().context.config;
     const registry = host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
       stream: 'registry',
       input: {
@@ -108,78 +145,118 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         ...(interval ? { intervalMs: interval } : {}),
       },
     });
+    const currentRegistry = () => registry.getSnapshot().context.entries;
     bus.subscribe('log-level', (e) => {
-      if (e.type === 'config.reloaded' && !opts.verbose) sink.level = parseLogLevel(config.getSnapshot().context.config.log_level);
+      if (e.type === 'config.reloaded' && !opts.verbose) sink.level = parseLogLevel(currentConfig().log_level);
     });
 
     const hostEnv = opts.env ?? process.env;
+    const userHome = hostEnv.HOME ?? homedir();
+    const mainAgentToken = ensureMainAgentToken(paths, () => randomBytes(32).toString('base64url'));
+    const users = () => {
+      try {
+        return loadUsers(paths);
+      } catch (e) {
+        // A broken users.json is the user's to fix; until then nobody gets a role from it.
+        bus.emitLog('error', describeError(e));
+        return [];
+      }
+    };
     const models = new ModelCacheRefresher({
       paths,
       now: () => bus.now(),
-      fetchModels: localModelSource({ env: hostEnv, home: hostEnv.HOME ?? homedir() }),
+      fetchModels: localModelSource({ env: hostEnv, home: userHome }),
       onResult: (r) => r.error && bus.emitLog('warn', `model cache: ${r.error}`),
     });
     // Startup refresh reads local CLI files only; agents start meanwhile with whatever cache exists.
     void models.start();
-    const notifier = startNotifier({ bus, readModel: notificationReadModel(log.projectionDb()) });
+    teardown.push(() => models.stop());
+    const notifications = notificationReadModel(log.projectionDb());
+    const notifier = startNotifier({ bus, readModel: notifications });
+    teardown.push(() => notifier.unsubscribe());
+
     const agents = new AgentSupervisor({
       bus,
       host,
       log,
       paths,
-      mainConfig: () => config.getSnapshot().context.config,
-      registry: () => registry.getSnapshot().context.entries,
-      users: () => {
-        try {
-          return loadUsers(paths);
-        } catch (e) {
-          // A broken users.json is the user's to fix; until then nobody gets a role from it.
-          bus.emitLog('error', describeError(e));
-          return [];
-        }
-      },
-      mainAgentToken: () => null,
+      mainConfig: currentConfig,
+      registry: currentRegistry,
+      users,
+      mainAgentToken: () => mainAgentToken,
       hostEnv,
       discoveredGemini: () => models.models('gemini'),
       ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
       ...(opts.turnClock ? { clock: opts.turnClock } : {}),
     });
+    // Agents stop before the log closes: their turns must end (process groups killed) and be recorded.
+    teardown.push(() => agents.stop());
     await agents.start();
 
-    daemon.send({ type: 'ready', subsystems: ['config', 'registry', 'notifications', ...agents.names().map((n) => `agent:${n}`)] });
+    const internalApi: Listening = await startInternalApi({
+      bus,
+      host: '127.0.0.1',
+      port: opts.internalPort ?? loaded.config.interagent_port,
+      registry: currentRegistry,
+      users,
+      mainAgentToken: () => mainAgentToken,
+      config: currentConfig,
+    });
+    teardown.push(() => internalApi.close());
+
+    const directApi: DirectApiServer | null = await startDirectApi({
+      bus,
+      config: currentConfig,
+      paths,
+      connectionMachine,
+      providers: () =>
+        authOkProviders(
+          detectProviders({
+            env: hostEnv,
+            home: userHome,
+            paths,
+            config: currentConfig(),
+            models: { codex: models.models('codex'), gemini: models.models('gemini') },
+          }),
+        ),
+      apiRoutes: (token) => {
+        const authorize = (req: HttpRequest) => {
+          if (!bearerMatches(req.headers.authorization, token)) throw new SvcError('unauthorized', 'missing or wrong bearer token');
+        };
+        return [...notificationRoutes({ readModel: notifications, bus, authorize })];
+      },
+      apiStatuses: NOTIFICATION_STATUSES,
+      ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
+    });
+    if (directApi) teardown.push(() => directApi.close());
+
+    daemon.send({
+      type: 'ready',
+      subsystems: ['config', 'registry', 'notifications', 'internal-api', ...(directApi ? ['direct-api'] : []), ...agents.names().map((n) => `agent:${n}`)],
+    });
     bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
     let stopping: Promise<void> | null = null;
-    const openLog = log;
     return {
       bus,
+      internalPort: internalApi.port,
+      apiPort: directApi?.port ?? null,
       host,
       agents,
-      log: openLog,
-      config: () => config.getSnapshot().context.config,
+      log,
+      config: currentConfig,
       stop(reason: string) {
         stopping ??= (async () => {
           bus.emitLog('info', `stopping (${reason})`);
+          endReason = reason;
           daemon.send({ type: 'stop', reason });
-          // Agents first: their turns must end (process groups killed) while the log can still record it.
-          await agents.stop();
-          models.stop();
-          notifier.unsubscribe();
-          for (const id of host.ids()) if (id !== 'daemon') host.stop(id);
-          daemon.send({ type: 'stopped' });
-          host.stopAll();
-          // Closing commits the facts still queued (the daemon's last ones among them).
-          bus.close();
-          await sink.close();
-          openLog.close();
-          lock.release();
+          await unwind();
         })();
         return stopping;
       },
     };
   } catch (e) {
-    log?.close();
-    lock.release();
+    await unwind();
     throw e;
   }
 }

@@ -1,6 +1,7 @@
 import { SvcError, describeError } from '../schemas/index.js';
 import { homePaths, resolveHomeRoot, expandHome } from '../store/index.js';
 import { apiCommand } from './api-command.js';
+import { askCommand } from './ask-command.js';
 import { authCommand } from './auth-command.js';
 import { parse } from './cli-args.js';
 import { configCommand } from './config-command.js';
@@ -17,6 +18,8 @@ commands:
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
   api enable          enable the direct API and generate its token
+  ask [--agent A] [--chat N] [--new] MSG
+                      send one message to the running daemon and stream the answer (MSG "-" reads stdin)
   auth <provider>     sign a provider CLI in (claude, codex, gemini); 'auth status' shows login state
   events ...          read the event log: tail, show, replay (see 'svc events --help')
   --version           print the version
@@ -64,6 +67,8 @@ export async function main(argv: string[]): Promise<number> {
         return apiCommand(args, paths);
       case 'auth':
         return await authCommand(args, paths);
+      case 'ask':
+        return await askCommand(args, paths);
       case 'events':
         return await eventsCommand(args, paths);
       default:

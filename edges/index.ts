@@ -1,1 +1,3 @@
 export * from './http/index.js';
+export * from './direct/index.js';
+export * from './internal/index.js';

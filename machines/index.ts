@@ -11,3 +11,7 @@ export * from './turn.logic.js';
 export * from './turn.machine.js';
 export * from './provider-listing.logic.js';
 export * from './notification.logic.js';
+export * from './agent-session.logic.js';
+export * from './agent.machine.js';
+export * from './connection.machine.js';
+export * from './transcription.logic.js';

@@ -11,3 +11,8 @@ export * from './config-file.js';
 export * from './daemon-runs.projection.js';
 export * from './projections.js';
 export * from './workspace.js';
+export * from './notifications.projection.js';
+export * from './users-file.js';
+export * from './agent-token.js';
+export * from './chat-sessions.projection.js';
+export * from './avatars.js';

@@ -31,6 +31,11 @@ export interface HttpReply {
   body?: Buffer | string;
   /** Streamed from disk with backpressure. */
   file?: FileBody;
+  /**
+   * Written chunk by chunk (chunked transfer encoding) as the iterable yields, pausing while the
+   * client is behind; `return()` is called when the client goes away, so a producer can stop.
+   */
+  stream?: AsyncIterable<string>;
 }
 
 export type Handler = (req: HttpRequest) => Promise<HttpReply> | HttpReply;

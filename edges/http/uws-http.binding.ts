@@ -183,6 +183,7 @@ function statusLine(status: number): string {
 
 function writeReply(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
   if (reply.file) return streamFile(res, reply, state);
+  if (reply.stream) return void streamChunks(res, reply, state);
   let body: string | Buffer = '';
   const headers = { ...reply.headers };
   if (reply.json !== undefined) {
@@ -246,5 +247,70 @@ function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: boolea
       // Headers are out: the only honest signal left is to cut the connection.
       res.close();
     }
+  });
+}
+
+/**
+ * Pulls the next chunk only once uWS reports the socket writable again after a write that left
+ * backpressure, so a slow reader holds the producer back instead of filling memory. Headers go
+ * out with the first chunk, so a producer that fails before yielding still gets a plain 500.
+ */
+async function streamChunks(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): Promise<void> {
+  const it = reply.stream![Symbol.asyncIterator]();
+  let wake: (() => void) | null = null;
+  const wakeUp = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  state.onAbort.push(() => {
+    wakeUp();
+    void Promise.resolve(it.return?.()).catch(() => undefined);
+  });
+  let started = false;
+  const head = () => {
+    started = true;
+    res.writeStatus(statusLine(reply.status));
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+  };
+  let watching = false;
+  try {
+    for (;;) {
+      const next = await it.next();
+      if (state.aborted) return;
+      if (next.done) break;
+      if (next.value === '') continue;
+      let ok = true;
+      res.cork(() => {
+        if (!started) head();
+        ok = res.write(next.value);
+      });
+      if (ok) continue;
+      if (!watching) {
+        watching = true;
+        // Once a handler is registered uWS stops draining by itself; an empty cork flushes what it buffered.
+        res.onWritable(() => {
+          res.cork(() => undefined);
+          wakeUp();
+          return true;
+        });
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      if (state.aborted) return;
+    }
+  } catch {
+    if (state.aborted) return;
+    if (!started) {
+      // The producer owns its error reporting; the client gets no internals.
+      writeReply(res, json(500, { error: 'internal error', code: 'internal-error' }), state);
+    } else {
+      // Headers are out: cutting the connection is the only way to tell the client the body is incomplete.
+      res.close();
+    }
+    return;
+  }
+  res.cork(() => {
+    if (!started) head();
+    res.end();
   });
 }

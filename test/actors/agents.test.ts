@@ -23,7 +23,7 @@ async function boot(t: { testdir(): string; teardown(f: () => unknown): void }, 
   const record = `${root}.argv.ndjson`;
   const d = await startDaemon({
     paths,
-    logToStderr: false,
+    logToStderr: false, internalPort: 0,
     watchIntervalMs: 20,
     killGraceMs: 300,
     env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root, FAKE_CLI_RECORD: record, ...env },

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqliteEventLog, PROJECTIONS } from '../../store/index.js';
 import type { Envelope } from '../../schemas/index.js';
@@ -14,6 +15,13 @@ export function svc(home: string, args: string[], env: NodeJS.ProcessEnv = {}) {
     timeout: 30_000,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A home whose config asks for any free internal-API port, so parallel test daemons never collide. */
+export function freePortHome(home: string): string {
+  mkdirSync(join(home, 'config'), { recursive: true });
+  writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ interagent_port: 0 }));
+  return home;
 }
 
 export function startSvc(home: string, args: string[] = ['start']): ChildProcess & { output: () => string } {

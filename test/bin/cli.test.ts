@@ -2,7 +2,7 @@ import t from 'tap';
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
+import { exited, freePortHome, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('first start: home, config and an event log that svc events shows; SIGTERM stops cleanly', async (t) => {
   const home = join(t.testdir(), 'home');
@@ -39,7 +39,7 @@ t.test('first start: home, config and an event log that svc events shows; SIGTER
 });
 
 t.test('a daemon killed with SIGKILL is recorded as recovered on the next start', async (t) => {
-  const home = join(t.testdir(), 'home');
+  const home = freePortHome(join(t.testdir(), 'home'));
   const db = join(home, 'events.db');
   const first = startSvc(home);
   await until('ready', () => readEvents(db).some((e) => e.type === 'daemon.ready'));
@@ -184,7 +184,7 @@ t.test('usage errors: one line, non-zero exit; --help and --version', async (t) 
 });
 
 t.test('events tail --follow prints events appended by the running daemon', async (t) => {
-  const home = join(t.testdir(), 'home');
+  const home = freePortHome(join(t.testdir(), 'home'));
   const db = join(home, 'events.db');
   const daemon = startSvc(home);
   await until('ready', () => readEvents(db).some((e) => e.type === 'daemon.ready'));

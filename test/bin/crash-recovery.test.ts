@@ -34,7 +34,7 @@ t.test('a daemon killed mid-turn leaves no orphan after restart and the turn is 
   await exited(child);
   t.ok(alive(cliPid), 'the CLI outlived the daemon (its own process group)');
 
-  const d = await startDaemon({ paths: homePaths(home), logToStderr: false });
+  const d = await startDaemon({ paths: homePaths(home), logToStderr: false, internalPort: 0 });
   await until('the orphan to be gone', () => !alive(cliPid), 10_000);
   t.notOk(alive(cliPid), 'restart ended the orphaned process group');
   const turn = d.log.read({ stream: stream! });

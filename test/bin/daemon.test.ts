@@ -14,7 +14,7 @@ const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
 
 t.test('hot reload: applied, restart-required recorded, invalid edit keeps the last good config', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
-  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false });
+  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
   t.teardown(() => d.stop('test'));
   t.equal(d.config().model, 'opus');
 
@@ -49,7 +49,7 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
 
 t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
-  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false });
+  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
   t.teardown(() => d.stop('test'));
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
@@ -74,10 +74,10 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
 
 t.test('stop flushes the last facts and releases the home', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
-  const d = await startDaemon({ paths, logToStderr: false });
-  await t.rejects(startDaemon({ paths, logToStderr: false }), { code: 'daemon-running' });
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), { code: 'daemon-running' });
   await d.stop('test');
-  const again = await startDaemon({ paths, logToStderr: false });
+  const again = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   const types = again.log.read({ stream: 'daemon' }).map((e) => e.type);
   t.same(types.slice(0, 5), ['daemon.started', 'daemon.ready', 'daemon.stopping', 'daemon.stopped', 'daemon.started']);
   t.notOk(types.includes('daemon.recovered'), 'a clean stop is not a crash');

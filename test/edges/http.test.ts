@@ -107,3 +107,100 @@ t.test('streamed request bodies and streamed files arrive intact', async (t) => 
   t.equal((await (await call('/empty')).arrayBuffer()).byteLength, 0);
   t.equal((await call('/missing')).status, 500);
 });
+
+t.test('streamed replies: chunks in order, held back by a slow reader, stopped when the client leaves', async (t) => {
+  const CHUNK = 'y'.repeat(1024 * 1024 - 1) + '\n';
+  const TOTAL = 64;
+  const seen = { pulled: 0, stopped: false, infinitePulled: 0 };
+  const { call, port } = await serve(t, [
+    {
+      method: 'GET',
+      pattern: '/big',
+      handler: () => ({
+        status: 200,
+        headers: { 'content-type': 'application/x-ndjson' },
+        stream: (async function* () {
+          for (let i = 0; i < TOTAL; i++) {
+            seen.pulled++;
+            yield CHUNK;
+          }
+        })(),
+      }),
+    },
+    {
+      method: 'GET',
+      pattern: '/lines',
+      handler: () => ({ status: 201, stream: (async function* () { for (let i = 0; i < 5; i++) yield `${i}\n`; })() }),
+    },
+    {
+      method: 'GET',
+      pattern: '/forever',
+      handler: () => ({
+        status: 200,
+        stream: (async function* () {
+          try {
+            for (;;) {
+              seen.infinitePulled++;
+              yield 'tick\n';
+              await new Promise((r) => setImmediate(r));
+            }
+          } finally {
+            seen.stopped = true;
+          }
+        })(),
+      }),
+    },
+    { method: 'GET', pattern: '/fails', handler: () => ({ status: 200, stream: (async function* () { throw new Error('producer broke'); })() }) },
+  ]);
+
+  const small = await call('/lines');
+  t.equal(small.status, 201);
+  t.equal(await small.text(), '0\n1\n2\n3\n4\n');
+  const failed = await call('/fails');
+  t.equal(failed.status, 500, 'a producer failing before its first chunk is a plain 500');
+  t.notMatch(await failed.text(), /producer broke/);
+
+  // A reader that does not read: the producer must stall well before it has produced everything.
+  const got = await new Promise<{ bytes: number; stalledAt: number; ok: boolean }>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/big', agent: false, headers: { connection: 'close' } }, (res) => {
+      res.pause();
+      const deadline = Date.now() + 20_000;
+      const poll = () => {
+        if (seen.pulled >= 2) {
+          const stalledAt = seen.pulled;
+          let bytes = 0;
+          let ok = true;
+          res.on('data', (d: Buffer) => {
+            for (const b of d) if (b !== 0x79 && b !== 0x0a) ok = false;
+            bytes += d.length;
+          });
+          res.on('end', () => resolve({ bytes, stalledAt, ok }));
+          res.resume();
+        } else if (Date.now() > deadline) reject(new Error('the stream never started'));
+        else setTimeout(poll, 10);
+      };
+      poll();
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  t.ok(got.stalledAt < TOTAL, `producer held back by the paused reader (pulled ${got.stalledAt} of ${TOTAL})`);
+  t.equal(got.bytes, TOTAL * CHUNK.length, 'every byte arrived once the reader resumed');
+  t.ok(got.ok, 'content intact');
+
+  // A client that goes away ends the producer.
+  await new Promise<void>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/forever', agent: false, headers: { connection: 'close' } }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', () => undefined);
+    req.end();
+    setTimeout(() => reject(new Error('no data')), 20_000).unref();
+  });
+  const deadline = Date.now() + 20_000;
+  while (!seen.stopped && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  t.ok(seen.stopped, 'the producer was stopped (its finally ran) after the client left');
+});

@@ -1,0 +1,250 @@
+import { randomBytes } from 'node:crypto';
+import { createActor } from 'xstate';
+import type { EventData } from '../../schemas/index.js';
+import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
+import type { DirectHub, HubConnection } from './direct-hub.js';
+import { NonceSource, decodeFrame, e2eKeyPair, encodeFrame, encodeStdBase64, sharedKeyFor, apiTokenMatches } from './e2e-crypto.js';
+
+/** The socket as the connection sees it; the uWS binding implements it. */
+export interface FrameSocket {
+  send(text: string): void;
+  bufferedAmount(): number;
+  /** Close handshake with a close frame. */
+  end(code: number, reason: string): void;
+  /** Drop at once: a peer that does not read would never take a close frame. */
+  abort(): void;
+}
+
+/*
+ * The edge's view of machines/connection.machine.ts (edges/ may not import machines/, so the shape
+ * is restated here; the direct-ws tests drive the real machine through it).
+ */
+type MachineEvent =
+  | { type: 'auth'; tokenValid: boolean; keyValid: boolean; chatId?: unknown; channelId?: unknown; configChatId: number; allowedUserIds: readonly number[] }
+  | { type: 'frame'; nonce: string | null }
+  | { type: 'timeout' }
+  | { type: 'drop'; reason: 'backpressure' | 'shutdown' }
+  | { type: 'close'; code: number };
+
+interface MachineView {
+  value: 'plaintext' | 'encrypted' | 'closing' | 'closed';
+  context: {
+    chatId: number | null;
+    channelId: number | null;
+    lastFrame: 'accepted' | 'decrypt_failed' | null;
+    rejection: AuthErrorCode | null;
+    closeReason: string | null;
+  };
+}
+
+interface ConnectionActor {
+  send(e: MachineEvent): void;
+  getSnapshot(): MachineView;
+  on(type: '*', fn: (fact: { type: string; data?: EventData }) => void): unknown;
+  start(): void;
+}
+
+const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
+  auth_timeout: 'no auth frame within the time allowed after connecting',
+  auth_required: 'the first frame must be {"type":"auth","token":...,"e2e_pk":...}',
+  auth_failed: 'authentication failed',
+};
+
+/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown. */
+const CLOSE_POLICY = 1008;
+const CLOSE_GOING_AWAY = 1001;
+
+/**
+ * One `/ws` client: plaintext auth, then encrypted frames only. Decisions come from the connection
+ * machine; this class does the I/O around it (crypto, timer, socket writes, backpressure).
+ */
+export class DirectConnection implements HubConnection {
+  readonly id = randomBytes(8).toString('hex');
+  private readonly actor: ConnectionActor;
+  private readonly keys = e2eKeyPair();
+  private readonly nonces = new NonceSource();
+  private sharedKey: Uint8Array | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  /** The socket's close callback ran: it must not be touched again. */
+  private gone = false;
+  /** The server started closing; nothing more is sent. */
+  private closing = false;
+  private authFailure = '';
+
+  constructor(
+    private readonly hub: DirectHub,
+    private readonly socket: FrameSocket,
+  ) {
+    this.actor = createActor(hub.deps.connectionMachine, {
+      input: { id: this.id, nonceCap: hub.limits.nonceCap },
+    }) as unknown as ConnectionActor;
+    this.actor.on('*', (fact) => hub.record(this.id, fact));
+  }
+
+  open(): void {
+    this.hub.add(this);
+    this.actor.start();
+    this.timer = setTimeout(() => this.dispatch({ type: 'timeout' }), this.hub.limits.authTimeoutMs);
+  }
+
+  private get state(): MachineView {
+    return this.actor.getSnapshot();
+  }
+
+  get authenticated(): boolean {
+    return !this.gone && !this.closing && this.state.value === 'encrypted';
+  }
+
+  get chatId(): number | null {
+    return this.state.context.chatId;
+  }
+
+  get channelId(): number | null {
+    return this.state.context.channelId;
+  }
+
+  /** A frame from the client; `text` is null for a binary frame. */
+  onFrame(text: string | null, bytes: number): void {
+    if (this.gone || this.closing) return;
+    if (this.state.value === 'plaintext') return this.onAuthFrame(text);
+    if (this.state.value !== 'encrypted') return;
+
+    let why = 'the frame is not std base64 of nonce[24] || box under this connection\'s key';
+    let opened: ReturnType<typeof decodeFrame> = null;
+    if (text === null) why = 'binary frames are not accepted; send base64(nonce || box) in a text frame';
+    else if (bytes > this.hub.limits.maxFrameBytes) why = `frame of ${bytes} bytes exceeds the limit of ${this.hub.limits.maxFrameBytes} bytes`;
+    else {
+      opened = decodeFrame(this.sharedKey!, text);
+      if (opened && this.nonces.isOwn(opened.nonceKey)) opened = null;
+    }
+    const nonce = opened?.nonceKey ?? null;
+    // A nonce the machine refuses after a good decrypt can only be a replay.
+    this.dispatch({ type: 'frame', nonce });
+    if (this.closing || this.gone) return;
+    if (this.state.context.lastFrame !== 'accepted') {
+      return this.sendSealed({ type: 'error', code: 'decrypt_failed', message: nonce ? 'nonce already used on this connection (replayed frame)' : why });
+    }
+    const request = classifyClientPayload(opened!.payload);
+    if (request.kind === 'error') return this.sendSealed({ type: 'error', code: request.code, message: request.message });
+    if (request.kind === 'abort') return this.hub.abort(this);
+    this.hub.submit(this, request.text);
+  }
+
+  private onAuthFrame(text: string | null): void {
+    let frame: Record<string, unknown> | null = null;
+    if (text !== null) {
+      try {
+        const v: unknown = JSON.parse(text);
+        if (typeof v === 'object' && v !== null && !Array.isArray(v)) frame = v as Record<string, unknown>;
+      } catch {
+        frame = null;
+      }
+    }
+    if (!frame || frame.type !== 'auth') return this.dispatch({ type: 'frame', nonce: null });
+    const { config } = this.hub.deps;
+    const tokenValid = apiTokenMatches(frame.token, this.hub.deps.token);
+    const shared = sharedKeyFor(frame.e2e_pk, this.keys.secretKey);
+    const cfg = config();
+    this.authFailure = !tokenValid ? 'the token is not valid' : 'e2e_pk must be std base64 of a 32-byte Curve25519 public key';
+    this.dispatch({
+      type: 'auth',
+      tokenValid,
+      keyValid: shared !== null,
+      chatId: frame.chat_id,
+      channelId: frame.channel_id,
+      configChatId: cfg.api.chat_id,
+      allowedUserIds: cfg.allowed_user_ids,
+    });
+    if (this.state.value !== 'encrypted') return;
+    this.clearTimer();
+    this.sharedKey = shared;
+    const { chatId, channelId } = this.state.context;
+    this.sendPlain({
+      type: 'auth_ok',
+      chat_id: chatId!,
+      ...(channelId !== null ? { channel_id: channelId } : {}),
+      e2e_pk: encodeStdBase64(this.keys.publicKey),
+      providers: this.hub.deps.providers(),
+      active_provider: cfg.provider,
+      active_model: cfg.model,
+    });
+  }
+
+  private authFailureMessage(): string {
+    return `${AUTH_MESSAGES.auth_failed}: ${this.authFailure}`;
+  }
+
+  /** Sends the event, then carries out a close the machine decided on. */
+  private dispatch(event: MachineEvent): void {
+    this.actor.send(event);
+    const snap = this.state;
+    if (snap.value !== 'closing' || this.closing || this.gone) return;
+    this.closing = true;
+    this.clearTimer();
+    const reason = snap.context.closeReason;
+    if (snap.context.rejection) {
+      const code = snap.context.rejection;
+      const message = code === 'auth_failed' ? this.authFailureMessage() : AUTH_MESSAGES[code];
+      this.writePlain({ type: 'error', code, message });
+      this.socket.end(CLOSE_POLICY, code);
+    } else if (reason === 'nonce_limit') {
+      this.writeSealed({ type: 'error', code: 'decrypt_failed', message: 'this connection used up its nonce budget; reconnect to continue' });
+      this.socket.end(CLOSE_POLICY, 'nonce_limit');
+    } else if (reason === 'backpressure') {
+      this.hub.log('warn', `direct connection ${this.id} closed: the client is not reading (${this.socket.bufferedAmount()} bytes waiting, limit ${this.hub.limits.maxBufferedBytes})`, {
+        conn: this.id,
+      });
+      this.socket.abort();
+    } else {
+      this.socket.end(CLOSE_GOING_AWAY, 'server shutting down');
+    }
+  }
+
+  /** The socket's close callback. */
+  onClose(code: number): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.clearTimer();
+    this.hub.remove(this);
+    this.actor.send({ type: 'close', code });
+  }
+
+  shutdown(): void {
+    if (this.gone || this.closing) return;
+    this.dispatch({ type: 'drop', reason: 'shutdown' });
+  }
+
+  sendSealed(frame: ServerFrame): void {
+    if (this.gone || this.closing || !this.sharedKey) return;
+    if (!this.roomToSend()) return;
+    this.writeSealed(frame);
+  }
+
+  private sendPlain(frame: ServerFrame): void {
+    if (this.gone || this.closing) return;
+    this.writePlain(frame);
+  }
+
+  /** Past the cap the reader is not keeping up: drop it rather than buffer without bound. */
+  private roomToSend(): boolean {
+    if (this.socket.bufferedAmount() <= this.hub.limits.maxBufferedBytes) return true;
+    this.dispatch({ type: 'drop', reason: 'backpressure' });
+    return false;
+  }
+
+  private writeSealed(frame: ServerFrame): void {
+    const payload = Buffer.from(JSON.stringify(frame), 'utf8');
+    this.socket.send(encodeFrame(this.sharedKey!, this.nonces.next(), payload));
+    const buffered = this.socket.bufferedAmount();
+    if (buffered > this.hub.peakBufferedBytes) this.hub.peakBufferedBytes = buffered;
+  }
+
+  private writePlain(frame: ServerFrame): void {
+    this.socket.send(JSON.stringify(frame));
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,68 @@
+import { basename, join } from 'node:path';
+import { SvcError } from '../../schemas/index.js';
+import { json, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import type { DirectHub } from './direct-hub.js';
+import { bearerMatches } from './e2e-crypto.js';
+import { fileAccessMode, mimeForName, resolveServableFile } from './file-access.js';
+import { dayStamp, receiveUpload } from './upload.js';
+
+/** Codes of this edge beyond the common table. */
+export const DIRECT_STATUSES: StatusTable = {};
+
+/** Room for the multipart envelope and a caption around the file itself. */
+const UPLOAD_ENVELOPE_BYTES = 128 * 1024;
+
+function requireBearer(req: HttpRequest, token: string): void {
+  if (!bearerMatches(req.headers.authorization, token)) {
+    throw new SvcError('unauthorized', 'missing or wrong Authorization: Bearer <api.token>');
+  }
+}
+
+/** `/health`, `/files`, `/upload` as pure handlers over the hub's deps. */
+export function directRoutes(hub: DirectHub): Route[] {
+  const { deps } = hub;
+  return [
+    {
+      method: 'GET',
+      pattern: '/health',
+      handler: () => json(200, { status: 'ok', connections: hub.authenticatedCount }),
+    },
+    {
+      method: 'GET',
+      pattern: '/files',
+      handler: async (req) => {
+        requireBearer(req, deps.token);
+        const mode = fileAccessMode(deps.config().file_access);
+        const file = await resolveServableFile(req.query.get('path'), mode, deps.paths);
+        const name = basename(file.path);
+        return {
+          status: 200,
+          headers: {
+            'content-type': mimeForName(name),
+            'content-disposition': `inline; filename*=UTF-8''${encodeURIComponent(name)}`,
+            // A served HTML or SVG file must not run as a page of this origin.
+            'content-security-policy': "default-src 'none'; sandbox",
+            'x-content-type-options': 'nosniff',
+          },
+          file,
+        };
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/upload',
+      streamBody: true,
+      maxBodyBytes: hub.limits.maxUploadBytes + UPLOAD_ENVELOPE_BYTES,
+      handler: async (req) => {
+        requireBearer(req, deps.token);
+        const cfg = deps.config();
+        const result = await receiveUpload(req.bodyStream!, req.headers['content-type'], {
+          baseDir: join(deps.paths.workspace, 'api_files'),
+          day: dayStamp(deps.bus.now(), cfg.user_timezone),
+          maxFileBytes: hub.limits.maxUploadBytes,
+        });
+        return json(200, result);
+      },
+    },
+  ];
+}

@@ -1,0 +1,228 @@
+import type { Subscription } from 'rxjs';
+import type { AnyStateMachine } from 'xstate';
+import type { Bus, LogLevel } from '../../bus/index.js';
+import {
+  AGENT_COMMANDS,
+  describeError,
+  type AbortOutcome,
+  type AgentConfig,
+  type AgentMessage,
+  type AgentAbort,
+  type Envelope,
+  type EventData,
+  type Transient,
+  type TurnChunk,
+  type TurnOutcome,
+} from '../../schemas/index.js';
+import type { HomePaths } from '../../store/index.js';
+import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
+import { SerialQueues } from './serial-queues.js';
+
+export interface DirectLimits {
+  /** WIRE.md: the auth frame must arrive within 10 s of the upgrade. */
+  authTimeoutMs: number;
+  /** Frames above this are refused with `decrypt_failed` (not decrypted); the connection stays. */
+  maxFrameBytes: number;
+  /** uWS `maxPayloadLength`: above this uWS closes the socket (1009) before buffering more. */
+  hardFrameBytes: number;
+  /** Bytes waiting in the socket's send buffer before the server gives up on a slow reader. */
+  maxBufferedBytes: number;
+  /** Messages held per session key (running + waiting); more get `internal_error`. */
+  maxQueuedPerSession: number;
+  /** Accepted client nonces remembered per connection (see CONNECTION_NONCE_CAP). */
+  nonceCap: number;
+  /** Bytes of one uploaded file. */
+  maxUploadBytes: number;
+}
+
+export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
+  authTimeoutMs: 10_000,
+  maxFrameBytes: 1024 * 1024,
+  hardFrameBytes: 2 * 1024 * 1024,
+  maxBufferedBytes: 4 * 1024 * 1024,
+  maxQueuedPerSession: 32,
+  nonceCap: 100_000,
+  maxUploadBytes: 50 * 1024 * 1024,
+};
+
+export type DirectLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
+
+export interface DirectApiDeps {
+  bus: Bus;
+  /** The config in force (hot-reloaded fields such as `file_access`, `model` are read per use). */
+  config(): AgentConfig;
+  paths: HomePaths;
+  /** For `auth_ok`: every provider with its models. */
+  providers(): ProviderListing[];
+  /**
+   * machines/connection.machine.ts's `connectionMachine`, handed in by bin/ because edges/ may not
+   * import machines/ (DESIGN.md §3).
+   */
+  connectionMachine: AnyStateMachine;
+  /** `api.token` in force; startDirectApi generates and persists it when the file has none. */
+  token: string;
+  /** Defaults to `bus.emitLog`. */
+  log?: DirectLog;
+  limits?: Partial<DirectLimits>;
+}
+
+/** What the hub needs from one connection. */
+export interface HubConnection {
+  readonly id: string;
+  readonly authenticated: boolean;
+  readonly chatId: number | null;
+  readonly channelId: number | null;
+  /** Sends an encrypted frame; a no-op once the socket is gone. */
+  sendSealed(frame: ServerFrame): void;
+  shutdown(): void;
+}
+
+const TURN_TYPES = new Set(['turn.text_delta', 'turn.tool_activity', 'turn.system_status']);
+
+function chunkFrame(chunk: TurnChunk): ServerFrame {
+  switch (chunk.type) {
+    case 'turn.text_delta':
+      return { type: 'text_delta', data: chunk.data.text };
+    case 'turn.tool_activity':
+      return { type: 'tool_activity', data: chunk.data.tool };
+    case 'turn.system_status':
+      return { type: 'system_status', data: chunk.data.status };
+  }
+}
+
+/**
+ * What the direct API's connections share: the per-session-key order of turns, routing of the
+ * runtime's streamed chunks to the connection that asked, notification push, and the fact log.
+ */
+export class DirectHub {
+  readonly limits: DirectLimits;
+  readonly log: DirectLog;
+  private readonly connections = new Set<HubConnection>();
+  private readonly queues: SerialQueues;
+  /** request_id → where its chunks go; one bus subscription serves every connection. */
+  private readonly sinks = new Map<string, (chunk: TurnChunk) => void>();
+  private readonly subs: Subscription[] = [];
+  private nextRequest = 1;
+  private closed = false;
+  /** Highest send-buffer fill seen on any connection: evidence that the cap holds. */
+  peakBufferedBytes = 0;
+
+  constructor(readonly deps: DirectApiDeps) {
+    this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };
+    this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
+    this.queues = new SerialQueues(this.limits.maxQueuedPerSession);
+    this.subs.push(
+      deps.bus.transient$.subscribe((m: Transient) => {
+        if (!TURN_TYPES.has(m.type)) return;
+        const sink = this.sinks.get((m.data as { request_id?: string } | null)?.request_id ?? '');
+        sink?.(m as TurnChunk);
+      }),
+      deps.bus.events$.subscribe((e: Envelope) => {
+        if (e.type === 'notification.created') this.pushNotification(e.data);
+      }),
+    );
+  }
+
+  add(conn: HubConnection): void {
+    this.connections.add(conn);
+  }
+
+  remove(conn: HubConnection): void {
+    this.connections.delete(conn);
+  }
+
+  /** Authenticated (encrypted-session) connections: what `/health` reports. */
+  get authenticatedCount(): number {
+    let n = 0;
+    for (const c of this.connections) if (c.authenticated) n++;
+    return n;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Facts of a connection's machine, on its own stream. Never message contents. */
+  record(connId: string, fact: { type: string; data?: EventData }): void {
+    this.deps.bus
+      .publish({ stream: `conn:${connId}`, type: fact.type, data: fact.data ?? {} })
+      .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
+  }
+
+  /**
+   * Queues a turn behind earlier messages of the same session key (all connections of one chat and
+   * channel share it). The turn runs to its end even if the connection goes away meanwhile.
+   */
+  submit(conn: HubConnection, text: string): void {
+    const chatId = conn.chatId!;
+    const topicId = conn.channelId;
+    const key = topicId === null ? `api:${chatId}` : `api:${chatId}:${topicId}`;
+    const requestId = `api-${conn.id}-${this.nextRequest++}`;
+    const accepted = this.queues.tryRun(key, async () => {
+      this.sinks.set(requestId, (chunk) => conn.sendSealed(chunkFrame(chunk)));
+      try {
+        const data: AgentMessage = {
+          request_id: requestId,
+          agent: 'main',
+          transport: 'api',
+          chat_id: chatId,
+          topic_id: topicId,
+          text,
+          source: { kind: 'none' },
+          kind: 'foreground',
+        };
+        // No deadline here: the turn has its own CLI timeout and always answers.
+        const outcome = await this.deps.bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data, by: 'api' }, { timeoutMs: 0 });
+        conn.sendSealed({ type: 'result', text: outcome.text, stream_fallback: outcome.stream_fallback, files: outcome.files ?? [] });
+      } catch (e) {
+        this.replyError(conn, e, 'agent.message');
+      } finally {
+        this.sinks.delete(requestId);
+      }
+    });
+    if (!accepted) {
+      conn.sendSealed({
+        type: 'error',
+        code: 'internal_error',
+        message: `${this.limits.maxQueuedPerSession} messages are already waiting in this session; wait for results before sending more`,
+      });
+    }
+  }
+
+  /** Chat-scoped (SPEC.md): kills the chat's work on every channel; not queued behind the turn it stops. */
+  abort(conn: HubConnection): void {
+    const data: AgentAbort = { chat_id: conn.chatId! };
+    this.deps.bus.send<AbortOutcome>({ type: AGENT_COMMANDS.abort, data, by: 'api' }).then(
+      (r) => conn.sendSealed({ type: 'abort_ok', killed: r.killed }),
+      (e) => this.replyError(conn, e, 'agent.abort'),
+    );
+  }
+
+  private replyError(conn: HubConnection, e: unknown, what: string): void {
+    const err = sessionErrorOf(e);
+    if (err.internal) this.log('error', `direct connection ${conn.id}: ${what} failed: ${describeError(e)}`);
+    conn.sendSealed({ type: 'error', code: err.code, message: err.message });
+  }
+
+  private pushNotification(data: EventData): void {
+    const id = typeof data.id === 'number' || typeof data.id === 'string' ? data.id : String(data.id ?? '');
+    const frame: ServerFrame = {
+      type: 'notification',
+      notification: {
+        id,
+        title: typeof data.title === 'string' ? data.title : '',
+        body: typeof data.body === 'string' ? data.body : '',
+        read: data.read === true,
+      },
+    };
+    for (const c of this.connections) if (c.authenticated) c.sendSealed(frame);
+  }
+
+  /** Stops routing and closes every connection (close code 1001). */
+  close(): void {
+    if (this.closed) return;
+    for (const c of [...this.connections]) c.shutdown();
+    this.closed = true;
+    for (const s of this.subs) s.unsubscribe();
+  }
+}

@@ -1,0 +1,57 @@
+import uWS from 'uWebSockets.js';
+import type { App } from '../http/index.js';
+import { DirectConnection } from './direct-connection.js';
+import type { DirectHub } from './direct-hub.js';
+
+interface SocketData {
+  conn: DirectConnection | null;
+}
+
+/**
+ * `/ws` on uWS. Frames are copied out of uWS's ArrayBuffer inside the callback (it is neutered on
+ * return); every write is corked; a message above `hardFrameBytes` makes uWS close the socket
+ * (1009) before it buffers more, one above `maxFrameBytes` is refused with an error frame.
+ */
+export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
+  app.ws<SocketData>(pattern, {
+    maxPayloadLength: hub.limits.hardFrameBytes,
+    // Our own check (maxBufferedBytes) closes first; uWS's limit only guards a single huge frame.
+    maxBackpressure: hub.limits.maxBufferedBytes * 2,
+    closeOnBackpressureLimit: 0,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    compression: uWS.DISABLED,
+    upgrade: (res, req, context) => {
+      res.upgrade<SocketData>(
+        { conn: null },
+        req.getHeader('sec-websocket-key'),
+        req.getHeader('sec-websocket-protocol'),
+        req.getHeader('sec-websocket-extensions'),
+        context,
+      );
+    },
+    open: (ws) => {
+      const conn = new DirectConnection(hub, {
+        send: (text) => {
+          ws.cork(() => ws.send(text, false));
+        },
+        bufferedAmount: () => ws.getBufferedAmount(),
+        end: (code, reason) => ws.end(code, reason),
+        abort: () => ws.close(),
+      });
+      ws.getUserData().conn = conn;
+      conn.open();
+    },
+    message: (ws, message, isBinary) => {
+      const conn = ws.getUserData().conn;
+      if (!conn) return;
+      const bytes = message.byteLength;
+      // Decode only what may be used: an oversized or binary frame is refused unread.
+      const text = isBinary || bytes > hub.limits.maxFrameBytes ? (isBinary ? null : '') : Buffer.from(message).toString('utf8');
+      conn.onFrame(text, bytes);
+    },
+    close: (ws, code) => {
+      ws.getUserData().conn?.onClose(code);
+    },
+  });
+}

@@ -1,0 +1,50 @@
+import * as v from 'valibot';
+
+/** Every request body (and query) the internal API accepts; anything else is a 400 naming the field. */
+
+/** Bytes of UTF-8, not characters: the cap protects the CLI's argv/stdin, which count bytes. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+/** Whole-body cap of every route (before parsing). */
+export const MAX_INTERNAL_BODY_BYTES = 1024 * 1024;
+
+const AgentName = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'an agent name (1-64 characters of letters, digits, _ and -)'),
+);
+
+const Message = (what: string) =>
+  v.pipe(
+    v.string(),
+    v.check((s) => s.trim() !== '', `a non-empty ${what}`),
+    v.check((s) => Buffer.byteLength(s, 'utf8') <= MAX_MESSAGE_BYTES, `a ${what} of at most ${MAX_MESSAGE_BYTES} bytes (256 KiB) of UTF-8`),
+  );
+
+const ChatId = v.pipe(v.number(), v.check((n) => Number.isSafeInteger(n), 'a whole number (chat id)'));
+
+/** `POST /interagent/send` and `/interagent/send_async`. */
+export const InteragentSendBody = v.object({
+  from: AgentName,
+  to: AgentName,
+  message: Message('message'),
+  new_session: v.optional(v.boolean(), false),
+  /** Absent or null: chat 0, the inter-agent conversation of the recipient (no messenger chat). */
+  chat_id: v.optional(v.nullable(ChatId), null),
+  topic_id: v.optional(v.nullable(ChatId), null),
+});
+export type InteragentSend = v.InferOutput<typeof InteragentSendBody>;
+
+/** `GET /interagent/agents?from=<agent>`; absent `from` means the main agent. */
+export const InteragentAgentsQuery = v.object({
+  from: v.optional(AgentName),
+});
+
+/** `POST /ask` (the `svc ask` command). */
+export const AskBody = v.object({
+  /** Absent: the main agent. */
+  agent: v.optional(AgentName),
+  text: Message('text'),
+  chat_id: v.optional(v.nullable(ChatId), null),
+  /** Start a fresh provider session first (sent as `new_session`, not as a `/new` message). */
+  new: v.optional(v.boolean(), false),
+});
+export type Ask = v.InferOutput<typeof AskBody>;

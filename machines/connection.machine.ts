@@ -1,0 +1,174 @@
+import { assign, emit, enqueueActions, setup } from 'xstate';
+import { apiSessionTarget } from './session.logic.js';
+
+/*
+ * One direct-API WebSocket connection (SPEC.md "Direct API connection"): plaintext until a valid
+ * auth frame, then an encrypted session, then closed. The edge does the I/O (token compare, key
+ * parsing, decryption, the 10 s timer) and reports each outcome as an event; this machine decides
+ * what it means. The edge reads the verdict of each event from the snapshot (`value`, `rejection`,
+ * `lastFrame`, `closeReason`).
+ */
+
+/**
+ * Nonces of accepted client frames are remembered for the connection's lifetime, so a replayed
+ * frame is refused. Random 24-byte nonces cannot be pruned safely (no order to forget by), so the
+ * set is capped instead: at the cap (~7 MB of latin1 keys) the connection is closed with
+ * `decrypt_failed` and the client reconnects with fresh keys — one frame per turn makes 100k a
+ * budget no real client reaches.
+ */
+export const CONNECTION_NONCE_CAP = 100_000;
+
+export type AuthRejection = 'auth_timeout' | 'auth_required' | 'auth_failed';
+export type ConnectionCloseReason = AuthRejection | 'client' | 'nonce_limit' | 'backpressure' | 'shutdown';
+export type FrameVerdict = 'accepted' | 'decrypt_failed';
+
+export interface ConnectionInput {
+  /** Also the stream suffix: facts go to `conn:<id>`. */
+  id: string;
+  nonceCap?: number;
+}
+
+export interface ConnectionContext {
+  id: string;
+  chatId: number | null;
+  channelId: number | null;
+  nonceCap: number;
+  /**
+   * Mutated in place: copying up to 100k entries per frame would make a long session quadratic.
+   * Nothing else holds a reference, so the snapshot stays the only owner.
+   */
+  seenNonces: Set<string>;
+  lastFrame: FrameVerdict | null;
+  rejection: AuthRejection | null;
+  /** Set when the server decided to close; the edge then closes the socket and reports `close`. */
+  closeReason: ConnectionCloseReason | null;
+}
+
+export type ConnectionEvent =
+  /** A parsed auth frame: the edge compared the token and checked the key; chat/channel are raw frame values. */
+  | {
+      type: 'auth';
+      tokenValid: boolean;
+      keyValid: boolean;
+      chatId?: unknown;
+      channelId?: unknown;
+      configChatId: number;
+      allowedUserIds: readonly number[];
+    }
+  /**
+   * Any other frame. Before auth: a frame that is not an auth frame. After auth: the nonce of a frame
+   * that decrypted, or null for one that did not (bad base64, too short, failed box, binary, too large).
+   */
+  | { type: 'frame'; nonce: string | null }
+  /** The edge's auth timer fired. */
+  | { type: 'timeout' }
+  /** The server must drop the connection (slow reader, shutdown). */
+  | { type: 'drop'; reason: 'backpressure' | 'shutdown' }
+  /** The socket is gone, whoever closed it. */
+  | { type: 'close'; code: number };
+
+export type ConnectionFact =
+  | { type: 'connection.opened'; data: { id: string } }
+  | { type: 'connection.authenticated'; data: { chat_id: number; channel_id: number | null } }
+  | { type: 'connection.rejected'; data: { code: AuthRejection } }
+  | { type: 'connection.closed'; data: { reason: ConnectionCloseReason; code: number } };
+
+type AuthEvent = Extract<ConnectionEvent, { type: 'auth' }>;
+type FrameEvent = Extract<ConnectionEvent, { type: 'frame' }>;
+
+const reject = (code: AuthRejection) => ({ type: 'reject', params: { code } }) as const;
+
+export const connectionMachine = setup({
+  types: {
+    input: {} as ConnectionInput,
+    context: {} as ConnectionContext,
+    events: {} as ConnectionEvent,
+    emitted: {} as ConnectionFact,
+  },
+  actions: {
+    reject: enqueueActions(({ enqueue }, params: { code: AuthRejection }) => {
+      enqueue.assign({ rejection: params.code, closeReason: params.code });
+      enqueue.emit({ type: 'connection.rejected', data: { code: params.code } });
+    }),
+  },
+  guards: {
+    credentialsValid: ({ event }) => (event as AuthEvent).tokenValid && (event as AuthEvent).keyValid,
+    frameRefused: ({ context, event }) => {
+      const nonce = (event as FrameEvent).nonce;
+      return nonce === null || context.seenNonces.has(nonce);
+    },
+    nonceBudgetSpent: ({ context }) => context.seenNonces.size >= context.nonceCap,
+  },
+}).createMachine({
+  id: 'connection',
+  initial: 'plaintext',
+  context: ({ input }) => ({
+    id: input.id,
+    chatId: null,
+    channelId: null,
+    nonceCap: input.nonceCap ?? CONNECTION_NONCE_CAP,
+    seenNonces: new Set<string>(),
+    lastFrame: null,
+    rejection: null,
+    closeReason: null,
+  }),
+  on: {
+    close: {
+      target: '.closed',
+      actions: emit(({ context, event }) => ({
+        type: 'connection.closed' as const,
+        data: { reason: context.closeReason ?? 'client', code: event.code },
+      })),
+    },
+  },
+  states: {
+    plaintext: {
+      entry: emit(({ context }) => ({ type: 'connection.opened' as const, data: { id: context.id } })),
+      on: {
+        auth: [
+          {
+            guard: 'credentialsValid',
+            target: 'encrypted',
+            actions: [
+              assign(({ event }) => {
+                const target = apiSessionTarget({
+                  authChatId: event.chatId,
+                  authChannelId: event.channelId,
+                  configChatId: event.configChatId,
+                  allowedUserIds: event.allowedUserIds,
+                });
+                return { chatId: target.chatId, channelId: target.topicId };
+              }),
+              emit(({ context }) => ({
+                type: 'connection.authenticated' as const,
+                data: { chat_id: context.chatId!, channel_id: context.channelId },
+              })),
+            ],
+          },
+          { target: 'closing', actions: reject('auth_failed') },
+        ],
+        frame: { target: 'closing', actions: reject('auth_required') },
+        timeout: { target: 'closing', actions: reject('auth_timeout') },
+        drop: { target: 'closing', actions: assign(({ event }) => ({ closeReason: event.reason })) },
+      },
+    },
+    encrypted: {
+      on: {
+        frame: [
+          { guard: 'frameRefused', actions: assign({ lastFrame: 'decrypt_failed' }) },
+          { guard: 'nonceBudgetSpent', target: 'closing', actions: assign({ lastFrame: 'decrypt_failed', closeReason: 'nonce_limit' }) },
+          {
+            actions: assign(({ context, event }) => {
+              context.seenNonces.add(event.nonce!);
+              return { lastFrame: 'accepted' as const };
+            }),
+          },
+        ],
+        drop: { target: 'closing', actions: assign(({ event }) => ({ closeReason: event.reason })) },
+      },
+    },
+    /** The server has decided to close; only the socket's `close` moves on. */
+    closing: {},
+    closed: { type: 'final' },
+  },
+});

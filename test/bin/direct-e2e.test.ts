@@ -1,0 +1,133 @@
+// Issue 4's "done when", end to end: the README's example client and an independent ws+tweetnacl
+// client against the real daemon, real runtime and the fake claude.
+import t from 'tap';
+import nacl from 'tweetnacl';
+import WebSocket from 'ws';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startDaemon } from '../../bin/daemon.js';
+import { homePaths } from '../../store/index.js';
+import { exited, until } from './cli-helpers.js';
+
+const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../../examples/direct-client.mjs', import.meta.url));
+
+async function bootApi(t: { testdir(): string; teardown(f: () => unknown): void }, name: string, env: Record<string, string> = {}) {
+  const root = join(t.testdir(), name);
+  mkdirSync(join(root, 'config'), { recursive: true });
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0 } }));
+  const d = await startDaemon({
+    paths: homePaths(root),
+    logToStderr: false,
+    internalPort: 0,
+    apiPort: 0,
+    killGraceMs: 300,
+    env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root, ...env },
+  });
+  t.teardown(() => d.stop('test'));
+  const token = JSON.parse(readFileSync(join(root, 'config', 'config.json'), 'utf8')).api.token as string;
+  return { d, token, root, base: `http://127.0.0.1:${d.apiPort}` };
+}
+
+/** An independent client: ws + tweetnacl, nothing from the server's own crypto code. */
+async function connect(port: number, token: string, chat = 7) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+  const keys = nacl.box.keyPair();
+  let shared: Uint8Array | null = null;
+  const frames: Record<string, unknown>[] = [];
+  const waiters: (() => void)[] = [];
+  ws.on('message', (raw) => {
+    const text = raw.toString();
+    if (!shared) {
+      const ok = JSON.parse(text);
+      shared = nacl.box.before(Buffer.from(ok.e2e_pk, 'base64'), keys.secretKey);
+      frames.push(ok);
+    } else {
+      const buf = Buffer.from(text, 'base64');
+      const plain = nacl.box.open.after(buf.subarray(24), buf.subarray(0, 24), shared)!;
+      frames.push(JSON.parse(Buffer.from(plain).toString('utf8')));
+    }
+    waiters.splice(0).forEach((w) => w());
+  });
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ type: 'auth', token, e2e_pk: Buffer.from(keys.publicKey).toString('base64'), chat_id: chat }));
+  const send = (obj: unknown) => {
+    const nonce = nacl.randomBytes(24);
+    const box = nacl.box.after(Buffer.from(JSON.stringify(obj)), nonce, shared!);
+    ws.send(Buffer.concat([Buffer.from(nonce), Buffer.from(box)]).toString('base64'));
+  };
+  const next = async (type: string, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const f = frames.find((x) => x.type === type);
+      if (f) {
+        frames.splice(frames.indexOf(f), 1);
+        return f;
+      }
+      if (Date.now() > deadline) throw new Error(`no ${type} frame; got ${JSON.stringify(frames.map((x) => x.type))}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 200);
+      });
+    }
+  };
+  await next('auth_ok');
+  return { ws, send, next, frames };
+}
+
+t.test('the example client chats with the main agent through the encrypted API', async (t) => {
+  const { d, token } = await bootApi(t, 'a', { FAKE_CLI_CHUNKS: '3' });
+  const child = spawn(process.execPath, [EXAMPLE, '--url', `ws://127.0.0.1:${d.apiPort}/ws`, 'hello from the example'], {
+    env: { ...process.env, SVC_API_TOKEN: token },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  t.equal(await exited(child), 0, out);
+  t.match(out, /echo: hello from the example/);
+});
+
+t.test('stream, files both ways, notifications, and abort against the real runtime', async (t) => {
+  const { d, token, base, root } = await bootApi(t, 'b');
+  const c = await connect(d.apiPort!, token);
+  c.send({ type: 'message', text: 'ping' });
+  const delta = await c.next('text_delta');
+  t.match(delta.data as string, /echo: ping/);
+  const result = await c.next('result');
+  t.same([result.text, result.stream_fallback], ['echo: ping', false]);
+
+  const form = new FormData();
+  form.append('file', new Blob([Buffer.from('report body\n')]), 'report.txt');
+  const up = await fetch(`${base}/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${token}`, connection: 'close' } });
+  t.equal(up.status, 200);
+  const uploaded = (await up.json()) as { path: string; prompt: string; size: number };
+  t.equal(uploaded.size, 12);
+  t.ok(uploaded.path.startsWith(join(root, 'workspace', 'api_files')));
+  const down = await fetch(`${base}/files?path=${encodeURIComponent(uploaded.path)}`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } });
+  t.equal(await down.text(), 'report body\n');
+  t.equal((await fetch(`${base}/files?path=${encodeURIComponent(uploaded.path)}`, { headers: { connection: 'close' } })).status, 401);
+
+  await d.bus.send({ type: 'notification.create', data: { source: 'webhook', outcome: 'success', title: 'Deploy hook', body: 'build 42 passed', source_id: 'hook-1' } });
+  const pushed = (await c.next('notification')).notification as Record<string, unknown>;
+  t.same([pushed.title, pushed.body, pushed.read], ['Deploy hook', 'build 42 passed', false]);
+  const listed = (await (await fetch(`${base}/api/notifications`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } })).json()) as { id: string }[];
+  t.equal(listed[0]!.id, pushed.id);
+  const count = (await (await fetch(`${base}/api/notifications/unread-count`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } })).json()) as { count: number };
+  t.equal(count.count, 1);
+  c.ws.close();
+
+  const slow = await bootApi(t, 'c', { FAKE_CLI_HANG: '1' });
+  const s = await connect(slow.d.apiPort!, slow.token);
+  s.send({ type: 'message', text: 'take your time' });
+  await until('the CLI to run', () => slow.d.log.read({ types: ['turn.spawned'] }).length > 0);
+  s.send({ type: 'message', text: '/stop' });
+  const ok = await s.next('abort_ok');
+  t.equal(ok.killed, 1);
+  const aborted = await s.next('result');
+  t.ok(aborted, 'the aborted turn still ends with a result frame');
+  t.equal(slow.d.log.read({ types: ['turn.aborted'] }).length, 1, 'and is recorded as aborted');
+  s.ws.close();
+});

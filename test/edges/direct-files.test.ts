@@ -1,0 +1,297 @@
+// The direct API's HTTP side: /files against file_access, /upload streamed to disk, bearer auth,
+// and startDirectApi's start-up rules. Real server on port 0, real files, node:http as the client.
+import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { Bus } from '../../bus/index.js';
+import { MultipartParser, startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
+import { connectionMachine } from '../../machines/index.js';
+import { defaultConfig, type AgentConfig } from '../../schemas/index.js';
+import { MemoryEventLog, ensureApiToken, homePaths, type HomePaths } from '../../store/index.js';
+
+type T = Test;
+const TOKEN = 'files-token-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+// 2024-03-05 23:30 UTC is already 2024-03-06 in Tokyo.
+const NOW = Date.parse('2024-03-05T23:30:00Z');
+
+interface Env {
+  base: string;
+  paths: HomePaths;
+  outside: string;
+  cfg: AgentConfig;
+  server: DirectApiServer;
+  logs: { level: string; msg: string }[];
+}
+
+async function serve(t: T, limits?: Partial<DirectLimits>): Promise<Env> {
+  const dir = t.testdir({ home: {}, outside: { 'o.txt': 'outside secret' } });
+  const paths = homePaths(join(dir, 'home'));
+  const outside = join(dir, 'outside');
+  mkdirSync(join(paths.workspace, 'sub'), { recursive: true });
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: true, token: TOKEN } }));
+  writeFileSync(join(paths.workspace, 'a.txt'), 'alpha');
+  writeFileSync(join(paths.workspace, 'sub', 'b.bin'), Buffer.from([0, 1, 2, 255]));
+  symlinkSync(join(outside, 'o.txt'), join(paths.workspace, 'link-out'));
+  symlinkSync(paths.configFile, join(paths.workspace, 'link-home'));
+  symlinkSync(outside, join(paths.workspace, 'dir-out'));
+  const cfg = defaultConfig();
+  cfg.api = { ...cfg.api, enabled: true, token: TOKEN };
+  cfg.user_timezone = 'Asia/Tokyo';
+  const bus = new Bus({ log: new MemoryEventLog(), clock: () => NOW });
+  const logs: { level: string; msg: string }[] = [];
+  bus.transient$.subscribe((m) => {
+    if (m.type === 'log.line') logs.push(m.data as { level: string; msg: string });
+  });
+  const server = (await startDirectApi({
+    bus, config: () => cfg, paths, providers: () => [], connectionMachine, host: '127.0.0.1', port: 0, ...(limits ? { limits } : {}),
+  }))!;
+  t.teardown(() => {
+    server.close();
+    bus.close();
+  });
+  return { base: `http://127.0.0.1:${server.port}`, paths, outside, cfg, server, logs };
+}
+
+interface Res {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  json(): any;
+}
+
+/** One request on a fresh connection; `chunks` are written one by one (chunked unless a length is given). */
+function call(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; chunks?: Buffer[] } = {}): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, method: opts.method ?? 'GET', headers: { connection: 'close', ...opts.headers } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(parts);
+        resolve({ status: res.statusCode!, headers: res.headers, body, json: () => JSON.parse(body.toString()) });
+      });
+      res.on('error', reject);
+    });
+    // The server may answer (413, 401) before it has read everything we send.
+    req.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' || e.code === 'ECONNRESET' ? undefined : reject(e)));
+    if (opts.chunks) for (const c of opts.chunks) req.write(c);
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+const BOUNDARY = '----svc-test-boundary-7MA4YWxkTrZu0gW';
+function multipart(parts: { name: string; filename?: string; type?: string; data: Buffer | string }[], boundary = BOUNDARY, close = true): Buffer {
+  const out: Buffer[] = [];
+  for (const p of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"`;
+    if (p.filename !== undefined) head += `; filename="${p.filename}"`;
+    head += '\r\n';
+    if (p.type) head += `Content-Type: ${p.type}\r\n`;
+    out.push(Buffer.from(`${head}\r\n`), Buffer.from(p.data), Buffer.from('\r\n'));
+  }
+  if (close) out.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(out);
+}
+const MP = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+
+const filesIn = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String) : []);
+
+t.test('/files follows file_access, by real path', async (t) => {
+  const env = await serve(t);
+  const { paths, outside } = env;
+  const get = (p: string, headers: Record<string, string> = AUTH) => call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers });
+  const ws = (p: string) => join(paths.workspace, p);
+
+  const matrix: [mode: string, path: string, status: number][] = [
+    ['workspace', ws('a.txt'), 200],
+    ['workspace', 'a.txt', 200],
+    ['workspace', 'sub/b.bin', 200],
+    ['workspace', paths.configFile, 403],
+    ['workspace', join(outside, 'o.txt'), 403],
+    ['workspace', ws('link-out'), 403],
+    ['workspace', ws('link-home'), 403],
+    ['workspace', ws('dir-out/o.txt'), 403],
+    ['workspace', ws('sub'), 400],
+    ['workspace', ws('missing.txt'), 404],
+    ['workspace', join(outside, 'missing.txt'), 403],
+    ['nonsense', paths.configFile, 403],
+    ['nonsense', ws('a.txt'), 200],
+    ['home', paths.configFile, 200],
+    ['home', ws('link-home'), 200],
+    ['home', ws('link-out'), 403],
+    ['home', join(outside, 'o.txt'), 403],
+    ['all', join(outside, 'o.txt'), 200],
+    ['all', ws('link-out'), 200],
+    ['all', ws('missing'), 404],
+  ];
+  for (const [mode, p, status] of matrix) {
+    env.cfg.file_access = mode;
+    const r = await get(p);
+    t.equal(r.status, status, `${mode} ${p.replace(paths.root, '~')} → ${status}`);
+    if (status !== 200) t.type(r.json().error, 'string');
+  }
+
+  env.cfg.file_access = 'all';
+  let r = await get(ws('sub/b.bin'));
+  t.same([...r.body], [0, 1, 2, 255], 'bytes as on disk');
+  t.equal(r.headers['content-type'], 'application/octet-stream');
+  t.equal(r.headers['x-content-type-options'], 'nosniff');
+  r = await get(ws('a.txt'));
+  t.same([r.body.toString(), r.headers['content-type']], ['alpha', 'text/plain; charset=utf-8']);
+
+  // Traversal is refused whatever the mode, in every spelling the query can carry.
+  for (const raw of [`${ws('sub')}/%2e%2e/a.txt`, `${ws('sub')}/%2E%2E/%2E%2E/config/config.json`, '..%2fconfig%2fconfig.json', `${ws('sub')}/..%5c..%5cconfig`]) {
+    r = await call(`${env.base}/files?path=${raw}`, { headers: AUTH });
+    t.equal(r.status, 400, `traversal ${raw}`);
+  }
+  r = await call(`${env.base}/files?path=%252e%252e/a.txt`, { headers: AUTH });
+  t.equal(r.status, 404, 'double-encoded dots are a literal name, not a traversal');
+  t.equal((await call(`${env.base}/files`, { headers: AUTH })).status, 400, 'path is required');
+  t.equal((await call(`${env.base}/files?path=a%00.txt`, { headers: AUTH })).status, 400, 'NUL');
+
+  for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Basic ${TOKEN}` }, { authorization: `Bearer ${TOKEN}x` }, { authorization: 'Bearer' }]) {
+    r = await get(ws('a.txt'), headers);
+    t.equal(r.status, 401, JSON.stringify(headers));
+    t.match(r.json(), { error: /Bearer/ });
+  }
+  t.equal((await call(`${env.base}/files?path=a.txt`, { method: 'POST', headers: AUTH })).status, 405);
+});
+
+t.test('/upload streams the file into a dated folder', async (t) => {
+  const env = await serve(t);
+  const dayDir = join(env.paths.workspace, 'api_files', '2024-03-06');
+  const bytes = randomBytes(700 * 1024 + 13);
+  const body = multipart([
+    { name: 'caption', data: 'please look at this ✓' },
+    { name: 'file', filename: 'report 2024.pdf', type: 'application/pdf', data: bytes },
+  ]);
+  // Written in small pieces so parts straddle chunk boundaries.
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < body.length; i += 4099) chunks.push(body.subarray(i, i + 4099));
+  const r = await call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, ...MP }, chunks });
+  t.equal(r.status, 200, r.body.toString());
+  const res = r.json();
+  t.same(Object.keys(res).sort(), ['mime', 'name', 'path', 'prompt', 'size']);
+  t.match(res, { name: 'report 2024.pdf', mime: 'application/pdf', size: bytes.length });
+  t.equal(join(res.path, '..'), dayDir, 'dated by the user timezone');
+  t.match(res.path, /\/[0-9a-f]{8}_report_2024\.pdf$/);
+  t.ok(readFileSync(res.path).equals(bytes), 'bytes equal');
+  t.match(res.prompt, res.path);
+  t.match(res.prompt, /please look at this ✓/);
+  t.same(filesIn(dayDir), [res.path.slice(dayDir.length + 1)], 'no temp file left');
+
+  const again = await call(`${env.base}/upload`, {
+    method: 'POST', headers: { ...AUTH, ...MP },
+    body: multipart([{ name: 'file', filename: '../../..\\evil .sh', data: 'x' }, { name: 'other', data: 'ignored' }]),
+  });
+  t.equal(again.status, 200);
+  const evil = again.json();
+  t.equal(join(evil.path, '..'), dayDir, 'a hostile name stays in the dated folder');
+  t.match(evil.path, /\/[0-9a-f]{8}_evil_\.sh$/);
+  t.match(evil, { name: 'evil .sh', size: 1, mime: 'application/octet-stream' });
+  t.notMatch(evil.prompt, /\n/, 'no caption, one line');
+});
+
+t.test('/upload refusals leave nothing behind', async (t) => {
+  const env = await serve(t, { maxUploadBytes: 8 * 1024 });
+  const apiFiles = join(env.paths.workspace, 'api_files');
+  const post = (body: Buffer | string, headers: Record<string, string> = { ...AUTH, ...MP }) => call(`${env.base}/upload`, { method: 'POST', headers, body });
+  const big = multipart([{ name: 'file', filename: 'big.bin', data: randomBytes(20 * 1024) }]);
+
+  let r = await post(big);
+  t.same([r.status, r.json().code], [413, 'body-too-large'], 'over the file limit');
+  t.same(filesIn(apiFiles), [], 'partial file removed');
+
+  // Chunked, far past the limit: refused mid-stream, the rest never buffered.
+  const stream = [Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="s.bin"\r\n\r\n`)];
+  for (let i = 0; i < 64; i++) stream.push(randomBytes(16 * 1024));
+  r = await call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, ...MP }, chunks: stream });
+  t.equal(r.status, 413, 'chunked upload past the limit');
+  t.same(filesIn(apiFiles), []);
+
+  r = await post(Buffer.alloc(10), { ...AUTH, ...MP, 'content-length': String(10 * 1024 * 1024) });
+  t.equal(r.status, 413, 'declared length past the cap');
+
+  const malformed: [string, Buffer | string, Record<string, string>, number][] = [
+    ['json body', '{"file":1}', { ...AUTH, 'content-type': 'application/json' }, 415],
+    ['no content type', 'x', AUTH, 415],
+    ['no boundary', big, { ...AUTH, 'content-type': 'multipart/form-data' }, 400],
+    ['wrong boundary', big, { ...AUTH, 'content-type': 'multipart/form-data; boundary=other' }, 400],
+    ['no closing boundary', multipart([{ name: 'file', filename: 'a.txt', data: 'abc' }], BOUNDARY, false), { ...AUTH, ...MP }, 400],
+    ['truncated', multipart([{ name: 'file', filename: 'a.txt', data: 'abcdef' }]).subarray(0, 90), { ...AUTH, ...MP }, 400],
+    ['no file part', multipart([{ name: 'caption', data: 'only words' }]), { ...AUTH, ...MP }, 400],
+    ['file field without filename', multipart([{ name: 'file', data: 'abc' }]), { ...AUTH, ...MP }, 400],
+    ['part without disposition', `--${BOUNDARY}\r\nContent-Type: text/plain\r\n\r\nabc\r\n--${BOUNDARY}--\r\n`, { ...AUTH, ...MP }, 400],
+    ['garbage after boundary', `--${BOUNDARY}garbage\r\n\r\n`, { ...AUTH, ...MP }, 400],
+    ['empty body', '', { ...AUTH, ...MP }, 400],
+  ];
+  for (const [what, body, headers, status] of malformed) {
+    r = await post(body, headers);
+    t.equal(r.status, status, what);
+    t.type(r.json().error, 'string', `${what}: JSON error`);
+  }
+  t.same(filesIn(apiFiles), [], 'nothing written by any refusal');
+
+  for (const headers of [{ ...MP }, { ...MP, authorization: 'Bearer nope' }]) {
+    r = await post(multipart([{ name: 'file', filename: 'a.txt', data: 'abc' }]), headers);
+    t.equal(r.status, 401);
+  }
+  t.same(filesIn(apiFiles), []);
+
+  r = await post(multipart([{ name: 'file', filename: 'ok.txt', data: 'fine' }]));
+  t.equal(r.status, 200, 'the server is still fine');
+});
+
+t.test('multipart parser: boundaries split anywhere', async (t) => {
+  const body = multipart([
+    { name: 'caption', data: 'hi' },
+    { name: 'file', filename: 'f.bin', data: Buffer.from(`a\r\n--${BOUNDARY.slice(0, 10)}b\r\n`) },
+  ]);
+  for (const size of [1, 2, 7, 64, body.length]) {
+    const p = new MultipartParser(BOUNDARY);
+    const events = [];
+    for (let i = 0; i < body.length; i += size) events.push(...p.push(body.subarray(i, i + size)));
+    p.end();
+    const data = Buffer.concat(events.filter((e) => e.kind === 'data').map((e) => (e as { chunk: Buffer }).chunk));
+    t.equal(data.toString(), `hia\r\n--${BOUNDARY.slice(0, 10)}b\r\n`, `chunk size ${size}`);
+    t.same(events.filter((e) => e.kind === 'part').map((e) => (e as { headers: { name: string } }).headers.name), ['caption', 'file']);
+  }
+});
+
+t.test('startDirectApi: only when enabled, token generated once, public bind warned', async (t) => {
+  const dir = t.testdir({});
+  const paths = homePaths(dir);
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, JSON.stringify({ model: 'keep-me', api: { enabled: true } }, null, 2));
+  const bus = new Bus({ log: new MemoryEventLog() });
+  t.teardown(() => bus.close());
+  const logs: { level: string; msg: string }[] = [];
+  const log = (level: string, msg: string) => logs.push({ level, msg });
+  const cfg = defaultConfig();
+  const deps = { bus, config: () => cfg, paths, providers: () => [], connectionMachine, log, port: 0 };
+
+  t.equal(await startDirectApi(deps), null, 'disabled: nothing starts');
+  t.same(JSON.parse(readFileSync(paths.configFile, 'utf8')).api, { enabled: true }, 'and nothing is written');
+
+  cfg.api.enabled = true;
+  const server = (await startDirectApi({ ...deps, host: '0.0.0.0', generateToken: () => 'generated-token-abcdefghijkl' }))!;
+  t.teardown(() => server.close());
+  const onDisk = JSON.parse(readFileSync(paths.configFile, 'utf8'));
+  t.same(onDisk.api, { enabled: true, token: 'generated-token-abcdefghijkl' });
+  t.equal(onDisk.model, 'keep-me', 'other keys kept');
+  t.ok(logs.some((l) => l.level === 'warn' && /0\.0\.0\.0/.test(l.msg)), 'wildcard bind without allow_public warns');
+  const r = await call(`http://127.0.0.1:${server.port}/files?path=x`, { headers: { authorization: 'Bearer generated-token-abcdefghijkl' } });
+  t.equal(r.status, 404, 'the generated token is the one in force');
+  t.same(ensureApiToken(paths, () => 'never-used-token-xxxxxxxx'), { token: 'generated-token-abcdefghijkl', generated: false });
+  t.throws(() => ensureApiToken(homePaths(join(dir, 'nohome')), () => 'x'.repeat(20)), 'a missing config file is an error');
+
+  logs.length = 0;
+  cfg.api.allow_public = false;
+  const local = (await startDirectApi({ ...deps, host: '127.0.0.1' }))!;
+  local.close();
+  t.notOk(logs.some((l) => l.level === 'warn'), 'loopback does not warn');
+});

@@ -1,0 +1,607 @@
+// The direct API's /ws end to end: real uWS server on port 0, an independent client (ws + tweetnacl,
+// none of the server's crypto), and a fake agent runtime registered on a real Bus.
+import t, { type Test } from 'tap';
+import WebSocket from 'ws';
+import nacl from 'tweetnacl';
+import { createActor } from 'xstate';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { setImmediate as tick } from 'node:timers/promises';
+import { Bus } from '../../bus/index.js';
+import { startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
+import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
+import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnOutcome } from '../../schemas/index.js';
+import { MemoryEventLog, homePaths } from '../../store/index.js';
+
+type T = Test;
+type Frame = Record<string, any>;
+
+const TOKEN = 'test-token-0123456789abcdef';
+const PROVIDERS = [{ id: 'claude', name: 'Claude Code', models: ['opus', 'sonnet'] }];
+
+// ------------------------------------------------------------------ fake runtime
+
+interface Runtime {
+  calls: AgentMessage[];
+  /** request_ids in the order turns started and ended, to prove one-at-a-time. */
+  trace: string[];
+  completed: string[];
+  held: Map<string, { chat_id: number; release: (text: string) => void }>;
+  mode: 'normal' | 'throw';
+}
+
+function fakeRuntime(bus: Bus): Runtime {
+  const rt: Runtime = { calls: [], trace: [], completed: [], held: new Map(), mode: 'normal' };
+  bus.handle<AgentMessage, TurnOutcome>('agent.message', 'fake-runtime', async (cmd) => {
+    const m = cmd.data;
+    rt.calls.push(m);
+    if (rt.mode === 'throw') throw new Error('runtime exploded');
+    const key = m.topic_id === null ? `api:${m.chat_id}` : `api:${m.chat_id}:${m.topic_id}`;
+    const base = { request_id: m.request_id, turn_id: `t-${m.request_id}`, agent: 'main', session_key: key, transport: 'api', chat_id: m.chat_id, topic_id: m.topic_id };
+    const chunk = (type: string, data: Record<string, unknown>) => bus.emitTransient({ stream: `turn:${base.turn_id}`, type, data: { ...base, ...data } });
+    rt.trace.push(`start ${m.text}`);
+    let text = `echo: ${m.text}`;
+    let status: TurnOutcome['status'] = 'completed';
+    if (m.text.startsWith('stream')) {
+      chunk('turn.system_status', { status: 'thinking' });
+      for (let i = 0; i < 5; i++) chunk('turn.text_delta', { text: `d${i}` });
+      chunk('turn.tool_activity', { tool: 'Read' });
+      chunk('turn.system_status', { status: null });
+      text = 'd0d1d2d3d4 <file:/tmp/x.png>';
+    } else if (m.text.startsWith('hold')) {
+      chunk('turn.text_delta', { text: `holding ${m.text}` });
+      text = await new Promise<string>((resolve) => rt.held.set(m.request_id, { chat_id: m.chat_id, release: resolve }));
+      rt.held.delete(m.request_id);
+      if (text === 'aborted') status = 'aborted';
+    } else if (m.text === 'flood') {
+      const big = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 1500; i++) {
+        chunk('turn.text_delta', { text: big });
+        if (i % 4 === 0) await tick();
+      }
+    } else {
+      await tick();
+    }
+    rt.trace.push(`end ${m.text}`);
+    rt.completed.push(m.text);
+    return {
+      request_id: m.request_id, turn_id: base.turn_id, agent: 'main', session_key: key, status, text, is_error: false,
+      stream_fallback: false, files: text.includes('<file:') ? [{ path: '/tmp/x.png', name: 'x.png', is_image: true }] : [],
+      provider: 'claude', model: 'opus', session_id: null, usage: null, cost_usd: null, duration_ms: 1, reason: null,
+    };
+  });
+  bus.handle<{ chat_id: number }, { killed: number }>('agent.abort', 'fake-runtime', (cmd) => {
+    let killed = 0;
+    for (const h of [...rt.held.values()]) {
+      if (h.chat_id === cmd.data.chat_id) {
+        killed++;
+        h.release('aborted');
+      }
+    }
+    return { killed };
+  });
+  return rt;
+}
+
+// ------------------------------------------------------------------ server
+
+interface Env {
+  bus: Bus;
+  log: MemoryEventLog;
+  server: DirectApiServer;
+  url: string;
+  cfg: AgentConfig;
+  logs: { level: string; msg: string }[];
+}
+
+async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void } = {}): Promise<Env & { rt: Runtime | null }> {
+  const dir = t.testdir({});
+  const paths = homePaths(dir);
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: true, token: TOKEN } }));
+  const cfg = defaultConfig();
+  cfg.api = { ...cfg.api, enabled: true, token: TOKEN, chat_id: 0 };
+  cfg.allowed_user_ids = [4242];
+  opts.cfg?.(cfg);
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
+  const logs: { level: string; msg: string }[] = [];
+  bus.transient$.subscribe((m) => {
+    if (m.type === 'log.line') logs.push(m.data as { level: string; msg: string });
+  });
+  const rt = opts.runtime === false ? null : fakeRuntime(bus);
+  const server = (await startDirectApi({
+    bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine,
+    host: '127.0.0.1', port: 0, ...(opts.limits ? { limits: opts.limits } : {}),
+  }))!;
+  t.teardown(() => {
+    server.close();
+    bus.close();
+  });
+  return { bus, log, server, url: `ws://127.0.0.1:${server.port}/ws`, cfg, logs, rt };
+}
+
+/** Polls a condition the test cannot await directly, with a bounded deadline. */
+async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+// ------------------------------------------------------------------ independent client
+
+class Client {
+  readonly ws: WebSocket;
+  readonly keys = nacl.box.keyPair();
+  shared: Uint8Array | null = null;
+  /** Plaintext frames before and including auth_ok; decrypted frames after. */
+  readonly frames: Frame[] = [];
+  readonly raw: string[] = [];
+  undecryptable = 0;
+  closed: Promise<{ code: number; reason: string }>;
+  isClosed = false;
+  private waiters: (() => void)[] = [];
+
+  constructor(url: string) {
+    this.ws = new WebSocket(url);
+    this.closed = new Promise((resolve) => {
+      this.ws.on('close', (code, reason) => {
+        this.isClosed = true;
+        resolve({ code, reason: reason.toString() });
+        this.wake();
+      });
+    });
+    this.ws.on('error', () => undefined);
+    this.ws.on('message', (data, isBinary) => {
+      const text = isBinary ? '' : data.toString();
+      this.raw.push(text);
+      if (!this.shared) {
+        const f = JSON.parse(text) as Frame;
+        this.frames.push(f);
+        if (f.type === 'auth_ok') {
+          this.shared = nacl.box.before(Buffer.from(f.e2e_pk, 'base64'), this.keys.secretKey);
+        }
+      } else {
+        const bytes = Buffer.from(text, 'base64');
+        const opened = nacl.box.open.after(bytes.subarray(24), bytes.subarray(0, 24), this.shared);
+        if (!opened) this.undecryptable++;
+        else this.frames.push(JSON.parse(Buffer.from(opened).toString('utf8')) as Frame);
+      }
+      this.wake();
+    });
+  }
+
+  static async open(url: string): Promise<Client> {
+    const c = new Client(url);
+    await new Promise<void>((resolve, reject) => {
+      c.ws.once('open', () => resolve());
+      c.ws.once('error', reject);
+    });
+    return c;
+  }
+
+  static async authed(url: string, extra: Frame = {}): Promise<Client> {
+    const c = await Client.open(url);
+    c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: Buffer.from(c.keys.publicKey).toString('base64'), ...extra });
+    await c.next((f) => f.type === 'auth_ok');
+    return c;
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  sendPlain(obj: unknown): void {
+    this.ws.send(JSON.stringify(obj));
+  }
+
+  /** Returns the wire text, so a test can replay it. */
+  seal(obj: unknown, nonce = nacl.randomBytes(24)): string {
+    const box = nacl.box.after(Buffer.from(JSON.stringify(obj)), nonce, this.shared!);
+    return Buffer.concat([nonce, box]).toString('base64');
+  }
+
+  sendSealed(obj: unknown): string {
+    const text = this.seal(obj);
+    this.ws.send(text);
+    return text;
+  }
+
+  /** The first frame at or after `from` matching `pred`. */
+  async next(pred: (f: Frame) => boolean, from = 0, ms = 5000): Promise<Frame> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const hit = this.frames.slice(from).find(pred);
+      if (hit) return hit;
+      if (this.isClosed) throw new Error(`closed while waiting; frames: ${JSON.stringify(this.frames).slice(0, 500)}`);
+      const left = end - Date.now();
+      if (left <= 0) throw new Error(`timed out; frames: ${JSON.stringify(this.frames).slice(0, 500)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  async count(n: number, pred: (f: Frame) => boolean, ms = 10000): Promise<Frame[]> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const hits = this.frames.filter(pred);
+      if (hits.length >= n) return hits;
+      if (this.isClosed || Date.now() > end) throw new Error(`saw ${hits.length} of ${n} frames`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, end - Date.now());
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+const facts = (env: Env, stream?: string) => env.log.read().filter((e: Envelope) => e.stream.startsWith('conn:') && (!stream || e.stream === stream));
+const pk = (c: Client) => Buffer.from(c.keys.publicKey).toString('base64');
+
+// ------------------------------------------------------------------ tests
+
+t.test('handshake, streamed turn in order, facts without contents', async (t) => {
+  const env = await serve(t);
+  const c = await Client.open(env.url);
+  c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: pk(c), chat_id: 5, channel_id: 9 });
+  const ok = await c.next((f) => f.type === 'auth_ok');
+  t.same(Object.keys(ok).sort(), ['active_model', 'active_provider', 'channel_id', 'chat_id', 'e2e_pk', 'providers', 'type']);
+  t.match(ok, { chat_id: 5, channel_id: 9, providers: PROVIDERS, active_provider: env.cfg.provider, active_model: env.cfg.model });
+  t.equal(Buffer.from(ok.e2e_pk, 'base64').length, 32);
+  t.equal(c.raw.length, 1, 'auth_ok is the only plaintext frame');
+
+  const secret = 'stream please, secret words';
+  c.sendSealed({ type: 'message', text: secret });
+  await c.next((f) => f.type === 'result');
+  t.same(c.frames.slice(1), [
+    { type: 'system_status', data: 'thinking' },
+    { type: 'text_delta', data: 'd0' },
+    { type: 'text_delta', data: 'd1' },
+    { type: 'text_delta', data: 'd2' },
+    { type: 'text_delta', data: 'd3' },
+    { type: 'text_delta', data: 'd4' },
+    { type: 'tool_activity', data: 'Read' },
+    { type: 'system_status', data: null },
+    { type: 'result', text: 'd0d1d2d3d4 <file:/tmp/x.png>', stream_fallback: false, files: [{ path: '/tmp/x.png', name: 'x.png', is_image: true }] },
+  ]);
+  t.match(env.rt!.calls[0], { agent: 'main', transport: 'api', chat_id: 5, topic_id: 9, text: secret, source: { kind: 'none' }, kind: 'foreground' });
+  t.equal(c.undecryptable, 0);
+
+  const health = await fetch(`http://127.0.0.1:${env.server.port}/health`, { headers: { connection: 'close' } });
+  t.same(await health.json(), { status: 'ok', connections: 1 });
+
+  c.close();
+  await c.closed;
+  await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
+  const mine = facts(env);
+  t.same(mine.map((e) => e.type), ['connection.opened', 'connection.authenticated', 'connection.closed']);
+  t.same(mine[1]!.data, { chat_id: 5, channel_id: 9 });
+  t.match(mine[2]!.data, { reason: 'client' });
+  t.notMatch(JSON.stringify(env.log.read()), /secret words/, 'message contents are never persisted');
+  const h2 = await fetch(`http://127.0.0.1:${env.server.port}/health`, { headers: { connection: 'close' } });
+  t.same(await h2.json(), { status: 'ok', connections: 0 });
+});
+
+t.test('chat_id and channel_id fall back per SPEC; bad values are ignored', async (t) => {
+  const env = await serve(t);
+  for (const [extra, chat, channel] of [
+    [{}, 4242, undefined],
+    [{ chat_id: -3, channel_id: 0 }, 4242, undefined],
+    [{ chat_id: 1.5, channel_id: '7' }, 4242, undefined],
+    [{ chat_id: 12 }, 12, undefined],
+  ] as const) {
+    const c = await Client.authed(env.url, extra);
+    t.equal(c.frames[0]!.chat_id, chat, JSON.stringify(extra));
+    t.equal(c.frames[0]!.channel_id, channel);
+    c.close();
+  }
+  env.cfg.api.chat_id = 31;
+  const c = await Client.authed(env.url);
+  t.equal(c.frames[0]!.chat_id, 31, 'api.chat_id before allowed_user_ids');
+  c.close();
+});
+
+t.test('every authentication rejection is a plaintext error followed by a close', async (t) => {
+  const env = await serve(t, { limits: { authTimeoutMs: 150 } });
+  const expectReject = async (c: Client, code: string) => {
+    const closed = await c.closed;
+    t.equal(c.frames.length, 1, `${code}: one frame`);
+    t.match(c.frames[0], { type: 'error', code, message: String });
+    t.equal(closed.code, 1008, `${code}: closed with policy violation`);
+  };
+
+  await expectReject(await Client.open(env.url), 'auth_timeout');
+
+  const cases: [string, (c: Client) => void][] = [
+    ['auth_required', (c) => c.sendPlain({ type: 'message', text: 'hi' })],
+    ['auth_required', (c) => c.ws.send('not json at all')],
+    ['auth_required', (c) => c.ws.send(Buffer.from([1, 2, 3]), { binary: true })],
+    ['auth_required', (c) => c.sendPlain([{ type: 'auth' }])],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: 'wrong', e2e_pk: pk(c) })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', e2e_pk: pk(c) })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN.slice(0, -1), e2e_pk: pk(c) })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: 42, e2e_pk: pk(c) })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: 'not base64!' })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: Buffer.alloc(31, 9).toString('base64') })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: Buffer.alloc(32, 0).toString('base64') })],
+    ['auth_failed', (c) => c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: pk(c).replace(/=$/, '') })],
+  ];
+  for (const [code, send] of cases) {
+    const c = await Client.open(env.url);
+    send(c);
+    await expectReject(c, code);
+  }
+  await until('facts', () => facts(env).filter((e) => e.type === 'connection.closed').length === cases.length + 1);
+  const rejected = facts(env).filter((e) => e.type === 'connection.rejected').map((e) => e.data.code);
+  t.same(rejected, ['auth_timeout', ...cases.map(([code]) => code)]);
+  t.equal(facts(env).filter((e) => e.type === 'connection.authenticated').length, 0);
+  t.equal(env.rt!.calls.length, 0);
+});
+
+t.test('session errors are encrypted and leave the session usable', async (t) => {
+  const env = await serve(t);
+  const c = await Client.authed(env.url, { chat_id: 3 });
+  const errorAfter = async (send: () => void) => {
+    const from = c.frames.length;
+    send();
+    return c.next((f) => f.type === 'error', from);
+  };
+  t.match(await errorAfter(() => c.ws.send(Buffer.from([1, 2, 3]), { binary: true })), { code: 'decrypt_failed', message: /binary/ });
+  t.match(await errorAfter(() => c.sendPlain({ type: 'message', text: 'plaintext after auth' })), { code: 'decrypt_failed' });
+  t.match(await errorAfter(() => c.ws.send('@@@not-base64@@@')), { code: 'decrypt_failed' });
+  t.match(await errorAfter(() => c.ws.send(Buffer.alloc(20).toString('base64'))), { code: 'decrypt_failed' }, 'too short');
+  const stranger = nacl.box.keyPair();
+  const otherKey = nacl.box.before(stranger.publicKey, c.keys.secretKey);
+  const nonce = nacl.randomBytes(24);
+  const forged = Buffer.concat([nonce, nacl.box.after(Buffer.from('{"type":"abort"}'), nonce, otherKey)]).toString('base64');
+  t.match(await errorAfter(() => c.ws.send(forged)), { code: 'decrypt_failed' }, 'wrong key');
+  const good = c.seal({ type: 'message', text: 'once' });
+  c.ws.send(good);
+  await c.next((f) => f.type === 'result' && f.text === 'echo: once');
+  t.match(await errorAfter(() => c.ws.send(good)), { code: 'decrypt_failed', message: /replayed/ }, 'replayed frame');
+  const reflected = c.raw[c.raw.length - 1]!;
+  t.match(await errorAfter(() => c.ws.send(reflected)), { code: 'decrypt_failed' }, 'a server frame echoed back');
+  t.match(await errorAfter(() => c.sendSealed({ type: 'message', text: '' })), { code: 'empty' });
+  t.match(await errorAfter(() => c.sendSealed({ type: 'message', text: '  \n ' })), { code: 'empty' });
+  t.match(await errorAfter(() => c.sendSealed({ type: 'message' })), { code: 'empty' });
+  t.match(await errorAfter(() => c.sendSealed({ type: 'message', text: 7 })), { code: 'empty' });
+  t.match(await errorAfter(() => c.sendSealed({ type: 'dance' })), { code: 'unknown_type', message: /dance/ });
+  t.match(await errorAfter(() => c.sendSealed({ text: 'no type' })), { code: 'unknown_type' });
+  t.match(await errorAfter(() => c.sendSealed([1, 2])), { code: 'unknown_type' });
+  t.match(await errorAfter(() => c.sendSealed({ type: 'auth', token: TOKEN })), { code: 'unknown_type' }, 'no second auth');
+  t.equal(c.undecryptable, 0, 'every error frame is sealed');
+  t.equal(env.rt!.calls.length, 1, 'nothing bad reached the runtime');
+
+  const from = c.frames.length;
+  c.sendSealed({ type: 'message', text: 'still here' });
+  t.match(await c.next((f) => f.type === 'result', from), { text: 'echo: still here' });
+
+  env.rt!.mode = 'throw';
+  t.match(await errorAfter(() => c.sendSealed({ type: 'message', text: 'boom' })), { code: 'internal_error' });
+  t.notMatch(JSON.stringify(c.frames), /runtime exploded/, 'internal details stay in the log');
+  t.ok(env.logs.some((l) => l.level === 'error' && /runtime exploded/.test(l.msg)));
+});
+
+t.test('no runtime attached → no_handler for messages and aborts', async (t) => {
+  const env = await serve(t, { runtime: false });
+  const c = await Client.authed(env.url);
+  c.sendSealed({ type: 'message', text: 'anyone?' });
+  t.match(await c.next((f) => f.type === 'error'), { code: 'no_handler' });
+  const from = c.frames.length;
+  c.sendSealed({ type: 'abort' });
+  t.match(await c.next((f) => f.type === 'error', from), { code: 'no_handler' });
+});
+
+t.test('oversized frames: refused with an error, or closed by uWS above the hard cap', async (t) => {
+  const env = await serve(t, { limits: { maxFrameBytes: 64 * 1024, hardFrameBytes: 128 * 1024 } });
+  const c = await Client.authed(env.url);
+  c.sendSealed({ type: 'message', text: 'y'.repeat(80 * 1024) });
+  t.match(await c.next((f) => f.type === 'error'), { code: 'decrypt_failed', message: /exceeds the limit/ });
+  t.equal(env.rt!.calls.length, 0);
+  c.sendSealed({ type: 'message', text: 'small' });
+  await c.next((f) => f.type === 'result');
+  c.sendSealed({ type: 'message', text: 'z'.repeat(200 * 1024) });
+  const closed = await c.closed;
+  t.ok([1006, 1009].includes(closed.code), `dropped by the server (${closed.code})`);
+  t.equal(env.rt!.calls.length, 1);
+});
+
+t.test('abort and /stop are chat-scoped and not queued behind the turn they stop', async (t) => {
+  const env = await serve(t);
+  const a = await Client.authed(env.url, { chat_id: 5, channel_id: 1 });
+  const b = await Client.authed(env.url, { chat_id: 5, channel_id: 2 });
+  const other = await Client.authed(env.url, { chat_id: 6 });
+
+  a.sendSealed({ type: 'message', text: 'hold A' });
+  other.sendSealed({ type: 'message', text: 'hold other' });
+  await until('two held turns', () => env.rt!.held.size === 2);
+  // Channel isolation: B's turn runs while A's is held, and neither sees the other's chunks.
+  b.sendSealed({ type: 'message', text: 'stream B' });
+  t.match(await b.next((f) => f.type === 'result'), { text: /d0d1/ });
+  t.notOk(b.frames.some((f) => f.data === 'holding hold A'), 'B never sees A chunks');
+  t.notOk(a.frames.some((f) => f.data === 'd0'), 'A never sees B chunks');
+
+  b.sendSealed({ type: 'abort' });
+  t.match(await b.next((f) => f.type === 'abort_ok'), { killed: 1 }, 'abort from channel 2 killed channel 1 of the same chat');
+  t.match(await a.next((f) => f.type === 'result'), { text: 'aborted' });
+  t.equal(env.rt!.held.size, 1, 'another chat is untouched');
+
+  other.sendSealed({ type: 'message', text: '/stop' });
+  t.match(await other.next((f) => f.type === 'abort_ok'), { killed: 1 });
+  t.match(await other.next((f) => f.type === 'result'), { text: 'aborted' });
+  t.notOk(env.rt!.calls.some((m) => m.text === '/stop'), '/stop is not sent as a message');
+  const from = a.frames.length;
+  a.sendSealed({ type: 'abort' });
+  t.match(await a.next((f) => f.type === 'abort_ok', from), { killed: 0 });
+});
+
+t.test('messages of one session key run one at a time, in order, across connections', async (t) => {
+  const env = await serve(t);
+  const c1 = await Client.authed(env.url, { chat_id: 8 });
+  const c2 = await Client.authed(env.url, { chat_id: 8 });
+  c1.sendSealed({ type: 'message', text: 'hold 1' });
+  c1.sendSealed({ type: 'message', text: 'm2' });
+  c2.sendSealed({ type: 'message', text: 'm3' });
+  c1.sendSealed({ type: 'message', text: 'm4' });
+  await until('first turn held', () => env.rt!.held.size === 1);
+  t.same(env.rt!.calls.map((m) => m.text), ['hold 1'], 'later messages wait');
+  [...env.rt!.held.values()][0]!.release('done 1');
+  await c1.count(3, (f) => f.type === 'result');
+  await c2.next((f) => f.type === 'result');
+  // Two sockets have no common order; what must hold: no overlap, and each socket's order kept.
+  const trace = env.rt!.trace;
+  t.equal(trace.length, 8);
+  for (let i = 0; i < trace.length; i += 2) t.equal(trace[i + 1], trace[i]!.replace('start', 'end'), `turn ${i / 2} ran alone`);
+  const c1Order = trace.filter((s) => s.startsWith('start') && !s.includes('m3'));
+  t.same(c1Order, ['start hold 1', 'start m2', 'start m4']);
+  t.same(c1.frames.filter((f) => f.type === 'result').map((f) => f.text), ['done 1', 'echo: m2', 'echo: m4']);
+});
+
+t.test('a client that disconnects mid-turn does not cancel it', async (t) => {
+  const env = await serve(t);
+  const c = await Client.authed(env.url, { chat_id: 9 });
+  c.sendSealed({ type: 'message', text: 'hold me' });
+  await until('held', () => env.rt!.held.size === 1);
+  c.close();
+  await c.closed;
+  await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
+  [...env.rt!.held.values()][0]!.release('finished anyway');
+  await until('turn completed', () => env.rt!.completed.includes('hold me'));
+  const d = await Client.authed(env.url, { chat_id: 9 });
+  d.sendSealed({ type: 'message', text: 'after' });
+  t.match(await d.next((f) => f.type === 'result'), { text: 'echo: after' });
+});
+
+t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', async (t) => {
+  const env = await serve(t);
+  const c = await Client.authed(env.url);
+  const junk = [
+    () => c.ws.send('%%%'),
+    () => c.ws.send(Buffer.from('x'), { binary: true }),
+    () => c.ws.send(Buffer.alloc(60, 7).toString('base64')),
+    () => c.ws.send('{"type":"message","text":"plain"}'),
+    () => c.ws.send(''),
+  ];
+  for (let i = 0; i < 2000; i++) junk[i % junk.length]!();
+  const errors = await c.count(2000, (f) => f.type === 'error', 20000);
+  t.ok(errors.every((f) => f.code === 'decrypt_failed'));
+  t.equal(env.rt!.calls.length, 0);
+
+  const bad = await Promise.all(Array.from({ length: 50 }, () => Client.open(env.url)));
+  bad.forEach((b, i) => (i % 2 ? b.ws.send('garbage') : b.sendPlain({ type: 'auth', token: 'nope', e2e_pk: pk(b) })));
+  await Promise.all(bad.map((b) => b.closed));
+
+  const fresh = await Client.authed(env.url);
+  fresh.sendSealed({ type: 'message', text: 'healthy' });
+  t.match(await fresh.next((f) => f.type === 'result'), { text: 'echo: healthy' });
+  c.sendSealed({ type: 'message', text: 'old one too' });
+  t.match(await c.next((f) => f.type === 'result'), { text: 'echo: old one too' });
+});
+
+t.test('a client that never reads is dropped once its send buffer passes the cap', async (t) => {
+  const limit = 512 * 1024;
+  const env = await serve(t, { limits: { maxBufferedBytes: limit } });
+  const c = await Client.authed(env.url, { chat_id: 11 });
+  c.sendSealed({ type: 'message', text: 'flood' });
+  c.ws.pause();
+  await until('runtime finished the flood', () => env.rt!.completed.includes('flood'), 30000);
+  await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'), 10000);
+  const closed = facts(env).find((e) => e.type === 'connection.closed')!;
+  t.match(closed.data, { reason: 'backpressure' });
+  t.ok(env.logs.some((l) => l.level === 'warn' && /not reading/.test(l.msg)), 'logged as a warning');
+  // One sealed 64 KiB delta is ~88 KiB on the wire: the buffer never exceeds the cap by more than a frame.
+  t.ok(env.server.hub.peakBufferedBytes <= limit + 100 * 1024, `peak ${env.server.hub.peakBufferedBytes}`);
+  t.ok(env.server.hub.peakBufferedBytes > 0, 'the buffer did fill');
+  c.ws.terminate();
+  const d = await Client.authed(env.url);
+  d.sendSealed({ type: 'message', text: 'next' });
+  t.match(await d.next((f) => f.type === 'result'), { text: 'echo: next' });
+});
+
+t.test('notifications are pushed to authenticated connections only', async (t) => {
+  const env = await serve(t);
+  const a = await Client.authed(env.url, { chat_id: 1 });
+  const b = await Client.authed(env.url, { chat_id: 2, channel_id: 3 });
+  const pending = await Client.open(env.url);
+  await env.bus.publish({ stream: 'notification:n1', type: 'notification.created', data: { id: 'n1', title: 'Build', body: 'done', read: false, severity: 'info', type: 'task' } });
+  for (const c of [a, b]) {
+    t.same(await c.next((f) => f.type === 'notification'), { type: 'notification', notification: { id: 'n1', title: 'Build', body: 'done', read: false } });
+  }
+  // A later auth shows the unauthenticated socket got nothing before it.
+  pending.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: pk(pending) });
+  await pending.next((f) => f.type === 'auth_ok');
+  t.equal(pending.frames.length, 1);
+});
+
+t.test('nonce budget: past the cap the connection is closed with decrypt_failed', async (t) => {
+  const env = await serve(t, { limits: { nonceCap: 3 } });
+  const c = await Client.authed(env.url);
+  for (let i = 0; i < 3; i++) c.sendSealed({ type: 'message', text: `n${i}` });
+  await c.count(3, (f) => f.type === 'result');
+  c.sendSealed({ type: 'message', text: 'one too many' });
+  const closed = await c.closed;
+  t.match(c.frames[c.frames.length - 1], { type: 'error', code: 'decrypt_failed', message: /reconnect/ });
+  t.equal(closed.code, 1008);
+  await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
+  t.match(facts(env).find((e) => e.type === 'connection.closed')!.data, { reason: 'nonce_limit' });
+});
+
+t.test('shutdown closes live connections with 1001', async (t) => {
+  const env = await serve(t);
+  const c = await Client.authed(env.url);
+  const p = await Client.open(env.url);
+  env.server.close();
+  t.equal((await c.closed).code, 1001);
+  t.equal((await p.closed).code, 1001);
+});
+
+t.test('connection machine, driven by events', async (t) => {
+  const drive = (events: Parameters<ReturnType<typeof createActor<typeof connectionMachine>>['send']>[0][], nonceCap?: number) => {
+    const actor = createActor(connectionMachine, { input: { id: 'x', ...(nonceCap ? { nonceCap } : {}) } });
+    const out: ConnectionFact[] = [];
+    actor.on('*', (f) => out.push(f as ConnectionFact));
+    actor.start();
+    for (const e of events) actor.send(e);
+    return { snap: actor.getSnapshot(), out };
+  };
+  const auth = { type: 'auth' as const, tokenValid: true, keyValid: true, configChatId: 0, allowedUserIds: [] };
+  let r = drive([{ ...auth, chatId: 4, channelId: 2 }, { type: 'timeout' }]);
+  t.equal(r.snap.value, 'encrypted', 'a late timer does nothing after auth');
+  t.same(r.out, [
+    { type: 'connection.opened', data: { id: 'x' } },
+    { type: 'connection.authenticated', data: { chat_id: 4, channel_id: 2 } },
+  ]);
+  r = drive([{ ...auth, keyValid: false }, { type: 'frame', nonce: 'a' }, { type: 'close', code: 1008 }]);
+  t.equal(r.snap.value, 'closed');
+  t.same(r.out.slice(1), [
+    { type: 'connection.rejected', data: { code: 'auth_failed' } },
+    { type: 'connection.closed', data: { reason: 'auth_failed', code: 1008 } },
+  ], 'frames after a rejection are ignored');
+  r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'a' }]);
+  t.equal(r.snap.context.lastFrame, 'decrypt_failed', 'replayed nonce');
+  t.equal(r.snap.context.seenNonces.size, 2);
+  r = drive([auth, { type: 'frame', nonce: null }]);
+  t.same([r.snap.value, r.snap.context.lastFrame], ['encrypted', 'decrypt_failed']);
+  r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'c' }], 2);
+  t.same([r.snap.value, r.snap.context.closeReason], ['closing', 'nonce_limit']);
+  r = drive([{ type: 'close', code: 1006 }]);
+  t.same(r.out[1], { type: 'connection.closed', data: { reason: 'client', code: 1006 } });
+  r = drive([auth, { type: 'drop', reason: 'backpressure' }, { type: 'close', code: 1006 }]);
+  t.same(r.out[2], { type: 'connection.closed', data: { reason: 'backpressure', code: 1006 } });
+});
