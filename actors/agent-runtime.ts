@@ -98,6 +98,10 @@ export class AgentRuntime {
   private readonly lanes = new Map<string, Lane>();
   private readonly active = new Map<string, ActiveTurn>();
   private pendingModel: { model: string; provider: string } | null = null;
+  /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
+  private readonly preparing = new Map<string, number>();
+  /** Bumped by each abort of a chat, so preparation that outlives an abort does not start its turn. */
+  private readonly abortEpoch = new Map<number, number>();
   private stopped = false;
 
   constructor(private readonly d: AgentRuntimeDeps) {
@@ -162,6 +166,8 @@ export class AgentRuntime {
   /** Chat-scoped: kills the running turns of `chat_id` on every topic and drops what was queued behind them. */
   abort(chatId: number): number {
     let killed = 0;
+    this.abortEpoch.set(chatId, (this.abortEpoch.get(chatId) ?? 0) + 1);
+    for (const chat of this.preparing.values()) if (chat === chatId) killed++;
     for (const [, turn] of this.active) {
       if (turn.chat_id !== chatId) continue;
       turn.actor.send({ type: 'abort', reason: 'user' });
@@ -234,6 +240,15 @@ export class AgentRuntime {
     if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
     if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
 
+    this.preparing.set(msg.request_id, msg.chat_id);
+    try {
+      return await this.runTurn(msg, key, this.abortEpoch.get(msg.chat_id) ?? 0);
+    } finally {
+      this.preparing.delete(msg.request_id);
+    }
+  }
+
+  private async runTurn(msg: AgentMessage, key: string, epoch: number): Promise<TurnOutcome> {
     const config = this.d.config();
     const directive = parseDirective(msg.text);
     const prompt = directive.rest.trim();
@@ -245,7 +260,7 @@ export class AgentRuntime {
     if (!session) session = await this.startSession(msg, key, 'first');
     else if (msg.new_session) session = await this.startSession(msg, key, 'new');
     else {
-      const timezone = resolveTimezone(config.user_timezone, this.d.hostEnv.TZ ?? null, hostZone());
+      const timezone = this.timezone(config.user_timezone);
       const expired = shouldExpire(session, now, expiryRulesFromConfig(config, timezone));
       if (expired) session = await this.startSession(msg, key, expired);
     }
@@ -295,7 +310,7 @@ export class AgentRuntime {
     });
     const machine = turnMachine.provide({
       actors: { cli },
-      actions: { forward: (_, p: { event: StreamEvent }) => this.forward(base, p.event) },
+      actions: { forward: (_, p: { events: StreamEvent[] }) => p.events.forEach((e) => this.forward(base, e)) },
     });
     const timeouts = timeoutFor(config, msg.kind);
     const input: TurnInput = {
@@ -312,6 +327,11 @@ export class AgentRuntime {
       extensionMs: config.timeouts.activity_extension * 1000,
       maxExtensions: config.timeouts.max_extensions,
     };
+    if ((this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
+      rmSync(tempDir, { recursive: true, force: true });
+      return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+    }
+    this.preparing.delete(msg.request_id);
     const actor = this.d.host.spawn(`turn:${turnId}`, machine, {
       stream: `turn:${turnId}`,
       input,
@@ -373,6 +393,15 @@ export class AgentRuntime {
       duration_ms: result.duration_ms,
       reason: result.reason,
     };
+  }
+
+  /** Resolving builds Intl formatters (milliseconds each): do it once per configured value. */
+  private tz: { configured: string; zone: string } | null = null;
+  private timezone(configured: string): string {
+    if (this.tz?.configured !== configured) {
+      this.tz = { configured, zone: resolveTimezone(configured, this.d.hostEnv.TZ ?? null, hostZone()) };
+    }
+    return this.tz.zone;
   }
 
   private modelCommand(msg: AgentMessage, arg: string | undefined): TurnOutcome {

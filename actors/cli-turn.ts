@@ -41,8 +41,18 @@ export function cliTurnLogic(spec: CliRunSpec) {
       return () => undefined;
     }
     const parser = spec.adapter.createParser(input.resumeSessionId ? { sessionId: input.resumeSessionId } : {});
+    // Lines of one stdout read reach the machine as one batch: one transition, not one per line.
+    let batch: StreamEvent[] = [];
+    const flush = () => {
+      if (batch.length === 0) return;
+      const events = batch;
+      batch = [];
+      send({ type: 'cli.events', events });
+    };
     const forward = (events: StreamEvent[]) => {
-      for (const event of events) send({ type: 'cli.event', event });
+      if (events.length === 0) return;
+      if (batch.length === 0) queueMicrotask(flush);
+      batch.push(...events);
     };
     const handle = runProcess(
       { ...invocation, env: { ...spec.env, ...invocation.env }, cwd: request.cwd },
@@ -57,6 +67,7 @@ export function cliTurnLogic(spec: CliRunSpec) {
     void handle.done.then((exit) => {
       exited = true;
       forward(parser.end());
+      flush();
       send({
         type: 'cli.exited',
         exit: {

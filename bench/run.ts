@@ -1,4 +1,5 @@
 import { benchBus } from './bus.bench.js';
+import { benchDirect } from './direct.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { BenchReport } from './report.js';
 
@@ -6,4 +7,5 @@ const report = new BenchReport();
 process.stdout.write(`svc benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
 await benchBus(report);
 await benchRuntime(report);
+await benchDirect(report);
 report.summary();

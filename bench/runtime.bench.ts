@@ -55,8 +55,8 @@ async function svcLatency() {
   const machine = turnMachine.provide({
     actors: { cli },
     actions: {
-      forward: (_, p: { event: StreamEvent }) => {
-        if (p.event.kind === 'text') bus.emitTransient({ stream: 'turn:b', type: 'turn.text_delta', data: { text: p.event.text } });
+      forward: (_, p: { events: StreamEvent[] }) => {
+        for (const e of p.events) if (e.kind === 'text') bus.emitTransient({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } });
       },
     },
   });

@@ -31,7 +31,8 @@ export interface CliAttempt {
 
 export type TurnEvent =
   | { type: 'cli.spawned'; pid: number }
-  | { type: 'cli.event'; event: StreamEvent }
+  /** What one read of the CLI's stdout held, in order. */
+  | { type: 'cli.events'; events: StreamEvent[] }
   | { type: 'cli.exited'; exit: ProcessExitInfo }
   | { type: 'abort'; reason: string };
 
@@ -61,6 +62,8 @@ interface TurnContext extends TurnInput {
   progress: TurnProgress;
   killReason: 'timeout' | 'aborted' | null;
   result: TurnResult | null;
+  /** CLI events since the activity window was last armed. */
+  heardInWindow: number;
 }
 
 const finish = (c: TurnContext, status: TurnStatus, fields: Partial<TurnResult>): TurnResult => {
@@ -84,7 +87,7 @@ const finish = (c: TurnContext, status: TurnStatus, fields: Partial<TurnResult>)
 
 const heard = [
   'record',
-  { type: 'forward', params: ({ event }: { event: TurnEvent }) => ({ event: (event as Extract<TurnEvent, { type: 'cli.event' }>).event }) },
+  { type: 'forward', params: ({ event }: { event: TurnEvent }) => ({ events: (event as Extract<TurnEvent, { type: 'cli.events' }>).events }) },
 ] as const;
 
 const decide = (c: TurnContext, exit: ProcessExitInfo) => decideExit(c.progress, exit, { recovered: c.recovered, fellBack: c.fellBack });
@@ -126,10 +129,12 @@ export const turnMachine = setup({
     cli: fromCallback<EventObject, CliAttempt>(() => undefined),
   },
   actions: {
-    /** Bound by the host: hand a stream chunk to live listeners (never persisted). */
-    forward: (_, _params: { event: StreamEvent }) => undefined,
+    /** Bound by the host: hand stream chunks to live listeners (never persisted). */
+    forward: (_, _params: { events: StreamEvent[] }) => undefined,
     /** Every state that hears the CLI folds what it said (and, with `forward`, passes it on). */
-    record: assign({ progress: ({ context, event }) => (event.type === 'cli.event' ? foldStreamEvent(context.progress, event.event) : context.progress) }),
+    record: assign(({ context, event }) =>
+      event.type === 'cli.events' ? { progress: event.events.reduce(foldStreamEvent, context.progress), heardInWindow: context.heardInWindow + 1 } : {},
+    ),
   },
   delays: {
     deadline: ({ context }) => (context.extensions === 0 ? context.timeoutMs : context.extensionMs),
@@ -154,6 +159,7 @@ export const turnMachine = setup({
     progress: EMPTY_PROGRESS,
     killReason: null,
     result: null,
+    heardInWindow: 0,
   }),
   entry: emit(({ context: c }) => ({
     type: 'turn.started',
@@ -214,13 +220,19 @@ export const turnMachine = setup({
                 },
               },
             },
+            // "Output arrived recently" without a transition per chunk: chunks only count, and the
+            // window's timer decides once per window whether any came (re-entering a state per
+            // chunk re-armed a timer each time and cost more than the rest of the pipeline).
             activity: {
               initial: 'quiet',
               states: {
-                quiet: { on: { 'cli.event': { target: 'recent', actions: heard } } },
+                quiet: { on: { 'cli.events': { target: 'recent', actions: heard } } },
                 recent: {
-                  on: { 'cli.event': { target: 'recent', reenter: true, actions: heard } },
-                  after: { activityWindow: 'quiet' },
+                  entry: assign({ heardInWindow: 0 }),
+                  on: { 'cli.events': { actions: heard } },
+                  after: {
+                    activityWindow: [{ guard: ({ context }) => context.heardInWindow > 0, target: 'recent', reenter: true }, { target: 'quiet' }],
+                  },
                 },
               },
             },
@@ -234,7 +246,7 @@ export const turnMachine = setup({
                 reenter: true,
                 actions: [
                   emit(({ context, event }) => ({ type: 'turn.recovering', data: { provider: context.provider, signal: event.exit.signal ?? 'SIGKILL' } })),
-                  { type: 'forward', params: { event: { kind: 'status', status: 'recovering' } } },
+                  { type: 'forward', params: { events: [{ kind: 'status', status: 'recovering' }] } },
                   assign(({ context }) => ({ recovered: true, ...freshAttempt(context) })),
                 ],
               },
@@ -267,7 +279,7 @@ export const turnMachine = setup({
           entry: sendTo('cli', { type: 'kill' }),
           on: {
             abort: {},
-            'cli.event': { actions: heard },
+            'cli.events': { actions: heard },
             'cli.exited': {
               target: '#turn.done',
               actions: assign({

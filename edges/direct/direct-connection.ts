@@ -50,6 +50,9 @@ const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
   auth_failed: 'authentication failed',
 };
 
+/** A merged delta stays a modest frame: far below the backpressure cap and any client's frame limit. */
+const MAX_MERGED_DELTA_CHARS = 64 * 1024;
+
 /** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown. */
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
@@ -60,6 +63,7 @@ const CLOSE_GOING_AWAY = 1001;
  */
 export class DirectConnection implements HubConnection {
   readonly id = randomBytes(8).toString('hex');
+  private outbox: ServerFrame[] = [];
   private readonly actor: ConnectionActor;
   private readonly keys = e2eKeyPair();
   private readonly nonces = new NonceSource();
@@ -214,10 +218,29 @@ export class DirectConnection implements HubConnection {
     this.dispatch({ type: 'drop', reason: 'shutdown' });
   }
 
+  /**
+   * Frames queue for the rest of the tick and go out together; consecutive text deltas (one
+   * session per connection, one turn at a time) merge into one frame: the client reads the same
+   * text with one box and one send per burst instead of one per CLI line.
+   */
   sendSealed(frame: ServerFrame): void {
     if (this.gone || this.closing || !this.sharedKey) return;
-    if (!this.roomToSend()) return;
-    this.writeSealed(frame);
+    const last = this.outbox.at(-1);
+    if (last?.type === 'text_delta' && frame.type === 'text_delta' && last.data.length + frame.data.length <= MAX_MERGED_DELTA_CHARS) {
+      last.data += frame.data;
+      return;
+    }
+    if (this.outbox.length === 0) queueMicrotask(() => this.flushOutbox());
+    this.outbox.push(frame.type === 'text_delta' ? { ...frame } : frame);
+  }
+
+  private flushOutbox(): void {
+    const frames = this.outbox;
+    this.outbox = [];
+    for (const frame of frames) {
+      if (this.gone || this.closing || !this.roomToSend()) return;
+      this.writeSealed(frame);
+    }
   }
 
   private sendPlain(frame: ServerFrame): void {

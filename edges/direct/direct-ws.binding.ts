@@ -5,6 +5,7 @@ import type { DirectHub } from './direct-hub.js';
 
 interface SocketData {
   conn: DirectConnection | null;
+  closed: boolean;
 }
 
 /**
@@ -23,7 +24,7 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
     compression: uWS.DISABLED,
     upgrade: (res, req, context) => {
       res.upgrade<SocketData>(
-        { conn: null },
+        { conn: null, closed: false },
         req.getHeader('sec-websocket-key'),
         req.getHeader('sec-websocket-protocol'),
         req.getHeader('sec-websocket-extensions'),
@@ -31,12 +32,30 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
       );
     },
     open: (ws) => {
+      // A turn's chunks arrive in bursts (one stdout read holds many lines), outside any uWS
+      // callback; queuing them for one cork per microtask makes a burst one write, not one each.
+      let queued: string[] = [];
+      let queuedBytes = 0;
+      const flush = () => {
+        const batch = queued;
+        queued = [];
+        queuedBytes = 0;
+        if (ws.getUserData().closed) return;
+        ws.cork(() => {
+          for (const text of batch) ws.send(text, false);
+        });
+      };
       const conn = new DirectConnection(hub, {
         send: (text) => {
-          ws.cork(() => ws.send(text, false));
+          if (queued.length === 0) queueMicrotask(flush);
+          queued.push(text);
+          queuedBytes += text.length;
         },
-        bufferedAmount: () => ws.getBufferedAmount(),
-        end: (code, reason) => ws.end(code, reason),
+        bufferedAmount: () => ws.getBufferedAmount() + queuedBytes,
+        end: (code, reason) => {
+          flush();
+          ws.end(code, reason);
+        },
         abort: () => ws.close(),
       });
       ws.getUserData().conn = conn;
@@ -51,6 +70,7 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
       conn.onFrame(text, bytes);
     },
     close: (ws, code) => {
+      ws.getUserData().closed = true;
       ws.getUserData().conn?.onClose(code);
     },
   });

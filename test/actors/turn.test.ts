@@ -44,7 +44,7 @@ function scriptedCli() {
   return { script, logic };
 }
 
-const text = (s: string): TurnEvent => ({ type: 'cli.event', event: { kind: 'text', text: s } });
+const text = (s: string): TurnEvent => ({ type: 'cli.events', events: [{ kind: 'text', text: s }] });
 const exit0: TurnEvent = { type: 'cli.exited', exit: { code: 0, signal: null, killedByUs: false, errorText: '', spawnError: null } };
 
 t.test('deadline: extended while output keeps coming, up to max_extensions, then timed out', async (t) => {
@@ -125,7 +125,7 @@ t.test('exit rules: text without result completes; nothing retries without strea
   ({ r, attempts } = await run(async (s) => {
     s.send(exit0);
     await Promise.resolve();
-    s.send({ type: 'cli.event', event: { kind: 'result', sessionId: 's9', text: 'one-shot answer', isError: false, usage: { input_tokens: 1, output_tokens: 2 } } });
+    s.send({ type: 'cli.events', events: [{ kind: 'result', sessionId: 's9', text: 'one-shot answer', isError: false, usage: { input_tokens: 1, output_tokens: 2 } }] });
     s.send(exit0);
   }));
   t.same([r.status, r.text, r.stream_fallback], ['completed', 'one-shot answer', true]);
@@ -163,7 +163,7 @@ async function runReal(t: { teardown(f: () => void): void }, adapter: ProviderAd
     tempDir,
     graceMs: 300,
   });
-  const machine = turnMachine.provide({ actors: { cli }, actions: { forward: (_, p: { event: StreamEvent }) => void chunks.push(p.event) } });
+  const machine = turnMachine.provide({ actors: { cli }, actions: { forward: (_, p: { events: StreamEvent[] }) => void chunks.push(...p.events) } });
   const actor = new ActorHost(bus).spawn('turn', machine, { stream: 'turn:real', input: baseInput({ provider: adapter.id, ...over }) });
   t.teardown(() => bus.close());
   return { actor, done: toPromise(actor), chunks, log, bus, tempDir };
