@@ -8,14 +8,22 @@ import {
   localModelSource,
   parseLogLevel,
   registryWatcher,
+  startChatSessions,
   startNotifier,
+  startTranscriber,
   type ActorClock,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import {
+  AVATAR_STATUSES,
+  CHAT_SESSION_STATUSES,
   NOTIFICATION_STATUSES,
+  TRANSCRIBE_STATUSES,
+  avatarRoutes,
   bearerMatches,
+  chatSessionRoutes,
   notificationRoutes,
+  transcribeRoutes,
   startDirectApi,
   startInternalApi,
   type DirectApiServer,
@@ -32,6 +40,7 @@ import {
   ensureMainAgentToken,
   loadConfig,
   loadRegistry,
+  chatSessionReadModel,
   loadUsers,
   notificationReadModel,
   registryLocation,
@@ -174,6 +183,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     const notifications = notificationReadModel(log.projectionDb());
     const notifier = startNotifier({ bus, readModel: notifications });
     teardown.push(() => notifier.unsubscribe());
+    const chatSessions = startChatSessions({ bus, readModel: chatSessionReadModel(log.projectionDb()) });
+    teardown.push(() => chatSessions.unsubscribe());
+    const transcriber = startTranscriber({ bus, paths, config: () => currentConfig().transcription, env: hostEnv });
+    teardown.push(() => transcriber.unsubscribe());
 
     const agents = new AgentSupervisor({
       bus,
@@ -223,16 +236,22 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         const authorize = (req: HttpRequest) => {
           if (!bearerMatches(req.headers.authorization, token)) throw new SvcError('unauthorized', 'missing or wrong bearer token');
         };
-        return [...notificationRoutes({ readModel: notifications, bus, authorize })];
+        return [
+          ...notificationRoutes({ readModel: notifications, bus, authorize }),
+          ...chatSessionRoutes({ bus, authorize }),
+          ...transcribeRoutes({ bus, paths, authorize }),
+          // Avatars are public (SPEC.md): a chat client shows them before anyone signs in.
+          ...avatarRoutes({ paths }),
+        ];
       },
-      apiStatuses: NOTIFICATION_STATUSES,
+      apiStatuses: { ...NOTIFICATION_STATUSES, ...CHAT_SESSION_STATUSES, ...TRANSCRIBE_STATUSES, ...AVATAR_STATUSES },
       ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
     });
     if (directApi) teardown.push(() => directApi.close());
 
     daemon.send({
       type: 'ready',
-      subsystems: ['config', 'registry', 'notifications', 'internal-api', ...(directApi ? ['direct-api'] : []), ...agents.names().map((n) => `agent:${n}`)],
+      subsystems: ['config', 'registry', 'notifications', 'chat-sessions', 'transcription', 'internal-api', ...(directApi ? ['direct-api'] : []), ...agents.names().map((n) => `agent:${n}`)],
     });
     bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 

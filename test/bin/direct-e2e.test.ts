@@ -117,6 +117,25 @@ t.test('stream, files both ways, notifications, and abort against the real runti
   t.equal(listed[0]!.id, pushed.id);
   const count = (await (await fetch(`${base}/api/notifications/unread-count`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } })).json()) as { count: number };
   t.equal(count.count, 1);
+
+  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json', connection: 'close' };
+  const created = await fetch(`${base}/api/chat/sessions`, { method: 'POST', headers: auth, body: JSON.stringify({ agent: 'main' }) });
+  t.equal(created.status, 201);
+  const session = (await created.json()) as { id: string };
+  const renamed = await fetch(`${base}/api/chat/sessions/${session.id}`, { method: 'PUT', headers: auth, body: JSON.stringify({ title: 'Release notes' }) });
+  t.same([renamed.status, ((await renamed.json()) as { title: string }).title], [200, 'Release notes']);
+  t.equal((await fetch(`${base}/api/chat/sessions/nope`, { method: 'PUT', headers: auth, body: JSON.stringify({ title: 'x' }) })).status, 404);
+
+  mkdirSync(join(root, 'avatars'));
+  writeFileSync(join(root, 'avatars', 'main.png'), Buffer.from('89504e470d0a1a0a', 'hex'));
+  const avatar = await fetch(`${base}/api/agents/main/avatar`, { headers: { connection: 'close' } });
+  t.same([avatar.status, avatar.headers.get('content-type')], [200, 'image/png'], 'avatars need no token');
+
+  const voice = join(root, 'workspace', 'api_files', 'note.ogg');
+  writeFileSync(voice, 'not really audio');
+  const tr = await fetch(`${base}/api/transcribe`, { method: 'POST', headers: auth, body: JSON.stringify({ file_path: voice }) });
+  t.equal(tr.status, 503, 'no transcription backend here');
+  t.match(((await tr.json()) as { error: string }).error, /install/i, 'the error says how to get one');
   c.ws.close();
 
   const slow = await bootApi(t, 'c', { FAKE_CLI_HANG: '1' });

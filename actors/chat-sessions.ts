@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { Subscription } from 'rxjs';
+import * as v from 'valibot';
+import type { Bus, Command } from '../bus/index.js';
+import {
+  CHAT_SESSION_COMMANDS,
+  CHAT_SESSION_EVENTS,
+  CreateChatSessionSchema,
+  DEFAULT_CHAT_SESSION_TITLE,
+  DeleteChatSessionSchema,
+  MAX_CHAT_SESSION_ID_CHARS,
+  RenameChatSessionSchema,
+  SvcError,
+  chatSessionStream,
+} from '../schemas/index.js';
+import type { ChatSession, ChatSessionReadModel } from '../store/index.js';
+
+/*
+ * Chat sessions: a command-handling actor like the notifier. It holds no lifecycle worth a
+ * machine; each command checks the read model, publishes one fact, and answers with the row the
+ * projection folded from it.
+ */
+
+export interface ChatSessionsDeps {
+  bus: Bus;
+  readModel: Pick<ChatSessionReadModel, 'get'>;
+  /** Injected so tests and replays get predictable ids. */
+  newId?: () => string;
+  /** When given, creating a session for an agent it rejects is 'not-found'. */
+  agentExists?: (name: string) => boolean;
+}
+
+export interface DeleteChatSessionResult {
+  id: string;
+  deleted: true;
+}
+
+function parseCommand<S extends v.GenericSchema>(schema: S, type: string, raw: unknown): v.InferOutput<S> {
+  const r = v.safeParse(schema, raw ?? {});
+  if (r.success) return r.output;
+  const issue = r.issues[0]!;
+  const path = v.getDotPath(issue);
+  throw new SvcError('invalid-command', `${type} data${path ? `.${path}` : ''}: ${issue.message}`);
+}
+
+function notFound(id: string): SvcError {
+  return new SvcError('not-found', `chat session ${JSON.stringify(id)} does not exist`);
+}
+
+/**
+ * Registers `chat.session_create`, `chat.session_rename` and `chat.session_delete` on the bus;
+ * unsubscribe to stop. Commands run one at a time so each sees the read model its predecessor left
+ * (a publish resolves only after the projection folded it): "unknown id" and "id taken" are exact.
+ */
+export function startChatSessions(deps: ChatSessionsDeps): Subscription {
+  const { bus, readModel } = deps;
+  const newId = deps.newId ?? (() => randomUUID());
+  let tail: Promise<unknown> = Promise.resolve();
+  const serial = <R>(fn: () => Promise<R>): Promise<R> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+  const by = (cmd: Command<string, unknown>) => (cmd.by ? { by: cmd.by } : {});
+
+  const create = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
+    const d = parseCommand(CreateChatSessionSchema, cmd.type, cmd.data);
+    if (deps.agentExists && !deps.agentExists(d.agent)) throw new SvcError('not-found', `agent ${JSON.stringify(d.agent)} does not exist`);
+    const id = newId();
+    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_CHAT_SESSION_ID_CHARS) {
+      throw new SvcError('invalid-id', `chat session id generator returned ${JSON.stringify(id)}; ids must be 1..${MAX_CHAT_SESSION_ID_CHARS} characters`);
+    }
+    if (readModel.get(id)) throw new SvcError('chat-session-exists', `chat session id generator returned ${id}, which is already taken`);
+    const at = new Date(bus.now()).toISOString();
+    const title = d.title ?? DEFAULT_CHAT_SESSION_TITLE;
+    await bus.publish({
+      stream: chatSessionStream(id),
+      type: CHAT_SESSION_EVENTS.created,
+      data: { id, agent: d.agent, title, created_at: at, updated_at: at },
+      ...by(cmd),
+    });
+    return readModel.get(id) ?? { id, agent: d.agent, title, created_at: at, updated_at: at, provider_override: null, model_override: null, archived: false };
+  };
+
+  const rename = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
+    const { id, title } = parseCommand(RenameChatSessionSchema, cmd.type, cmd.data);
+    const current = readModel.get(id);
+    if (!current) throw notFound(id);
+    // The same title again changes nothing, so nothing is recorded.
+    if (current.title === title) return current;
+    const at = new Date(bus.now()).toISOString();
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.renamed, data: { id, title, updated_at: at }, ...by(cmd) });
+    return readModel.get(id) ?? { ...current, title, updated_at: at };
+  };
+
+  const remove = async (cmd: Command<string, unknown>): Promise<DeleteChatSessionResult> => {
+    const { id } = parseCommand(DeleteChatSessionSchema, cmd.type, cmd.data);
+    if (!readModel.get(id)) throw notFound(id);
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.deleted, data: { id }, ...by(cmd) });
+    return { id, deleted: true };
+  };
+
+  const subs = new Subscription();
+  subs.add(bus.handle(CHAT_SESSION_COMMANDS.create, 'chat-sessions', (cmd) => serial(() => create(cmd))));
+  subs.add(bus.handle(CHAT_SESSION_COMMANDS.rename, 'chat-sessions', (cmd) => serial(() => rename(cmd))));
+  subs.add(bus.handle(CHAT_SESSION_COMMANDS.delete, 'chat-sessions', (cmd) => serial(() => remove(cmd))));
+  return subs;
+}

@@ -1,0 +1,73 @@
+import type { Bus } from '../../bus/index.js';
+import {
+  CHAT_SESSION_COMMANDS,
+  CreateChatSessionBodySchema,
+  RenameChatSessionBodySchema,
+  type CreateChatSession,
+  type RenameChatSession,
+} from '../../schemas/index.js';
+import type { ChatSession } from '../../store/index.js';
+import { json, parseJsonBody, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+
+/*
+ * SPEC.md "Direct API server": `PUT /api/chat/sessions/{id}` renames; WIRE.md §2's
+ * `POST /api/chat/sessions {agent, title?}` creates, so a session can exist before the admin API
+ * does. Pure handlers: authorise, validate, send the chat-sessions command, answer with its row.
+ */
+
+export interface ChatSessionRoutesDeps {
+  bus: Pick<Bus, 'send'>;
+  /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
+  authorize(req: HttpRequest): void | Promise<void>;
+}
+
+/** Codes these routes' commands can answer with beyond COMMON_STATUSES; merge into the server's table. */
+export const CHAT_SESSION_STATUSES: StatusTable = {
+  'invalid-command': 400,
+};
+
+const BODY_LIMIT = 16 * 1024;
+
+/** WIRE.md §2 session fields this server stores; per-caller read state is added by the list endpoints. */
+function wireSession(s: ChatSession): ChatSession {
+  return {
+    id: s.id,
+    agent: s.agent,
+    title: s.title,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    provider_override: s.provider_override,
+    model_override: s.model_override,
+    archived: s.archived,
+  };
+}
+
+export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
+  const { bus, authorize } = deps;
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/chat/sessions',
+      maxBodyBytes: BODY_LIMIT,
+      handler: async (req) => {
+        await authorize(req);
+        const body = parseJsonBody(req, CreateChatSessionBodySchema);
+        const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
+        const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.create, data });
+        return json(201, wireSession(session));
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/chat/sessions/:id',
+      maxBodyBytes: BODY_LIMIT,
+      handler: async (req) => {
+        await authorize(req);
+        const { title } = parseJsonBody(req, RenameChatSessionBodySchema);
+        const data: RenameChatSession = { id: req.params.id ?? '', title };
+        const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.rename, data });
+        return json(200, wireSession(session));
+      },
+    },
+  ];
+}

@@ -1,0 +1,132 @@
+import t from 'tap';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TRANSCRIPTION_COMMAND, startTranscriber } from '../../actors/index.js';
+import { Bus } from '../../bus/index.js';
+import { TRANSCRIBE_COMMAND, TRANSCRIBE_STATUSES, transcribeRoutes } from '../../edges/direct/transcribe.routes.js';
+import { Router, createApp, listen, mountHttp, type HttpRequest } from '../../edges/index.js';
+import type { TranscriptionSettings } from '../../machines/index.js';
+import { SvcError } from '../../schemas/index.js';
+import { MemoryEventLog, homePaths } from '../../store/index.js';
+
+const TOKEN = 'test-token-0123456789';
+const FAKE = fileURLToPath(new URL('../fixtures/transcription/fake-transcriber.mjs', import.meta.url));
+const command = (mode: string) => [process.execPath, FAKE, mode].map((a) => JSON.stringify(a)).join(' ');
+
+type TT = { testdir(): string; teardown(fn: () => void): void };
+
+function authorize(req: HttpRequest): void {
+  if (req.headers.authorization !== `Bearer ${TOKEN}`) throw new SvcError('unauthorized', 'missing or wrong bearer token');
+}
+
+/**
+ * Bus, transcriber and routes on uWS. PATH is an empty directory and no key is set, so only the
+ * custom command (when configured) can ever work and nothing on the network is contacted.
+ */
+async function serve(t: TT) {
+  const dir = t.testdir();
+  const paths = homePaths(join(dir, 'home'));
+  const day = join(paths.workspace, 'api_files', '2026-11-22');
+  mkdirSync(day, { recursive: true });
+  mkdirSync(join(dir, 'bin'));
+  const audio = join(day, 'note.ogg');
+  writeFileSync(audio, 'OggS');
+  writeFileSync(join(dir, 'outside.ogg'), 'OggS');
+  const cfg: { current: TranscriptionSettings } = { current: { language: 'auto', model: 'small', command: command('ok') } };
+  const bus = new Bus({ log: new MemoryEventLog() });
+  const actor = startTranscriber({ bus, paths, config: () => cfg.current, env: { PATH: join(dir, 'bin') }, timeoutMs: 20_000, graceMs: 200 });
+  const app = createApp();
+  const internal: unknown[] = [];
+  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
+  const srv = await listen(app, '127.0.0.1', 0);
+  t.teardown(() => {
+    srv.close();
+    actor.unsubscribe();
+    bus.close();
+  });
+  const call = async (body: unknown, opts: { token?: string | null; raw?: string } = {}) => {
+    const headers: Record<string, string> = { connection: 'close', 'content-type': 'application/json' };
+    const token = opts.token === undefined ? TOKEN : opts.token;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(`http://127.0.0.1:${srv.port}/api/transcribe`, { method: 'POST', headers, body: opts.raw ?? JSON.stringify(body) });
+    const text = await r.text();
+    return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
+  };
+  return { dir, paths, audio, cfg, call, internal };
+}
+
+t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t) => {
+  const s = await serve(t);
+  const expected = { status: 200, body: { transcript: 'heard note.ogg language=auto model=small' } };
+  t.same(await s.call({ file_path: s.audio }), expected);
+  t.same(await s.call({ path: s.audio }), expected, 'the path alias');
+  t.same(await s.call({ file_path: 'api_files/2026-11-22/note.ogg' }), expected, 'relative paths are taken from the workspace');
+  t.same(await s.call({ file_path: s.audio, path: '/etc/passwd' }), expected, 'file_path wins when both are given');
+  t.same(await s.call({ file_path: join(s.paths.workspace, 'api_files', '..', 'api_files', '2026-11-22', 'note.ogg') }), expected, 'inner .. that stays inside is fine');
+  t.equal(TRANSCRIBE_COMMAND, TRANSCRIPTION_COMMAND, 'the edge sends the command the transcriber handles');
+  t.same(s.internal, []);
+});
+
+t.test('where the file is: outside the home 403, missing 404, not a file 400', async (t) => {
+  const s = await serve(t);
+  const outside = join(s.dir, 'outside.ogg');
+  symlinkSync(outside, join(s.paths.workspace, 'link.ogg'));
+  const cases: [unknown, number, RegExp][] = [
+    [{ file_path: outside }, 403, /outside the service home/],
+    [{ file_path: '/etc/passwd' }, 403, /outside the service home/],
+    [{ file_path: '/nonexistent/x.ogg' }, 403, /outside the service home/],
+    [{ path: join(s.paths.workspace, '..', '..', 'outside.ogg') }, 403, /outside the service home/],
+    [{ file_path: '../../outside.ogg' }, 403, /outside the service home/],
+    [{ file_path: join(s.paths.workspace, 'link.ogg') }, 403, /outside the service home/],
+    [{ file_path: join(s.paths.workspace, 'missing.ogg') }, 404, /no such file/],
+    [{ path: join(s.paths.workspace, 'api_files', 'nope', 'x.ogg') }, 404, /no such file/],
+    [{ file_path: join(s.paths.workspace, 'api_files') }, 400, /not a regular file/],
+  ];
+  for (const [body, status, message] of cases) {
+    const r = await s.call(body);
+    t.equal(r.status, status, JSON.stringify(body));
+    t.match(r.body, { error: message }, JSON.stringify(body));
+  }
+});
+
+t.test('bad bodies 400, no token 401', async (t) => {
+  const s = await serve(t);
+  for (const [body, message] of [
+    [{}, /needs file_path \(or its alias path\)/],
+    [{ file_path: '' }, /^body\.file_path: must not be empty$/],
+    [{ file_path: 42 }, /^body\.file_path: must be a string$/],
+    [{ path: null }, /^body\.path: must be a string$/],
+    [{ file_path: 'a\0b' }, /^body\.file_path: must not contain NUL$/],
+    [{ file_path: 'x'.repeat(4097) }, /^body\.file_path: must be at most 4096/],
+    [[s.audio], /^body: /],
+  ] as [unknown, RegExp][]) {
+    const r = await s.call(body);
+    t.match(r, { status: 400, body: { error: message, code: 'invalid-body' } }, JSON.stringify(body).slice(0, 60));
+  }
+  for (const raw of ['{"file_path":', 'nope']) t.match(await s.call(null, { raw }), { status: 400, body: { code: 'invalid-json' } }, raw);
+  t.equal((await s.call(null, { raw: JSON.stringify({ file_path: 'x'.repeat(20_000) }) })).status, 413);
+  for (const token of [null, 'wrong']) {
+    t.same(await s.call({ file_path: s.audio }, { token }), { status: 401, body: { error: 'missing or wrong bearer token', code: 'unauthorized' } });
+    t.equal((await s.call({ file_path: '/etc/passwd' }, { token })).status, 401, 'authorisation comes before the path check');
+  }
+});
+
+t.test('every backend failing is 503 with what was tried and install hints', async (t) => {
+  const s = await serve(t);
+  s.cfg.current = { ...s.cfg.current, command: command('fail') };
+  let r = await s.call({ file_path: s.audio });
+  t.equal(r.status, 503);
+  t.equal(r.body!.code, 'transcription-unavailable');
+  const error = String(r.body!.error);
+  for (const re of [/custom command .*failed, exited with code 3: boom/, /no OPENAI_API_KEY/, /pip install openai-whisper/, /set OPENAI_API_KEY in /, /install whisper\.cpp/]) t.match(error, re);
+
+  s.cfg.current = { ...s.cfg.current, command: null };
+  r = await s.call({ path: s.audio });
+  t.equal(r.status, 503, 'nothing configured or installed');
+  t.match(r.body!.error, /transcription\.command is not set/);
+
+  s.cfg.current = { ...s.cfg.current, command: command('ok') };
+  t.equal((await s.call({ path: s.audio })).status, 200, 'the config is read per request');
+  t.same(s.internal, []);
+});
