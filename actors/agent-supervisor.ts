@@ -5,6 +5,7 @@ import type { Subscription } from 'rxjs';
 import type { Bus } from '../bus/index.js';
 import { agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
 import {
+  parseWith,
   AGENT_COMMANDS,
   AgentAbortSchema,
   AgentMessageSchema,
@@ -161,12 +162,7 @@ export class AgentSupervisor {
   }
 
   private async message(raw: unknown): Promise<TurnOutcome> {
-    const parsed = v.safeParse(AgentMessageSchema, raw);
-    if (!parsed.success) {
-      const issue = parsed.issues[0]!;
-      throw new SvcError('invalid-body', `agent.message ${v.getDotPath(issue) ?? ''}: ${issue.message}`);
-    }
-    const msg = parsed.output;
+    const msg = parseWith(AgentMessageSchema, raw, 'invalid-body', 'agent.message data');
     const cmd = parseChatCommand(msg.text);
     if (cmd?.cmd === 'agent_restart') return this.agentRestartCommand(msg, cmd.arg);
     const runtime = this.runtimes.get(msg.agent);
@@ -187,9 +183,7 @@ export class AgentSupervisor {
   }
 
   private abort(raw: unknown): AbortOutcome {
-    const parsed = v.safeParse(AgentAbortSchema, raw);
-    if (!parsed.success) throw new SvcError('invalid-body', `agent.abort: ${parsed.issues[0]!.message}`);
-    const { chat_id, agent } = parsed.output;
+    const { chat_id, agent } = parseWith(AgentAbortSchema, raw, 'invalid-body', 'agent.abort data');
     let killed = 0;
     for (const [name, runtime] of this.runtimes) if (!agent || agent === name) killed += runtime.abort(chat_id);
     return { killed };

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
-import * as v from 'valibot';
 import type { Bus, Command } from '../bus/index.js';
 import {
+  parseWith,
   CHAT_SESSION_COMMANDS,
   CHAT_SESSION_EVENTS,
   CreateChatSessionSchema,
@@ -35,14 +35,6 @@ export interface DeleteChatSessionResult {
   deleted: true;
 }
 
-function parseCommand<S extends v.GenericSchema>(schema: S, type: string, raw: unknown): v.InferOutput<S> {
-  const r = v.safeParse(schema, raw ?? {});
-  if (r.success) return r.output;
-  const issue = r.issues[0]!;
-  const path = v.getDotPath(issue);
-  throw new SvcError('invalid-command', `${type} data${path ? `.${path}` : ''}: ${issue.message}`);
-}
-
 function notFound(id: string): SvcError {
   return new SvcError('not-found', `chat session ${JSON.stringify(id)} does not exist`);
 }
@@ -64,7 +56,7 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   const by = (cmd: Command<string, unknown>) => (cmd.by ? { by: cmd.by } : {});
 
   const create = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
-    const d = parseCommand(CreateChatSessionSchema, cmd.type, cmd.data);
+    const d = parseWith(CreateChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     if (deps.agentExists && !deps.agentExists(d.agent)) throw new SvcError('not-found', `agent ${JSON.stringify(d.agent)} does not exist`);
     const id = newId();
     if (typeof id !== 'string' || id.length === 0 || id.length > MAX_CHAT_SESSION_ID_CHARS) {
@@ -83,7 +75,7 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   };
 
   const rename = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
-    const { id, title } = parseCommand(RenameChatSessionSchema, cmd.type, cmd.data);
+    const { id, title } = parseWith(RenameChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const current = readModel.get(id);
     if (!current) throw notFound(id);
     // The same title again changes nothing, so nothing is recorded.
@@ -94,7 +86,7 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   };
 
   const remove = async (cmd: Command<string, unknown>): Promise<DeleteChatSessionResult> => {
-    const { id } = parseCommand(DeleteChatSessionSchema, cmd.type, cmd.data);
+    const { id } = parseWith(DeleteChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     if (!readModel.get(id)) throw notFound(id);
     await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.deleted, data: { id }, ...by(cmd) });
     return { id, deleted: true };

@@ -12,7 +12,7 @@ import {
   type Severity,
   type ThrottleState,
 } from '../machines/index.js';
-import { SvcError } from '../schemas/index.js';
+import { SvcError, parseWith } from '../schemas/index.js';
 import type { Notification, NotificationReadModel } from '../store/index.js';
 
 /*
@@ -81,14 +81,6 @@ export interface NotifierDeps {
   newId?: () => string;
 }
 
-function parseCommand<S extends v.GenericSchema>(schema: S, type: string, raw: unknown): v.InferOutput<S> {
-  const r = v.safeParse(schema, raw ?? {});
-  if (r.success) return r.output;
-  const issue = r.issues[0]!;
-  const path = v.getDotPath(issue);
-  throw new SvcError('invalid-command', `${type} data${path ? `.${path}` : ''}: ${issue.message}`);
-}
-
 /**
  * Registers the three notification command handlers on the bus; unsubscribe to stop. Commands
  * run one at a time, each seeing the read model its predecessor left (a publish resolves only
@@ -106,7 +98,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
   };
 
   const create = async (cmd: Command<string, unknown>): Promise<CreateNotificationResult> => {
-    const d = parseCommand(CreateNotificationSchema, cmd.type, cmd.data);
+    const d = parseWith(CreateNotificationSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const c = classify({ source: d.source, outcome: d.outcome, body: d.body });
     if (!c.persist) {
       bus.emitLog('info', `notification not persisted: ${d.source} ${d.outcome} with an empty body (${JSON.stringify(d.title)})`, {
@@ -146,7 +138,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
   };
 
   const markRead = async (cmd: Command<string, unknown>): Promise<Notification> => {
-    const { id } = parseCommand(MarkReadSchema, cmd.type, cmd.data);
+    const { id } = parseWith(MarkReadSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const current = readModel.get(id);
     if (!current) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
     if (current.read) return current;
@@ -155,7 +147,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
   };
 
   const markAllRead = async (cmd: Command<string, unknown>): Promise<MarkAllReadResult> => {
-    parseCommand(MarkAllReadSchema, cmd.type, cmd.data);
+    parseWith(MarkAllReadSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const ids = readModel.unreadIds();
     if (ids.length === 0) return { ids: [] };
     await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.allRead, data: { ids }, ...(cmd.by ? { by: cmd.by } : {}) });

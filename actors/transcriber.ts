@@ -31,7 +31,7 @@ import {
   type TranscriptionFacts,
   type TranscriptionSettings,
 } from '../machines/index.js';
-import { SvcError, describeError } from '../schemas/index.js';
+import { SvcError, describeError, parseWith } from '../schemas/index.js';
 import { readDotEnv, type HomePaths } from '../store/index.js';
 import { runProcess } from './process-group.js';
 import { displayPath, findExecutable } from './providers/discovery.js';
@@ -294,12 +294,7 @@ export const TranscribeCommandSchema = v.strictObject({
 export function startTranscriber(deps: TranscriberDeps & { bus: Bus }): Subscription {
   const { bus } = deps;
   return bus.handle(TRANSCRIPTION_COMMAND, 'transcriber', async (cmd: Command<string, unknown>) => {
-    const r = v.safeParse(TranscribeCommandSchema, cmd.data ?? {});
-    if (!r.success) {
-      const issue = r.issues[0]!;
-      const path = v.getDotPath(issue);
-      throw new SvcError('invalid-command', `${cmd.type} data${path ? `.${path}` : ''}: ${issue.message}`);
-    }
+    const data = parseWith(TranscribeCommandSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const result = await transcribe(
       {
         ...deps,
@@ -308,7 +303,7 @@ export function startTranscriber(deps: TranscriberDeps & { bus: Bus }): Subscrip
           deps.onAttempt?.(a);
         },
       },
-      r.output.file_path,
+      data.file_path,
     );
     return { transcript: result.transcript, backend: result.backend };
   });

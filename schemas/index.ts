@@ -6,3 +6,4 @@ export * from './registry.schema.js';
 export * from './users.schema.js';
 export * from './agent-commands.schema.js';
 export * from './chat-sessions.schema.js';
+export * from './parse.js';

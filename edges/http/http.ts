@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { SvcError, describeError } from '../../schemas/index.js';
+import { SvcError, describeError, parseWith } from '../../schemas/index.js';
 
 /** Everything a handler may know about a request, copied out of uWS before any await. */
 export interface HttpRequest {
@@ -99,13 +99,7 @@ export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schem
   return parseWith(schema, raw, 'invalid-body', 'body');
 }
 
-export function parseWith<S extends v.GenericSchema>(schema: S, raw: unknown, code: string, what: string): v.InferOutput<S> {
-  const r = v.safeParse(schema, raw);
-  if (r.success) return r.output;
-  const issue = r.issues[0]!;
-  const path = v.getDotPath(issue);
-  throw new SvcError(code, `${what}${path ? `.${path}` : ''}: ${issue.message}`);
-}
+export { parseWith };
 
 export interface RouteMatch {
   route: Route;

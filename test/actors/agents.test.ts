@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { ofType } from '../../bus/index.js';
-import { startDaemon, type RunningDaemon } from '../../bin/daemon.js';
+import { startDaemon } from '../../bin/daemon.js';
 import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 
