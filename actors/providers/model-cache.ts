@@ -226,12 +226,18 @@ export class ModelCacheRefresher {
     return this.inFlight;
   }
 
-  stop(): void {
+  /**
+   * Disarms the hourly check and resolves once a check already running has finished, so a
+   * stopped daemon never writes a cache file after its home was handed back.
+   */
+  stop(): Promise<void> {
     this.stopped = true;
     this.generation++;
     if (this.handle !== null) (this.opts.timers ?? REAL_TIMERS).clearInterval(this.handle);
     this.handle = null;
+    const running = [this.started, this.inFlight].filter((p) => p !== null);
     this.started = null;
+    return Promise.allSettled(running).then(() => undefined);
   }
 
   get running(): boolean {
