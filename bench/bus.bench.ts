@@ -31,7 +31,8 @@ function rawInserts(dir: string, batch: number): number {
 }
 
 function openBus(dir: string, name: string): { bus: Bus; log: SqliteEventLog } {
-  const log = SqliteEventLog.open(join(dir, name), { projections: PROJECTIONS });
+  // As the daemon opens it: WAL checkpoints on a worker thread, off the event loop.
+  const log = SqliteEventLog.open(join(dir, name), { projections: PROJECTIONS, backgroundCheckpoints: { onError: (m) => console.error(m) } });
   return { bus: new Bus({ log }), log };
 }
 
@@ -46,6 +47,7 @@ async function busSingle(dir: string): Promise<number> {
   const secs = (performance.now() - t0) / 1000;
   if (delivered !== n) throw new Error(`delivered ${delivered} of ${n}`);
   bus.close();
+  await log.stopCheckpoints();
   log.close();
   return n / secs;
 }
@@ -64,6 +66,7 @@ async function busBatched(dir: string, batch: number): Promise<number> {
   const secs = (performance.now() - t0) / 1000;
   if (delivered !== N) throw new Error(`delivered ${delivered} of ${N}`);
   bus.close();
+  await log.stopCheckpoints();
   log.close();
   return N / secs;
 }
@@ -98,6 +101,7 @@ async function steadyLatency(dir: string, rate: number, seconds: number) {
   await bus.publish({ stream: 'bench', type: 'bench.done', data: {} });
   stall.disable();
   bus.close();
+  await log.stopCheckpoints();
   log.close();
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;

@@ -102,9 +102,20 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   };
   try {
     const loaded = loadConfig(paths);
-    const log = SqliteEventLog.open(paths.eventsDb, { projections: PROJECTIONS });
-    teardown.push(() => log.close());
+    // Checkpoint failures are reported once the bus exists to carry them.
+    let reportCheckpoint = (message: string) => void process.stderr.write(`svc: WAL checkpoint: ${message}\n`);
+    const log = SqliteEventLog.open(paths.eventsDb, {
+      projections: PROJECTIONS,
+      backgroundCheckpoints: { onError: (m) => reportCheckpoint(m) },
+    });
+    teardown.push(async () => {
+      await log.stopCheckpoints();
+      log.close();
+    });
     const bus = new Bus({ log, ...(opts.clock ? { clock: opts.clock } : {}) });
+    reportCheckpoint = (message) => {
+      bus.emitLog('warn', `WAL checkpoint failed: ${message}`);
+    };
     const sink = new LogSink(bus, {
       level: opts.verbose ? 'debug' : parseLogLevel(loaded.config.log_level),
       file: join(paths.logsDir, 'svc.log'),

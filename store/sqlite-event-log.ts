@@ -6,6 +6,7 @@ import type { Envelope, NewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
 import type { Projection } from './projection.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 import { applyProjections, checkProjections, createProjectionTables } from './projection.js';
 
 /** Bump when the events/meta layout changes; opening a newer file with older code is refused. */
@@ -32,6 +33,11 @@ export interface SqliteEventLogOptions {
   projections?: readonly Projection[];
   /** For readers beside a running daemon (`svc events tail`): no schema writes, no appends. */
   readonly?: boolean;
+  /**
+   * The daemon's log: checkpoint the WAL on a worker thread instead of inside whichever commit
+   * crosses SQLite's threshold (see WalCheckpointer). Call `stopCheckpoints()` before `close()`.
+   */
+  backgroundCheckpoints?: { onError(message: string): void };
 }
 
 interface EventRow {
@@ -196,7 +202,12 @@ export class SqliteEventLog implements EventLog {
         }).immediate();
       }
       if (!readonly) createProjectionTables(db, projections);
-      return new SqliteEventLog(path, db, projections, readonly);
+      const log = new SqliteEventLog(path, db, projections, readonly);
+      if (!readonly && opts.backgroundCheckpoints) {
+        db.pragma('wal_autocheckpoint = 0');
+        log.#checkpointer = new WalCheckpointer(path, opts.backgroundCheckpoints.onError);
+      }
+      return log;
     } catch (err) {
       db.close();
       if (isCorruption(err)) throw corrupt(path, err.message);
@@ -318,6 +329,14 @@ export class SqliteEventLog implements EventLog {
   }
 
   /** Checkpoints the WAL into the main file so the log is one self-contained file at rest. */
+  #checkpointer: WalCheckpointer | undefined;
+
+  /** Let the background checkpointer finish and release its connection (before `close()`). */
+  async stopCheckpoints(): Promise<void> {
+    await this.#checkpointer?.stop();
+    this.#checkpointer = undefined;
+  }
+
   close(): void {
     const db = this.#db;
     if (!db) return;
