@@ -310,7 +310,7 @@ export class AgentRuntime {
     });
     const machine = turnMachine.provide({
       actors: { cli },
-      actions: { forward: (_, p: { events: StreamEvent[] }) => p.events.forEach((e) => this.forward(base, e)) },
+      actions: { forward: (_, p: { events: StreamEvent[] }) => this.forward(base, p.events) },
     });
     const timeouts = timeoutFor(config, msg.kind);
     const input: TurnInput = {
@@ -419,12 +419,28 @@ export class AgentRuntime {
     return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);
   }
 
-  private forward(base: TurnChunkBase, e: StreamEvent): void {
+  /**
+   * One stdout read's events, as live chunks. Consecutive texts become one delta: a burst of CLI
+   * lines costs every listener one message instead of one per line, and the text is the same.
+   */
+  private forward(base: TurnChunkBase, events: StreamEvent[]): void {
     const stream = `turn:${base.turn_id}`;
-    if (e.kind === 'text') this.d.bus.emitTransient({ stream, type: 'turn.text_delta', data: { ...base, text: e.text } });
-    else if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
-    else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
-    else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
+    let text = '';
+    const flushText = () => {
+      if (text) this.d.bus.emitTransient({ stream, type: 'turn.text_delta', data: { ...base, text } });
+      text = '';
+    };
+    for (const e of events) {
+      if (e.kind === 'text') {
+        text += e.text;
+        continue;
+      }
+      flushText();
+      if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
+      else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
+      else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
+    }
+    flushText();
   }
 
   /** Full memory at the start of a provider session; a compact reminder every 6 messages after. */
