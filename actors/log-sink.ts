@@ -36,25 +36,36 @@ export function formatLogLine(at: number, line: LogLine): string {
 export class LogSink {
   private readonly sub: Subscription;
   private readonly file: WriteStream | null;
+  private fileFailed = false;
   level: LogLevel;
 
   constructor(bus: Bus, opts: { level: LogLevel; file?: string; stderr?: boolean }) {
     this.level = opts.level;
     if (opts.file) mkdirSync(dirname(opts.file), { recursive: true, mode: 0o700 });
     this.file = opts.file ? createWriteStream(opts.file, { flags: 'a', mode: 0o600 }) : null;
+    // A log file that fails (disk full, directory removed) must not crash the daemon or hang close().
+    this.file?.on('error', (e) => {
+      if (!this.fileFailed) process.stderr.write(`svc: log file ${opts.file}: ${e.message}; logging to stderr only\n`);
+      this.fileFailed = true;
+    });
     const toStderr = opts.stderr ?? true;
     this.sub = bus.transient$.pipe(filter((m) => m.type === 'log.line')).subscribe((m) => {
       const line = m.data as LogLine;
       if (RANK[line.level] < RANK[this.level]) return;
       const text = formatLogLine(bus.now(), line);
       if (toStderr) process.stderr.write(text);
-      this.file?.write(text);
+      if (!this.fileFailed) this.file?.write(text);
     });
   }
 
   async close(): Promise<void> {
     this.sub.unsubscribe();
     const file = this.file;
-    if (file) await new Promise<void>((resolve) => file.end(resolve));
+    if (!file || file.destroyed) return;
+    await new Promise<void>((resolve) => {
+      file.once('close', resolve);
+      file.once('error', () => resolve());
+      file.end();
+    });
   }
 }

@@ -7,6 +7,7 @@ import { ofType } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
+import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
@@ -17,8 +18,13 @@ interface Recorded {
   stdin: string;
 }
 
-async function boot(t: { testdir(): string; teardown(f: () => unknown): void }, env: Record<string, string> = {}, opts: { clock?: () => number; home?: string } = {}) {
-  const root = opts.home ?? join(t.testdir(), 'home');
+type T = { teardown(f: () => unknown): void };
+/** One scratch directory per test, removed only after that test's daemons stopped. */
+const scratches = new WeakMap<T, ReturnType<typeof tempHome>>();
+const scratchOf = (t: T) => scratches.get(t) ?? (scratches.set(t, tempHome(t)), scratches.get(t)!);
+
+async function boot(t: T, env: Record<string, string> = {}, opts: { clock?: () => number; home?: string } = {}) {
+  const root = opts.home ?? join(scratchOf(t).dir, 'home');
   const paths = homePaths(root);
   const record = `${root}.argv.ndjson`;
   const d = await startDaemon({
@@ -34,7 +40,7 @@ async function boot(t: { testdir(): string; teardown(f: () => unknown): void }, 
     if (!stopped) await d.stop('test');
     stopped = true;
   };
-  t.teardown(stop);
+  scratchOf(t).beforeRemove(stop);
   const recorded = (): Recorded[] =>
     existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Recorded) : [];
   let n = 0;
@@ -119,7 +125,7 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   await Promise.all(['m1', 'm2', 'm3'].map((m) => ask(m, { chat_id: 12 }).then((o) => order.push(o.text))));
   t.same(order, ['echo: m1', 'echo: m2', 'echo: m3'], 'one at a time, in order, per key');
 
-  const hang = await boot(t, { FAKE_CLI_HANG: '1' }, { home: join(t.testdir(), 'second') });
+  const hang = await boot(t, { FAKE_CLI_HANG: '1' }, { home: join(scratchOf(t).dir, 'second') });
   const spawned = firstValueFrom(hang.d.bus.events$.pipe(ofType('turn.spawned'), take(2), toArray()));
   const inTopic1 = hang.ask('long', { chat_id: 20, topic_id: 1 });
   const inTopic2 = hang.ask('long too', { chat_id: 20, topic_id: 2 });
@@ -137,7 +143,7 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
 
 t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {
   let now = Date.parse('2026-11-22T10:00:00Z');
-  const home = join(t.testdir(), 'home');
+  const home = join(scratchOf(t).dir, 'home');
   let s = await boot(t, {}, { clock: () => now, home });
   await s.ask('first');
   await s.stop();

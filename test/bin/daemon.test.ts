@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ofType } from '../../bus/index.js';
 import { homePaths } from '../../store/index.js';
 import { startDaemon } from '../../bin/daemon.js';
+import { tempHome } from '../fixtures/temp-home.js';
 
 const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
   const c = JSON.parse(readFileSync(file, 'utf8'));
@@ -13,9 +14,10 @@ const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
 };
 
 t.test('hot reload: applied, restart-required recorded, invalid edit keeps the last good config', async (t) => {
-  const paths = homePaths(join(t.testdir(), 'home'));
+  const home = tempHome(t);
+  const paths = homePaths(join(home.dir, 'home'));
   const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
-  t.teardown(() => d.stop('test'));
+  home.beforeRemove(() => d.stop('test'));
   t.equal(d.config().model, 'opus');
 
   let next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
@@ -48,9 +50,10 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
 });
 
 t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {
-  const paths = homePaths(join(t.testdir(), 'home'));
+  const home = tempHome(t);
+  const paths = homePaths(join(home.dir, 'home'));
   const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
-  t.teardown(() => d.stop('test'));
+  home.beforeRemove(() => d.stop('test'));
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
 
@@ -73,7 +76,7 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
 });
 
 t.test('stop flushes the last facts and releases the home', async (t) => {
-  const paths = homePaths(join(t.testdir(), 'home'));
+  const paths = homePaths(join(tempHome(t).dir, 'home'));
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), { code: 'daemon-running' });
   await d.stop('test');

@@ -9,13 +9,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
+import { tempHome } from '../fixtures/temp-home.js';
 import { exited, until } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/direct-client.mjs', import.meta.url));
 
-async function bootApi(t: { testdir(): string; teardown(f: () => unknown): void }, name: string, env: Record<string, string> = {}) {
-  const root = join(t.testdir(), name);
+async function bootApi(t: { teardown(f: () => unknown): void }, name: string, env: Record<string, string> = {}) {
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, name);
   mkdirSync(join(root, 'config'), { recursive: true });
   writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0 } }));
   const d = await startDaemon({
@@ -26,7 +28,7 @@ async function bootApi(t: { testdir(): string; teardown(f: () => unknown): void 
     killGraceMs: 300,
     env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root, ...env },
   });
-  t.teardown(() => d.stop('test'));
+  scratch.beforeRemove(() => d.stop('test'));
   const token = JSON.parse(readFileSync(join(root, 'config', 'config.json'), 'utf8')).api.token as string;
   return { d, token, root, base: `http://127.0.0.1:${d.apiPort}` };
 }
