@@ -9,6 +9,7 @@ import {
   buildInjection,
   effortFor,
   expiryRulesFromConfig,
+  applySessionEvent,
   foldSession,
   memoryHookDue,
   newSession,
@@ -198,25 +199,7 @@ export class AgentRuntime {
   }
 
   private commandOutcome(msg: AgentMessage, text: string, status: TurnOutcome['status'] = 'completed', reason: string | null = null): TurnOutcome {
-    const { model, provider } = this.currentModel();
-    return {
-      request_id: msg.request_id,
-      turn_id: null,
-      agent: this.d.name,
-      session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id),
-      status,
-      text,
-      is_error: status !== 'completed',
-      stream_fallback: false,
-      files: [],
-      provider,
-      model,
-      session_id: null,
-      usage: null,
-      cost_usd: null,
-      duration_ms: null,
-      reason,
-    };
+    return outcomeWithoutTurn(msg, { text, status, reason, session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id), ...this.currentModel() });
   }
 
   private async startSession(msg: AgentMessage, key: string, reason: string): Promise<SessionState> {
@@ -356,7 +339,7 @@ export class AgentRuntime {
     const ageSession = { createdAt: session.createdAt, messageCount: count, countAtThreshold: session.countAtThreshold };
     const warn = ageWarningDue(ageSession, this.d.bus.now(), config.session_age_warning_hours);
     const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
-    await this.d.bus.publish({
+    const recorded = await this.d.bus.publish({
       stream: sessionStream(this.d.name, key),
       type: 'session.turn_recorded',
       data: {
@@ -369,7 +352,8 @@ export class AgentRuntime {
         at_ms: this.d.bus.now(),
       },
     });
-    this.sessions.set(key, foldSession(this.d.log.read({ stream: sessionStream(this.d.name, key) }))!);
+    // The fact just recorded is the only change: apply it rather than re-reading the whole stream.
+    this.sessions.set(key, applySessionEvent(session, recorded)!);
 
     let text = result.status === 'completed' || result.text ? result.text : result.error ?? '';
     if (warn && result.status === 'completed') {
@@ -480,6 +464,31 @@ export class AgentRuntime {
     });
     return env;
   }
+}
+
+/** The reply to a message that ran no CLI turn: a chat command, or work cancelled before it started. */
+export function outcomeWithoutTurn(
+  msg: Pick<AgentMessage, 'request_id' | 'agent'>,
+  f: { text: string; status: TurnOutcome['status']; reason: string | null; session_key: string; provider: string | null; model: string | null },
+): TurnOutcome {
+  return {
+    request_id: msg.request_id,
+    turn_id: null,
+    agent: msg.agent,
+    session_key: f.session_key,
+    status: f.status,
+    text: f.text,
+    is_error: f.status !== 'completed',
+    stream_fallback: false,
+    files: [],
+    provider: f.provider,
+    model: f.model,
+    session_id: null,
+    usage: null,
+    cost_usd: null,
+    duration_ms: null,
+    reason: f.reason,
+  };
 }
 
 /** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */

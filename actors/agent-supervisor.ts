@@ -29,7 +29,7 @@ import {
   type HomePaths,
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
-import { AgentRuntime } from './agent-runtime.js';
+import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
 import { recoverOrphanTurns } from './turn-recovery.js';
 
 export interface SupervisorDeps {
@@ -171,11 +171,8 @@ export class AgentSupervisor {
   }
 
   private async agentRestartCommand(msg: v.InferOutput<typeof AgentMessageSchema>, target: string | undefined): Promise<TurnOutcome> {
-    const reply = (text: string, ok: boolean): TurnOutcome => ({
-      request_id: msg.request_id, turn_id: null, agent: msg.agent, session_key: '', status: ok ? 'completed' : 'failed', text,
-      is_error: !ok, stream_fallback: false, files: [], provider: null, model: null, session_id: null, usage: null,
-      cost_usd: null, duration_ms: null, reason: ok ? null : 'invalid-command',
-    });
+    const reply = (text: string, ok: boolean): TurnOutcome =>
+      outcomeWithoutTurn(msg, { text, status: ok ? 'completed' : 'failed', reason: ok ? null : 'invalid-command', session_key: '', provider: null, model: null });
     if (!target) return reply('Usage: /agent_restart <name>', false);
     if (!this.runtimes.has(target) && !this.d.registry().some((e) => e.name === target)) return reply(`No agent named ${target}.`, false);
     await this.restart(target, '/agent_restart');

@@ -1,5 +1,5 @@
 import type { Envelope } from '../schemas/index.js';
-import { withSessionId, type ProviderSessions } from './session.logic.js';
+import { resetProvider, withSessionId, type ProviderSessions } from './session.logic.js';
 
 /** One chat/topic session of one agent, as its `session:` stream says it is. */
 export interface SessionState {
@@ -23,32 +23,29 @@ export function newSession(key: string, where: { transport: string; chat_id: num
 }
 
 /**
- * Folds one session stream: `session.started` opens a fresh session (replacing the old one after
- * /new or an expiry), `session.turn_recorded` advances it. Unknown events are ignored so new
- * facts can be added without breaking restore.
+ * One fact of a session stream applied to the session: `session.started` opens a fresh session
+ * (replacing the old one after /new or an expiry), `session.turn_recorded` advances it. Unknown
+ * events are ignored so new facts can be added without breaking restore.
  */
-export function foldSession(events: readonly Envelope[]): SessionState | null {
-  let s = null as SessionState | null;
-  for (const e of events) {
-    const d = e.data as Record<string, unknown>;
-    if (e.type === 'session.started') {
-      s = newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));
-    } else if (s && e.type === 'session.turn_recorded') {
-      let providerSessions: ProviderSessions = s.providerSessions;
-      const provider = d.provider as keyof ProviderSessions;
-      if (d.session_reset === true) {
-        const { [provider]: _dropped, ...rest } = providerSessions;
-        providerSessions = rest;
-      }
-      if (typeof d.session_id === 'string' && d.session_id) providerSessions = withSessionId(providerSessions, provider, d.session_id);
-      s = {
-        ...s,
-        providerSessions,
-        messageCount: Number(d.message_count),
-        lastActiveAt: Number(d.at_ms),
-        countAtThreshold: d.count_at_threshold === null ? null : Number(d.count_at_threshold),
-      };
-    }
+export function applySessionEvent(s: SessionState | null, e: Envelope): SessionState | null {
+  const d = e.data as Record<string, unknown>;
+  if (e.type === 'session.started') {
+    return newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));
   }
-  return s;
+  if (!s || e.type !== 'session.turn_recorded') return s;
+  const provider = d.provider as keyof ProviderSessions;
+  let providerSessions = d.session_reset === true ? resetProvider(s.providerSessions, provider) : s.providerSessions;
+  if (typeof d.session_id === 'string' && d.session_id) providerSessions = withSessionId(providerSessions, provider, d.session_id);
+  return {
+    ...s,
+    providerSessions,
+    messageCount: Number(d.message_count),
+    lastActiveAt: Number(d.at_ms),
+    countAtThreshold: d.count_at_threshold === null ? null : Number(d.count_at_threshold),
+  };
+}
+
+/** A whole session stream folded (restore at start-up). */
+export function foldSession(events: readonly Envelope[]): SessionState | null {
+  return events.reduce(applySessionEvent, null);
 }
