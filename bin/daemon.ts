@@ -36,7 +36,9 @@ import {
   PROJECTIONS,
   SqliteEventLog,
   acquirePidLock,
+  assertEventLogKept,
   ensureDir,
+  markEventLogHistory,
   ensureMainAgentToken,
   loadConfig,
   loadRegistry,
@@ -102,6 +104,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   };
   try {
     const loaded = loadConfig(paths);
+    assertEventLogKept(paths);
     // Checkpoint failures are reported once the bus exists to carry them.
     let reportCheckpoint = (message: string) => void process.stderr.write(`svc: WAL checkpoint: ${message}\n`);
     const log = SqliteEventLog.open(paths.eventsDb, {
@@ -113,6 +116,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       log.close();
     });
     const bus = new Bus({ log, ...(opts.clock ? { clock: opts.clock } : {}) });
+    markEventLogHistory(paths, new Date(bus.now()).toISOString());
     reportCheckpoint = (message) => {
       bus.emitLog('warn', `WAL checkpoint failed: ${message}`);
     };
@@ -126,6 +130,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     teardown.push(() => bus.close());
     const host = new ActorHost(bus);
     teardown.push(() => host.stopAll());
+    if (lock.tookOver) bus.emitLog('info', lock.tookOver);
     bus.subscribe('log-events', (e) => bus.emitLog('debug', `${e.type} ${e.stream}`, { seq: e.seq }));
 
     const daemon = host.spawn('daemon', daemonMachine, {

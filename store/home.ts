@@ -24,6 +24,8 @@ export interface HomePaths {
   skillsDir: string;
   logsDir: string;
   eventsDb: string;
+  /** Written once the log has held history; its presence with no log means the log was lost. */
+  eventsHistoryMarker: string;
   pidFile: string;
 }
 
@@ -63,6 +65,7 @@ export function homePaths(root: string): HomePaths {
     skillsDir: join(root, 'skills'),
     logsDir: join(root, 'logs'),
     eventsDb: join(root, 'events.db'),
+    eventsHistoryMarker: join(root, 'events.db.history'),
     pidFile: join(root, 'svc.pid'),
   };
 }

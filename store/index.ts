@@ -16,3 +16,5 @@ export * from './users-file.js';
 export * from './agent-token.js';
 export * from './chat-sessions.projection.js';
 export * from './avatars.js';
+export * from './proc.js';
+export * from './event-log-history.js';

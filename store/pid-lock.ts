@@ -2,18 +2,46 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError } from '../schemas/index.js';
+import { isExited, readBootId, readProcCmdline, readProcStat } from './proc.js';
 
 export interface PidLock {
   readonly pidFile: string;
+  /** Why a leftover pid file was taken over (for the start-up log); null when there was none. */
+  readonly tookOver: string | null;
   /** Removes the file only while it still names this process; safe to call twice. */
   release(): void;
 }
 
-function parsePid(text: string | undefined): number | undefined {
-  const m = text === undefined ? null : /^\s*(\d{1,10})\s*$/.exec(text);
+/**
+ * What a pid file records: the pid on the first line (what scripts read), then the holder's start
+ * time and boot id, so a later starter can tell the daemon from a process that reused its pid.
+ */
+interface PidRecord {
+  pid: number;
+  startTicks: number | null;
+  bootId: string | null;
+}
+
+function parseRecord(text: string | undefined): PidRecord | undefined {
+  if (text === undefined) return undefined;
+  const [first = '', ...rest] = text.split('\n');
+  const m = /^\s*(\d{1,10})\s*$/.exec(first);
   const pid = m ? Number(m[1]) : Number.NaN;
   // 0 and negatives would make kill() signal a whole process group.
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  const fields = new Map<string, string>();
+  for (const line of rest) {
+    const eq = line.indexOf('=');
+    if (eq > 0) fields.set(line.slice(0, eq), line.slice(eq + 1));
+  }
+  const start = Number(fields.get('start'));
+  return { pid, startTicks: Number.isSafeInteger(start) && start >= 0 ? start : null, bootId: fields.get('boot')?.trim() || null };
+}
+
+function recordFor(pid: number): string {
+  const start = readProcStat(pid)?.startTicks;
+  const boot = readBootId();
+  return `${pid}\n${start === undefined ? '' : `start=${start}\n`}${boot === null ? '' : `boot=${boot}\n`}`;
 }
 
 function isAlive(pid: number): boolean {
@@ -24,6 +52,22 @@ function isAlive(pid: number): boolean {
     // EPERM: it exists but belongs to someone else — still alive.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Null when the recorded holder is a running daemon; otherwise why its file is stale. */
+function staleness(rec: PidRecord): string | null {
+  if (rec.pid === process.pid) return `it names this process (pid ${rec.pid}), left by an earlier run`;
+  if (!isAlive(rec.pid)) return `pid ${rec.pid} is not running`;
+  const stat = readProcStat(rec.pid);
+  // Without /proc (not Linux) a live pid is all there is to go on.
+  if (stat === null) return null;
+  if (isExited(stat)) return `pid ${rec.pid} has exited (a zombie)`;
+  const boot = readBootId();
+  if (rec.bootId !== null && boot !== null && rec.bootId !== boot) return `it was written before the machine restarted`;
+  if (rec.startTicks !== null) return rec.startTicks === stat.startTicks ? null : `pid ${rec.pid} now belongs to a process started later`;
+  // A file from a version that recorded only the pid: a daemon runs node with svc's entry point.
+  const argv = readProcCmdline(rec.pid) ?? [];
+  return argv.some((a) => /svc/i.test(a)) ? null : `pid ${rec.pid} is not an svc daemon (${argv[0] ?? 'unknown'})`;
 }
 
 function readOrUndefined(path: string): string | undefined {
@@ -38,8 +82,9 @@ function readOrUndefined(path: string): string | undefined {
 /**
  * One daemon per home. The pid file appears atomically with its content (hard link of a complete
  * temp file, which fails if the name exists) so a second starter never reads a half-written pid
- * and mistakes it for garbage. A stale file (dead pid or garbage) is moved aside and re-checked
- * before the takeover, so two starters racing over it cannot both win.
+ * and mistakes it for garbage. A stale file (dead pid, zombie, a pid reused by another process,
+ * another boot, garbage) is moved aside and re-checked before the takeover, so two starters racing
+ * over it cannot both win.
  */
 export function acquirePidLock(pidFile: string): PidLock {
   const home = dirname(pidFile);
@@ -51,21 +96,24 @@ export function acquirePidLock(pidFile: string): PidLock {
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const tag = `${process.pid}.${randomBytes(4).toString('hex')}`;
   const tmp = `${pidFile}.${tag}.tmp`;
-  fs.writeFileSync(tmp, `${process.pid}\n`, { mode: 0o644, flag: 'wx' });
+  fs.writeFileSync(tmp, recordFor(process.pid), { mode: 0o644, flag: 'wx' });
+  let tookOver: string | null = null;
   try {
     for (let attempt = 0; attempt < 10; attempt++) {
       try {
         fs.linkSync(tmp, pidFile);
-        return makeLock(pidFile);
+        return makeLock(pidFile, tookOver);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
       const content = readOrUndefined(pidFile);
       if (content === undefined) continue; // released between our link and read
-      const holder = parsePid(content);
-      if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
-        throw new SvcError('daemon-running', `another svc daemon (pid ${holder}) is already running on ${home}; stop it first`, { pid: holder, home, pidFile });
+      const holder = parseRecord(content);
+      const stale = holder === undefined ? 'its content is not a pid' : staleness(holder);
+      if (stale === null) {
+        throw new SvcError('daemon-running', `another svc daemon (pid ${holder!.pid}) is already running on ${home}; stop it first`, { pid: holder!.pid, home, pidFile });
       }
+      tookOver = `took over a stale ${pidFile}: ${stale}`;
       const aside = `${pidFile}.${tag}.stale`;
       try {
         fs.renameSync(pidFile, aside);
@@ -93,16 +141,17 @@ export function acquirePidLock(pidFile: string): PidLock {
 /** Lock files this process holds right now. */
 const heldHere = new Set<string>();
 
-function makeLock(pidFile: string): PidLock {
+function makeLock(pidFile: string, tookOver: string | null): PidLock {
   let released = false;
   heldHere.add(pidFile);
   return {
     pidFile,
+    tookOver,
     release() {
       if (released) return;
       released = true;
       heldHere.delete(pidFile);
-      if (parsePid(readOrUndefined(pidFile)) === process.pid) fs.rmSync(pidFile, { force: true });
+      if (parseRecord(readOrUndefined(pidFile))?.pid === process.pid) fs.rmSync(pidFile, { force: true });
     },
   };
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { firstValueFrom } from 'rxjs';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ofType } from '../../bus/index.js';
 import { homePaths } from '../../store/index.js';
@@ -86,4 +86,36 @@ t.test('stop flushes the last facts and releases the home', async (t) => {
   t.notOk(types.includes('daemon.recovered'), 'a clean stop is not a crash');
   await again.stop('test');
   t.match(readFileSync(join(paths.logsDir, 'svc.log'), 'utf8'), /stopping \(test\)/, 'the log file records the run');
+});
+
+t.test('a home whose event log went missing or empty is refused, not started afresh', async (t) => {
+  const paths = homePaths(join(tempHome(t).dir, 'home'));
+  const fresh = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  await fresh.stop('test');
+  t.ok(existsSync(paths.eventsHistoryMarker), 'the first start marks the home as having history');
+
+  writeFileSync(paths.eventsDb, '');
+  for (const suffix of ['-wal', '-shm']) rmSync(paths.eventsDb + suffix, { force: true });
+  await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), {
+    code: 'event-log-lost',
+    message: new RegExp(`events\\.db is empty \\(0 bytes\\), but this home has an event history .*remove ${paths.eventsHistoryMarker.replace(/\./g, '\\.')}`),
+  });
+  rmSync(paths.eventsDb);
+  await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), { code: 'event-log-lost', message: /events\.db is missing/ });
+  t.notOk(existsSync(paths.eventsDb), 'a refused start creates no empty log');
+  t.notOk(existsSync(paths.pidFile), 'and leaves the home unlocked');
+
+  rmSync(paths.eventsHistoryMarker);
+  const afresh = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  t.equal(afresh.log.read({ stream: 'daemon' })[0]?.type, 'daemon.started', 'removing the marker starts a new history on purpose');
+  await afresh.stop('test');
+});
+
+t.test('svc api enable before the first start is not mistaken for history', async (t) => {
+  const paths = homePaths(join(tempHome(t).dir, 'home'));
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: false } }));
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  await d.stop('test');
+  t.ok(existsSync(paths.eventsDb));
 });

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { isSvcError } from '../../schemas/index.js';
-import { acquirePidLock } from '../../store/index.js';
+import { acquirePidLock, parseProcStat, readBootId, readProcStat } from '../../store/index.js';
 
 /** tap's own TypeScript loader, so the child runs the real module the way tests do. */
 const tsLoader = import.meta.resolve('@tapjs/typescript/import');
@@ -35,12 +35,15 @@ function startHolder(pidFile: string) {
 }
 
 const read = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8') : undefined);
+/** The pid line of a pid file (the lines after it identify the process). */
+const pidIn = (p: string) => read(p)?.split('\n')[0];
 
 t.test('acquire writes our pid; release removes it once', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   const lock = acquirePidLock(pidFile);
-  t.equal(read(pidFile), `${process.pid}\n`);
+  t.match(read(pidFile), new RegExp(`^${process.pid}\\nstart=\\d+\\nboot=[0-9a-f-]+\\n$`), 'pid, start time and boot id');
+  t.equal(lock.tookOver, null, 'nothing was taken over');
   t.same(readdirSync(dir), ['svc.pid'], 'no temp files left');
   lock.release();
   t.notOk(existsSync(pidFile));
@@ -57,7 +60,7 @@ t.test('a live daemon in another process blocks us; its stale file after SIGKILL
   });
   await holder.ready;
   const childPid = holder.child.pid!;
-  t.equal(read(pidFile), `${childPid}\n`);
+  t.equal(pidIn(pidFile), `${childPid}`);
   try {
     acquirePidLock(pidFile);
     t.fail('should refuse');
@@ -65,13 +68,13 @@ t.test('a live daemon in another process blocks us; its stale file after SIGKILL
     t.ok(isSvcError(err, 'daemon-running'));
     t.equal((err as Error).message, `another svc daemon (pid ${childPid}) is already running on ${dir}; stop it first`);
   }
-  t.equal(read(pidFile), `${childPid}\n`, 'the holder keeps its lock');
+  t.equal(pidIn(pidFile), `${childPid}`, 'the holder keeps its lock');
 
   holder.child.kill('SIGKILL');
   t.equal((await holder.exited).signal, 'SIGKILL');
-  t.equal(read(pidFile), `${childPid}\n`, 'a killed daemon leaves its file behind');
+  t.equal(pidIn(pidFile), `${childPid}`, 'a killed daemon leaves its file behind');
   const lock = acquirePidLock(pidFile);
-  t.equal(read(pidFile), `${process.pid}\n`, 'the stale file was taken over');
+  t.equal(pidIn(pidFile), `${process.pid}`, 'the stale file was taken over');
   lock.release();
   t.same(readdirSync(dir), [], 'nothing left behind');
 });
@@ -95,7 +98,7 @@ t.test('garbage content is treated as stale', async (t) => {
   for (const junk of ['', 'abc\n', '0\n', '-1\n', '12 34\n', '99999999999\n', '\0\0\0']) {
     writeFileSync(pidFile, junk);
     const lock = acquirePidLock(pidFile);
-    t.equal(read(pidFile), `${process.pid}\n`, `took over ${JSON.stringify(junk)}`);
+    t.equal(pidIn(pidFile), `${process.pid}`, `took over ${JSON.stringify(junk)}`);
     lock.release();
   }
   t.same(readdirSync(dir), []);
@@ -107,4 +110,67 @@ t.test('release leaves a file that no longer names us', async (t) => {
   writeFileSync(pidFile, '1\n');
   lock.release();
   t.equal(read(pidFile), '1\n', "someone else's lock is not ours to remove");
+});
+
+/** A live process that is not svc; its pid stands in for one the kernel reused. */
+function unrelatedProcess(t: Test) {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  return child.pid!;
+}
+
+t.test('a pid reused by another process does not block start', async (t) => {
+  const dir = t.testdir();
+  const pidFile = join(dir, 'svc.pid');
+  const pid = unrelatedProcess(t);
+  const start = readProcStat(pid)!.startTicks;
+  const boot = readBootId()!;
+
+  writeFileSync(pidFile, `${pid}\nstart=${start + 1}\nboot=${boot}\n`);
+  let lock = acquirePidLock(pidFile);
+  t.match(lock.tookOver, `pid ${pid} now belongs to a process started later`);
+  t.equal(pidIn(pidFile), `${process.pid}`);
+  lock.release();
+
+  writeFileSync(pidFile, `${pid}\n`);
+  lock = acquirePidLock(pidFile);
+  t.match(lock.tookOver, `pid ${pid} is not an svc daemon (sleep)`, 'a pid-only file from an older version is checked by command line');
+  lock.release();
+
+  writeFileSync(pidFile, `${pid}\nstart=${start}\nboot=00000000-0000-0000-0000-000000000000\n`);
+  lock = acquirePidLock(pidFile);
+  t.match(lock.tookOver, 'before the machine restarted', 'start times of another boot mean nothing');
+  lock.release();
+
+  writeFileSync(pidFile, `${pid}\nstart=${start}\nboot=${boot}\n`);
+  t.throws(() => acquirePidLock(pidFile), { code: 'daemon-running' }, 'the same pid, start time and boot is the holder itself');
+  t.equal(read(pidFile), `${pid}\nstart=${start}\nboot=${boot}\n`, 'and its file is left alone');
+});
+
+t.test('a zombie holder does not block start', async (t) => {
+  const dir = t.testdir();
+  const pidFile = join(dir, 'svc.pid');
+  // `sleep 0` exits at once; the `sleep 60` exec'd over its parent shell never reaps it.
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.teardown(() => {
+    parent.kill('SIGKILL');
+  });
+  let out = '';
+  parent.stdout.on('data', (d: Buffer) => (out += d));
+  await until(() => out.includes('\n'), 'the zombie pid');
+  const zombie = Number(out.trim());
+  await until(() => readProcStat(zombie)?.state === 'Z', 'the child to become a zombie');
+  writeFileSync(pidFile, `${zombie}\nstart=${readProcStat(zombie)!.startTicks}\nboot=${readBootId()}\n`);
+  const lock = acquirePidLock(pidFile);
+  t.match(lock.tookOver, `pid ${zombie} has exited (a zombie)`);
+  lock.release();
+});
+
+t.test('parseProcStat reads fields after the last parenthesis', async (t) => {
+  const line = '4242 (we(ird) name)) S 1 4240 4240 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615';
+  t.same(parseProcStat(line), { pid: 4242, state: 'S', ppid: 1, pgid: 4240, startTicks: 987654 });
+  t.equal(parseProcStat('garbage'), null);
+  t.equal(parseProcStat('12 (x) S 1'), null, 'too few fields');
 });
