@@ -302,6 +302,7 @@ export class AgentRuntime {
       agent: this.d.name,
       session_key: key,
       kind: msg.kind,
+      prompt: msg.text,
       provider,
       model,
       resumeSessionId: resume,
