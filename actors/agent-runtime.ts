@@ -67,6 +67,8 @@ export interface AgentRuntimeDeps {
   interagentToken: () => string | null;
   /** Persist a `/model` change: config.json for main, the registry entry for a sub-agent. */
   saveModel: (model: string, provider: string) => void;
+  /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
+  takeRetry?: (sessionKey: string, requestId: string) => Promise<string | null>;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -222,6 +224,12 @@ export class AgentRuntime {
     }
     if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
     if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
+    if (cmd?.cmd === 'retry') {
+      const prompt = (await this.d.takeRetry?.(key, msg.request_id)) ?? null;
+      if (prompt === null) return this.commandOutcome(msg, 'Nothing to retry: no answer in this chat was cut off by a restart.', 'failed', 'nothing-to-retry');
+      // The question asked again as it was first sent, in the same session.
+      msg = { ...msg, text: prompt };
+    }
 
     this.preparing.set(msg.request_id, msg.chat_id);
     try {

@@ -30,6 +30,7 @@ import {
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
+import { InterruptedTurns } from './interrupted-turns.js';
 import { recoverOrphanTurns } from './turn-recovery.js';
 
 export interface SupervisorDeps {
@@ -59,14 +60,19 @@ export const MAIN_AGENT = 'main';
 export class AgentSupervisor {
   private readonly runtimes = new Map<string, AgentRuntime>();
   private readonly subs: Subscription[] = [];
+  private readonly interrupted: InterruptedTurns;
 
-  constructor(private readonly d: SupervisorDeps) {}
+  constructor(private readonly d: SupervisorDeps) {
+    this.interrupted = new InterruptedTurns(d.bus);
+  }
 
   async start(): Promise<void> {
-    await recoverOrphanTurns(this.d.log, this.d.bus);
+    const { bus } = this.d;
+    // Registered before recovery records anything, so a chat already connected could be told at once.
+    this.subs.push(bus.handle(AGENT_COMMANDS.takeInterrupted, 'agents', (cmd) => this.interrupted.takeNotices(cmd.data)));
+    await recoverOrphanTurns(this.d.log, bus, { owe: (turn) => this.interrupted.owe(turn) });
     this.startAgent(MAIN_AGENT);
     for (const entry of this.d.registry()) this.tryStart(entry.name);
-    const { bus } = this.d;
     this.subs.push(
       bus.handle(AGENT_COMMANDS.message, 'agents', (cmd) => this.message(cmd.data)),
       bus.handle(AGENT_COMMANDS.abort, 'agents', (cmd) => this.abort(cmd.data)),
@@ -120,6 +126,7 @@ export class AgentSupervisor {
       interagentToken: () =>
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
+      takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });

@@ -18,3 +18,4 @@ export * from './agent-supervisor.js';
 export * from './turn-recovery.js';
 export * from './chat-sessions.js';
 export * from './transcriber.js';
+export * from './interrupted-turns.js';

@@ -34,24 +34,29 @@ export interface RecoveryReport {
   failed: string[];
   groupsEnded: number;
   processesEnded: number;
-  /** Interrupted turns, from this crash and earlier ones, that still owe something. */
-  owing: InterruptedTurn[];
 }
 
 export interface RecoveryOptions {
   /** What /proc shows; injected by tests that stage a snapshot. */
   snapshot?: () => ProcSnapshot;
+  /**
+   * Told of every interrupted turn that still owes its chat a notice or a /retry (from this crash
+   * and earlier ones), in log order; a new one before its `turn.failed` is published.
+   */
+  owe?: (turn: InterruptedTurn) => void;
 }
 
 /**
  * A daemon that died mid-turn leaves the CLI's process group running and the turn open in the log.
  * On start: end every live process of each open turn's recorded groups (recognised by group id,
  * leader start time and boot id, so a reused pid is never touched), record the turn as failed with
- * the text it had checkpointed, and tell the user through a notification.
+ * the text it had checkpointed, and tell the user through a notification (the chat's own notice
+ * and /retry go through `opts.owe`).
  */
 export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: RecoveryOptions = {}): Promise<RecoveryReport> {
   const { open, owing } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
-  const report: RecoveryReport = { failed: [], groupsEnded: 0, processesEnded: 0, owing: owing.map((t) => owed(t, t.interrupted!.text)) };
+  const report: RecoveryReport = { failed: [], groupsEnded: 0, processesEnded: 0 };
+  for (const t of owing) opts.owe?.(owed(t, t.interrupted!.text));
   let snapshot: ProcSnapshot | null = null;
   for (const turn of open) {
     let ended = 0;
@@ -63,6 +68,7 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
     }
     report.processesEnded += ended;
     const text = partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] }));
+    if (turn.prompt !== null) opts.owe?.(owed(turn, text));
     await bus.publish({
       stream: turn.stream,
       type: 'turn.failed',
@@ -70,6 +76,7 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
         reason: INTERRUPTED_REASON,
         error: 'svc stopped while this turn was running',
         text,
+        session_key: turn.sessionKey,
         session_id: null,
         stream_fallback: false,
         pid: turn.groups.at(-1)?.pgid ?? null,
@@ -77,9 +84,7 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
       },
     });
     report.failed.push(turn.stream);
-    if (turn.prompt === null) continue;
-    report.owing.push(owed(turn, text));
-    await notify(bus, turn, text);
+    if (turn.prompt !== null) await notify(bus, turn, text);
   }
   if (open.length > 0) {
     bus.emitLog(

@@ -62,12 +62,15 @@ export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owi
       if (pgid !== null && pgid > 0) t.groups.push({ pgid, startTime: num(d.start_time), bootId: str(d.boot_id) });
     } else if (TURN_TERMINAL_TYPES.includes(e.type)) {
       if (e.type === 'turn.failed' && d.reason === INTERRUPTED_REASON && !t.interrupted && t.prompt !== null) {
+        // /retry asks the chat's last cut-off question only: a newer one retires the older ones' retry.
+        for (const o of turns.values()) if (o.interrupted && o.agent === t.agent && o.sessionKey === t.sessionKey) o.retried = true;
         t.interrupted = { text: str(d.text) ?? '', seq: e.seq };
       } else if (!t.interrupted) turns.delete(e.stream);
     } else if (e.type === TURN_NOTICE_DELIVERED) t.noticeDelivered = true;
     else if (e.type === TURN_RETRIED) t.retried = true;
     if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(e.stream);
   }
+  for (const [stream, t] of turns) if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(stream);
   const all = [...turns.values()];
   return { open: all.filter((t) => !t.interrupted), owing: all.filter((t) => t.interrupted) };
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readBootId, readProcStat, recoverOrphanTurns } from '../../actors/index.js';
+import { InterruptedTurns, readBootId, readProcStat, recoverOrphanTurns } from '../../actors/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { until } from '../bin/cli-helpers.js';
@@ -61,5 +61,41 @@ t.test('the recorded group itself is ended, and counted', async (t) => {
   await until('the group to be gone', () => !alive(ours.pid), 10_000);
   t.ok(lines.some((l) => l.msg === 'recorded 1 interrupted turn(s) as failed; ended 1 orphaned CLI process group(s) (1 process(es))'));
   t.equal(log.read({ stream: 'turn:ours' }).at(-1)!.data.ended_processes, 1);
+  bus.close();
+});
+
+t.test('what a cut-off turn owes its chat is handed out once: notices per chat, /retry of the last one, across restarts', async (t) => {
+  const { log, bus } = setup();
+  const turn = async (stream: string, key: string, prompt: string, text: string) => {
+    await bus.publish({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } });
+    await bus.publish({ stream, type: 'turn.progressed', data: { text } });
+  };
+  await turn('turn:a', 'api:7', 'first question', 'first half');
+  await turn('turn:b', 'api:7', 'second question', '');
+  await turn('turn:c', 'api:8', 'other chat', 'x');
+  const boot = async () => {
+    const index = new InterruptedTurns(bus);
+    await recoverOrphanTurns(log, bus, { owe: (x) => index.owe(x) });
+    return index;
+  };
+  const index = await boot();
+
+  for (const bad of [{}, { session_key: 7 }, { session_key: '' }, { session_key: 'api:7', more: 1 }, null, 'api:7', { session_key: 'x'.repeat(81) }]) {
+    await t.rejects(index.takeNotices(bad), { code: 'invalid-command' }, `refused: ${JSON.stringify(bad)}`);
+  }
+  const notices = await index.takeNotices({ session_key: 'api:7' });
+  t.same(notices.map((n) => [n.turn_id, n.agent]), [['a', 'main'], ['b', 'main']]);
+  t.match(notices[0]!.text, /^first half\n\n\[This answer was cut off/);
+  t.same(await index.takeNotices({ session_key: 'api:7' }), [], 'a second connection gets nothing');
+  t.equal(await index.takeRetry('other-agent', 'api:7', 'r0'), null, 'another agent has nothing to retry here');
+  t.equal(await index.takeRetry('main', 'api:7', 'r1'), 'second question', 'the last interrupted turn');
+  t.equal(await index.takeRetry('main', 'api:7', 'r2'), null, 'once');
+
+  const after = await boot();
+  t.same(await after.takeNotices({ session_key: 'api:7' }), [], 'a restart does not repeat the notice');
+  t.equal(await after.takeRetry('main', 'api:7', 'r3'), null, 'nor the retry');
+  t.equal((await after.takeNotices({ session_key: 'api:8' })).length, 1, 'the other chat still has its notice');
+  t.equal(await after.takeRetry('main', 'api:8', 'r4'), 'other chat');
+  t.same(log.read({ stream: 'turn:b', types: ['turn.retried'] }).map((e) => e.data.request_id), ['r1']);
   bus.close();
 });
