@@ -99,3 +99,18 @@ t.test('what a cut-off turn owes its chat is handed out once: notices per chat, 
   t.same(log.read({ stream: 'turn:b', types: ['turn.retried'] }).map((e) => e.data.request_id), ['r1']);
   bus.close();
 });
+
+t.test('a turn an older svc recorded (pid only) is still ended when /proc shows a provider CLI under that pid', async (t) => {
+  const { log, bus } = setup();
+  const bin = new URL('../fixtures/bin/claude', import.meta.url).pathname;
+  const cli = spawn(process.execPath, [bin, '-p', '--output-format', 'stream-json', '--', 'hi'], {
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, FAKE_CLI_HANG: '1' },
+  }) as ChildProcess & { pid: number };
+  t.teardown(() => void cli.kill('SIGKILL'));
+  await recordTurn(bus, 'turn:legacy-cli', { pid: cli.pid });
+  const r = await recoverOrphanTurns(log, bus);
+  t.same([r.groupsEnded, r.processesEnded], [1, 1]);
+  await until('the CLI to be gone', () => !alive(cli.pid), 10_000);
+});
