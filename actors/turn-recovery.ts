@@ -37,8 +37,6 @@ export interface RecoveryReport {
 }
 
 export interface RecoveryOptions {
-  /** What /proc shows; injected by tests that stage a snapshot. */
-  snapshot?: () => ProcSnapshot;
   /**
    * Told of every interrupted turn that still owes its chat a notice or a /retry (from this crash
    * and earlier ones), in log order; a new one before its `turn.failed` is published.
@@ -61,7 +59,8 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
   for (const turn of open) {
     let ended = 0;
     for (const group of turn.groups) {
-      snapshot ??= (opts.snapshot ?? procSnapshot)();
+      // One look at /proc serves every group: it is taken once something needs checking.
+      snapshot ??= procSnapshot();
       const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `turn ${turn.stream}: left pid ${group.pgid} alone (${why})`));
       if (n > 0) report.groupsEnded++;
       ended += n;

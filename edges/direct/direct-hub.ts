@@ -154,6 +154,7 @@ export class DirectHub {
 
   /** Facts of a connection's machine, on its own stream. Never message contents. */
   record(connId: string, fact: { type: string; data?: EventData }): void {
+    // Authentication is when a connection's chat becomes known: the moment to hand it what a restart cut off.
     if (fact.type === 'connection.authenticated') {
       const conn = [...this.connections].find((c) => c.id === connId);
       const { chat_id, channel_id } = fact.data as { chat_id: number; channel_id: number | null };
