@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../bus/index.js';
-import { agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
+import { SHUTDOWN_ABORT, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
 import {
   parseWith,
   AGENT_COMMANDS,
@@ -31,7 +31,7 @@ import {
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
 import { InterruptedTurns } from './interrupted-turns.js';
-import { recoverOrphanTurns } from './turn-recovery.js';
+import { notifyInterrupted, recoverOrphanTurns } from './turn-recovery.js';
 
 export interface SupervisorDeps {
   bus: Bus;
@@ -127,6 +127,7 @@ export class AgentSupervisor {
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
       takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
+      onCut: (turn) => notifyInterrupted(this.d.bus, turn),
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });
@@ -141,7 +142,8 @@ export class AgentSupervisor {
     const runtime = this.runtimes.get(name);
     if (!runtime) return;
     this.runtimes.delete(name);
-    await runtime.stop();
+    // Only svc stopping cuts answers for good; an agent restarted in place still answers its open connections.
+    await runtime.stop(reason === 'shutdown' ? SHUTDOWN_ABORT : 'agent-stopped');
     this.d.host.get(`agent:${name}`)?.send({ type: 'stop', reason });
     this.d.host.stop(`agent:${name}`);
   }

@@ -83,7 +83,7 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
       },
     });
     report.failed.push(turn.stream);
-    if (turn.prompt !== null) await notify(bus, turn, text);
+    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text });
   }
   if (open.length > 0) {
     bus.emitLog(
@@ -130,8 +130,9 @@ function signal(target: number): boolean {
   }
 }
 
-async function notify(bus: Bus, turn: TurnTrace, partial: string): Promise<void> {
-  const { title, body } = interruptedNotification(turn, partial);
+/** The warning notification for an answer a restart cut off (a crash, or svc stopping mid-turn). */
+export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }): Promise<void> {
+  const { title, body } = interruptedNotification(turn, turn.text);
   try {
     await bus.send({
       type: NOTIFICATION_COMMANDS.create,

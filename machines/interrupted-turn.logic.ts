@@ -2,12 +2,14 @@ import type { Envelope } from '../schemas/index.js';
 import type { RecordedGroup } from './orphan-group.logic.js';
 
 /*
- * Turns a daemon crash cut short, as the log tells them: which turns were still open (and which
+ * Turns a restart cut short — by a crash, or by svc stopping while they ran — as the log tells them: which turns were still open (and which
  * process groups they ran), what they had streamed, and which interrupted turns still owe their
  * chat a notice or a `/retry`. Pure folds over envelopes; actors/turn-recovery.ts does the I/O.
  */
 
 export const INTERRUPTED_REASON = 'daemon-restarted';
+/** The abort cause of turns svc itself ended because it was stopping (`turn.aborted {cause}`). */
+export const SHUTDOWN_ABORT = 'shutdown';
 
 export const TURN_TERMINAL_TYPES: readonly string[] = ['turn.completed', 'turn.failed', 'turn.timed_out', 'turn.aborted'];
 /** Facts after an interruption: the chat was shown it, the user asked it again. */
@@ -24,7 +26,7 @@ export interface TurnTrace {
   prompt: string | null;
   /** Every attempt's group, in order. */
   groups: RecordedGroup[];
-  /** Set once `turn.failed {reason: daemon-restarted}` is recorded. */
+  /** Set by `turn.failed {reason: daemon-restarted}` (a crash) or `turn.aborted {cause: shutdown}` (a stop). */
   interrupted: { text: string; seq: number } | null;
   noticeDelivered: boolean;
   retried: boolean;
@@ -61,7 +63,8 @@ export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owi
       const pgid = num(d.pid);
       if (pgid !== null && pgid > 0) t.groups.push({ pgid, startTime: num(d.start_time), bootId: str(d.boot_id) });
     } else if (TURN_TERMINAL_TYPES.includes(e.type)) {
-      if (e.type === 'turn.failed' && d.reason === INTERRUPTED_REASON && !t.interrupted && t.prompt !== null) {
+      const cut = (e.type === 'turn.failed' && d.reason === INTERRUPTED_REASON) || (e.type === 'turn.aborted' && d.cause === SHUTDOWN_ABORT);
+      if (cut && !t.interrupted && t.prompt !== null) {
         // /retry asks the chat's last cut-off question only: a newer one retires the older ones' retry.
         for (const o of turns.values()) if (o.interrupted && o.agent === t.agent && o.sessionKey === t.sessionKey) o.retried = true;
         t.interrupted = { text: str(d.text) ?? '', seq: e.seq };
@@ -103,6 +106,6 @@ export function interruptedNotification(t: { sessionKey: string; agent: string }
   const quoted = partial.trim() ? partial.trim().slice(0, NOTICE_QUOTE_CHARS) + (partial.trim().length > NOTICE_QUOTE_CHARS ? '…' : '') : '(nothing had arrived yet)';
   return {
     title: 'Answer interrupted by a restart',
-    body: `The answer of agent ${t.agent} in chat ${t.sessionKey} was cut off when svc restarted. It began:\n${quoted}\n\nIn that chat, ${RETRY_HINT}.`,
+    body: `The answer of agent ${t.agent} in chat ${t.sessionKey} was cut off when svc stopped. It began:\n${quoted}\n\nIn that chat, ${RETRY_HINT}.`,
   };
 }

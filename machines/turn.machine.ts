@@ -79,6 +79,8 @@ interface TurnContext extends TurnInput {
   /** Length of `progress.streamed` already in the log as `turn.progressed` checkpoints. */
   saved: number;
   killReason: 'timeout' | 'aborted' | null;
+  /** The `abort` event's reason (`user`, `shutdown`, ...): recorded so a restart can tell a stop of svc from a /stop. */
+  abortCause: string | null;
   result: TurnResult | null;
   /** CLI events since the activity window was last armed. */
   heardInWindow: number;
@@ -119,7 +121,7 @@ const dueIs =
   ({ context, event }: { context: TurnContext; event: TurnEvent }) =>
     event.type === 'cli.events' && checkpointDue(context.progress.streamed.length - context.saved, event.events) === want;
 
-const resultFact = (r: TurnResult): Fact => {
+const resultFact = (r: TurnResult, abortCause: string | null): Fact => {
   const base = { text: r.text, session_id: r.session_id, stream_fallback: r.stream_fallback };
   switch (r.status) {
     case 'completed':
@@ -132,7 +134,7 @@ const resultFact = (r: TurnResult): Fact => {
     case 'timed_out':
       return { type: 'turn.timed_out', data: { ...base, reason: 'timeout' } };
     case 'aborted':
-      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted' } };
+      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted', cause: abortCause } };
   }
 };
 
@@ -191,6 +193,7 @@ export const turnMachine = setup({
     progress: EMPTY_PROGRESS,
     saved: 0,
     killReason: null,
+    abortCause: null,
     result: null,
     heardInWindow: 0,
   }),
@@ -295,7 +298,7 @@ export const turnMachine = setup({
             },
           },
           on: {
-            abort: { target: 'killing', actions: assign({ killReason: 'aborted' }) },
+            abort: { target: 'killing', actions: assign({ killReason: 'aborted', abortCause: ({ event }) => event.reason }) },
             'cli.exited': [
               {
                 guard: ({ context, event }) => decide(context, event.exit).next === 'recover',
@@ -352,7 +355,7 @@ export const turnMachine = setup({
     },
     done: {
       type: 'final',
-      entry: emit(({ context }) => resultFact(context.result!)),
+      entry: emit(({ context }) => resultFact(context.result!, context.abortCause)),
     },
   },
   output: ({ context }) => context.result!,

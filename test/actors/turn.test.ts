@@ -155,7 +155,8 @@ t.test('deadline: no output near the deadline means no extension', async (t) => 
 });
 
 t.test('abort while streaming kills, keeps the partial text; a second abort is harmless', async (t) => {
-  const bus = new Bus({ log: new MemoryEventLog() });
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
   const { script, logic } = scriptedCli();
   const actor = new ActorHost(bus).spawn('turn:t3', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:t3', input: baseInput(), clock: new SimulatedClock() });
   const done = toPromise(actor);
@@ -165,6 +166,8 @@ t.test('abort while streaming kills, keeps the partial text; a second abort is h
   actor.send({ type: 'abort', reason: 'user' });
   const r = await done;
   t.same([r.status, r.text, r.reason, script.killed], ['aborted', 'partial', 'aborted', 1]);
+  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  t.equal(log.read({ stream: 'turn:t3', types: ['turn.aborted'] })[0]!.data.cause, 'user', 'who stopped it is recorded');
   bus.close();
 });
 

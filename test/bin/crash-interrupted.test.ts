@@ -139,3 +139,39 @@ t.test('kill -9 mid-stream: no process of the CLI group survives the restart, an
   second.kill('SIGTERM');
   t.equal(await exited(second), 0);
 });
+
+t.test('svc stopped mid-stream (SIGTERM): the cut answer is kept, and the chat is told on the next start as after a crash', async (t) => {
+  const dir = t.testdir();
+  const home = join(dir, 'home');
+  mkdirSync(join(home, 'config'), { recursive: true });
+  writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ interagent_port: 0, api: { enabled: true, host: '127.0.0.1', port: 0 } }));
+  const words = Array.from({ length: 80 }, (_, i) => `v${i} `).join('');
+  const first = start(t, home, { FAKE_CLI_REPLY: words, FAKE_CLI_CHUNKS: '80', FAKE_CLI_DELAY_MS: '150' });
+  const port = Number((await until('the API to listen', () => /direct API listening on 127\.0\.0\.1:(\d+)/.exec(first.output()), 30_000))[1]);
+  const token = JSON.parse(readFileSync(join(home, 'config', 'config.json'), 'utf8')).api.token as string;
+  const asking = await connect(port, token, 9);
+  asking.send({ type: 'message', text: 'a story, please' });
+  const streamed = (await asking.next('text_delta')).data as string;
+  first.kill('SIGTERM');
+  t.equal(await exited(first), 0);
+  t.notOk(asking.frames.some((f) => f.type === 'result'), 'the connection closed before any answer');
+
+  const db = join(home, 'events.db');
+  const aborted = readEvents(db).find((e) => e.type === 'turn.aborted')!;
+  t.equal(aborted.data.cause, 'shutdown');
+  t.ok((aborted.data.text as string).startsWith(streamed), 'every streamed character is on the turn');
+
+  const second = start(t, home, {});
+  const port2 = Number((await until('the API to listen again', () => /direct API listening on 127\.0\.0\.1:(\d+)/.exec(second.output()), 30_000))[1]);
+  const back = await connect(port2, token, 9);
+  const notice = await back.next('result');
+  t.equal(notice.interrupted, true);
+  t.ok((notice.text as string).startsWith(aborted.data.text as string));
+  const listed = (await (await fetch(`http://127.0.0.1:${port2}/api/notifications`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } })).json()) as Record<string, unknown>[];
+  t.equal(listed.filter((n) => n.title === 'Answer interrupted by a restart').length, 1, 'notified once, at the stop');
+  back.send({ type: 'message', text: '/retry' });
+  t.equal((await back.next('result')).text, 'echo: a story, please');
+  back.ws.terminate();
+  second.kill('SIGTERM');
+  t.equal(await exited(second), 0);
+});

@@ -56,6 +56,18 @@ t.test('given two cut-off turns in one chat, then only the later can be retried,
   t.same(owing.map((x) => [x.prompt, x.retried]), [['older', true], ['newer', false], ['elsewhere', false]]);
 });
 
+t.test('given turns aborted by svc stopping and by the user, then only the stop owes the chat', async (t) => {
+  const { owing } = traceTurns([
+    started('turn:stop', 'q1', 'api:1'),
+    ev('turn:stop', 'turn.aborted', { reason: 'aborted', cause: 'shutdown', text: 'so far' }),
+    started('turn:user', 'q2', 'api:2'),
+    ev('turn:user', 'turn.aborted', { reason: 'aborted', cause: 'user', text: 'x' }),
+    started('turn:agent', 'q3', 'api:3'),
+    ev('turn:agent', 'turn.aborted', { reason: 'aborted', cause: 'agent-stopped', text: 'y' }),
+  ]);
+  t.same(owing.map((x) => [x.stream, x.interrupted?.text]), [['turn:stop', 'so far']]);
+});
+
 t.test('given an older svc recorded the spawn without identity or with junk, then the group has nulls, and junk pids are dropped', async (t) => {
   const { open } = traceTurns([started('turn:a'), ev('turn:a', 'turn.spawned', { pid: 20 }), ev('turn:a', 'turn.spawned', { pid: '21; rm -rf' }), ev('turn:a', 'turn.spawned', { pid: -1 })]);
   t.same(open[0]!.groups, [{ pgid: 20, startTime: null, bootId: null }]);
