@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
 import type { Bus } from '../bus/index.js';
 import {
+  SHUTDOWN_ABORT,
   ageWarningDue,
   buildInjection,
   effortFor,
@@ -67,6 +68,10 @@ export interface AgentRuntimeDeps {
   interagentToken: () => string | null;
   /** Persist a `/model` change: config.json for main, the registry entry for a sub-agent. */
   saveModel: (model: string, provider: string) => void;
+  /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
+  takeRetry?: (sessionKey: string, requestId: string) => Promise<string | null>;
+  /** A turn svc's own shutdown cut off (its chat is told on the next start). */
+  onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -85,6 +90,7 @@ interface Lane {
 interface ActiveTurn {
   actor: Actor<typeof turnMachine>;
   chat_id: number;
+  session_key: string;
 }
 
 const MAX_PROMPT_CHARS = 256 * 1024;
@@ -185,15 +191,20 @@ export class AgentRuntime {
     return killed;
   }
 
-  /** Stop taking messages, end every running turn (killing its process group), fail what was queued. */
-  async stop(): Promise<void> {
+  /**
+   * Stop taking messages, end every running turn (killing its process group), fail what was queued.
+   * `cause` is recorded on the aborted turns: `shutdown` (svc stopping) marks them as cut off by a
+   * restart, owed a notice and a /retry; resolves once `onCut` has been told of each.
+   */
+  async stop(cause: string = SHUTDOWN_ABORT): Promise<void> {
     this.stopped = true;
     for (const lane of this.lanes.values()) {
       for (const p of lane.queue.splice(0)) p.reject(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
     }
-    const running = [...this.active.values()].map((t) => {
-      t.actor.send({ type: 'abort', reason: 'shutdown' });
-      return toPromise(t.actor).catch(() => undefined);
+    const running = [...this.active.entries()].map(async ([turnId, t]) => {
+      t.actor.send({ type: 'abort', reason: cause });
+      const r = await toPromise(t.actor).catch(() => null);
+      if (r?.status === 'aborted' && cause === SHUTDOWN_ABORT) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
     });
     await Promise.all(running);
   }
@@ -222,6 +233,12 @@ export class AgentRuntime {
     }
     if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
     if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
+    if (cmd?.cmd === 'retry') {
+      const prompt = (await this.d.takeRetry?.(key, msg.request_id)) ?? null;
+      if (prompt === null) return this.commandOutcome(msg, 'Nothing to retry: no answer in this chat was cut off by a restart.', 'failed', 'nothing-to-retry');
+      // The question asked again as it was first sent, in the same session.
+      msg = { ...msg, text: prompt };
+    }
 
     this.preparing.set(msg.request_id, msg.chat_id);
     try {
@@ -302,6 +319,7 @@ export class AgentRuntime {
       agent: this.d.name,
       session_key: key,
       kind: msg.kind,
+      prompt: msg.text,
       provider,
       model,
       resumeSessionId: resume,
@@ -321,7 +339,7 @@ export class AgentRuntime {
       ...(msg.caller_user_id ? { by: msg.caller_user_id } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });
-    this.active.set(turnId, { actor, chat_id: msg.chat_id });
+    this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
     let result: TurnResult;
     try {
       result = await toPromise(actor);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../bus/index.js';
-import { agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
+import { SHUTDOWN_ABORT, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
 import {
   parseWith,
   AGENT_COMMANDS,
@@ -30,7 +30,8 @@ import {
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
-import { recoverOrphanTurns } from './turn-recovery.js';
+import { InterruptedTurns } from './interrupted-turns.js';
+import { notifyInterrupted, recoverOrphanTurns } from './turn-recovery.js';
 
 export interface SupervisorDeps {
   bus: Bus;
@@ -59,14 +60,19 @@ export const MAIN_AGENT = 'main';
 export class AgentSupervisor {
   private readonly runtimes = new Map<string, AgentRuntime>();
   private readonly subs: Subscription[] = [];
+  private readonly interrupted: InterruptedTurns;
 
-  constructor(private readonly d: SupervisorDeps) {}
+  constructor(private readonly d: SupervisorDeps) {
+    this.interrupted = new InterruptedTurns(d.bus);
+  }
 
   async start(): Promise<void> {
-    await recoverOrphanTurns(this.d.log, this.d.bus);
+    const { bus } = this.d;
+    // Registered before recovery records anything, so a chat already connected could be told at once.
+    this.subs.push(bus.handle(AGENT_COMMANDS.takeInterrupted, 'agents', (cmd) => this.interrupted.takeNotices(cmd.data)));
+    await recoverOrphanTurns(this.d.log, bus, { owe: (turn) => this.interrupted.owe(turn) });
     this.startAgent(MAIN_AGENT);
     for (const entry of this.d.registry()) this.tryStart(entry.name);
-    const { bus } = this.d;
     this.subs.push(
       bus.handle(AGENT_COMMANDS.message, 'agents', (cmd) => this.message(cmd.data)),
       bus.handle(AGENT_COMMANDS.abort, 'agents', (cmd) => this.abort(cmd.data)),
@@ -120,6 +126,8 @@ export class AgentSupervisor {
       interagentToken: () =>
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
+      takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
+      onCut: (turn) => notifyInterrupted(this.d.bus, turn),
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });
@@ -134,7 +142,8 @@ export class AgentSupervisor {
     const runtime = this.runtimes.get(name);
     if (!runtime) return;
     this.runtimes.delete(name);
-    await runtime.stop();
+    // Only svc stopping cuts answers for good; an agent restarted in place still answers its open connections.
+    await runtime.stop(reason === 'shutdown' ? SHUTDOWN_ABORT : 'agent-stopped');
     this.d.host.get(`agent:${name}`)?.send({ type: 'stop', reason });
     this.d.host.stop(`agent:${name}`);
   }

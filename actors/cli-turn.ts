@@ -2,6 +2,7 @@ import { fromCallback, type EventObject } from 'xstate';
 import type { CliAttempt, TurnEvent } from '../machines/index.js';
 import { describeError } from '../schemas/index.js';
 import { runProcess } from './process-group.js';
+import { readBootId } from './procfs.js';
 import type { ProviderAdapter, StreamEvent, TurnRequest } from './providers/provider.js';
 
 export interface CliRunSpec {
@@ -63,7 +64,7 @@ export function cliTurnLogic(spec: CliRunSpec) {
       },
       { inheritEnv: false, ...(spec.graceMs !== undefined ? { graceMs: spec.graceMs } : {}) },
     );
-    if (handle.pid !== null) send({ type: 'cli.spawned', pid: handle.pid });
+    if (handle.pid !== null) send({ type: 'cli.spawned', pid: handle.pid, startTime: handle.startTime, bootId: readBootId() });
     void handle.done.then((exit) => {
       exited = true;
       forward(parser.end());

@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as delay } from 'node:timers/promises';
+import { readProcStat } from './procfs.js';
 import { LineSplitter } from './providers/line-splitter.js';
 import type { Invocation } from './providers/provider.js';
 
@@ -38,6 +39,11 @@ export interface ProcessExit {
 export interface ProcessHandle {
   /** Also the process-group id. Null when spawning failed. */
   pid: number | null;
+  /**
+   * The leader's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid and
+   * the boot id it names this group even after the pid is reused. Null without /proc.
+   */
+  startTime: number | null;
   done: Promise<ProcessExit>;
   /** SIGTERM the whole group, SIGKILL what is left after the grace period; resolves once the run is done. */
   kill(reason: string): Promise<void>;
@@ -76,9 +82,11 @@ export function runProcess(inv: Invocation & { cwd: string }, handlers: RunHandl
     // An unwritable temp file or invalid argv/env (e.g. a NUL byte) throws synchronously; report it like any failed start.
     removeTempFiles();
     const exit: ProcessExit = { code: null, signal: null, stderr: '', killReason: null, spawnError: (e as Error).message };
-    return { pid: null, done: Promise.resolve(exit), kill: () => Promise.resolve() };
+    return { pid: null, startTime: null, done: Promise.resolve(exit), kill: () => Promise.resolve() };
   }
   const pid = child.pid ?? null;
+  // Read now, while the pid surely is our child: spawn returns after fork and exec, and an exited child stays a zombie until reaped.
+  const startTime = pid === null ? null : (readProcStat(pid)?.startTime ?? null);
 
   let stderrTail = '';
   let killReason: string | null = null;
@@ -173,5 +181,5 @@ export function runProcess(inv: Invocation & { cwd: string }, handlers: RunHandl
     return killing;
   };
 
-  return { pid, done, kill };
+  return { pid, startTime, done, kill };
 }

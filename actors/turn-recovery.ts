@@ -1,47 +1,145 @@
-import { readFileSync } from 'node:fs';
 import type { Bus } from '../bus/index.js';
+import {
+  INTERRUPTED_REASON,
+  TURN_TRACE_TYPES,
+  decideGroup,
+  interruptedNotification,
+  partialText,
+  traceTurns,
+  type ProcSnapshot,
+  type RecordedGroup,
+  type TurnTrace,
+} from '../machines/index.js';
+import { describeError } from '../schemas/index.js';
 import type { EventLog } from '../store/index.js';
+import { NOTIFICATION_COMMANDS } from './notifier.js';
+import { procSnapshot, readCmdline } from './procfs.js';
 
-const TERMINAL = new Set(['turn.completed', 'turn.failed', 'turn.timed_out', 'turn.aborted']);
 const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
 
-/**
- * A daemon that died mid-turn leaves the CLI running in its own process group and the turn open
- * in the log. On start: end each such group (only when /proc still shows a provider CLI under
- * that pid, so a recycled pid is never touched) and record the turn as failed.
- */
-export async function recoverOrphanTurns(log: EventLog, bus: Bus): Promise<{ failed: string[]; killed: number[] }> {
-  const open = new Map<string, number | null>();
-  for (const e of log.read({ streamPrefix: 'turn:' })) {
-    if (e.type === 'turn.started') open.set(e.stream, null);
-    else if (e.type === 'turn.spawned' && open.has(e.stream)) open.set(e.stream, Number(e.data.pid));
-    else if (TERMINAL.has(e.type)) open.delete(e.stream);
-  }
-  const killed: number[] = [];
-  for (const [stream, pid] of open) {
-    if (pid && looksLikeProviderCli(pid)) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-        killed.push(pid);
-      } catch {
-        // Already gone between the check and the kill.
-      }
-    }
-    await bus.publish({
-      stream,
-      type: 'turn.failed',
-      data: { reason: 'daemon-restarted', error: 'svc stopped while this turn was running', text: '', session_id: null, stream_fallback: false, pid },
-    });
-  }
-  if (open.size > 0) bus.emitLog('warn', `recorded ${open.size} interrupted turn(s) as failed; ended ${killed.length} orphaned CLI process group(s)`);
-  return { failed: [...open.keys()], killed };
+/** An interrupted turn that still owes its chat the notice or a `/retry`. */
+export interface InterruptedTurn {
+  stream: string;
+  agent: string;
+  sessionKey: string;
+  prompt: string;
+  /** What had streamed before the crash (its last checkpoint). */
+  text: string;
+  noticeDelivered: boolean;
+  retried: boolean;
 }
 
-function looksLikeProviderCli(pid: number): boolean {
+export interface RecoveryReport {
+  /** Turn streams recorded as failed by this recovery. */
+  failed: string[];
+  groupsEnded: number;
+  processesEnded: number;
+}
+
+export interface RecoveryOptions {
+  /**
+   * Told of every interrupted turn that still owes its chat a notice or a /retry (from this crash
+   * and earlier ones), in log order; a new one before its `turn.failed` is published.
+   */
+  owe?: (turn: InterruptedTurn) => void;
+}
+
+/**
+ * A daemon that died mid-turn leaves the CLI's process group running and the turn open in the log.
+ * On start: end every live process of each open turn's recorded groups (recognised by group id,
+ * leader start time and boot id, so a reused pid is never touched), record the turn as failed with
+ * the text it had checkpointed, and tell the user through a notification (the chat's own notice
+ * and /retry go through `opts.owe`).
+ */
+export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: RecoveryOptions = {}): Promise<RecoveryReport> {
+  const { open, owing } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
+  const report: RecoveryReport = { failed: [], groupsEnded: 0, processesEnded: 0 };
+  for (const t of owing) opts.owe?.(owed(t, t.interrupted!.text));
+  let snapshot: ProcSnapshot | null = null;
+  for (const turn of open) {
+    let ended = 0;
+    for (const group of turn.groups) {
+      // One look at /proc serves every group: it is taken once something needs checking.
+      snapshot ??= procSnapshot();
+      const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `turn ${turn.stream}: left pid ${group.pgid} alone (${why})`));
+      if (n > 0) report.groupsEnded++;
+      ended += n;
+    }
+    report.processesEnded += ended;
+    const text = partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] }));
+    if (turn.prompt !== null) opts.owe?.(owed(turn, text));
+    await bus.publish({
+      stream: turn.stream,
+      type: 'turn.failed',
+      data: {
+        reason: INTERRUPTED_REASON,
+        error: 'svc stopped while this turn was running',
+        text,
+        session_key: turn.sessionKey,
+        session_id: null,
+        stream_fallback: false,
+        pid: turn.groups.at(-1)?.pgid ?? null,
+        ended_processes: ended,
+      },
+    });
+    report.failed.push(turn.stream);
+    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text });
+  }
+  if (open.length > 0) {
+    bus.emitLog(
+      'warn',
+      `recorded ${open.length} interrupted turn(s) as failed; ended ${report.groupsEnded} orphaned CLI process group(s) (${report.processesEnded} process(es))`,
+    );
+  }
+  return report;
+}
+
+function owed(t: TurnTrace, text: string): InterruptedTurn {
+  return { stream: t.stream, agent: t.agent, sessionKey: t.sessionKey, prompt: t.prompt ?? '', text, noticeDelivered: t.noticeDelivered, retried: t.retried };
+}
+
+/** SIGKILLs what is left of one recorded group; returns how many processes that ended. */
+function endGroup(group: RecordedGroup, snapshot: ProcSnapshot, skipped: (why: string) => void): number {
+  const verdict = decideGroup(group, snapshot);
+  if (!verdict.end) {
+    if (verdict.why === 'legacy') return endLegacyGroup(group.pgid, snapshot);
+    if (verdict.why !== 'gone') skipped(verdict.why === 'pid-reused' ? 'the pid now belongs to another process' : verdict.why === 'other-boot' ? 'recorded in another boot' : 'no /proc to verify it');
+    return 0;
+  }
+  signal(-group.pgid);
+  // A leader that moved to a group of its own is still ours by its start time.
+  for (const pid of verdict.pids) if (snapshot.procs.find((p) => p.pid === pid)?.pgid !== group.pgid) signal(pid);
+  return verdict.pids.length;
+}
+
+/** Turns recorded before start times: only a provider CLI still under the pid can vouch for it. */
+function endLegacyGroup(pgid: number, snapshot: ProcSnapshot): number {
+  const argv = readCmdline(pgid);
+  if (!argv || !argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)))) return 0;
+  if (!signal(-pgid)) return 0;
+  return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && p.state !== 'Z').length);
+}
+
+function signal(target: number): boolean {
   try {
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    return argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)));
+    process.kill(target, 'SIGKILL');
+    return true;
   } catch {
+    // ESRCH: already gone between the snapshot and the kill.
     return false;
+  }
+}
+
+/** The warning notification for an answer a restart cut off (a crash, or svc stopping mid-turn). */
+export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }): Promise<void> {
+  const { title, body } = interruptedNotification(turn, turn.text);
+  try {
+    await bus.send({
+      type: NOTIFICATION_COMMANDS.create,
+      data: { source: 'system', outcome: 'error', title, body, agent: turn.agent.slice(0, 200), source_id: turn.stream.slice(0, 200), status: INTERRUPTED_REASON },
+      by: 'system',
+    });
+  } catch (e) {
+    bus.emitLog('warn', `turn ${turn.stream}: could not notify about the interrupted answer: ${describeError(e)}`);
   }
 }

@@ -63,7 +63,7 @@ async function svcLatency() {
   const actor = host.spawn('turn:b', machine, {
     stream: 'turn:b',
     input: {
-      turn_id: 'b', request_id: 'b', agent: 'main', session_key: 'bench', kind: 'foreground', provider: 'claude', model: null,
+      turn_id: 'b', request_id: 'b', agent: 'main', session_key: 'bench', kind: 'foreground', prompt: 'bench', provider: 'claude', model: null,
       resumeSessionId: null, timeoutMs: 600_000, extendOnActivity: true, extensionMs: 120_000, maxExtensions: 3,
     },
   });

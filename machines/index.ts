@@ -15,3 +15,5 @@ export * from './agent-session.logic.js';
 export * from './agent.machine.js';
 export * from './connection.machine.js';
 export * from './transcription.logic.js';
+export * from './orphan-group.logic.js';
+export * from './interrupted-turn.logic.js';

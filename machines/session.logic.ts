@@ -365,7 +365,7 @@ export function parseDirective(text: string, opts: { ignore?: readonly string[] 
   return { model: id, rest: input.slice(m[0].length).trimStart() };
 }
 
-export const CHAT_COMMANDS = ['new', 'reset', 'stop', 'model', 'agent_restart'] as const;
+export const CHAT_COMMANDS = ['new', 'reset', 'stop', 'model', 'retry', 'agent_restart'] as const;
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number];
 
 export interface ChatCommand {
@@ -377,7 +377,8 @@ export interface ChatCommand {
 const COMMAND_SET = new Set<string>(CHAT_COMMANDS);
 
 /**
- * `/new`, `/reset`, `/stop`, `/model [id]`, `/agent_restart <name>`, also as `/cmd@botname`. With
+ * `/new`, `/reset`, `/stop`, `/model [id]`, `/retry` (ask again what a restart cut off),
+ * `/agent_restart <name>`, also as `/cmd@botname`. With
  * `botName` set, a command addressed to another bot is not ours (null). Anything else: null.
  */
 export function parseChatCommand(text: string, opts: { botName?: string } = {}): ChatCommand | null {

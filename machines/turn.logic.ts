@@ -28,6 +28,26 @@ export function foldStreamEvent(p: TurnProgress, e: StreamEvent): TurnProgress {
   }
 }
 
+/** Streamed text the log does not hold yet is at most this old or this long: what a crash can lose. */
+export const CHECKPOINT_INTERVAL_MS = 1_000;
+export const CHECKPOINT_MAX_CHARS = 16 * 1024;
+
+/**
+ * Whether text streamed but not yet checkpointed (`unsaved` chars, plus what `events` bring) is
+ * saved now (past the size cap, or when a tool call follows it: a natural pause), later (by the interval
+ * timer), or not at all (nothing new). Live deltas stay off the log; this bounds the writes.
+ */
+export function checkpointDue(unsaved: number, events: readonly StreamEvent[]): 'now' | 'later' | 'none' {
+  let pending = unsaved;
+  let textBeforeTool = false;
+  for (const e of events) {
+    if (e.kind === 'text') pending += e.text.length;
+    else if (e.kind === 'tool' && pending > 0) textBeforeTool = true;
+  }
+  if (pending === 0) return 'none';
+  return pending >= CHECKPOINT_MAX_CHARS || textBeforeTool ? 'now' : 'later';
+}
+
 export interface ProcessExitInfo {
   code: number | null;
   signal: string | null;

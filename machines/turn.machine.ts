@@ -1,8 +1,18 @@
-import { and, assign, emit, fromCallback, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import { and, assign, emit, enqueueActions, fromCallback, sendTo, setup, stateIn, type EventObject } from 'xstate';
 import type { StreamEvent } from '../actors/index.js';
 import type { TurnFile, TurnKind, TurnStatus, TurnUsage } from '../schemas/index.js';
 import type { Fact } from './fact.js';
-import { EMPTY_PROGRESS, decideExit, extractFiles, foldStreamEvent, usageOf, type ProcessExitInfo, type TurnProgress } from './turn.logic.js';
+import {
+  CHECKPOINT_INTERVAL_MS,
+  EMPTY_PROGRESS,
+  checkpointDue,
+  decideExit,
+  extractFiles,
+  foldStreamEvent,
+  usageOf,
+  type ProcessExitInfo,
+  type TurnProgress,
+} from './turn.logic.js';
 
 export interface TurnInput {
   turn_id: string;
@@ -10,6 +20,11 @@ export interface TurnInput {
   agent: string;
   session_key: string;
   kind: TurnKind;
+  /**
+   * The user's message as sent, recorded on `turn.started` so `/retry` can ask it again after a
+   * restart cut the answer. The log holds answers already; this puts the questions beside them.
+   */
+  prompt: string;
   provider: string;
   model: string | null;
   /** Provider session being continued, if any. */
@@ -30,7 +45,8 @@ export interface CliAttempt {
 }
 
 export type TurnEvent =
-  | { type: 'cli.spawned'; pid: number }
+  /** `startTime` and `bootId` (from /proc, null elsewhere) let a restart recognise the group after the pid is reused. */
+  | { type: 'cli.spawned'; pid: number; startTime: number | null; bootId: string | null }
   /** What one read of the CLI's stdout held, in order. */
   | { type: 'cli.events'; events: StreamEvent[] }
   | { type: 'cli.exited'; exit: ProcessExitInfo }
@@ -60,7 +76,11 @@ interface TurnContext extends TurnInput {
   extensions: number;
   pid: number | null;
   progress: TurnProgress;
+  /** Length of `progress.streamed` already in the log as `turn.progressed` checkpoints. */
+  saved: number;
   killReason: 'timeout' | 'aborted' | null;
+  /** The `abort` event's reason (`user`, `shutdown`, ...): recorded so a restart can tell a stop of svc from a /stop. */
+  abortCause: string | null;
   result: TurnResult | null;
   /** CLI events since the activity window was last armed. */
   heardInWindow: number;
@@ -93,9 +113,15 @@ const heard = [
 const decide = (c: TurnContext, exit: ProcessExitInfo) => decideExit(c.progress, exit, { recovered: c.recovered, fellBack: c.fellBack });
 
 /** A retry starts from nothing but the turn's identity and what it learned about the session. */
-const freshAttempt = (c: TurnContext) => ({ attempt: c.attempt + 1, progress: EMPTY_PROGRESS, pid: null, extensions: 0 });
+const freshAttempt = (c: TurnContext) => ({ attempt: c.attempt + 1, progress: EMPTY_PROGRESS, saved: 0, pid: null, extensions: 0 });
 
-const resultFact = (r: TurnResult): Fact => {
+/** Guards run before this event's `record`, so they count what the event brings on top of the context. */
+const dueIs =
+  (want: ReturnType<typeof checkpointDue>) =>
+  ({ context, event }: { context: TurnContext; event: TurnEvent }) =>
+    event.type === 'cli.events' && checkpointDue(context.progress.streamed.length - context.saved, event.events) === want;
+
+const resultFact = (r: TurnResult, abortCause: string | null): Fact => {
   const base = { text: r.text, session_id: r.session_id, stream_fallback: r.stream_fallback };
   switch (r.status) {
     case 'completed':
@@ -108,7 +134,7 @@ const resultFact = (r: TurnResult): Fact => {
     case 'timed_out':
       return { type: 'turn.timed_out', data: { ...base, reason: 'timeout' } };
     case 'aborted':
-      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted' } };
+      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted', cause: abortCause } };
   }
 };
 
@@ -135,10 +161,18 @@ export const turnMachine = setup({
     record: assign(({ context, event }) =>
       event.type === 'cli.events' ? { progress: event.events.reduce(foldStreamEvent, context.progress), heardInWindow: context.heardInWindow + 1 } : {},
     ),
+    /** Saves the text streamed since the last checkpoint; runs after `record` (its region comes later). */
+    checkpoint: enqueueActions(({ context, enqueue }) => {
+      const text = context.progress.streamed.slice(context.saved);
+      if (!text) return;
+      enqueue.emit({ type: 'turn.progressed', data: { text } });
+      enqueue.assign({ saved: context.progress.streamed.length });
+    }),
   },
   delays: {
     deadline: ({ context }) => (context.extensions === 0 ? context.timeoutMs : context.extensionMs),
     activityWindow: ({ context }) => context.extensionMs,
+    checkpointInterval: CHECKPOINT_INTERVAL_MS,
   },
   guards: {
     canExtend: and([
@@ -157,7 +191,9 @@ export const turnMachine = setup({
     extensions: 0,
     pid: null,
     progress: EMPTY_PROGRESS,
+    saved: 0,
     killReason: null,
+    abortCause: null,
     result: null,
     heardInWindow: 0,
   }),
@@ -168,6 +204,7 @@ export const turnMachine = setup({
       session_key: c.session_key,
       request_id: c.request_id,
       kind: c.kind,
+      prompt: c.prompt,
       provider: c.provider,
       model: c.model,
       resumed: c.resumeSessionId !== null,
@@ -190,7 +227,11 @@ export const turnMachine = setup({
         'cli.spawned': {
           actions: [
             assign({ pid: ({ event }) => event.pid }),
-            emit(({ context, event }) => ({ type: 'turn.spawned', data: { pid: event.pid, attempt: context.attempt, streaming: context.streaming } })),
+            // `pid` is also the group id; with the leader's start time and the boot id it names the group for a restart.
+            emit(({ context, event }) => ({
+              type: 'turn.spawned',
+              data: { pid: event.pid, start_time: event.startTime, boot_id: event.bootId, attempt: context.attempt, streaming: context.streaming },
+            })),
           ],
         },
       },
@@ -236,9 +277,28 @@ export const turnMachine = setup({
                 },
               },
             },
+            // Streamed text reaches the log at most a second (or CHECKPOINT_MAX_CHARS) late, so a
+            // crash of the daemon leaves the partial answer for recovery to hand to the user.
+            checkpoint: {
+              initial: 'clean',
+              states: {
+                clean: {
+                  on: {
+                    'cli.events': [
+                      { guard: dueIs('now'), actions: 'checkpoint' },
+                      { guard: dueIs('later'), target: 'dirty' },
+                    ],
+                  },
+                },
+                dirty: {
+                  on: { 'cli.events': { guard: dueIs('now'), target: 'clean', actions: 'checkpoint' } },
+                  after: { checkpointInterval: { target: 'clean', actions: 'checkpoint' } },
+                },
+              },
+            },
           },
           on: {
-            abort: { target: 'killing', actions: assign({ killReason: 'aborted' }) },
+            abort: { target: 'killing', actions: assign({ killReason: 'aborted', abortCause: ({ event }) => event.reason }) },
             'cli.exited': [
               {
                 guard: ({ context, event }) => decide(context, event.exit).next === 'recover',
@@ -295,7 +355,7 @@ export const turnMachine = setup({
     },
     done: {
       type: 'final',
-      entry: emit(({ context }) => resultFact(context.result!)),
+      entry: emit(({ context }) => resultFact(context.result!, context.abortCause)),
     },
   },
   output: ({ context }) => context.result!,

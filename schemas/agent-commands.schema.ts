@@ -114,4 +114,18 @@ export const AGENT_COMMANDS = {
   message: 'agent.message',
   abort: 'agent.abort',
   list: 'agent.list',
+  /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
+  takeInterrupted: 'agent.take_interrupted',
 } as const;
+
+export const TakeInterruptedSchema = v.strictObject({
+  session_key: v.pipe(v.string(), v.minLength(1), v.maxLength(80)),
+});
+export type TakeInterrupted = v.InferOutput<typeof TakeInterruptedSchema>;
+
+/** An answer a restart cut off: `text` is what the chat shows in its place (the partial answer and how to retry). */
+export interface InterruptedNotice {
+  turn_id: string;
+  agent: string;
+  text: string;
+}

@@ -26,7 +26,8 @@ export type ServerFrame =
   | { type: 'text_delta'; data: string }
   | { type: 'tool_activity'; data: string }
   | { type: 'system_status'; data: string | null }
-  | { type: 'result'; text: string; stream_fallback: boolean; files: TurnFile[] }
+  /** `interrupted`: not an answer that ended, but what a restart of svc cut off (sent on the chat's next connection). */
+  | { type: 'result'; text: string; stream_fallback: boolean; files: TurnFile[]; interrupted?: true }
   | { type: 'abort_ok'; killed: number }
   | { type: 'notification'; notification: { id: string | number; title: string; body: string; read: boolean } }
   | { type: 'error'; code: AuthErrorCode | SessionErrorCode; message: string };

@@ -10,6 +10,7 @@ import {
   type AgentAbort,
   type Envelope,
   type EventData,
+  type InterruptedNotice,
   type Transient,
   type TurnChunk,
   type TurnOutcome,
@@ -90,6 +91,11 @@ function chunkFrame(chunk: TurnChunk): ServerFrame {
   }
 }
 
+/** The session key a connection's messages run under (SPEC.md "Session key (direct API)"). */
+function sessionKeyOf(conn: Pick<HubConnection, 'chatId' | 'channelId'>): string {
+  return conn.channelId === null ? `api:${conn.chatId}` : `api:${conn.chatId}:${conn.channelId}`;
+}
+
 /**
  * What the direct API's connections share: the per-session-key order of turns, routing of the
  * runtime's streamed chunks to the connection that asked, notification push, and the fact log.
@@ -119,6 +125,10 @@ export class DirectHub {
       }),
       deps.bus.events$.subscribe((e: Envelope) => {
         if (e.type === 'notification.created') this.pushNotification(e.data);
+        // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
+        else if (e.type === 'turn.failed' && e.data.reason === 'daemon-restarted' && typeof e.data.session_key === 'string') {
+          this.deliverInterrupted(e.data.session_key, null);
+        }
       }),
     );
   }
@@ -144,6 +154,12 @@ export class DirectHub {
 
   /** Facts of a connection's machine, on its own stream. Never message contents. */
   record(connId: string, fact: { type: string; data?: EventData }): void {
+    // Authentication is when a connection's chat becomes known: the moment to hand it what a restart cut off.
+    if (fact.type === 'connection.authenticated') {
+      const conn = [...this.connections].find((c) => c.id === connId);
+      const { chat_id, channel_id } = fact.data as { chat_id: number; channel_id: number | null };
+      if (conn) this.deliverInterrupted(sessionKeyOf({ chatId: chat_id, channelId: channel_id }), conn);
+    }
     this.deps.bus
       .publish({ stream: `conn:${connId}`, type: fact.type, data: fact.data ?? {} })
       .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
@@ -156,7 +172,7 @@ export class DirectHub {
   submit(conn: HubConnection, text: string): void {
     const chatId = conn.chatId!;
     const topicId = conn.channelId;
-    const key = topicId === null ? `api:${chatId}` : `api:${chatId}:${topicId}`;
+    const key = sessionKeyOf(conn);
     const requestId = `api-${conn.id}-${this.nextRequest++}`;
     const accepted = this.queues.tryRun(key, async () => {
       this.sinks.set(requestId, (chunk) => conn.sendSealed(chunkFrame(chunk)));
@@ -195,6 +211,26 @@ export class DirectHub {
     this.deps.bus.send<AbortOutcome>({ type: AGENT_COMMANDS.abort, data, by: 'api' }).then(
       (r) => conn.sendSealed({ type: 'abort_ok', killed: r.killed }),
       (e) => this.replyError(conn, e, 'agent.abort'),
+    );
+  }
+
+  /**
+   * Answers a restart cut off in this chat, shown once as the agent's (partial) reply: to the
+   * connection that just authenticated, or (`to` null) to every open connection of the chat. The
+   * reply arrives after the connection's `auth_ok`, which is written before any sealed frame.
+   */
+  private deliverInterrupted(key: string, to: HubConnection | null): void {
+    const targets = () => (to ? [to] : [...this.connections].filter((c) => c.authenticated && sessionKeyOf(c) === key));
+    if (targets().length === 0) return;
+    this.deps.bus.send<InterruptedNotice[]>({ type: AGENT_COMMANDS.takeInterrupted, data: { session_key: key }, by: 'api' }).then(
+      (notices) => {
+        for (const n of notices) for (const c of targets()) c.sendSealed({ type: 'result', text: n.text, stream_fallback: false, files: [], interrupted: true });
+      },
+      (e) => {
+        // No agent runtime (an API-only test rig) has nothing to hand over.
+        if (!sessionErrorOf(e).internal) return;
+        this.log('warn', `direct API: could not hand interrupted answers to ${key}: ${describeError(e)}`);
+      },
     );
   }
 

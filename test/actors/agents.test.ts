@@ -107,6 +107,11 @@ t.test('commands, directives, provider switch keeps each provider session, permi
   t.equal(argOf(recorded().at(-1)!.argv, '--model'), 'sonnet');
   t.match((await ask('/model')).text, /Model: sonnet/);
   t.equal((await ask('/model not a model!')).status, 'failed');
+  const before = recorded().length;
+  out = await ask('/retry');
+  t.same([out.status, out.reason, out.turn_id], ['failed', 'nothing-to-retry', null]);
+  t.match(out.text, /^Nothing to retry: no answer in this chat was cut off by a restart\.$/);
+  t.equal(recorded().length, before, 'no CLI ran');
 
   await ask('as viewer', { source: { kind: 'token', role: 'viewer' } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'default');

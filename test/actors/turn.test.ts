@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { SimulatedClock, fromCallback, toPromise, type EventObject } from 'xstate';
 import { ActorHost, claudeAdapter, cliTurnLogic, codexAdapter, geminiAdapter, type ProviderAdapter, type StreamEvent } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { turnMachine, type CliAttempt, type TurnEvent, type TurnInput } from '../../machines/index.js';
+import { CHECKPOINT_MAX_CHARS, partialText, turnMachine, type CliAttempt, type TurnEvent, type TurnInput } from '../../machines/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
@@ -17,6 +17,7 @@ const baseInput = (over: Partial<TurnInput> = {}): TurnInput => ({
   agent: 'main',
   session_key: 'api:1',
   kind: 'foreground',
+  prompt: 'hello',
   provider: 'claude',
   model: 'opus',
   resumeSessionId: null,
@@ -39,7 +40,7 @@ function scriptedCli() {
         queueMicrotask(() => sendBack({ type: 'cli.exited', exit: { code: null, signal: 'SIGTERM', killedByUs: true, errorText: '', spawnError: null } }));
       }
     });
-    queueMicrotask(() => sendBack({ type: 'cli.spawned', pid: 4242 }));
+    queueMicrotask(() => sendBack({ type: 'cli.spawned', pid: 4242, startTime: 777, bootId: 'boot-a' }));
   });
   return { script, logic };
 }
@@ -69,10 +70,73 @@ t.test('deadline: extended while output keeps coming, up to max_extensions, then
   t.equal(r.text, 'abcd', 'what streamed before the kill is kept');
   t.equal(script.killed, 1);
   await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  const facts = log.read({ stream: 'turn:t1' });
   t.same(
-    log.read({ stream: 'turn:t1' }).map((e) => e.type),
-    ['turn.started', 'turn.spawned', 'turn.extended', 'turn.extended', 'turn.timed_out'],
+    facts.map((e) => e.type),
+    ['turn.started', 'turn.spawned', 'turn.progressed', 'turn.extended', 'turn.progressed', 'turn.extended', 'turn.timed_out'],
   );
+  t.same(facts.filter((e) => e.type === 'turn.progressed').map((e) => e.data.text), ['a', 'bc'], 'each checkpoint a second after the text it saves');
+  bus.close();
+});
+
+t.test('checkpoints: streamed text reaches the log a second late at most, sooner at a size cap or before a tool, never per delta', async (t) => {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
+  const clock = new SimulatedClock();
+  const { script, logic } = scriptedCli();
+  const actor = new ActorHost(bus).spawn('turn:cp', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:cp', input: baseInput(), clock });
+  const done = toPromise(actor);
+  await Promise.resolve();
+  const saved = async () => {
+    await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+    return log.read({ stream: 'turn:cp', types: ['turn.progressed'] }).map((e) => e.data.text);
+  };
+  for (let i = 0; i < 50; i++) script.send(text(String(i % 10)));
+  t.same(await saved(), [], 'fifty deltas, no write yet');
+  clock.increment(999);
+  t.same(await saved(), []);
+  clock.increment(1);
+  t.same(await saved(), ['01234567890123456789012345678901234567890123456789'], 'one checkpoint holds them all');
+  script.send(text('before the tool '));
+  script.send({ type: 'cli.events', events: [{ kind: 'tool', name: 'Bash' }, { kind: 'text', text: 'after' }] });
+  t.same((await saved()).slice(1), ['before the tool after'], 'a tool call after unsaved text saves at once');
+  script.send({ type: 'cli.events', events: [{ kind: 'tool', name: 'Read' }] });
+  t.equal((await saved()).length, 2, 'a tool with nothing unsaved writes nothing');
+  const big = 'x'.repeat(CHECKPOINT_MAX_CHARS);
+  script.send(text(big));
+  t.same((await saved()).slice(2), [big], 'past the size cap: at once');
+  clock.increment(5_000);
+  t.equal((await saved()).length, 3, 'no timer left behind');
+  script.send(text('tail'));
+  script.send(exit0);
+  const r = await done;
+  t.equal(r.text, `01234567890123456789012345678901234567890123456789before the tool after${big}tail`, 'the answer is whole; the log has it in turn.completed');
+  const spawned = log.read({ stream: 'turn:cp', types: ['turn.started', 'turn.spawned'] });
+  t.equal(spawned[0]!.data.prompt, 'hello', 'the question is kept for /retry');
+  t.same([spawned[1]!.data.pid, spawned[1]!.data.start_time, spawned[1]!.data.boot_id], [4242, 777, 'boot-a'], 'the group is named for recovery');
+  bus.close();
+});
+
+t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix the old answer in', async (t) => {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
+  const clock = new SimulatedClock();
+  const { script, logic } = scriptedCli();
+  const actor = new ActorHost(bus).spawn('turn:rc', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:rc', input: baseInput(), clock });
+  const done = toPromise(actor);
+  await Promise.resolve();
+  script.send(text('first try'));
+  clock.increment(1_000);
+  script.send({ type: 'cli.exited', exit: { code: null, signal: 'SIGKILL', killedByUs: false, errorText: '', spawnError: null } });
+  await Promise.resolve();
+  script.send(text('second'));
+  clock.increment(1_000);
+  script.send(exit0);
+  t.equal((await done).text, 'second');
+  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  const events = log.read({ stream: 'turn:rc' });
+  t.same(events.filter((e) => e.type === 'turn.progressed').map((e) => e.data.text), ['first try', 'second']);
+  t.equal(partialText(events), 'second', 'recovery folds only the current attempt');
   bus.close();
 });
 
@@ -91,7 +155,8 @@ t.test('deadline: no output near the deadline means no extension', async (t) => 
 });
 
 t.test('abort while streaming kills, keeps the partial text; a second abort is harmless', async (t) => {
-  const bus = new Bus({ log: new MemoryEventLog() });
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
   const { script, logic } = scriptedCli();
   const actor = new ActorHost(bus).spawn('turn:t3', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:t3', input: baseInput(), clock: new SimulatedClock() });
   const done = toPromise(actor);
@@ -101,6 +166,8 @@ t.test('abort while streaming kills, keeps the partial text; a second abort is h
   actor.send({ type: 'abort', reason: 'user' });
   const r = await done;
   t.same([r.status, r.text, r.reason, script.killed], ['aborted', 'partial', 'aborted', 1]);
+  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  t.equal(log.read({ stream: 'turn:t3', types: ['turn.aborted'] })[0]!.data.cause, 'user', 'who stopped it is recorded');
   bus.close();
 });
 

@@ -24,8 +24,8 @@ export function freePortHome(home: string): string {
   return home;
 }
 
-export function startSvc(home: string, args: string[] = ['start']): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [SVC, ...args], { env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startSvc(home: string, args: string[] = ['start'], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [SVC, ...args], { env: { ...process.env, SVC_HOME: home, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

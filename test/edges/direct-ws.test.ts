@@ -617,3 +617,35 @@ t.test('connection machine, driven by events', async (t) => {
   r = drive([auth, { type: 'drop', reason: 'backpressure' }, { type: 'close', code: 1006 }]);
   t.same(r.out[2], { type: 'connection.closed', data: { reason: 'backpressure', code: 1006 } });
 });
+
+t.test('an answer a restart cut off reaches its chat once: on its next connection, or at once to connections already open', async (t) => {
+  const { bus, url } = await serve(t);
+  const owed = new Map<string, string[]>([['api:7', ['part one\n\n[cut off]']]]);
+  const asked: string[] = [];
+  bus.handle<{ session_key: string }, unknown>('agent.take_interrupted', 'test', (cmd) => {
+    asked.push(cmd.data.session_key);
+    const texts = owed.get(cmd.data.session_key) ?? [];
+    owed.delete(cmd.data.session_key);
+    return texts.map((text, i) => ({ turn_id: `t${i}`, agent: 'main', text }));
+  });
+  const other = await Client.authed(url, { chat_id: 8 });
+  const first = await Client.authed(url, { chat_id: 7 });
+  t.same(await first.next((f) => f.type === 'result'), { type: 'result', text: 'part one\n\n[cut off]', stream_fallback: false, files: [], interrupted: true });
+  const second = await Client.authed(url, { chat_id: 7 });
+  second.sendSealed({ type: 'message', text: 'hello' });
+  const reply = await second.next((f) => f.type === 'result');
+  t.same([reply.text, reply.interrupted], ['echo: hello', undefined], 'the second connection is not told again');
+  t.same(asked, ['api:8', 'api:7', 'api:7']);
+
+  owed.set('api:7', ['cut while you watched']);
+  const [from1, from2] = [first.frames.length, second.frames.length];
+  await bus.publish({ stream: 'turn:z', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 'api:7', text: '' } });
+  for (const c of [first, second]) t.equal((await c.next((f) => f.type === 'result', c === first ? from1 : from2)).text, 'cut while you watched');
+  // Hostile or unrelated facts ask nothing.
+  await bus.publish({ stream: 'turn:y', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 7 } });
+  await bus.publish({ stream: 'turn:x', type: 'turn.failed', data: { reason: 'exit-code', session_key: 'api:7' } });
+  other.sendSealed({ type: 'message', text: 'still here' });
+  t.equal((await other.next((f) => f.type === 'result')).text, 'echo: still here');
+  t.notOk(other.frames.some((f) => f.type === 'result' && f.interrupted), 'another chat hears nothing of it');
+  t.same(asked, ['api:8', 'api:7', 'api:7', 'api:7']);
+});

@@ -1,0 +1,55 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseProcStat, type ProcEntry, type ProcSnapshot } from '../machines/index.js';
+
+/*
+ * What /proc says about processes: enough to recognise a process group after a restart (see
+ * machines/orphan-group.logic.ts). Every reader answers null/empty where /proc is missing (not
+ * Linux) or the process is gone: the callers then decline to act rather than guess.
+ */
+
+let cachedBootId: string | null | undefined;
+
+/** This boot's id; start times count from boot, so they compare only within one. */
+export function readBootId(): string | null {
+  if (cachedBootId !== undefined) return cachedBootId;
+  try {
+    cachedBootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    cachedBootId = null;
+  }
+  return cachedBootId;
+}
+
+export function readProcStat(pid: number): ProcEntry | null {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Every process visible now; ones that exit mid-scan are skipped. */
+export function procSnapshot(): ProcSnapshot {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return { bootId: readBootId(), procs: [] };
+  }
+  const procs: ProcEntry[] = [];
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const entry = readProcStat(Number(name));
+    if (entry) procs.push(entry);
+  }
+  return { bootId: readBootId(), procs };
+}
+
+/** argv of a process, or null once it is gone. */
+export function readCmdline(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return null;
+  }
+}

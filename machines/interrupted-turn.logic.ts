@@ -1,0 +1,111 @@
+import type { Envelope } from '../schemas/index.js';
+import type { RecordedGroup } from './orphan-group.logic.js';
+
+/*
+ * Turns a restart cut short — by a crash, or by svc stopping while they ran — as the log tells them: which turns were still open (and which
+ * process groups they ran), what they had streamed, and which interrupted turns still owe their
+ * chat a notice or a `/retry`. Pure folds over envelopes; actors/turn-recovery.ts does the I/O.
+ */
+
+export const INTERRUPTED_REASON = 'daemon-restarted';
+/** The abort cause of turns svc itself ended because it was stopping (`turn.aborted {cause}`). */
+export const SHUTDOWN_ABORT = 'shutdown';
+
+export const TURN_TERMINAL_TYPES: readonly string[] = ['turn.completed', 'turn.failed', 'turn.timed_out', 'turn.aborted'];
+/** Facts after an interruption: the chat was shown it, the user asked it again. */
+export const TURN_NOTICE_DELIVERED = 'turn.notice_delivered';
+export const TURN_RETRIED = 'turn.retried';
+/** What a recovery scan reads of every turn stream; checkpoints are read per open turn only. */
+export const TURN_TRACE_TYPES: readonly string[] = ['turn.started', 'turn.spawned', ...TURN_TERMINAL_TYPES, TURN_NOTICE_DELIVERED, TURN_RETRIED];
+
+export interface TurnTrace {
+  stream: string;
+  agent: string;
+  sessionKey: string;
+  /** Null for turns an older svc recorded: they get no notice and cannot be retried. */
+  prompt: string | null;
+  /** Every attempt's group, in order. */
+  groups: RecordedGroup[];
+  /** Set by `turn.failed {reason: daemon-restarted}` (a crash) or `turn.aborted {cause: shutdown}` (a stop). */
+  interrupted: { text: string; seq: number } | null;
+  noticeDelivered: boolean;
+  retried: boolean;
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) ? v : null);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/**
+ * Folds every turn's facts (in log order) into the turns still open and the interrupted ones that
+ * still owe something. Finished turns are dropped as soon as they end, so memory follows the
+ * turns that matter, not the log's length.
+ */
+export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owing: TurnTrace[] } {
+  const turns = new Map<string, TurnTrace>();
+  for (const e of events) {
+    const d = e.data as Record<string, unknown>;
+    if (e.type === 'turn.started') {
+      turns.set(e.stream, {
+        stream: e.stream,
+        agent: str(d.agent) ?? '',
+        sessionKey: str(d.session_key) ?? '',
+        prompt: str(d.prompt),
+        groups: [],
+        interrupted: null,
+        noticeDelivered: false,
+        retried: false,
+      });
+      continue;
+    }
+    const t = turns.get(e.stream);
+    if (!t) continue;
+    if (e.type === 'turn.spawned' && !t.interrupted) {
+      const pgid = num(d.pid);
+      if (pgid !== null && pgid > 0) t.groups.push({ pgid, startTime: num(d.start_time), bootId: str(d.boot_id) });
+    } else if (TURN_TERMINAL_TYPES.includes(e.type)) {
+      const cut = (e.type === 'turn.failed' && d.reason === INTERRUPTED_REASON) || (e.type === 'turn.aborted' && d.cause === SHUTDOWN_ABORT);
+      if (cut && !t.interrupted && t.prompt !== null) {
+        // /retry asks the chat's last cut-off question only: a newer one retires the older ones' retry.
+        for (const o of turns.values()) if (o.interrupted && o.agent === t.agent && o.sessionKey === t.sessionKey) o.retried = true;
+        t.interrupted = { text: str(d.text) ?? '', seq: e.seq };
+      } else if (!t.interrupted) turns.delete(e.stream);
+    } else if (e.type === TURN_NOTICE_DELIVERED) t.noticeDelivered = true;
+    else if (e.type === TURN_RETRIED) t.retried = true;
+    if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(e.stream);
+  }
+  for (const [stream, t] of turns) if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(stream);
+  const all = [...turns.values()];
+  return { open: all.filter((t) => !t.interrupted), owing: all.filter((t) => t.interrupted) };
+}
+
+/**
+ * The text an open turn had checkpointed (`turn.progressed`), for its current attempt: a recovery
+ * or fallback retry starts its answer over, as the turn machine does.
+ */
+export function partialText(events: Iterable<Envelope>): string {
+  let text = '';
+  for (const e of events) {
+    if (e.type === 'turn.progressed') text += str((e.data as Record<string, unknown>).text) ?? '';
+    else if (e.type === 'turn.recovering' || e.type === 'turn.fallback') text = '';
+  }
+  return text;
+}
+
+/** How much of the cut answer a notification quotes. */
+export const NOTICE_QUOTE_CHARS = 280;
+
+export const RETRY_HINT = 'send /retry to ask again';
+
+/** What the chat reads in place of the answer: the part that arrived, and why it stops. */
+export function interruptedReplyText(partial: string): string {
+  const note = `[This answer was cut off by a restart of svc; ${RETRY_HINT}.]`;
+  return partial.trim() ? `${partial}\n\n${note}` : `[Your message got no answer: svc restarted while working on it; ${RETRY_HINT}.]`;
+}
+
+export function interruptedNotification(t: { sessionKey: string; agent: string }, partial: string): { title: string; body: string } {
+  const quoted = partial.trim() ? partial.trim().slice(0, NOTICE_QUOTE_CHARS) + (partial.trim().length > NOTICE_QUOTE_CHARS ? '…' : '') : '(nothing had arrived yet)';
+  return {
+    title: 'Answer interrupted by a restart',
+    body: `The answer of agent ${t.agent} in chat ${t.sessionKey} was cut off when svc stopped. It began:\n${quoted}\n\nIn that chat, ${RETRY_HINT}.`,
+  };
+}
