@@ -6,7 +6,6 @@ export * from './providers/codex.js';
 export * from './providers/gemini.js';
 export * from './providers/line-splitter.js';
 export * from './process-group.js';
-export * from './procfs.js';
 export * from './config-watcher.js';
 export * from './cli-turn.js';
 export * from './providers/model-cache.js';

@@ -6,14 +6,12 @@ import {
   interruptedNotification,
   partialText,
   traceTurns,
-  type ProcSnapshot,
   type RecordedGroup,
   type TurnTrace,
 } from '../machines/index.js';
-import { describeError } from '../schemas/index.js';
-import type { EventLog } from '../store/index.js';
+import { describeError, type ProcSnapshot } from '../schemas/index.js';
+import { procSnapshot, readProcCmdline, type EventLog } from '../store/index.js';
 import { NOTIFICATION_COMMANDS } from './notifier.js';
-import { procSnapshot, readCmdline } from './procfs.js';
 
 const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
 
@@ -114,7 +112,7 @@ function endGroup(group: RecordedGroup, snapshot: ProcSnapshot, skipped: (why: s
 
 /** Turns recorded before start times: only a provider CLI still under the pid can vouch for it. */
 function endLegacyGroup(pgid: number, snapshot: ProcSnapshot): number {
-  const argv = readCmdline(pgid);
+  const argv = readProcCmdline(pgid);
   if (!argv || !argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)))) return 0;
   if (!signal(-pgid)) return 0;
   return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && p.state !== 'Z').length);

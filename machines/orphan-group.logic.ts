@@ -1,20 +1,11 @@
+import { hasExited, type ProcSnapshot } from '../schemas/index.js';
+
 /*
  * Which processes of a CLI's process group a restarted daemon may end. A pid alone names nothing
  * once its process is gone (the kernel hands it out again), so a group is recorded at spawn as
  * (pgid, the leader's start time, the boot id) and matched against a snapshot of /proc. Pure: the
- * snapshot arrives as data; actors/procfs.ts reads it.
+ * snapshot arrives as data; store/proc.ts reads it.
  */
-
-/** One line of /proc/<pid>/stat, the fields recovery needs. */
-export interface ProcEntry {
-  pid: number;
-  /** Field 3: R, S, D, Z (zombie), ... */
-  state: string;
-  /** Field 5. */
-  pgid: number;
-  /** Field 22: clock ticks since boot. */
-  startTime: number;
-}
 
 /** What `turn.spawned` recorded about a CLI's group. */
 export interface RecordedGroup {
@@ -25,11 +16,6 @@ export interface RecordedGroup {
   bootId: string | null;
 }
 
-export interface ProcSnapshot {
-  bootId: string | null;
-  procs: readonly ProcEntry[];
-}
-
 export type GroupVerdict =
   /** Every pid here is a live member of the recorded group: end them. */
   | { end: true; pids: number[] }
@@ -37,25 +23,6 @@ export type GroupVerdict =
   /** Recorded without a start time (an older svc): the caller falls back to what it can check. */
   | { end: false; why: 'legacy' };
 
-/**
- * `/proc/<pid>/stat` is `pid (comm) state ppid pgrp ...`; comm is the program's own choice and may
- * hold spaces and `)`, so fields are counted from the last `)`. Null for anything else.
- */
-export function parseProcStat(line: string): ProcEntry | null {
-  const open = line.indexOf(' (');
-  const close = line.lastIndexOf(')');
-  if (open <= 0 || close < open) return null;
-  const pid = Number(line.slice(0, open));
-  // After ") ": state is field 3, so field n sits at index n - 3.
-  const rest = line.slice(close + 2).split(' ');
-  const state = rest[0] ?? '';
-  const pgid = Number(rest[2]);
-  const startTime = Number(rest[19]);
-  if (!/^[A-Za-z]$/.test(state) || ![pid, pgid, startTime].every((n) => Number.isSafeInteger(n) && n >= 0) || pid === 0) return null;
-  return { pid, state, pgid, startTime };
-}
-
-const live = (p: ProcEntry) => p.state !== 'Z' && p.state !== 'X';
 
 /**
  * Given the recorded group and the processes alive now, which to end. Another boot, or a leader pid
@@ -71,6 +38,6 @@ export function decideGroup(recorded: RecordedGroup, now: ProcSnapshot): GroupVe
   const since = recorded.startTime;
   const leader = now.procs.find((p) => p.pid === recorded.pgid);
   if (leader && leader.startTime !== since) return { end: false, why: 'pid-reused' };
-  const pids = now.procs.filter((p) => live(p) && (p.pid === recorded.pgid || (p.pgid === recorded.pgid && p.startTime >= since))).map((p) => p.pid);
+  const pids = now.procs.filter((p) => !hasExited(p) && (p.pid === recorded.pgid || (p.pgid === recorded.pgid && p.startTime >= since))).map((p) => p.pid);
   return pids.length > 0 ? { end: true, pids } : { end: false, why: 'gone' };
 }

@@ -7,3 +7,4 @@ export * from './users.schema.js';
 export * from './agent-commands.schema.js';
 export * from './chat-sessions.schema.js';
 export * from './parse.js';
+export * from './proc-stat.js';

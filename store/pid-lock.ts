@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError } from '../schemas/index.js';
-import { isExited, readBootId, readProcCmdline, readProcStat } from './proc.js';
+import { hasExited } from '../schemas/index.js';
+import { readBootId, readProcCmdline, readProcStat } from './proc.js';
 
 export interface PidLock {
   readonly pidFile: string;
@@ -18,7 +19,7 @@ export interface PidLock {
  */
 interface PidRecord {
   pid: number;
-  startTicks: number | null;
+  startTime: number | null;
   bootId: string | null;
 }
 
@@ -35,11 +36,11 @@ function parseRecord(text: string | undefined): PidRecord | undefined {
     if (eq > 0) fields.set(line.slice(0, eq), line.slice(eq + 1));
   }
   const start = Number(fields.get('start'));
-  return { pid, startTicks: Number.isSafeInteger(start) && start >= 0 ? start : null, bootId: fields.get('boot')?.trim() || null };
+  return { pid, startTime: Number.isSafeInteger(start) && start >= 0 ? start : null, bootId: fields.get('boot')?.trim() || null };
 }
 
 function recordFor(pid: number): string {
-  const start = readProcStat(pid)?.startTicks;
+  const start = readProcStat(pid)?.startTime;
   const boot = readBootId();
   return `${pid}\n${start === undefined ? '' : `start=${start}\n`}${boot === null ? '' : `boot=${boot}\n`}`;
 }
@@ -61,10 +62,10 @@ function staleness(rec: PidRecord): string | null {
   const stat = readProcStat(rec.pid);
   // Without /proc (not Linux) a live pid is all there is to go on.
   if (stat === null) return null;
-  if (isExited(stat)) return `pid ${rec.pid} has exited (a zombie)`;
+  if (hasExited(stat)) return `pid ${rec.pid} has exited (a zombie)`;
   const boot = readBootId();
   if (rec.bootId !== null && boot !== null && rec.bootId !== boot) return `it was written before the machine restarted`;
-  if (rec.startTicks !== null) return rec.startTicks === stat.startTicks ? null : `pid ${rec.pid} now belongs to a process started later`;
+  if (rec.startTime !== null) return rec.startTime === stat.startTime ? null : `pid ${rec.pid} now belongs to a process started later`;
   // A file from a version that recorded only the pid: a daemon runs node with svc's entry point.
   const argv = readProcCmdline(rec.pid) ?? [];
   return argv.some((a) => /svc/i.test(a)) ? null : `pid ${rec.pid} is not an svc daemon (${argv[0] ?? 'unknown'})`;

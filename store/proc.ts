@@ -1,40 +1,25 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseProcStat, type ProcEntry, type ProcSnapshot } from '../schemas/index.js';
 
 /*
- * What Linux's /proc tells about a process, enough to recognise it again later: a pid alone is
- * reused by the kernel, but (boot id, pid, start time) names one process for the life of a machine.
- * Every reader returns null where /proc is missing (not Linux) or the process is gone, so callers
- * decide what "unknown" means for them.
+ * Readers of Linux's /proc (schemas/proc-stat.ts says why svc reads it). Each answers null or empty
+ * where /proc is missing (not Linux) or the process is gone, so callers decline to act rather than guess.
  */
 
-export interface ProcStat {
-  pid: number;
-  /** R, S, D, Z (zombie), X (dead), T, ... */
-  state: string;
-  ppid: number;
-  /** Process-group id. */
-  pgid: number;
-  /** Start time in clock ticks after boot (field 22): with the boot id, unique per process. */
-  startTicks: number;
+let cachedBootId: string | null | undefined;
+
+/** This boot's id; start times count from boot, so they compare only within one. */
+export function readBootId(): string | null {
+  if (cachedBootId !== undefined) return cachedBootId;
+  try {
+    cachedBootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    cachedBootId = null;
+  }
+  return cachedBootId;
 }
 
-/** Parses one `/proc/<pid>/stat` line. The command name may hold spaces and ')' so fields start after the last ')'. */
-export function parseProcStat(text: string): ProcStat | null {
-  const open = text.indexOf('(');
-  const close = text.lastIndexOf(')');
-  if (open < 0 || close < open) return null;
-  const pid = Number(text.slice(0, open).trim());
-  // Fields from 3 (state) on; field n is at index n - 3.
-  const rest = text.slice(close + 1).trim().split(/\s+/);
-  const state = rest[0];
-  const ppid = Number(rest[1]);
-  const pgid = Number(rest[2]);
-  const startTicks = Number(rest[19]);
-  if (!state || ![pid, ppid, pgid, startTicks].every(Number.isSafeInteger)) return null;
-  return { pid, state, ppid, pgid, startTicks };
-}
-
-export function readProcStat(pid: number): ProcStat | null {
+export function readProcStat(pid: number): ProcEntry | null {
   try {
     return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
@@ -42,16 +27,24 @@ export function readProcStat(pid: number): ProcStat | null {
   }
 }
 
-/** The kernel's id of this boot; start ticks only compare within one boot. */
-export function readBootId(): string | null {
+/** Every process visible now; ones that exit mid-scan are skipped. */
+export function procSnapshot(): ProcSnapshot {
+  let names: string[];
   try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+    names = readdirSync('/proc');
   } catch {
-    return null;
+    return { bootId: readBootId(), procs: [] };
   }
+  const procs: ProcEntry[] = [];
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const entry = readProcStat(Number(name));
+    if (entry) procs.push(entry);
+  }
+  return { bootId: readBootId(), procs };
 }
 
-/** argv of a live process, or null. */
+/** argv of a process, or null once it is gone. */
 export function readProcCmdline(pid: number): string[] | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
@@ -59,6 +52,3 @@ export function readProcCmdline(pid: number): string[] | null {
     return null;
   }
 }
-
-/** A zombie has exited and only waits to be reaped: it holds a pid, nothing else. */
-export const isExited = (stat: ProcStat): boolean => stat.state === 'Z' || stat.state === 'X';

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { InterruptedTurns, readBootId, readProcStat, recoverOrphanTurns } from '../../actors/index.js';
+import { InterruptedTurns, recoverOrphanTurns } from '../../actors/index.js';
+import { readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { until } from '../bin/cli-helpers.js';

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { procSnapshot, readProcStat } from '../../actors/index.js';
+import { procSnapshot, readProcStat } from '../../store/index.js';
 import { exited, readEvents, startSvc, until } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));

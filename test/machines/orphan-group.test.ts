@@ -1,5 +1,6 @@
 import t from 'tap';
-import { decideGroup, parseProcStat, type ProcEntry, type RecordedGroup } from '../../machines/index.js';
+import { decideGroup, type RecordedGroup } from '../../machines/index.js';
+import { parseProcStat, type ProcEntry } from '../../schemas/index.js';
 
 const stat = (pid: number, comm: string, state: string, pgid: number, start: number) =>
   `${pid} (${comm}) ${state} 1 ${pgid} ${pgid} 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 ${start} 3133440 356 18446744073709551615 0 0 0\n`;
