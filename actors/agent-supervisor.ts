@@ -30,6 +30,7 @@ import {
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
+import { CliSlots } from './cli-slots.js';
 import { recoverOrphanTurns } from './turn-recovery.js';
 
 export interface SupervisorDeps {
@@ -59,6 +60,8 @@ export const MAIN_AGENT = 'main';
 export class AgentSupervisor {
   private readonly runtimes = new Map<string, AgentRuntime>();
   private readonly subs: Subscription[] = [];
+  /** One bound for every agent's CLIs; the main config's value, re-read per admission (hot reload). */
+  readonly cliSlots = new CliSlots(() => this.d.mainConfig().max_concurrent_cli);
 
   constructor(private readonly d: SupervisorDeps) {}
 
@@ -120,6 +123,7 @@ export class AgentSupervisor {
       interagentToken: () =>
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
+      cliSlots: this.cliSlots,
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });
