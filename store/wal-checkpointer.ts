@@ -13,8 +13,16 @@ export const CHECKPOINT_INTERVAL_MS = 1000;
  */
 export const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
 
+/**
+ * How often the worker looks at the WAL's size (a stat). A burst of appends writes hundreds of MB
+ * per second (100,000 events in one second made a 316 MB WAL), so waiting for the next PASSIVE
+ * tick to notice would let the file overshoot its bound by a second's worth of writes.
+ */
+export const WAL_SIZE_CHECK_MS = 100;
+
 // Plain CommonJS run by the worker: its own connection to the same file, checkpointing PASSIVE
-// (never waits for, nor blocks, the writer) on a timer, and TRUNCATE when the WAL passed its bound.
+// (never waits for, nor blocks, the writer) every intervalMs, and PASSIVE then TRUNCATE as soon as
+// a size check finds the WAL past its bound.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { statSync } = require('node:fs');
@@ -23,16 +31,20 @@ const db = new Database(workerData.path);
 db.pragma('busy_timeout = 1000');
 db.pragma('journal_size_limit = ' + workerData.truncateAtBytes);
 const walSize = () => { try { return statSync(workerData.path + '-wal').size; } catch { return 0; } };
+let lastPassive = Date.now();
 const tick = () => {
   try {
+    const over = walSize() > workerData.truncateAtBytes;
+    if (!over && Date.now() - lastPassive < workerData.intervalMs) return;
     db.pragma('wal_checkpoint(PASSIVE)');
-    if (walSize() > workerData.truncateAtBytes) {
+    lastPassive = Date.now();
+    if (over) {
       const [r] = db.pragma('wal_checkpoint(TRUNCATE)');
       parentPort.postMessage({ truncated: r.busy === 0 });
     }
   } catch (e) { parentPort.postMessage({ error: String(e && e.message || e) }); }
 };
-const timer = setInterval(tick, workerData.intervalMs);
+const timer = setInterval(tick, workerData.sizeCheckMs);
 parentPort.on('message', (m) => {
   if (m === 'stop') { clearInterval(timer); db.close(); parentPort.postMessage({ stopped: true }); }
 });
@@ -57,7 +69,8 @@ export class WalCheckpointer {
 
   constructor(path: string, onError: (message: string) => void, opts: WalCheckpointerOptions = {}) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    const workerData = { path, driver, intervalMs: opts.intervalMs ?? CHECKPOINT_INTERVAL_MS, truncateAtBytes: opts.truncateAtBytes ?? WAL_TRUNCATE_BYTES };
+    const intervalMs = opts.intervalMs ?? CHECKPOINT_INTERVAL_MS;
+    const workerData = { path, driver, intervalMs, sizeCheckMs: Math.min(intervalMs, WAL_SIZE_CHECK_MS), truncateAtBytes: opts.truncateAtBytes ?? WAL_TRUNCATE_BYTES };
     // execArgv: [] so the parent's flags (an ESM input type, a test runner's loaders) do not turn
     // this CommonJS snippet into something else.
     this.worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData });
