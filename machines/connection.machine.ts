@@ -27,14 +27,12 @@ export type AuthRejection = 'auth_timeout' | 'auth_required' | 'auth_failed';
 export type ConnectionCloseReason = AuthRejection | 'client' | 'nonce_limit' | 'backpressure' | 'shutdown';
 export type FrameVerdict = 'accepted' | 'decrypt_failed';
 
+/** The host records the facts on `conn:<id>`; the machine needs no id of its own. */
 export interface ConnectionInput {
-  /** Also the stream suffix: facts go to `conn:<id>`. */
-  id: string;
   nonceCap?: number;
 }
 
 export interface ConnectionContext {
-  id: string;
   chatId: number | null;
   channelId: number | null;
   nonceCap: number;
@@ -104,7 +102,6 @@ export const connectionMachine = setup({
   id: 'connection',
   initial: 'plaintext',
   context: ({ input }) => ({
-    id: input.id,
     chatId: null,
     channelId: null,
     nonceCap: input.nonceCap ?? CONNECTION_NONCE_CAP,

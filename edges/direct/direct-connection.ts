@@ -83,7 +83,7 @@ export class DirectConnection implements HubConnection {
     private readonly address = '',
   ) {
     this.actor = createActor(hub.deps.connectionMachine, {
-      input: { id: this.id, nonceCap: hub.limits.nonceCap },
+      input: { nonceCap: hub.limits.nonceCap },
     }) as unknown as ConnectionActor;
     this.actor.on('*', (fact) => hub.record(this.id, fact));
   }

@@ -646,7 +646,7 @@ t.test('shutdown closes live connections with 1001', async (t) => {
 
 t.test('connection machine, driven by events', async (t) => {
   const drive = (events: Parameters<ReturnType<typeof createActor<typeof connectionMachine>>['send']>[0][], nonceCap?: number) => {
-    const actor = createActor(connectionMachine, { input: { id: 'x', ...(nonceCap ? { nonceCap } : {}) } });
+    const actor = createActor(connectionMachine, { input: { ...(nonceCap ? { nonceCap } : {}) } });
     const out: ConnectionFact[] = [];
     actor.on('*', (f) => out.push(f as ConnectionFact));
     actor.start();
