@@ -9,6 +9,19 @@
  *
  * Behind a reverse proxy every client arrives from the proxy's address and shares one window.
  */
+
+const EXPANDED_IPV6 = /^([0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
+const IPV4_MAPPED = /^(0000:){5}ffff:/i;
+
+/**
+ * The key an address is limited under. uWS reports addresses as eight expanded IPv6 groups; a
+ * host usually holds a whole /64, so a native IPv6 client is keyed by its /64 (otherwise it could
+ * take a fresh address for every guess). IPv4 (mapped or plain) is keyed by the address itself.
+ */
+export function authLimitKey(address: string): string {
+  if (!EXPANDED_IPV6.test(address) || IPV4_MAPPED.test(address)) return address;
+  return `${address.slice(0, 19).toLowerCase()}::/64`;
+}
 export interface AuthFailureRule {
   maxFailures: number;
   windowMs: number;

@@ -16,7 +16,7 @@ import {
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
-import { AuthFailureLimit } from './auth-failure-limit.js';
+import { AuthFailureLimit, authLimitKey } from './auth-failure-limit.js';
 import { SerialQueues } from './serial-queues.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
 
@@ -168,14 +168,14 @@ export class DirectHub {
 
   /** Whole seconds `address` must wait before its next upgrade is accepted; 0 when it may connect. */
   upgradeRefusal(address: string): number {
-    const ms = this.authFailures.retryAfterMs(address, this.now());
+    const ms = this.authFailures.retryAfterMs(authLimitKey(address), this.now());
     if (ms > 0) this.unauthenticated.count('rate_limited');
     return Math.ceil(ms / 1000);
   }
 
   /** A connection from `address` failed to authenticate; returns the wait in seconds it put in force (0 if none). */
   authFailed(address: string): number {
-    return Math.ceil(this.authFailures.fail(address, this.now()) / 1000);
+    return Math.ceil(this.authFailures.fail(authLimitKey(address), this.now()) / 1000);
   }
 
   /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */

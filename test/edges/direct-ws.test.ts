@@ -11,7 +11,7 @@ import { startDirectApi, type DirectApiServer, type DirectLimits } from '../../e
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
 import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
-import { AuthFailureLimit } from '../../edges/direct/auth-failure-limit.js';
+import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
 import { rawRequest } from '../fixtures/raw-http.js';
 
 type T = Test;
@@ -412,6 +412,14 @@ t.test('auth-failure limit: given/when/then over the per-address rule', async (t
   t.equal(limit.fail('s', 2100), 0);
   t.equal(limit.fail('s', 2101), 902, 'a remembered address keeps its count: its third failure trips');
   t.equal(limit.fail('p', 2102) + limit.fail('p', 2103), 0, 'a forgotten address counts from zero again');
+
+  const v6 = (last: string) => `2001:0db8:0001:0002:0000:0000:0000:${last}`;
+  t.equal(authLimitKey(v6('0001')), authLimitKey(v6('beef')), 'addresses of one IPv6 /64 share a window');
+  t.equal(authLimitKey(v6('0001')), '2001:0db8:0001:0002::/64');
+  t.not(authLimitKey(v6('0001')), authLimitKey('2001:0db8:0001:0003:0000:0000:0000:0001'), 'another /64 does not');
+  t.equal(authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '0000:0000:0000:0000:0000:ffff:7f00:0001', 'IPv4 (mapped) is keyed per address');
+  t.not(authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0002'));
+  t.equal(authLimitKey('127.0.0.1'), '127.0.0.1');
 });
 
 t.test('session errors are encrypted and leave the session usable', async (t) => {
