@@ -43,6 +43,7 @@ import {
 } from '../schemas/index.js';
 import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type EventLog, type HomePaths } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
+import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
 import { cliTurnLogic } from './cli-turn.js';
 import { claudeAdapter } from './providers/claude.js';
 import { codexAdapter } from './providers/codex.js';
@@ -72,6 +73,8 @@ export interface AgentRuntimeDeps {
   takeRetry?: (sessionKey: string, requestId: string) => Promise<string | null>;
   /** A turn svc's own shutdown cut off (its chat is told on the next start). */
   onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
+  /** The daemon-wide bound on running CLIs, shared by every agent; absent: no bound. */
+  cliSlots?: CliSlots;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -107,6 +110,8 @@ export class AgentRuntime {
   private pendingModel: { model: string; provider: string } | null = null;
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
   private readonly preparing = new Map<string, number>();
+  /** Turns waiting for a CLI slot: request → chat, and the place in the queue an abort gives up. */
+  private readonly queued = new Map<string, { chat_id: number; slot: CliSlot }>();
   /** Bumped by each abort of a chat, so preparation that outlives an abort does not start its turn. */
   private readonly abortEpoch = new Map<number, number>();
   private stopped = false;
@@ -175,6 +180,7 @@ export class AgentRuntime {
     let killed = 0;
     this.abortEpoch.set(chatId, (this.abortEpoch.get(chatId) ?? 0) + 1);
     for (const chat of this.preparing.values()) if (chat === chatId) killed++;
+    for (const q of this.queued.values()) if (q.chat_id === chatId) q.slot.cancel();
     for (const [, turn] of this.active) {
       if (turn.chat_id !== chatId) continue;
       turn.actor.send({ type: 'abort', reason: 'user' });
@@ -198,6 +204,7 @@ export class AgentRuntime {
    */
   async stop(cause: string = SHUTDOWN_ABORT): Promise<void> {
     this.stopped = true;
+    for (const q of this.queued.values()) q.slot.cancel();
     for (const lane of this.lanes.values()) {
       for (const p of lane.queue.splice(0)) p.reject(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
     }
@@ -241,14 +248,38 @@ export class AgentRuntime {
     }
 
     this.preparing.set(msg.request_id, msg.chat_id);
+    const epoch = this.abortEpoch.get(msg.chat_id) ?? 0;
+    const turnId = randomUUID();
+    const slot = await this.cliSlot(msg, key, turnId);
     try {
-      return await this.runTurn(msg, key, this.abortEpoch.get(msg.chat_id) ?? 0);
+      if (!slot) return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+      return await this.runTurn(msg, key, epoch, turnId);
     } finally {
+      slot?.release();
       this.preparing.delete(msg.request_id);
     }
   }
 
-  private async runTurn(msg: AgentMessage, key: string, epoch: number): Promise<TurnOutcome> {
+  /**
+   * Waits for a place under `max_concurrent_cli`; the client is told while it waits. Null when the
+   * turn was aborted (or the agent stopped) before its CLI could start.
+   */
+  private async cliSlot(msg: AgentMessage, key: string, turnId: string): Promise<CliSlot | null> {
+    const slot = this.d.cliSlots?.acquire();
+    if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
+    if (!slot.queued) return slot;
+    const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
+    const status = (text: string | null) => this.d.bus.emitTransient({ stream: `turn:${turnId}`, type: 'turn.system_status', data: { ...base, status: text } });
+    this.queued.set(msg.request_id, { chat_id: msg.chat_id, slot });
+    status(queuedStatus(slot.queued));
+    const granted = await slot.granted;
+    this.queued.delete(msg.request_id);
+    if (!granted) return null;
+    status(null);
+    return slot;
+  }
+
+  private async runTurn(msg: AgentMessage, key: string, epoch: number, turnId: string): Promise<TurnOutcome> {
     const config = this.d.config();
     const directive = parseDirective(msg.text);
     const prompt = directive.rest.trim();
@@ -275,7 +306,6 @@ export class AgentRuntime {
     const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
     const resume = sessionIdFor(session.providerSessions, provider);
     const memory = this.memoryText(config, resume === null, session.messageCount + 1);
-    const turnId = randomUUID();
     const base: TurnChunkBase = {
       request_id: msg.request_id,
       turn_id: turnId,

@@ -30,6 +30,7 @@ import {
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
+import { CliSlots } from './cli-slots.js';
 import { InterruptedTurns } from './interrupted-turns.js';
 import { notifyInterrupted, recoverOrphanTurns } from './turn-recovery.js';
 
@@ -61,6 +62,8 @@ export class AgentSupervisor {
   private readonly runtimes = new Map<string, AgentRuntime>();
   private readonly subs: Subscription[] = [];
   private readonly interrupted: InterruptedTurns;
+  /** One bound for every agent's CLIs; the main config's value, re-read per admission (hot reload). */
+  readonly cliSlots = new CliSlots(() => this.d.mainConfig().max_concurrent_cli);
 
   constructor(private readonly d: SupervisorDeps) {
     this.interrupted = new InterruptedTurns(d.bus);
@@ -128,6 +131,7 @@ export class AgentSupervisor {
       saveModel: (model, provider) => this.saveModel(name, model, provider),
       takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
       onCut: (turn) => notifyInterrupted(this.d.bus, turn),
+      cliSlots: this.cliSlots,
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });

@@ -8,6 +8,7 @@ export * from './providers/line-splitter.js';
 export * from './process-group.js';
 export * from './config-watcher.js';
 export * from './cli-turn.js';
+export * from './cli-slots.js';
 export * from './providers/model-cache.js';
 export * from './providers/discovery.js';
 export * from './providers/auth-login.js';

@@ -1,6 +1,7 @@
 import { benchBus } from './bus.bench.js';
 import { benchDirect } from './direct.bench.js';
 import { benchRuntime } from './runtime.bench.js';
+import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 
 const report = new BenchReport();
@@ -8,4 +9,5 @@ process.stdout.write(`svc benchmarks — node ${process.version}, ${new Date().t
 await benchBus(report);
 await benchRuntime(report);
 await benchDirect(report);
+await benchWal(report);
 report.summary();

@@ -41,6 +41,7 @@ export const HOT_RELOADABLE_FIELDS = [
   'idle_timeout_minutes', 'session_age_warning_hours', 'daily_reset_hour', 'daily_reset_enabled',
   'permission_mode', 'permission_mode_by_role', 'file_access', 'user_timezone', 'streaming', 'heartbeat',
   'cleanup', 'cli_parameters', 'allowed_user_ids', 'allowed_group_ids', 'group_mention_only', 'transcription',
+  'max_concurrent_cli',
 ] as const;
 /** SPEC.md "Hot reload": recorded on change, applied only after a restart. */
 export const RESTART_REQUIRED_FIELDS = [
@@ -254,6 +255,8 @@ const block = <S extends v.GenericSchema>(schema: S) =>
 
 // ---------------------------------------------------------------- AgentConfig
 
+export const DEFAULT_MAX_CONCURRENT_CLI = 8;
+
 /** Field-by-field shape; unknown top-level keys are kept so a write-back never drops what a user added. */
 export const AgentConfigShape = v.looseObject({
   log_level: v.optional(
@@ -277,6 +280,13 @@ export const AgentConfigShape = v.looseObject({
     () => ({ ...DEFAULT_PERMISSION_MODE_BY_ROLE }),
   ),
   cli_timeout: v.optional(positive(), 1800.0),
+  /**
+   * CLI processes running at once across every agent and chat; further turns queue. Daemon-wide, so
+   * read from the main config only (not a sub-agent override). 8 by measurement on 2 cores: CLI
+   * start-up is CPU-bound (throughput stops growing past 2 at once), a turn is then mostly waiting
+   * on the provider's API, and 8 Claude Code processes at ~250 MB RSS each fit a 4 GB machine.
+   */
+  max_concurrent_cli: v.optional(int(1), DEFAULT_MAX_CONCURRENT_CLI),
   reasoning_effort: v.optional(oneOf(REASONING_EFFORTS), 'medium'),
   file_access: str('all'),
   gemini_api_key: v.optional(v.nullable(v.string()), null),

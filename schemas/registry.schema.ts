@@ -21,6 +21,10 @@ import {
  */
 
 export const AGENT_NAME_PATTERN = /^[a-z0-9_-]+$/;
+/** A sub-agent's name is a directory name (`agents/<name>/`) and a word on CLI command lines. */
+export const MAX_AGENT_NAME_LENGTH = 64;
+/** The main agent's name: a sub-agent by that name would be confused with it everywhere (workspace, routing, can_call). */
+export const RESERVED_AGENT_NAMES: readonly string[] = ['main'];
 export const MIN_INTERAGENT_TOKEN_LENGTH = 32;
 
 const F = AgentConfigShape.entries;
@@ -41,6 +45,10 @@ const EntryFields = v.looseObject({
   name: v.pipe(
     v.string(),
     v.check((s) => AGENT_NAME_PATTERN.test(s), 'a lowercase name of a-z, 0-9, _ and - (e.g. "research_bot")'),
+    v.check((s) => s.length <= MAX_AGENT_NAME_LENGTH, `at most ${MAX_AGENT_NAME_LENGTH} characters`),
+    // A leading "-" reads as an option to every tool handed the name or its directory.
+    v.check((s) => !s.startsWith('-'), 'a name that does not start with "-"'),
+    v.check((s) => !RESERVED_AGENT_NAMES.includes(s.toLowerCase()), `a name other than ${RESERVED_AGENT_NAMES.map((n) => `"${n}"`).join(', ')} (reserved for the main agent)`),
   ),
   transport: inherit(F.transport.wrapped),
   telegram_token: inherit(v.string()),

@@ -4,6 +4,7 @@ export * from './event-validation.js';
 export * from './projection.js';
 export * from './stream-heads.projection.js';
 export * from './sqlite-event-log.js';
+export { WAL_TRUNCATE_BYTES, CHECKPOINT_INTERVAL_MS } from './wal-checkpointer.js';
 export * from './memory-event-log.js';
 export * from './json-file.js';
 export * from './pid-lock.js';

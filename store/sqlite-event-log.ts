@@ -6,7 +6,7 @@ import type { Envelope, NewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
 import type { Projection } from './projection.js';
-import { WalCheckpointer } from './wal-checkpointer.js';
+import { WAL_TRUNCATE_BYTES, WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 import { applyProjections, checkProjections, createProjectionTables } from './projection.js';
 
 /** Bump when the events/meta layout changes; opening a newer file with older code is refused. */
@@ -37,7 +37,7 @@ export interface SqliteEventLogOptions {
    * The daemon's log: checkpoint the WAL on a worker thread instead of inside whichever commit
    * crosses SQLite's threshold (see WalCheckpointer). Call `stopCheckpoints()` before `close()`.
    */
-  backgroundCheckpoints?: { onError(message: string): void };
+  backgroundCheckpoints?: { onError(message: string): void } & WalCheckpointerOptions;
 }
 
 interface EventRow {
@@ -193,6 +193,9 @@ export class SqliteEventLog implements EventLog {
         // stays atomic and durable across a process crash (what the crash tests check); only a power
         // loss can drop the last commits, and then the log still never holds half a batch.
         db.pragma('synchronous = NORMAL');
+        // When the writer wraps to the start of a fully checkpointed WAL, the file is cut back to this
+        // size instead of keeping its high-water mark.
+        db.pragma(`journal_size_limit = ${opts.backgroundCheckpoints?.truncateAtBytes ?? WAL_TRUNCATE_BYTES}`);
       }
       db.function('svc_at_ms', { deterministic: true }, (at: unknown) => (typeof at === 'string' ? Date.parse(at) : null));
       if (fresh) {
@@ -205,7 +208,8 @@ export class SqliteEventLog implements EventLog {
       const log = new SqliteEventLog(path, db, projections, readonly);
       if (!readonly && opts.backgroundCheckpoints) {
         db.pragma('wal_autocheckpoint = 0');
-        log.#checkpointer = new WalCheckpointer(path, opts.backgroundCheckpoints.onError);
+        const { onError, ...checkpoints } = opts.backgroundCheckpoints;
+        log.#checkpointer = new WalCheckpointer(path, onError, checkpoints);
       }
       return log;
     } catch (err) {

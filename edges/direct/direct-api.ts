@@ -25,7 +25,9 @@ export function mountDirectApi(app: App, deps: DirectApiDeps): DirectApiMount {
     onInternalError: (e: unknown, req: { method: string; path: string }) =>
       hub.log('error', `direct api ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`),
   };
-  for (const pattern of ['/health', '/files', '/upload']) mountHttp(app, pattern, router, opts);
+  // Every path not mounted more specifically (/ws upgrades, /api/*) goes through the router, so an
+  // unknown one gets a 404 answer instead of uWS closing the socket without a word.
+  mountHttp(app, '/*', router, opts);
   return { hub, close: () => hub.close() };
 }
 

@@ -53,9 +53,10 @@ const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
 /** A merged delta stays a modest frame: far below the backpressure cap and any client's frame limit. */
 const MAX_MERGED_DELTA_CHARS = 64 * 1024;
 
-/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown. */
+/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown, 1013 try again later when an address is locked out. */
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
+const CLOSE_TRY_AGAIN_LATER = 1013;
 
 /**
  * One `/ws` client: plaintext auth, then encrypted frames only. Decisions come from the connection
@@ -78,9 +79,11 @@ export class DirectConnection implements HubConnection {
   constructor(
     private readonly hub: DirectHub,
     private readonly socket: FrameSocket,
+    /** The client's address, as the per-address auth-failure limit keys it. */
+    private readonly address = '',
   ) {
     this.actor = createActor(hub.deps.connectionMachine, {
-      input: { id: this.id, nonceCap: hub.limits.nonceCap },
+      input: { nonceCap: hub.limits.nonceCap },
     }) as unknown as ConnectionActor;
     this.actor.on('*', (fact) => hub.record(this.id, fact));
   }
@@ -189,6 +192,12 @@ export class DirectConnection implements HubConnection {
     if (snap.context.rejection) {
       const code = snap.context.rejection;
       const message = code === 'auth_failed' ? this.authFailureMessage() : AUTH_MESSAGES[code];
+      const waitS = this.hub.authFailed(this.address);
+      if (waitS > 0) {
+        this.writePlain({ type: 'error', code, message: `${message}; too many failed attempts from this address: new connections are refused for ${waitS} s` });
+        this.socket.end(CLOSE_TRY_AGAIN_LATER, `auth_rate_limited: retry in ${waitS} s`);
+        return;
+      }
       this.writePlain({ type: 'error', code, message });
       this.socket.end(CLOSE_POLICY, code);
     } else if (reason === 'nonce_limit') {
@@ -210,7 +219,9 @@ export class DirectConnection implements HubConnection {
     this.gone = true;
     this.clearTimer();
     this.hub.remove(this);
+    const authenticated = this.state.context.chatId !== null;
     this.actor.send({ type: 'close', code });
+    if (!authenticated) this.hub.unauthenticated.count(this.state.context.closeReason ?? 'client');
   }
 
   shutdown(): void {

@@ -18,7 +18,7 @@ function requireBearer(req: HttpRequest, token: string): void {
   }
 }
 
-/** `/health`, `/files`, `/upload` as pure handlers over the hub's deps. */
+/** `/health`, `/files`, `/upload` (and `/ws` without an upgrade) as pure handlers over the hub's deps. */
 export function directRoutes(hub: DirectHub): Route[] {
   const { deps } = hub;
   return [
@@ -26,6 +26,13 @@ export function directRoutes(hub: DirectHub): Route[] {
       method: 'GET',
       pattern: '/health',
       handler: () => json(200, { status: 'ok', connections: hub.authenticatedCount }),
+    },
+    {
+      // uWS hands `/ws` requests without upgrade headers on to the HTTP routes.
+      method: 'GET',
+      pattern: '/ws',
+      handler: () =>
+        json(426, { error: '/ws is a WebSocket endpoint: send Upgrade: websocket with Sec-WebSocket-Key and Sec-WebSocket-Version: 13', code: 'upgrade-required' }, { upgrade: 'websocket', connection: 'Upgrade' }),
     },
     {
       method: 'GET',

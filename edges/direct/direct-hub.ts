@@ -17,7 +17,9 @@ import {
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
+import { AuthFailureLimit, authLimitKey } from './auth-failure-limit.js';
 import { SerialQueues } from './serial-queues.js';
+import { UnauthenticatedTally } from './unauthenticated-tally.js';
 
 export interface DirectLimits {
   /** WIRE.md: the auth frame must arrive within 10 s of the upgrade. */
@@ -34,6 +36,11 @@ export interface DirectLimits {
   nonceCap: number;
   /** Bytes of one uploaded file. */
   maxUploadBytes: number;
+  /** Failed authentications one client address may make per window before its upgrades get 429. */
+  authFailuresPerWindow: number;
+  authFailureWindowMs: number;
+  /** Addresses whose failures are remembered at once; the oldest window is forgotten first. */
+  authFailureAddresses: number;
 }
 
 export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
@@ -44,6 +51,10 @@ export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
   maxQueuedPerSession: 32,
   nonceCap: 100_000,
   maxUploadBytes: 50 * 1024 * 1024,
+  authFailuresPerWindow: 10,
+  authFailureWindowMs: 60_000,
+  // ~100 bytes each: a full table stays around 1 MB.
+  authFailureAddresses: 10_000,
 };
 
 export type DirectLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
@@ -65,6 +76,8 @@ export interface DirectApiDeps {
   /** Defaults to `bus.emitLog`. */
   log?: DirectLog;
   limits?: Partial<DirectLimits>;
+  /** Milliseconds since the epoch for the auth-failure windows; defaults to `bus.now`. */
+  now?: () => number;
 }
 
 /** What the hub needs from one connection. */
@@ -112,11 +125,22 @@ export class DirectHub {
   private closed = false;
   /** Highest send-buffer fill seen on any connection: evidence that the cap holds. */
   peakBufferedBytes = 0;
+  /** All that connections which never authenticate leave behind. */
+  readonly unauthenticated: UnauthenticatedTally;
+  private readonly authFailures: AuthFailureLimit;
+  private readonly now: () => number;
 
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
     this.queues = new SerialQueues(this.limits.maxQueuedPerSession);
+    this.unauthenticated = new UnauthenticatedTally(this.log);
+    this.authFailures = new AuthFailureLimit({
+      maxFailures: this.limits.authFailuresPerWindow,
+      windowMs: this.limits.authFailureWindowMs,
+      maxAddresses: this.limits.authFailureAddresses,
+    });
+    this.now = deps.now ?? (() => deps.bus.now());
     this.subs.push(
       deps.bus.transient$.subscribe((m: Transient) => {
         if (!TURN_TYPES.has(m.type)) return;
@@ -152,7 +176,19 @@ export class DirectHub {
     return this.connections.size;
   }
 
-  /** Facts of a connection's machine, on its own stream. Never message contents. */
+  /** Whole seconds `address` must wait before its next upgrade is accepted; 0 when it may connect. */
+  upgradeRefusal(address: string): number {
+    const ms = this.authFailures.retryAfterMs(authLimitKey(address), this.now());
+    if (ms > 0) this.unauthenticated.count('rate_limited');
+    return Math.ceil(ms / 1000);
+  }
+
+  /** A connection from `address` failed to authenticate; returns the wait in seconds it put in force (0 if none). */
+  authFailed(address: string): number {
+    return Math.ceil(this.authFailures.fail(authLimitKey(address), this.now()) / 1000);
+  }
+
+  /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */
   record(connId: string, fact: { type: string; data?: EventData }): void {
     // Authentication is when a connection's chat becomes known: the moment to hand it what a restart cut off.
     if (fact.type === 'connection.authenticated') {
@@ -259,6 +295,7 @@ export class DirectHub {
     if (this.closed) return;
     for (const c of [...this.connections]) c.shutdown();
     this.closed = true;
+    this.unauthenticated.flush();
     for (const s of this.subs) s.unsubscribe();
   }
 }

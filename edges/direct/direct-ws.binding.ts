@@ -6,6 +6,7 @@ import type { DirectHub } from './direct-hub.js';
 interface SocketData {
   conn: DirectConnection | null;
   closed: boolean;
+  address: string;
 }
 
 /**
@@ -23,8 +24,22 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
     sendPingsAutomatically: true,
     compression: uWS.DISABLED,
     upgrade: (res, req, context) => {
+      const address = Buffer.from(res.getRemoteAddressAsText()).toString();
+      // An address locked out for failed auths is turned away here, before a socket, key pair or
+      // timer exists for it.
+      const retryS = hub.upgradeRefusal(address);
+      if (retryS > 0) {
+        res.cork(() => {
+          res
+            .writeStatus('429 Too Many Requests')
+            .writeHeader('Retry-After', String(retryS))
+            .writeHeader('Content-Type', 'application/json')
+            .end(JSON.stringify({ error: 'auth_rate_limited', message: `too many failed authentications from this address; retry in ${retryS} s` }), true);
+        });
+        return;
+      }
       res.upgrade<SocketData>(
-        { conn: null, closed: false },
+        { conn: null, closed: false, address },
         req.getHeader('sec-websocket-key'),
         req.getHeader('sec-websocket-protocol'),
         req.getHeader('sec-websocket-extensions'),
@@ -57,7 +72,7 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
           ws.end(code, reason);
         },
         abort: () => ws.close(),
-      });
+      }, ws.getUserData().address);
       ws.getUserData().conn = conn;
       conn.open();
     },

@@ -1,10 +1,12 @@
 import t from 'tap';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { ofType } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
+import { CliSlots, queuedStatus, type CliSlot } from '../../actors/index.js';
+import { setImmediate as tick } from 'node:timers/promises';
 import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
@@ -144,6 +146,96 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   t.same((await queued).status, 'aborted', 'queued work of the chat is dropped');
   await hang.d.bus.send({ type: 'agent.abort', data: { chat_id: 21 } });
   t.equal((await other).status, 'aborted');
+});
+
+/** Polls what the test cannot await, with a bounded deadline. */
+async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+t.test('CLI slots: first come, first served under a bound read at every admission', async (t) => {
+  let bound = 2;
+  const slots = new CliSlots(() => bound);
+  const order: string[] = [];
+  const take = (name: string) => {
+    const s = slots.acquire();
+    void s.granted.then((ok) => order.push(`${name}:${ok}`));
+    return s;
+  };
+  const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map(take) as [CliSlot, CliSlot, CliSlot, CliSlot, CliSlot];
+  await tick();
+  t.same(order, ['a:true', 'b:true'], 'given a bound of 2, the first two start');
+  t.same([c.queued, d.queued, e.queued], [{ running: 2, ahead: 0 }, { running: 2, ahead: 1 }, { running: 2, ahead: 2 }]);
+  d.cancel();
+  a.release();
+  a.release();
+  await tick();
+  t.same(order, ['a:true', 'b:true', 'd:false', 'c:true'], 'a cancelled waiter leaves; a freed slot goes to the head of the queue, once');
+  c.cancel();
+  t.equal(slots.runningCount, 2, 'cancel leaves a granted slot alone');
+  bound = 3;
+  const f = take('f');
+  await tick();
+  t.same(order.slice(4), ['e:true'], 'a raised bound admits the queue head before the newcomer');
+  t.same([f.queued, slots.waitingCount], [{ running: 2, ahead: 1 }, 1]);
+  for (const s of [b, c, e, f]) s.release();
+  await tick();
+  t.same([slots.runningCount, slots.waitingCount, order.at(-1)], [0, 0, 'f:true']);
+  t.equal(queuedStatus({ running: 1, ahead: 1 }), 'queued: 1 CLI process is running (max_concurrent_cli), 1 turn ahead of yours; yours starts when one ends');
+});
+
+t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, are told so, and can be aborted', async (t) => {
+  const gate = join(scratchOf(t).dir, 'gate');
+  mkdirSync(gate);
+  const root = join(scratchOf(t).dir, 'home');
+  mkdirSync(homePaths(root).configDir, { recursive: true });
+  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: 2 }));
+  const { d, ask } = await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root });
+  // Each fake CLI appends how many fake CLIs were running when it started (itself included).
+  const seen = () => (existsSync(join(gate, 'seen')) ? readFileSync(join(gate, 'seen'), 'utf8').trim().split('\n').map(Number) : []);
+  const statuses = new Map<string, (string | null)[]>();
+  d.bus.transient$.pipe(filter((m) => m.type === 'turn.system_status')).subscribe((m) => {
+    const { request_id, status } = m.data as { request_id: string; status: string | null };
+    statuses.set(request_id, [...(statuses.get(request_id) ?? []), status]);
+  });
+  const queuedOf = (r: string) => (statuses.get(r) ?? []).filter((s) => s?.startsWith('queued:'));
+
+  const turns = [1, 2, 3, 4, 5].map((n) => ask(`chat ${n}`, { chat_id: 100 + n }));
+  await until('two CLIs running and three turns queued', () => seen().length === 2 && ['r3', 'r4', 'r5'].every((r) => queuedOf(r).length === 1));
+  t.ok(seen().every((n) => n <= 2), 'two CLIs started, side by side');
+  t.same([d.agents.cliSlots.runningCount, d.agents.cliSlots.waitingCount], [2, 3]);
+  t.same(queuedOf('r1').concat(queuedOf('r2')), [], 'turns under the bound are not told anything');
+  t.same(queuedOf('r3'), ['queued: 2 CLI processes are running (max_concurrent_cli); yours starts when one ends']);
+  t.same(queuedOf('r5'), ['queued: 2 CLI processes are running (max_concurrent_cli), 2 turns ahead of yours; yours starts when one ends']);
+
+  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 105 } });
+  t.equal(killed, 1, 'aborting a queued turn counts it');
+  const aborted = await turns[4]!;
+  t.same([aborted.status, aborted.turn_id], ['aborted', null], 'and it ends without a CLI');
+  t.equal(d.agents.cliSlots.waitingCount, 2, 'it left the queue');
+
+  writeFileSync(join(gate, 'open'), '');
+  const outs = await Promise.all(turns.slice(0, 4));
+  t.same(outs.map((o) => o.status), ['completed', 'completed', 'completed', 'completed']);
+  t.equal(seen().length, 4, 'the aborted turn never started a CLI');
+  t.ok(seen().every((n) => n <= 2), `never more than 2 CLIs at once (seen ${seen().join(',')})`);
+  t.equal(statuses.get('r3')![1], null, 'the queued status is cleared when the turn starts');
+  t.same(d.agents.cliSlots.runningCount, 0);
+
+  // Hot reload: a lower bound applies to the next turns.
+  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: 1 }));
+  await until('config reloaded', () => d.config().max_concurrent_cli === 1);
+  rmSync(join(gate, 'open'));
+  rmSync(join(gate, 'seen'));
+  const next = [ask('again 1', { chat_id: 101 }), ask('again 2', { chat_id: 102 })];
+  await until('one running, one queued', () => seen().length === 1 && d.agents.cliSlots.waitingCount === 1);
+  writeFileSync(join(gate, 'open'), '');
+  t.same((await Promise.all(next)).map((o) => o.status), ['completed', 'completed']);
+  t.same(seen(), [1, 1], 'one at a time under the reloaded bound');
 });
 
 t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {

@@ -11,6 +11,8 @@ import { startDirectApi, type DirectApiServer, type DirectLimits } from '../../e
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
 import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
+import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
+import { rawRequest } from '../fixtures/raw-http.js';
 
 type T = Test;
 type Frame = Record<string, any>;
@@ -97,7 +99,7 @@ interface Env {
   logs: { level: string; msg: string }[];
 }
 
-async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void } = {}): Promise<Env & { rt: Runtime | null }> {
+async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void; now?: () => number } = {}): Promise<Env & { rt: Runtime | null }> {
   const dir = t.testdir({});
   const paths = homePaths(dir);
   mkdirSync(paths.configDir, { recursive: true });
@@ -115,7 +117,7 @@ async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boo
   const rt = opts.runtime === false ? null : fakeRuntime(bus);
   const server = (await startDirectApi({
     bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine,
-    host: '127.0.0.1', port: 0, ...(opts.limits ? { limits: opts.limits } : {}),
+    host: '127.0.0.1', port: 0, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.now ? { now: opts.now } : {}),
   }))!;
   t.teardown(() => {
     server.close();
@@ -290,9 +292,9 @@ t.test('handshake, streamed turn in order, facts without contents', async (t) =>
   await c.closed;
   await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
   const mine = facts(env);
-  t.same(mine.map((e) => e.type), ['connection.opened', 'connection.authenticated', 'connection.closed']);
-  t.same(mine[1]!.data, { chat_id: 5, channel_id: 9 });
-  t.match(mine[2]!.data, { reason: 'client' });
+  t.same(mine.map((e) => e.type), ['connection.authenticated', 'connection.closed']);
+  t.same(mine[0]!.data, { chat_id: 5, channel_id: 9 });
+  t.match(mine[1]!.data, { reason: 'client' });
   t.notMatch(JSON.stringify(env.log.read()), /secret words/, 'message contents are never persisted');
   const h2 = await fetch(`http://127.0.0.1:${env.server.port}/health`, { headers: { connection: 'close' } });
   t.same(await h2.json(), { status: 'ok', connections: 0 });
@@ -317,8 +319,8 @@ t.test('chat_id and channel_id fall back per SPEC; bad values are ignored', asyn
   c.close();
 });
 
-t.test('every authentication rejection is a plaintext error followed by a close', async (t) => {
-  const env = await serve(t, { limits: { authTimeoutMs: 150 } });
+t.test('every authentication rejection is a plaintext error followed by a close, and writes nothing', async (t) => {
+  const env = await serve(t, { limits: { authTimeoutMs: 150, authFailuresPerWindow: 100 } });
   const expectReject = async (c: Client, code: string) => {
     const closed = await c.closed;
     t.equal(c.frames.length, 1, `${code}: one frame`);
@@ -348,11 +350,76 @@ t.test('every authentication rejection is a plaintext error followed by a close'
     send(c);
     await expectReject(c, code);
   }
-  await until('facts', () => facts(env).filter((e) => e.type === 'connection.closed').length === cases.length + 1);
-  const rejected = facts(env).filter((e) => e.type === 'connection.rejected').map((e) => e.data.code);
-  t.same(rejected, ['auth_timeout', ...cases.map(([code]) => code)]);
-  t.equal(facts(env).filter((e) => e.type === 'connection.authenticated').length, 0);
+  const hub = env.server.hub;
+  const total = () => [...hub.unauthenticated.totals.values()].reduce((a, b) => a + b, 0);
+  await until('every close counted', () => total() === cases.length + 1);
+  t.same(Object.fromEntries(hub.unauthenticated.totals), { auth_timeout: 1, auth_required: 4, auth_failed: 9 });
+  t.same(env.log.read(), [], 'a connection that never authenticated leaves no event');
+  const unauthLines = () => env.logs.filter((l) => /unauthenticated/.test(l.msg));
+  t.equal(unauthLines().length, 0, 'and no log line per connection');
+  hub.unauthenticated.flush();
+  t.equal(unauthLines().length, 1, 'one summary line for the period');
+  t.match(unauthLines()[0]!.msg, /^14 unauthenticated \/ws connection\(s\) rejected in the last 60 s \(auth_failed: 9, auth_required: 4, auth_timeout: 1\)/);
+  hub.unauthenticated.flush();
+  t.equal(unauthLines().length, 1, 'an empty period logs nothing');
   t.equal(env.rt!.calls.length, 0);
+});
+
+t.test('failed authentications are limited per address: the tripping failure says so, then upgrades get 429 until the window ends', async (t) => {
+  let now = 1_000_000;
+  const env = await serve(t, { limits: { authFailuresPerWindow: 3, authFailureWindowMs: 60_000 }, now: () => now });
+  const fail = async () => {
+    const c = await Client.open(env.url);
+    c.sendPlain({ type: 'auth', token: 'wrong', e2e_pk: pk(c) });
+    return { c, closed: await c.closed };
+  };
+  for (let i = 0; i < 3; i++) t.equal((await fail()).closed.code, 1008, `failure ${i + 1} is an ordinary refusal`);
+  const tripping = await fail();
+  t.same(tripping.closed, { code: 1013, reason: 'auth_rate_limited: retry in 60 s' }, 'the failure that trips the limit closes with try-again-later');
+  t.match(tripping.c.frames[0], { type: 'error', code: 'auth_failed', message: /too many failed attempts from this address: new connections are refused for 60 s/ });
+
+  const upgrade = `GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+  let res = await rawRequest(env.server.port, upgrade);
+  t.equal(res.status, 'HTTP/1.1 429 Too Many Requests', 'refused at the upgrade');
+  t.match(res.text, /\r\nRetry-After: 60\r\n/);
+  t.match(res.text, /"error":"auth_rate_limited"/);
+  now += 30_000;
+  res = await rawRequest(env.server.port, upgrade);
+  t.match(res.text, /\r\nRetry-After: 30\r\n/, 'Retry-After counts down on the injected clock');
+  await t.rejects(Client.authed(env.url), /429/, 'even the right token waits out the window');
+
+  now += 30_000;
+  const c = await Client.authed(env.url);
+  t.equal(c.frames[0]!.type, 'auth_ok', 'a new window lets the address in again');
+  c.close();
+  await c.closed;
+  await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
+  t.same(env.log.read().map((e) => e.type), ['connection.authenticated', 'connection.closed'], 'only the authenticated connection left facts');
+  t.equal(env.server.hub.unauthenticated.totals.get('rate_limited'), 3, 'refused upgrades are counted, not stored');
+});
+
+t.test('auth-failure limit: given/when/then over the per-address rule', async (t) => {
+  const limit = new AuthFailureLimit({ maxFailures: 2, windowMs: 1000, maxAddresses: 3 });
+  t.equal(limit.fail('a', 0), 0, 'given no failures, when a fails once, then it may retry');
+  t.equal(limit.fail('a', 10), 0);
+  t.equal(limit.fail('a', 20), 980, 'when a fails past the limit, then it waits out the rest of its window');
+  t.equal(limit.retryAfterMs('a', 500), 500);
+  t.equal(limit.retryAfterMs('b', 500), 0, 'other addresses are not affected');
+  t.equal(limit.retryAfterMs('a', 1000), 0, 'given the window ended, then a may try again');
+  t.equal(limit.size, 0, 'and its expired window is forgotten');
+  for (const [i, addr] of ['p', 'q', 'r', 's', 't'].entries()) limit.fail(addr, 2000 + i);
+  t.equal(limit.size, 3, 'when more addresses fail than the table holds, then the oldest windows are forgotten');
+  t.equal(limit.fail('s', 2100), 0);
+  t.equal(limit.fail('s', 2101), 902, 'a remembered address keeps its count: its third failure trips');
+  t.equal(limit.fail('p', 2102) + limit.fail('p', 2103), 0, 'a forgotten address counts from zero again');
+
+  const v6 = (last: string) => `2001:0db8:0001:0002:0000:0000:0000:${last}`;
+  t.equal(authLimitKey(v6('0001')), authLimitKey(v6('beef')), 'addresses of one IPv6 /64 share a window');
+  t.equal(authLimitKey(v6('0001')), '2001:0db8:0001:0002::/64');
+  t.not(authLimitKey(v6('0001')), authLimitKey('2001:0db8:0001:0003:0000:0000:0000:0001'), 'another /64 does not');
+  t.equal(authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '0000:0000:0000:0000:0000:ffff:7f00:0001', 'IPv4 (mapped) is keyed per address');
+  t.not(authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), authLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0002'));
+  t.equal(authLimitKey('127.0.0.1'), '127.0.0.1');
 });
 
 t.test('session errors are encrypted and leave the session usable', async (t) => {
@@ -501,7 +568,8 @@ t.test('a client that disconnects mid-turn does not cancel it', async (t) => {
 });
 
 t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', async (t) => {
-  const env = await serve(t);
+  // All from 127.0.0.1: the per-address limit (tested on its own above) would refuse the healthy client.
+  const env = await serve(t, { limits: { authFailuresPerWindow: 100 } });
   const c = await Client.authed(env.url);
   const junk = [
     () => c.ws.send('%%%'),
@@ -518,6 +586,7 @@ t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', a
   const bad = await Promise.all(Array.from({ length: 50 }, () => Client.open(env.url)));
   bad.forEach((b, i) => (i % 2 ? b.ws.send('garbage') : b.sendPlain({ type: 'auth', token: 'nope', e2e_pk: pk(b) })));
   await Promise.all(bad.map((b) => b.closed));
+  t.equal(env.log.read().length, 1, 'the bad handshakes wrote nothing (the one fact is the first client\'s authentication)');
 
   const fresh = await Client.authed(env.url);
   fresh.sendSealed({ type: 'message', text: 'healthy' });
@@ -585,7 +654,7 @@ t.test('shutdown closes live connections with 1001', async (t) => {
 
 t.test('connection machine, driven by events', async (t) => {
   const drive = (events: Parameters<ReturnType<typeof createActor<typeof connectionMachine>>['send']>[0][], nonceCap?: number) => {
-    const actor = createActor(connectionMachine, { input: { id: 'x', ...(nonceCap ? { nonceCap } : {}) } });
+    const actor = createActor(connectionMachine, { input: { ...(nonceCap ? { nonceCap } : {}) } });
     const out: ConnectionFact[] = [];
     actor.on('*', (f) => out.push(f as ConnectionFact));
     actor.start();
@@ -595,16 +664,11 @@ t.test('connection machine, driven by events', async (t) => {
   const auth = { type: 'auth' as const, tokenValid: true, keyValid: true, configChatId: 0, allowedUserIds: [] };
   let r = drive([{ ...auth, chatId: 4, channelId: 2 }, { type: 'timeout' }]);
   t.equal(r.snap.value, 'encrypted', 'a late timer does nothing after auth');
-  t.same(r.out, [
-    { type: 'connection.opened', data: { id: 'x' } },
-    { type: 'connection.authenticated', data: { chat_id: 4, channel_id: 2 } },
-  ]);
+  t.same(r.out, [{ type: 'connection.authenticated', data: { chat_id: 4, channel_id: 2 } }], 'facts start at authentication');
   r = drive([{ ...auth, keyValid: false }, { type: 'frame', nonce: 'a' }, { type: 'close', code: 1008 }]);
   t.equal(r.snap.value, 'closed');
-  t.same(r.out.slice(1), [
-    { type: 'connection.rejected', data: { code: 'auth_failed' } },
-    { type: 'connection.closed', data: { reason: 'auth_failed', code: 1008 } },
-  ], 'frames after a rejection are ignored');
+  t.same([r.snap.context.rejection, r.snap.context.closeReason], ['auth_failed', 'auth_failed'], 'frames after a rejection are ignored');
+  t.same(r.out, [], 'a rejected connection emits no fact');
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'a' }]);
   t.equal(r.snap.context.lastFrame, 'decrypt_failed', 'replayed nonce');
   t.equal(r.snap.context.seenNonces.size, 2);
@@ -613,9 +677,13 @@ t.test('connection machine, driven by events', async (t) => {
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'c' }], 2);
   t.same([r.snap.value, r.snap.context.closeReason], ['closing', 'nonce_limit']);
   r = drive([{ type: 'close', code: 1006 }]);
+  t.same([r.out, r.snap.value, r.snap.context.closeReason], [[], 'closed', 'client'], 'closed before auth: no fact, a reason to count');
+  r = drive([{ type: 'timeout' }, { type: 'close', code: 1008 }]);
+  t.same([r.out, r.snap.context.closeReason], [[], 'auth_timeout']);
+  r = drive([auth, { type: 'close', code: 1006 }]);
   t.same(r.out[1], { type: 'connection.closed', data: { reason: 'client', code: 1006 } });
   r = drive([auth, { type: 'drop', reason: 'backpressure' }, { type: 'close', code: 1006 }]);
-  t.same(r.out[2], { type: 'connection.closed', data: { reason: 'backpressure', code: 1006 } });
+  t.same(r.out[1], { type: 'connection.closed', data: { reason: 'backpressure', code: 1006 } });
 });
 
 t.test('an answer a restart cut off reaches its chat once: on its next connection, or at once to connections already open', async (t) => {

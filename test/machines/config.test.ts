@@ -290,4 +290,20 @@ t.test('registry machine: added, removed, changed, rejected', async (t) => {
   facts.length = 0;
   actor.send({ type: 'file.changed', text: JSON.stringify(good.entries) });
   t.same(facts, [], 'unchanged registry: no events');
+
+  // Names that would alias the main agent or be unsafe as a directory or a command-line word.
+  for (const name of ['main', 'MAIN', 'Main', '-rf', '../x', '.', '..', 'a/b', 'a\u0000b', 'x'.repeat(65), '', 'Research']) {
+    facts.length = 0;
+    actor.send({ type: 'file.changed', text: JSON.stringify([...good.entries, { name, telegram_token: 't9' }]) });
+    t.same(facts.map((f) => f.type), ['registry.rejected'], `${JSON.stringify(name)} is refused`);
+    t.match(facts[0]!.data, { errors: [/\[2\]\.name = .* is not allowed/] });
+  }
+  t.match(facts.length && JSON.stringify(facts), /lowercase/);
+  facts.length = 0;
+  actor.send({ type: 'file.changed', text: JSON.stringify([{ name: 'main', telegram_token: 't9' }]) });
+  t.match(facts[0]!.data, { errors: [/name = "main" is not allowed \(a name other than "main" \(reserved for the main agent\)\)/] });
+  t.same(actor.getSnapshot().context, good, 'last good registry kept');
+  facts.length = 0;
+  actor.send({ type: 'file.changed', text: JSON.stringify([...good.entries, { name: 'x'.repeat(64), telegram_token: 't9' }, { name: 'main_helper', telegram_token: 't9' }]) });
+  t.same(facts.map((f) => f.type), ['registry.agent_added', 'registry.agent_added'], '64 characters and names merely containing "main" are fine');
 });

@@ -154,6 +154,15 @@ t.test('wrong types and out-of-range values are rejected, all at once', async (t
   t.ok(long!.length < 160, 'an oversized value is shown truncated');
 });
 
+t.test('max_concurrent_cli: a positive integer, 8 by default, hot-reloadable', async (t) => {
+  const r = validateConfig({}, 'c');
+  t.equal(r.ok && r.config.max_concurrent_cli, 8);
+  for (const bad of [0, -1, 1.5, '4', null]) t.match(errorsOf({ max_concurrent_cli: bad }), [/^config\.json: max_concurrent_cli = /], JSON.stringify(bad));
+  const two = validateConfig({ max_concurrent_cli: 2 }, 'c');
+  t.equal(two.ok && two.config.max_concurrent_cli, 2);
+  t.ok((HOT_RELOADABLE_FIELDS as readonly string[]).includes('max_concurrent_cli'));
+});
+
 t.test('additional_directories must be absolute', async (t) => {
   t.same(errorsOf({ additional_directories: ['/srv/data', 'relative/dir', '~/x'] }), [
     'config.json: additional_directories[1] = "relative/dir" is not allowed (an absolute path (relative paths and ~ are not accepted))',

@@ -1,0 +1,73 @@
+/**
+ * Failed `/ws` authentications per client address. More than `maxFailures` in one window (which
+ * starts at an address's first failure) and that address is refused at the upgrade until the window
+ * ends: guessing the token then costs an HTTP 429, not a socket, a key pair and a timer each.
+ *
+ * Memory is bounded: at most `maxAddresses` windows are held and the oldest is forgotten first, so
+ * a caller cycling through many addresses cannot grow the table (it can only make us forget, which
+ * costs it the same guesses again). Time is passed in, so the rule is tested without a clock.
+ *
+ * Behind a reverse proxy every client arrives from the proxy's address and shares one window.
+ */
+
+const EXPANDED_IPV6 = /^([0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
+const IPV4_MAPPED = /^(0000:){5}ffff:/i;
+
+/**
+ * The key an address is limited under. uWS reports addresses as eight expanded IPv6 groups; a
+ * host usually holds a whole /64, so a native IPv6 client is keyed by its /64 (otherwise it could
+ * take a fresh address for every guess). IPv4 (mapped or plain) is keyed by the address itself.
+ */
+export function authLimitKey(address: string): string {
+  if (!EXPANDED_IPV6.test(address) || IPV4_MAPPED.test(address)) return address;
+  return `${address.slice(0, 19).toLowerCase()}::/64`;
+}
+export interface AuthFailureRule {
+  maxFailures: number;
+  windowMs: number;
+  maxAddresses: number;
+}
+
+interface FailureWindow {
+  start: number;
+  failures: number;
+}
+
+export class AuthFailureLimit {
+  /** Insertion order is window start order, so the first key is the oldest window. */
+  private readonly windows = new Map<string, FailureWindow>();
+
+  constructor(private readonly rule: AuthFailureRule) {}
+
+  get size(): number {
+    return this.windows.size;
+  }
+
+  /** Milliseconds until `address` may try again; 0 when it may now. */
+  retryAfterMs(address: string, now: number): number {
+    const w = this.current(address, now);
+    return w && w.failures > this.rule.maxFailures ? w.start + this.rule.windowMs - now : 0;
+  }
+
+  /** Records one failure; returns the wait it put in force (0 unless this failure tripped the limit or it was already tripped). */
+  fail(address: string, now: number): number {
+    let w = this.current(address, now);
+    if (!w) {
+      w = { start: now, failures: 0 };
+      this.windows.set(address, w);
+      if (this.windows.size > this.rule.maxAddresses) this.windows.delete(this.windows.keys().next().value!);
+    }
+    w.failures++;
+    return this.retryAfterMs(address, now);
+  }
+
+  /** The address's window if it is still running; an expired one is dropped on sight. */
+  private current(address: string, now: number): FailureWindow | undefined {
+    const w = this.windows.get(address);
+    if (w && now - w.start >= this.rule.windowMs) {
+      this.windows.delete(address);
+      return undefined;
+    }
+    return w;
+  }
+}
