@@ -175,6 +175,7 @@ export class DirectConnection implements HubConnection {
       active_provider: cfg.provider,
       active_model: cfg.model,
     });
+    this.hub.authenticated(this);
   }
 
   private authFailureMessage(): string {

@@ -188,14 +188,16 @@ export class DirectHub {
     return Math.ceil(this.authFailures.fail(authLimitKey(address), this.now()) / 1000);
   }
 
+  /**
+   * A connection's chat becomes known at authentication: the moment to hand it what a restart cut
+   * off. Its `auth_ok` is already written, and sealed frames always follow it.
+   */
+  authenticated(conn: HubConnection): void {
+    this.deliverInterrupted(sessionKeyOf(conn), conn);
+  }
+
   /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */
   record(connId: string, fact: { type: string; data?: EventData }): void {
-    // Authentication is when a connection's chat becomes known: the moment to hand it what a restart cut off.
-    if (fact.type === 'connection.authenticated') {
-      const conn = [...this.connections].find((c) => c.id === connId);
-      const { chat_id, channel_id } = fact.data as { chat_id: number; channel_id: number | null };
-      if (conn) this.deliverInterrupted(sessionKeyOf({ chatId: chat_id, channelId: channel_id }), conn);
-    }
     this.deps.bus
       .publish({ stream: `conn:${connId}`, type: fact.type, data: fact.data ?? {} })
       .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
@@ -252,8 +254,7 @@ export class DirectHub {
 
   /**
    * Answers a restart cut off in this chat, shown once as the agent's (partial) reply: to the
-   * connection that just authenticated, or (`to` null) to every open connection of the chat. The
-   * reply arrives after the connection's `auth_ok`, which is written before any sealed frame.
+   * connection that just authenticated, or (`to` null) to every open connection of the chat.
    */
   private deliverInterrupted(key: string, to: HubConnection | null): void {
     const targets = () => (to ? [to] : [...this.connections].filter((c) => c.authenticated && sessionKeyOf(c) === key));
