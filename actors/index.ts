@@ -16,6 +16,7 @@ export * from './notifier.js';
 export * from './agent-runtime.js';
 export * from './agent-supervisor.js';
 export * from './turn-recovery.js';
+export * from './orphan-groups.js';
 export * from './chat-sessions.js';
 export * from './transcriber.js';
 export * from './interrupted-turns.js';

@@ -33,6 +33,7 @@ import {
 } from '../machines/index.js';
 import { SvcError, describeError, parseWith } from '../schemas/index.js';
 import { readDotEnv, type HomePaths } from '../store/index.js';
+import { trackProcessGroup } from './orphan-groups.js';
 import { runProcess } from './process-group.js';
 import { displayPath, findExecutable } from './providers/discovery.js';
 
@@ -61,6 +62,8 @@ export interface TranscriberDeps {
   graceMs?: number;
   /** Told about every backend that was skipped or failed on the way. */
   onAttempt?(attempt: TranscriptionAttempt): void;
+  /** Told of each backend process group started; the returned function is called when it ends. */
+  trackGroup?(pid: number, startTime: number | null): () => void;
 }
 
 export interface TranscriptionResult {
@@ -81,6 +84,7 @@ interface CallContext {
   tempDir: string;
   timeoutMs: number;
   graceMs: number;
+  trackGroup: TranscriberDeps['trackGroup'];
 }
 
 const firstExecutable = (names: readonly string[], PATH: string | undefined): string | null => {
@@ -134,9 +138,11 @@ async function runCli(ctx: CallContext, command: string, args: string[], env: Re
     },
     { inheritEnv: false, graceMs: ctx.graceMs, maxLineBytes: MAX_TRANSCRIPT_CHARS },
   );
+  const untrack = handle.pid === null ? undefined : ctx.trackGroup?.(handle.pid, handle.startTime);
   const timer = setTimeout(() => void handle.kill(`timed out after ${ctx.timeoutMs} ms`), ctx.timeoutMs);
   const exit = await handle.done;
   clearTimeout(timer);
+  untrack?.();
   if (exit.spawnError) return { ok: false, reason: `could not start: ${exit.spawnError}` };
   if (exit.killReason) return { ok: false, reason: `${exit.killReason}; killed` };
   if (exit.code !== 0) {
@@ -256,6 +262,7 @@ export async function transcribe(deps: TranscriberDeps, audioPath: string): Prom
     tempDir,
     timeoutMs: deps.timeoutMs ?? DEFAULT_TRANSCRIPTION_TIMEOUT_MS,
     graceMs: deps.graceMs ?? 3000,
+    trackGroup: deps.trackGroup,
   };
   const attempts: TranscriptionAttempt[] = [];
   const note = (a: TranscriptionAttempt) => {
@@ -302,6 +309,7 @@ export function startTranscriber(deps: TranscriberDeps & { bus: Bus }): Subscrip
           bus.emitLog('info', `transcription: ${TRANSCRIPTION_BACKEND_LABELS[a.backend]} ${a.outcome}: ${a.reason}`, { backend: a.backend, outcome: a.outcome });
           deps.onAttempt?.(a);
         },
+        trackGroup: (pid, startTime) => trackProcessGroup(bus, 'transcription', pid, startTime),
       },
       data.file_path,
     );

@@ -2,18 +2,15 @@ import type { Bus } from '../bus/index.js';
 import {
   INTERRUPTED_REASON,
   TURN_TRACE_TYPES,
-  decideGroup,
   interruptedNotification,
   partialText,
   traceTurns,
-  type RecordedGroup,
   type TurnTrace,
 } from '../machines/index.js';
 import { describeError, type ProcSnapshot } from '../schemas/index.js';
-import { procSnapshot, readProcCmdline, type EventLog } from '../store/index.js';
+import { procSnapshot, type EventLog } from '../store/index.js';
 import { NOTIFICATION_COMMANDS } from './notifier.js';
-
-const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
+import { endGroup } from './orphan-groups.js';
 
 /** An interrupted turn that still owes its chat the notice or a `/retry`. */
 export interface InterruptedTurn {
@@ -94,38 +91,6 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
 
 function owed(t: TurnTrace, text: string): InterruptedTurn {
   return { stream: t.stream, agent: t.agent, sessionKey: t.sessionKey, prompt: t.prompt ?? '', text, noticeDelivered: t.noticeDelivered, retried: t.retried };
-}
-
-/** SIGKILLs what is left of one recorded group; returns how many processes that ended. */
-function endGroup(group: RecordedGroup, snapshot: ProcSnapshot, skipped: (why: string) => void): number {
-  const verdict = decideGroup(group, snapshot);
-  if (!verdict.end) {
-    if (verdict.why === 'legacy') return endLegacyGroup(group.pgid, snapshot);
-    if (verdict.why !== 'gone') skipped(verdict.why === 'pid-reused' ? 'the pid now belongs to another process' : verdict.why === 'other-boot' ? 'recorded in another boot' : 'no /proc to verify it');
-    return 0;
-  }
-  signal(-group.pgid);
-  // A leader that moved to a group of its own is still ours by its start time.
-  for (const pid of verdict.pids) if (snapshot.procs.find((p) => p.pid === pid)?.pgid !== group.pgid) signal(pid);
-  return verdict.pids.length;
-}
-
-/** Turns recorded before start times: only a provider CLI still under the pid can vouch for it. */
-function endLegacyGroup(pgid: number, snapshot: ProcSnapshot): number {
-  const argv = readProcCmdline(pgid);
-  if (!argv || !argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)))) return 0;
-  if (!signal(-pgid)) return 0;
-  return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && p.state !== 'Z').length);
-}
-
-function signal(target: number): boolean {
-  try {
-    process.kill(target, 'SIGKILL');
-    return true;
-  } catch {
-    // ESRCH: already gone between the snapshot and the kill.
-    return false;
-  }
 }
 
 /** The warning notification for an answer a restart cut off (a crash, or svc stopping mid-turn). */

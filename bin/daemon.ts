@@ -10,6 +10,7 @@ import {
   registryWatcher,
   startChatSessions,
   startNotifier,
+  recoverOrphanProcesses,
   startTranscriber,
   type ActorClock,
 } from '../actors/index.js';
@@ -201,6 +202,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     teardown.push(() => notifier.unsubscribe());
     const chatSessions = startChatSessions({ bus, readModel: chatSessionReadModel(log.projectionDb()) });
     teardown.push(() => chatSessions.unsubscribe());
+    // Before anything new starts: what a crashed run left of its own helper processes.
+    await recoverOrphanProcesses(log, bus);
     const transcriber = startTranscriber({ bus, paths, config: () => currentConfig().transcription, env: hostEnv });
     teardown.push(() => transcriber.unsubscribe());
 

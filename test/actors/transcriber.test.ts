@@ -14,6 +14,7 @@ import {
   type TranscriptionSettings,
 } from '../../machines/index.js';
 import { SvcError } from '../../schemas/index.js';
+import { until } from '../bin/cli-helpers.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
 
 const NODE = process.execPath;
@@ -216,5 +217,14 @@ t.test('the bus command: validated data, result without the attempts', async (t)
   for (const data of [{}, { file_path: 42 }, { file_path: '' }, { file_path: s.audio, extra: 1 }, null]) {
     await t.rejects(bus.send({ type: TRANSCRIPTION_COMMAND, data }), { code: 'invalid-command', message: /^transcription\.transcribe data/ }, JSON.stringify(data));
   }
-  t.equal(bus.log.lastSeq(), 0, 'transcribing records no events');
+  await until('the backend group recorded', () => bus.log.read({ streamPrefix: 'proc:' }).length === 2);
+  const facts = bus.log.read({ streamPrefix: 'proc:' });
+  t.same(
+    facts.map((e) => e.type),
+    ['process.spawned', 'process.exited'],
+    'only the backend process group is recorded (so a crash can end it), never the audio or transcript',
+  );
+  t.equal(new Set(facts.map((e) => e.stream)).size, 1);
+  t.match(facts[0]!.data, { purpose: 'transcription', pid: Number, start_time: Number });
+  t.equal(bus.log.lastSeq(), 2);
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { InterruptedTurns, recoverOrphanTurns } from '../../actors/index.js';
-import { readBootId, readProcStat } from '../../store/index.js';
+import { InterruptedTurns, recoverOrphanProcesses, recoverOrphanTurns, trackProcessGroup } from '../../actors/index.js';
+import { procSnapshot, readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { until } from '../bin/cli-helpers.js';
@@ -114,4 +114,39 @@ t.test('a turn an older svc recorded (pid only) is still ended when /proc shows 
   const r = await recoverOrphanTurns(log, bus);
   t.same([r.groupsEnded, r.processesEnded], [1, 1]);
   await until('the CLI to be gone', () => !alive(cli.pid), 10_000);
+});
+
+t.test('helper process groups svc tracked (transcription backends) are ended after a crash; ended or reused ones are not', async (t) => {
+  const { log, bus, lines } = setup();
+  // A backend that started a child of its own: both are in its group and both must go.
+  const orphan = spawn(
+    process.execPath,
+    ['-e', `require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' }); setInterval(() => {}, 1 << 30)`],
+    { detached: true, stdio: 'ignore' },
+  ) as ChildProcess & { pid: number };
+  t.teardown(() => {
+    try {
+      process.kill(-orphan.pid, 'SIGKILL');
+    } catch {
+      // already ended by the recovery under test
+    }
+  });
+  const members = () => procSnapshot().procs.filter((p) => p.pgid === orphan.pid && p.state !== 'Z');
+  await until('the backend and its child', () => members().length === 2);
+  trackProcessGroup(bus, 'transcription', orphan.pid, readProcStat(orphan.pid)!.startTime);
+  const finished = groupLeader(t);
+  trackProcessGroup(bus, 'transcription', finished.pid, readProcStat(finished.pid)!.startTime)();
+  const stranger = groupLeader(t);
+  trackProcessGroup(bus, 'transcription', stranger.pid, readProcStat(stranger.pid)!.startTime - 1);
+  await until('the facts recorded', () => log.read({ streamPrefix: 'proc:' }).length === 4);
+
+  const r = await recoverOrphanProcesses(log, bus);
+  t.same(r, { groupsEnded: 1, processesEnded: 2 });
+  await until('the orphaned group to be gone', () => members().length === 0, 10_000);
+  t.ok(alive(finished.pid), 'a group that recorded its end is not ours to end any more (its pid may be reused)');
+  t.ok(alive(stranger.pid), 'a pid with another start time is left alone');
+  t.ok(lines.some((l) => /^transcription pid \d+: left alone \(the pid now belongs to another process\)$/.test(l.msg)));
+  t.ok(lines.some((l) => l.msg === 'ended 1 orphaned process group(s) (2 process(es)) that svc had started before it stopped'));
+  t.same(await recoverOrphanProcesses(log, bus), { groupsEnded: 0, processesEnded: 0 }, 'each is recovered once');
+  bus.close();
 });

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '../bus/index.js';
+import { decideGroup, type RecordedGroup } from '../machines/index.js';
+import { describeError, type ProcSnapshot } from '../schemas/index.js';
+import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
+
+/*
+ * Process groups svc starts outside a turn (a transcription backend, ...) are recorded on a
+ * `proc:<id>` stream while they run, so a daemon killed meanwhile can end them at its next start
+ * the way it ends a crashed turn's CLI: by group id, leader start time and boot id.
+ */
+
+const PROCESS_SPAWNED = 'process.spawned';
+const PROCESS_EXITED = 'process.exited';
+const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
+
+/**
+ * Records a started group; the returned function records its end. Both are best effort: a group
+ * that could not be recorded still runs, it only cannot be recovered after a crash.
+ */
+export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startTime: number | null): () => void {
+  const stream = `proc:${randomUUID()}`;
+  const record = (type: string, data: Record<string, string | number | null>) =>
+    bus.publish({ stream, type, data }).catch((e) => bus.emitLog('warn', `could not record ${type} of ${purpose} pid ${pid}: ${describeError(e)}`));
+  const spawned = record(PROCESS_SPAWNED, { purpose, pid, start_time: startTime, boot_id: readBootId() });
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    // After the spawn fact, so the stream never reads exited-then-spawned.
+    void spawned.then(() => record(PROCESS_EXITED, { reason: 'exited' }));
+  };
+}
+
+/** At start: end what is left of every recorded group that never recorded its end. */
+export async function recoverOrphanProcesses(log: EventLog, bus: Bus): Promise<{ groupsEnded: number; processesEnded: number }> {
+  const open = new Map<string, { purpose: string; group: RecordedGroup }>();
+  for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_SPAWNED, PROCESS_EXITED] })) {
+    if (e.type === PROCESS_EXITED) {
+      open.delete(e.stream);
+      continue;
+    }
+    const d = e.data as { purpose?: unknown; pid?: unknown; start_time?: unknown; boot_id?: unknown };
+    if (typeof d.pid !== 'number') continue;
+    open.set(e.stream, {
+      purpose: String(d.purpose ?? 'process'),
+      group: { pgid: d.pid, startTime: typeof d.start_time === 'number' ? d.start_time : null, bootId: typeof d.boot_id === 'string' ? d.boot_id : null },
+    });
+  }
+  const report = { groupsEnded: 0, processesEnded: 0 };
+  if (open.size === 0) return report;
+  const snapshot = procSnapshot();
+  for (const [stream, { purpose, group }] of open) {
+    const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
+    if (n > 0) report.groupsEnded++;
+    report.processesEnded += n;
+    await bus.publish({ stream, type: PROCESS_EXITED, data: { reason: 'daemon-restarted', ended_processes: n } });
+  }
+  if (report.groupsEnded > 0) {
+    bus.emitLog('warn', `ended ${report.groupsEnded} orphaned process group(s) (${report.processesEnded} process(es)) that svc had started before it stopped`);
+  }
+  return report;
+}
+
+/** SIGKILLs what is left of one recorded group; returns how many processes that ended. */
+export function endGroup(group: RecordedGroup, snapshot: ProcSnapshot, skipped: (why: string) => void): number {
+  const verdict = decideGroup(group, snapshot);
+  if (!verdict.end) {
+    if (verdict.why === 'legacy') return endLegacyGroup(group.pgid, snapshot);
+    if (verdict.why !== 'gone') skipped(verdict.why === 'pid-reused' ? 'the pid now belongs to another process' : verdict.why === 'other-boot' ? 'recorded in another boot' : 'no /proc to verify it');
+    return 0;
+  }
+  signal(-group.pgid);
+  // A leader that moved to a group of its own is still ours by its start time.
+  for (const pid of verdict.pids) if (snapshot.procs.find((p) => p.pid === pid)?.pgid !== group.pgid) signal(pid);
+  return verdict.pids.length;
+}
+
+/** Turns recorded before start times: only a provider CLI still under the pid can vouch for it. */
+function endLegacyGroup(pgid: number, snapshot: ProcSnapshot): number {
+  const argv = readProcCmdline(pgid);
+  if (!argv || !argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)))) return 0;
+  if (!signal(-pgid)) return 0;
+  return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && p.state !== 'Z').length);
+}
+
+function signal(target: number): boolean {
+  try {
+    process.kill(target, 'SIGKILL');
+    return true;
+  } catch {
+    // ESRCH: already gone between the snapshot and the kill.
+    return false;
+  }
+}
+
