@@ -151,24 +151,6 @@ async function firstDelta(dir: string) {
   return { p50: samples[Math.floor(samples.length * 0.5)]!, p99: samples[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))]!, n: samples.length };
 }
 
-/** 1,000 idle authenticated connections held by another process: the server's growth per connection. */
-async function idleConnections(dir: string, count: number) {
-  const { d, token } = await bootDaemon(dir, {});
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  const before = process.memoryUsage();
-  const child = spawn(process.execPath, [join(FIXTURES, 'idle-clients.mjs'), `ws://127.0.0.1:${d.apiPort}/ws`, token, String(count)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve) => child.stdout.on('data', (b) => /ready/.test(String(b)) && resolve()));
-  gc?.();
-  const after = process.memoryUsage();
-  child.stdin.end();
-  await new Promise((r) => child.once('exit', r));
-  await d.stop('bench');
-  return { heap: (after.heapUsed - before.heapUsed) / count };
-}
-
 export async function benchDirect(report: BenchReport): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-direct-'));
   try {
@@ -186,8 +168,6 @@ export async function benchDirect(report: BenchReport): Promise<void> {
     const fd = await firstDelta(join(dir, 'first'));
     report.figure(`first-delta latency p50, 10 concurrent streams (${fd.n} turns, CLI spawn included)`, fd.p50, 'ms');
     report.figure('first-delta latency p99, 10 concurrent streams', fd.p99, 'ms');
-    const idle = await idleConnections(join(dir, 'idle'), 1000);
-    report.figure('heap per idle authenticated connection (1,000 open)', idle.heap / 1024, 'KiB');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

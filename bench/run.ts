@@ -1,4 +1,5 @@
 import { benchBus } from './bus.bench.js';
+import { benchConnections } from './connections.bench.js';
 import { benchDirect } from './direct.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { BenchReport } from './report.js';
@@ -8,4 +9,5 @@ process.stdout.write(`svc benchmarks — node ${process.version}, ${new Date().t
 await benchBus(report);
 await benchRuntime(report);
 await benchDirect(report);
+await benchConnections(report);
 report.summary();

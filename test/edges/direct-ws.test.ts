@@ -605,9 +605,11 @@ t.test('connection machine, driven by events', async (t) => {
     { type: 'connection.rejected', data: { code: 'auth_failed' } },
     { type: 'connection.closed', data: { reason: 'auth_failed', code: 1008 } },
   ], 'frames after a rejection are ignored');
+  r = drive([auth]);
+  t.equal(r.snap.context.seenNonces, null, 'an idle connection holds no nonce set');
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'a' }]);
   t.equal(r.snap.context.lastFrame, 'decrypt_failed', 'replayed nonce');
-  t.equal(r.snap.context.seenNonces.size, 2);
+  t.equal(r.snap.context.seenNonces?.size, 2);
   r = drive([auth, { type: 'frame', nonce: null }]);
   t.same([r.snap.value, r.snap.context.lastFrame], ['encrypted', 'decrypt_failed']);
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'c' }], 2);
