@@ -10,15 +10,17 @@ export interface ServerHandle {
   port: number;
   token: string;
   child: ChildProcess;
-  /** The server's own CPU so far, µs (user + system). */
-  cpu(): Promise<number>;
+  /** The server's own CPU so far (all its threads), µs. */
+  cpu(): Promise<{ user: number; system: number }>;
   /** Resident set size after full collections, bytes. */
   rss(): Promise<number>;
   stop(): Promise<void>;
 }
 
 export async function startServer(mode: 'daemon' | 'echo', home = '', env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServerHandle> {
-  const child = spawn(process.execPath, ['--expose-gc', ...nodeFlags, SERVER, mode, home, `${FIXTURES}/bin`, JSON.stringify(env)], {
+  // BENCH_CPU_PROF=<dir>: a V8 CPU profile of each server process, for finding the hot path.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, ['--expose-gc', ...prof, ...nodeFlags, SERVER, mode, home, `${FIXTURES}/bin`, JSON.stringify(env)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
@@ -36,10 +38,7 @@ export async function startServer(mode: 'daemon' | 'echo', home = '', env: Recor
     port,
     token,
     child,
-    cpu: async () => {
-      const u = await ask<{ user: number; system: number }>('cpu');
-      return u.user + u.system;
-    },
+    cpu: () => ask<{ user: number; system: number }>('cpu'),
     rss: async () => (await ask<{ rss: number }>('mem')).rss,
     stop: async () => {
       const exited = new Promise((r) => child.once('exit', r));
