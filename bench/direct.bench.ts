@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,7 +7,7 @@ import { createInterface } from 'node:readline';
 import nacl from 'tweetnacl';
 import WebSocket from 'ws';
 import type { BenchReport } from './report.js';
-import { startServer, type ServerHandle } from './server-handle.js';
+import { FIXTURES, startServer, type ServerHandle } from './server-handle.js';
 
 /*
  * What a direct-API user pays, with svc and a bare uWS echo each in their own process (their CPU
@@ -214,8 +215,47 @@ async function lineLatency(port: number, token: string, control: Control, stream
   await within(Promise.all(finished), 'paced lines');
   await Promise.all(clients.map((c, i) => c.endTurn(clis[i]!)));
   for (const c of clients) c.ws.close();
+  return latencyStats(samples, frames);
+}
+
+function latencyStats(samples: number[], frames: number) {
   samples.sort((a, b) => a - b);
   return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), max: samples.at(-1)!, n: samples.length, frames };
+}
+
+/**
+ * The floor under that figure on this machine at this moment: the same CLIs and pacing, read
+ * straight from their stdout pipes here, no svc in between. Its tail is the scheduler's.
+ */
+async function pipeLatency(control: Control, streams: number) {
+  const samples: number[] = [];
+  const clis = Array.from({ length: streams }, (_, i) => {
+    const prompt = `pipe ${streams} ${i}`;
+    const ready = control.expect(prompt);
+    const child = spawn(process.execPath, [join(FIXTURES, 'bin', 'claude'), '--', prompt], {
+      env: { ...process.env, BENCH_CONTROL: String(control.port), BENCH_CHUNK_BYTES: String(CHUNK_BYTES) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const done = new Promise<void>((resolve) => {
+      let got = 0;
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const now = process.hrtime.bigint();
+        const m = RECORD.exec(line);
+        RECORD.lastIndex = 0;
+        if (!m) return;
+        samples.push(Number(now - BigInt(m[2]!)) / 1e6);
+        if (++got === LATENCY_LINES) resolve();
+      });
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    return { ready, done, exited };
+  });
+  const senders = await Promise.all(clis.map((c) => c.ready));
+  senders.forEach((cli, i) => setTimeout(() => cli({ paced: LATENCY_LINES, everyMs: LINE_EVERY_MS }), (i * LINE_EVERY_MS) / streams));
+  await within(Promise.all(clis.map((c) => c.done)), 'piped lines');
+  for (const cli of senders) cli({ end: true });
+  await within(Promise.all(clis.map((c) => c.exited)), 'piped CLIs to exit');
+  return latencyStats(samples, samples.length);
 }
 
 /** The old figure, kept for what it shows: a burst is merged, so it is CPU per CLI line, not per frame. */
@@ -267,10 +307,13 @@ export async function benchDirect(report: BenchReport): Promise<void> {
 
     for (const streams of [1, 10]) {
       const l = await lineLatency(svc.port, svc.token, control, streams);
+      const floor = await pipeLatency(control, streams);
       report.section(`direct API: CLI line written -> plaintext at the client, ${streams} stream(s), ${1000 / LINE_EVERY_MS} lines/s each (${l.n} lines in ${l.frames} frames)`);
       report.figure('p50', l.p50, 'ms');
       report.figure('p99', l.p99, 'ms', streams === 10 ? { target: { op: '<=', value: 5 } } : {});
       report.figure('max', l.max, 'ms');
+      report.figure('floor: the same lines read from the CLI pipe directly, p50', floor.p50, 'ms');
+      report.figure('floor p99 (what this machine\'s scheduler adds by itself)', floor.p99, 'ms');
     }
 
     const b = await burst(svc, client);
