@@ -29,6 +29,8 @@ type MachineEvent =
   | { type: 'close'; code: number };
 
 interface MachineView {
+  /** 'error' when an action threw: the actor has stopped (the hub's root logs why). */
+  status: 'active' | 'done' | 'error' | 'stopped';
   value: 'plaintext' | 'encrypted' | 'closing' | 'closed';
   context: {
     chatId: number | null;
@@ -187,7 +189,14 @@ export class DirectConnection implements HubConnection {
   private dispatch(event: MachineEvent): void {
     this.actor.send(event);
     const snap = this.state;
-    if (snap.value !== 'closing' || this.closing || this.gone) return;
+    if (this.closing || this.gone) return;
+    if (snap.status === 'error') {
+      // No machine to decide anything any more: drop the client rather than leave it hanging.
+      this.closing = true;
+      this.clearTimer();
+      return this.socket.abort();
+    }
+    if (snap.value !== 'closing') return;
     this.closing = true;
     this.clearTimer();
     const reason = snap.context.closeReason;

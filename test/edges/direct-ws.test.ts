@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import nacl from 'tweetnacl';
-import { createActor } from 'xstate';
+import { createActor, type AnyStateMachine } from 'xstate';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { setImmediate as tick } from 'node:timers/promises';
 import { Bus } from '../../bus/index.js';
@@ -97,7 +97,10 @@ interface Env {
   logs: { level: string; msg: string }[];
 }
 
-async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void } = {}): Promise<Env & { rt: Runtime | null }> {
+async function serve(
+  t: T,
+  opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void; machine?: AnyStateMachine } = {},
+): Promise<Env & { rt: Runtime | null }> {
   const dir = t.testdir({});
   const paths = homePaths(dir);
   mkdirSync(paths.configDir, { recursive: true });
@@ -114,7 +117,7 @@ async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boo
   });
   const rt = opts.runtime === false ? null : fakeRuntime(bus);
   const server = (await startDirectApi({
-    bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine,
+    bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine: opts.machine ?? connectionMachine,
     host: '127.0.0.1', port: 0, ...(opts.limits ? { limits: opts.limits } : {}),
   }))!;
   t.teardown(() => {
@@ -581,6 +584,27 @@ t.test('shutdown closes live connections with 1001', async (t) => {
   env.server.close();
   t.equal((await c.closed).code, 1001);
   t.equal((await p.closed).code, 1001);
+});
+
+t.test('a connection whose machine fails is dropped and logged; the server and other clients carry on', async (t) => {
+  // A machine bug, provoked: the rejection action throws. Actors share the hub's root, which
+  // receives the failure instead of an uncaught exception.
+  const failing = connectionMachine.provide({
+    actions: {
+      reject: () => {
+        throw new Error('machine exploded');
+      },
+    },
+  });
+  const env = await serve(t, { machine: failing as unknown as AnyStateMachine });
+  const bad = await Client.open(env.url);
+  bad.ws.send('not an auth frame');
+  t.equal((await bad.closed).code, 1006, 'dropped without a close frame');
+  await until('the failure is logged', () => env.logs.some((l) => l.level === 'error' && /machine exploded/.test(l.msg)));
+  const good = await Client.authed(env.url);
+  good.sendSealed({ type: 'message', text: 'still fine' });
+  t.match(await good.next((f) => f.type === 'result'), { text: 'echo: still fine' });
+  t.equal(env.server.hub.connectionCount, 1, 'the dropped connection is gone from the hub');
 });
 
 t.test('connection machine, driven by events', async (t) => {
