@@ -23,6 +23,11 @@ export class BenchReport {
     process.stdout.write(line + '\n');
   }
 
+  /** A line of context that is not a figure (counts, what was checked). */
+  note(label: string, text: string): void {
+    process.stdout.write(`  ${label.padEnd(62)} ${text}\n`);
+  }
+
   summary(): void {
     process.stdout.write(this.missed.length ? `\ntargets missed: ${this.missed.join('; ')}\n` : '\nall targets met\n');
   }

@@ -1,4 +1,5 @@
 import { benchBus } from './bus.bench.js';
+import { benchConnections } from './connections.bench.js';
 import { benchDirect } from './direct.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
@@ -10,4 +11,5 @@ await benchBus(report);
 await benchRuntime(report);
 await benchDirect(report);
 await benchWal(report);
+await benchConnections(report);
 report.summary();

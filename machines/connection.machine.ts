@@ -38,9 +38,10 @@ export interface ConnectionContext {
   nonceCap: number;
   /**
    * Mutated in place: copying up to 100k entries per frame would make a long session quadratic.
-   * Nothing else holds a reference, so the snapshot stays the only owner.
+   * Nothing else holds a reference, so the snapshot stays the only owner. Null until the first
+   * accepted frame: most connections sit idle, and an empty Set still costs a hash table each.
    */
-  seenNonces: Set<string>;
+  seenNonces: Set<string> | null;
   lastFrame: FrameVerdict | null;
   rejection: AuthRejection | null;
   /** Set when the server decided to close; the edge then closes the socket and reports `close`. */
@@ -93,9 +94,9 @@ export const connectionMachine = setup({
     credentialsValid: ({ event }) => (event as AuthEvent).tokenValid && (event as AuthEvent).keyValid,
     frameRefused: ({ context, event }) => {
       const nonce = (event as FrameEvent).nonce;
-      return nonce === null || context.seenNonces.has(nonce);
+      return nonce === null || context.seenNonces?.has(nonce) === true;
     },
-    nonceBudgetSpent: ({ context }) => context.seenNonces.size >= context.nonceCap,
+    nonceBudgetSpent: ({ context }) => (context.seenNonces?.size ?? 0) >= context.nonceCap,
     wasAuthenticated: ({ context }) => context.chatId !== null,
   },
 }).createMachine({
@@ -105,7 +106,7 @@ export const connectionMachine = setup({
     chatId: null,
     channelId: null,
     nonceCap: input.nonceCap ?? CONNECTION_NONCE_CAP,
-    seenNonces: new Set<string>(),
+    seenNonces: null,
     lastFrame: null,
     rejection: null,
     closeReason: null,
@@ -160,8 +161,9 @@ export const connectionMachine = setup({
           { guard: 'nonceBudgetSpent', target: 'closing', actions: assign({ lastFrame: 'decrypt_failed', closeReason: 'nonce_limit' }) },
           {
             actions: assign(({ context, event }) => {
-              context.seenNonces.add(event.nonce!);
-              return { lastFrame: 'accepted' as const };
+              const seenNonces = context.seenNonces ?? new Set<string>();
+              seenNonces.add(event.nonce!);
+              return { lastFrame: 'accepted' as const, seenNonces };
             }),
           },
         ],

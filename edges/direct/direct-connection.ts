@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { createActor } from 'xstate';
+import { createActor, type AnyActorRef } from 'xstate';
 import type { EventData } from '../../schemas/index.js';
 import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection } from './direct-hub.js';
-import { NonceSource, decodeFrame, e2eKeyPair, encodeFrame, encodeStdBase64, sharedKeyFor, apiTokenMatches } from './e2e-crypto.js';
+import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
 
 /** The socket as the connection sees it; the uWS binding implements it. */
 export interface FrameSocket {
   send(text: string): void;
+  /** Runs `write` with the socket's output held back, so its sends leave as one write. */
+  cork(write: () => void): void;
   bufferedAmount(): number;
   /** Close handshake with a close frame. */
   end(code: number, reason: string): void;
@@ -27,6 +29,8 @@ type MachineEvent =
   | { type: 'close'; code: number };
 
 interface MachineView {
+  /** 'error' when an action threw: the actor has stopped (the hub's root logs why). */
+  status: 'active' | 'done' | 'error' | 'stopped';
   value: 'plaintext' | 'encrypted' | 'closing' | 'closed';
   context: {
     chatId: number | null;
@@ -61,14 +65,16 @@ const CLOSE_TRY_AGAIN_LATER = 1013;
 /**
  * One `/ws` client: plaintext auth, then encrypted frames only. Decisions come from the connection
  * machine; this class does the I/O around it (crypto, timer, socket writes, backpressure).
+ *
+ * An idle connection is what a server holds most of, so its state is kept small: the key pair
+ * exists only while the auth frame is handled, the session holds just the box key and nonce, and
+ * the outbox exists only while frames wait.
  */
 export class DirectConnection implements HubConnection {
   readonly id = randomBytes(8).toString('hex');
-  private outbox: ServerFrame[] = [];
+  private outbox: ServerFrame[] | null = null;
   private readonly actor: ConnectionActor;
-  private readonly keys = e2eKeyPair();
-  private readonly nonces = new NonceSource();
-  private sharedKey: Uint8Array | null = null;
+  private session: BoxSession | null = null;
   private timer: NodeJS.Timeout | null = null;
   /** The socket's close callback ran: it must not be touched again. */
   private gone = false;
@@ -83,6 +89,9 @@ export class DirectConnection implements HubConnection {
     private readonly address = '',
   ) {
     this.actor = createActor(hub.deps.connectionMachine, {
+      // One actor system for all connections: a root actor builds its own (maps, scheduler,
+      // closures), about 1.9 KB that each idle connection would otherwise carry.
+      parent: hub.connectionsRoot as AnyActorRef,
       input: { nonceCap: hub.limits.nonceCap },
     }) as unknown as ConnectionActor;
     this.actor.on('*', (fact) => hub.record(this.id, fact));
@@ -117,13 +126,10 @@ export class DirectConnection implements HubConnection {
     if (this.state.value !== 'encrypted') return;
 
     let why = 'the frame is not std base64 of nonce[24] || box under this connection\'s key';
-    let opened: ReturnType<typeof decodeFrame> = null;
+    let opened: OpenedFrame | null = null;
     if (text === null) why = 'binary frames are not accepted; send base64(nonce || box) in a text frame';
     else if (bytes > this.hub.limits.maxFrameBytes) why = `frame of ${bytes} bytes exceeds the limit of ${this.hub.limits.maxFrameBytes} bytes`;
-    else {
-      opened = decodeFrame(this.sharedKey!, text);
-      if (opened && this.nonces.isOwn(opened.nonceKey)) opened = null;
-    }
+    else opened = this.session!.open(text);
     const nonce = opened?.nonceKey ?? null;
     // A nonce the machine refuses after a good decrypt can only be a replay.
     this.dispatch({ type: 'frame', nonce });
@@ -150,7 +156,8 @@ export class DirectConnection implements HubConnection {
     if (!frame || frame.type !== 'auth') return this.dispatch({ type: 'frame', nonce: null });
     const { config } = this.hub.deps;
     const tokenValid = apiTokenMatches(frame.token, this.hub.deps.token);
-    const shared = sharedKeyFor(frame.e2e_pk, this.keys.secretKey);
+    const keys = e2eKeyPair();
+    const shared = sharedKeyFor(frame.e2e_pk, keys.secretKey);
     const cfg = config();
     this.authFailure = !tokenValid ? 'the token is not valid' : 'e2e_pk must be std base64 of a 32-byte Curve25519 public key';
     this.dispatch({
@@ -164,13 +171,13 @@ export class DirectConnection implements HubConnection {
     });
     if (this.state.value !== 'encrypted') return;
     this.clearTimer();
-    this.sharedKey = shared;
+    this.session = new BoxSession(shared!);
     const { chatId, channelId } = this.state.context;
     this.sendPlain({
       type: 'auth_ok',
       chat_id: chatId!,
       ...(channelId !== null ? { channel_id: channelId } : {}),
-      e2e_pk: encodeStdBase64(this.keys.publicKey),
+      e2e_pk: encodeStdBase64(keys.publicKey),
       providers: this.hub.deps.providers(),
       active_provider: cfg.provider,
       active_model: cfg.model,
@@ -186,7 +193,14 @@ export class DirectConnection implements HubConnection {
   private dispatch(event: MachineEvent): void {
     this.actor.send(event);
     const snap = this.state;
-    if (snap.value !== 'closing' || this.closing || this.gone) return;
+    if (this.closing || this.gone) return;
+    if (snap.status === 'error') {
+      // No machine to decide anything any more: drop the client rather than leave it hanging.
+      this.closing = true;
+      this.clearTimer();
+      return this.socket.abort();
+    }
+    if (snap.value !== 'closing') return;
     this.closing = true;
     this.clearTimer();
     const reason = snap.context.closeReason;
@@ -236,23 +250,28 @@ export class DirectConnection implements HubConnection {
    * text with one box and one send per burst instead of one per CLI line.
    */
   sendSealed(frame: ServerFrame): void {
-    if (this.gone || this.closing || !this.sharedKey) return;
-    const last = this.outbox.at(-1);
+    if (this.gone || this.closing || !this.session) return;
+    const last = this.outbox?.at(-1);
     if (last?.type === 'text_delta' && frame.type === 'text_delta' && last.data.length + frame.data.length <= MAX_MERGED_DELTA_CHARS) {
       last.data += frame.data;
       return;
     }
-    if (this.outbox.length === 0) queueMicrotask(() => this.flushOutbox());
-    this.outbox.push(frame.type === 'text_delta' ? { ...frame } : frame);
+    // A queued delta is a copy: later deltas are appended to it.
+    const queued = frame.type === 'text_delta' ? { ...frame } : frame;
+    if (this.outbox) return void this.outbox.push(queued);
+    this.outbox = [queued];
+    queueMicrotask(() => this.flushOutbox());
   }
 
   private flushOutbox(): void {
-    const frames = this.outbox;
-    this.outbox = [];
-    for (const frame of frames) {
-      if (this.gone || this.closing || !this.roomToSend()) return;
-      this.writeSealed(frame);
-    }
+    const frames = this.outbox ?? [];
+    this.outbox = null;
+    this.socket.cork(() => {
+      for (const frame of frames) {
+        if (this.gone || this.closing || !this.roomToSend()) return;
+        this.writeSealed(frame);
+      }
+    });
   }
 
   private sendPlain(frame: ServerFrame): void {
@@ -269,7 +288,7 @@ export class DirectConnection implements HubConnection {
 
   private writeSealed(frame: ServerFrame): void {
     const payload = Buffer.from(JSON.stringify(frame), 'utf8');
-    this.socket.send(encodeFrame(this.sharedKey!, this.nonces.next(), payload));
+    this.socket.send(this.session!.seal(payload));
     const buffered = this.socket.bufferedAmount();
     if (buffered > this.hub.peakBufferedBytes) this.hub.peakBufferedBytes = buffered;
   }

@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import type { AnyStateMachine } from 'xstate';
+import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
@@ -129,6 +129,17 @@ export class DirectHub {
   readonly unauthenticated: UnauthenticatedTally;
   private readonly authFailures: AuthFailureLimit;
   private readonly now: () => number;
+  /**
+   * The parent of every connection's actor, so that they share one actor system. xstate hands a
+   * child's failure to its parent instead of throwing it, so it is logged here; a child's end is
+   * ignored.
+   */
+  readonly connectionsRoot = createActor(
+    fromTransition((_: null, e: { type: string; error?: unknown }) => {
+      if (e.type.startsWith('xstate.error.actor')) this.log('error', `direct connection actor failed: ${describeError(e.error)}`);
+      return null;
+    }, null),
+  ).start();
 
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };

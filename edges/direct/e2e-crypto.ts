@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomFillSync, timingSafeEqual } from 'node:crypto';
 import { generateKeyPair, openSecretBox, precomputeSharedKey, secretBox } from '@stablelib/nacl';
 
 /*
@@ -49,49 +49,58 @@ export function sharedKeyFor(peerPublicKeyB64: unknown, mySecretKey: Uint8Array)
   return shared;
 }
 
-/** `base64(nonce || secretbox(payload))`. */
-export function encodeFrame(sharedKey: Uint8Array, nonce: Uint8Array, payload: Uint8Array): string {
-  const sealed = secretBox(sharedKey, nonce, payload);
-  const out = Buffer.allocUnsafe(NONCE_BYTES + sealed.length);
-  out.set(nonce, 0);
-  out.set(sealed, NONCE_BYTES);
-  return out.toString('base64');
-}
-
 export interface OpenedFrame {
   /** The 24 nonce bytes as a latin1 string: a compact key for the replay set. */
   nonceKey: string;
   payload: Uint8Array;
 }
 
-/** Null when the text is not strict base64, too short, or does not authenticate. */
-export function decodeFrame(sharedKey: Uint8Array, text: string): OpenedFrame | null {
-  const raw = decodeStdBase64(text);
-  if (!raw || raw.length < NONCE_BYTES + BOX_OVERHEAD) return null;
-  const nonce = raw.subarray(0, NONCE_BYTES);
-  const payload = openSecretBox(sharedKey, nonce, raw.subarray(NONCE_BYTES));
-  if (!payload) return null;
-  return { nonceKey: nonce.toString('latin1'), payload };
-}
-
 /**
- * Server nonces: a random 16-byte prefix per connection plus a 64-bit counter, so they never repeat.
- * The box key is symmetric, so a server frame echoed back would decrypt; `isOwn` lets the edge
- * refuse such reflections (a random client nonce shares the prefix with chance 2^-128).
+ * One connection's encrypted session once the shared key is known: the box key and the server's
+ * nonces. The key pair that produced the key is not kept. Nonces are a random 16-byte prefix per
+ * connection plus a 64-bit big-endian counter, held in one 24-byte buffer and counted in place,
+ * so they never repeat and cost nothing per frame but the copy.
  */
-export class NonceSource {
-  private readonly prefix = randomBytes(16);
-  private counter = 0n;
+export class BoxSession {
+  /** Its own zeroed memory, not a slice of Buffer's shared pool: a long-lived slice pins a pool. */
+  private readonly nonce = Buffer.alloc(NONCE_BYTES);
 
-  next(): Uint8Array {
-    const nonce = Buffer.allocUnsafe(NONCE_BYTES);
-    this.prefix.copy(nonce, 0);
-    nonce.writeBigUInt64BE(this.counter++, 16);
-    return nonce;
+  constructor(private readonly key: Uint8Array) {
+    randomFillSync(this.nonce, 0, 16);
   }
 
-  isOwn(nonceKey: string): boolean {
-    return Buffer.from(nonceKey, 'latin1').subarray(0, 16).equals(this.prefix);
+  /** `base64(nonce || secretbox(payload))` under the next server nonce. */
+  seal(payload: Uint8Array): string {
+    const sealed = secretBox(this.key, this.nonce, payload);
+    const out = Buffer.allocUnsafe(NONCE_BYTES + sealed.length);
+    this.nonce.copy(out, 0);
+    out.set(sealed, NONCE_BYTES);
+    this.countNonce();
+    return out.toString('base64');
+  }
+
+  /** Big-endian +1 of the counter bytes (16..23). */
+  private countNonce(): void {
+    for (let i = NONCE_BYTES - 1; i >= 16; i--) {
+      const v = (this.nonce[i]! + 1) & 0xff;
+      this.nonce[i] = v;
+      if (v !== 0) return;
+    }
+  }
+
+  /**
+   * Null when the text is not strict base64, too short, does not authenticate, or carries one of
+   * our own nonces: the box key is symmetric, so a server frame echoed back would decrypt (a random
+   * client nonce shares the prefix with chance 2^-128).
+   */
+  open(text: string): OpenedFrame | null {
+    const raw = decodeStdBase64(text);
+    if (!raw || raw.length < NONCE_BYTES + BOX_OVERHEAD) return null;
+    const nonce = raw.subarray(0, NONCE_BYTES);
+    if (nonce.compare(this.nonce, 0, 16, 0, 16) === 0) return null;
+    const payload = openSecretBox(this.key, nonce, raw.subarray(NONCE_BYTES));
+    if (!payload) return null;
+    return { nonceKey: nonce.toString('latin1'), payload };
   }
 }
 

@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import nacl from 'tweetnacl';
-import { createActor } from 'xstate';
+import { createActor, type AnyStateMachine } from 'xstate';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { setImmediate as tick } from 'node:timers/promises';
 import { Bus } from '../../bus/index.js';
@@ -99,7 +99,10 @@ interface Env {
   logs: { level: string; msg: string }[];
 }
 
-async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void; now?: () => number } = {}): Promise<Env & { rt: Runtime | null }> {
+async function serve(
+  t: T,
+  opts: { limits?: Partial<DirectLimits>; runtime?: boolean; cfg?: (c: AgentConfig) => void; now?: () => number; machine?: AnyStateMachine } = {},
+): Promise<Env & { rt: Runtime | null }> {
   const dir = t.testdir({});
   const paths = homePaths(dir);
   mkdirSync(paths.configDir, { recursive: true });
@@ -116,7 +119,7 @@ async function serve(t: T, opts: { limits?: Partial<DirectLimits>; runtime?: boo
   });
   const rt = opts.runtime === false ? null : fakeRuntime(bus);
   const server = (await startDirectApi({
-    bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine,
+    bus, config: () => cfg, paths, providers: () => PROVIDERS, connectionMachine: opts.machine ?? connectionMachine,
     host: '127.0.0.1', port: 0, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.now ? { now: opts.now } : {}),
   }))!;
   t.teardown(() => {
@@ -652,6 +655,27 @@ t.test('shutdown closes live connections with 1001', async (t) => {
   t.equal((await p.closed).code, 1001);
 });
 
+t.test('a connection whose machine fails is dropped and logged; the server and other clients carry on', async (t) => {
+  // A machine bug, provoked: the rejection action throws. Actors share the hub's root, which
+  // receives the failure instead of an uncaught exception.
+  const failing = connectionMachine.provide({
+    actions: {
+      reject: () => {
+        throw new Error('machine exploded');
+      },
+    },
+  });
+  const env = await serve(t, { machine: failing as unknown as AnyStateMachine });
+  const bad = await Client.open(env.url);
+  bad.ws.send('not an auth frame');
+  t.equal((await bad.closed).code, 1006, 'dropped without a close frame');
+  await until('the failure is logged', () => env.logs.some((l) => l.level === 'error' && /machine exploded/.test(l.msg)));
+  const good = await Client.authed(env.url);
+  good.sendSealed({ type: 'message', text: 'still fine' });
+  t.match(await good.next((f) => f.type === 'result'), { text: 'echo: still fine' });
+  t.equal(env.server.hub.connectionCount, 1, 'the dropped connection is gone from the hub');
+});
+
 t.test('connection machine, driven by events', async (t) => {
   const drive = (events: Parameters<ReturnType<typeof createActor<typeof connectionMachine>>['send']>[0][], nonceCap?: number) => {
     const actor = createActor(connectionMachine, { input: { ...(nonceCap ? { nonceCap } : {}) } });
@@ -669,9 +693,11 @@ t.test('connection machine, driven by events', async (t) => {
   t.equal(r.snap.value, 'closed');
   t.same([r.snap.context.rejection, r.snap.context.closeReason], ['auth_failed', 'auth_failed'], 'frames after a rejection are ignored');
   t.same(r.out, [], 'a rejected connection emits no fact');
+  r = drive([auth]);
+  t.equal(r.snap.context.seenNonces, null, 'an idle connection holds no nonce set');
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'a' }]);
   t.equal(r.snap.context.lastFrame, 'decrypt_failed', 'replayed nonce');
-  t.equal(r.snap.context.seenNonces.size, 2);
+  t.equal(r.snap.context.seenNonces?.size, 2);
   r = drive([auth, { type: 'frame', nonce: null }]);
   t.same([r.snap.value, r.snap.context.lastFrame], ['encrypted', 'decrypt_failed']);
   r = drive([auth, { type: 'frame', nonce: 'a' }, { type: 'frame', nonce: 'b' }, { type: 'frame', nonce: 'c' }], 2);

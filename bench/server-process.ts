@@ -1,0 +1,52 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import uWS from 'uWebSockets.js';
+import { startDaemon } from '../bin/daemon.js';
+import { homePaths } from '../store/index.js';
+
+/*
+ * A server in its own process, so its CPU and memory are measured without the clients' or the
+ * coordinator's. `daemon HOME PATH_PREFIX [ENV_JSON]` boots svc with the direct API on an ephemeral
+ * port; `echo` is a bare uWebSockets.js echo, the floor to compare against. Prints one JSON line
+ * `{port, token}`, then answers a JSON line per command read from stdin:
+ *   cpu   -> {user, system}        process.cpuUsage(), µs
+ *   mem   -> {rss, heapUsed, ...}  after full collections (needs --expose-gc)
+ *   stop  -> stops and exits
+ */
+const [mode, home, pathPrefix, envJson] = process.argv.slice(2);
+const reply = (o: unknown) => process.stdout.write(JSON.stringify(o) + '\n');
+let stop: () => Promise<void>;
+
+if (mode === 'daemon') {
+  mkdirSync(join(home!, 'config'), { recursive: true });
+  writeFileSync(join(home!, 'config', 'config.json'), JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0 }, memory: { enabled: false } }));
+  const d = await startDaemon({
+    paths: homePaths(home!),
+    logToStderr: false,
+    internalPort: 0,
+    apiPort: 0,
+    env: { PATH: `${pathPrefix}:${process.env.PATH}`, HOME: home!, ...(JSON.parse(envJson ?? '{}') as Record<string, string>) },
+  });
+  const token = JSON.parse(readFileSync(join(home!, 'config', 'config.json'), 'utf8')).api.token as string;
+  stop = () => d.stop('bench');
+  reply({ port: d.apiPort, token });
+} else {
+  const app = uWS.App().ws('/*', { compression: uWS.DISABLED, message: (ws, msg, isBinary) => void ws.send(msg, isBinary) });
+  const listen = await new Promise<uWS.us_listen_socket>((r) => app.listen('127.0.0.1', 0, (t) => r(t)));
+  stop = async () => uWS.us_listen_socket_close(listen);
+  reply({ port: uWS.us_socket_local_port(listen), token: '' });
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'cpu') reply(process.cpuUsage());
+  else if (line === 'mem') {
+    // Several passes: weak references and finalizers free more on later ones.
+    for (let i = 0; i < 4; i++) gc?.();
+    reply(process.memoryUsage());
+  }
+  else if (line === 'stop') break;
+}
+await stop();
+process.exit(0);
