@@ -1,7 +1,10 @@
 /**
  * Failed `/ws` authentications per client address. More than `maxFailures` in one window (which
- * starts at an address's first failure) and that address is refused at the upgrade until the window
- * ends: guessing the token then costs an HTTP 429, not a socket, a key pair and a timer each.
+ * starts at an address's first failure) and that address is limited until the window ends: each
+ * further failure is answered late (see DirectLimits.authFailureDelayMs), which together with the
+ * cap on its sockets waiting to authenticate bounds how fast it can guess. The right token is never
+ * refused: an attacker sharing an address (every client behind a reverse proxy, every local one on
+ * loopback) must not be able to lock the owner out.
  *
  * Memory is bounded: at most `maxAddresses` windows are held and the oldest is forgotten first, so
  * a caller cycling through many addresses cannot grow the table (it can only make us forget, which
@@ -43,13 +46,13 @@ export class AuthFailureLimit {
     return this.windows.size;
   }
 
-  /** Milliseconds until `address` may try again; 0 when it may now. */
-  retryAfterMs(address: string, now: number): number {
+  /** Milliseconds the address stays limited; 0 when it is not. */
+  limitedForMs(address: string, now: number): number {
     const w = this.current(address, now);
     return w && w.failures > this.rule.maxFailures ? w.start + this.rule.windowMs - now : 0;
   }
 
-  /** Records one failure; returns the wait it put in force (0 unless this failure tripped the limit or it was already tripped). */
+  /** Records one failure; returns how long the address is limited from now (0 while under the limit). */
   fail(address: string, now: number): number {
     let w = this.current(address, now);
     if (!w) {
@@ -58,7 +61,7 @@ export class AuthFailureLimit {
       if (this.windows.size > this.rule.maxAddresses) this.windows.delete(this.windows.keys().next().value!);
     }
     w.failures++;
-    return this.retryAfterMs(address, now);
+    return this.limitedForMs(address, now);
   }
 
   /** The address's window if it is still running; an expired one is dropped on sight. */

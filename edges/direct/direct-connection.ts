@@ -57,7 +57,7 @@ const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
 /** A merged delta stays a modest frame: far below the backpressure cap and any client's frame limit. */
 const MAX_MERGED_DELTA_CHARS = 64 * 1024;
 
-/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown, 1013 try again later when an address is locked out. */
+/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown, 1013 try again later for a failure past its address's limit. */
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
 const CLOSE_TRY_AGAIN_LATER = 1013;
@@ -80,6 +80,8 @@ export class DirectConnection implements HubConnection {
   private gone = false;
   /** The server started closing; nothing more is sent. */
   private closing = false;
+  /** Counted among its address's sockets waiting to authenticate. */
+  private pending = false;
   private authFailure = '';
 
   constructor(
@@ -99,6 +101,8 @@ export class DirectConnection implements HubConnection {
 
   open(): void {
     this.hub.add(this);
+    this.pending = true;
+    this.hub.pendingChanged(this.address, 1);
     this.actor.start();
     this.timer = setTimeout(() => this.dispatch({ type: 'timeout' }), this.hub.limits.authTimeoutMs);
   }
@@ -171,6 +175,7 @@ export class DirectConnection implements HubConnection {
     });
     if (this.state.value !== 'encrypted') return;
     this.clearTimer();
+    this.settlePending();
     this.session = new BoxSession(shared!);
     const { chatId, channelId } = this.state.context;
     this.sendPlain({
@@ -207,14 +212,19 @@ export class DirectConnection implements HubConnection {
     if (snap.context.rejection) {
       const code = snap.context.rejection;
       const message = code === 'auth_failed' ? this.authFailureMessage() : AUTH_MESSAGES[code];
-      const waitS = this.hub.authFailed(this.address);
-      if (waitS > 0) {
-        this.writePlain({ type: 'error', code, message: `${message}; too many failed attempts from this address: new connections are refused for ${waitS} s` });
-        this.socket.end(CLOSE_TRY_AGAIN_LATER, `auth_rate_limited: retry in ${waitS} s`);
-        return;
+      if (!this.hub.authFailed(this.address)) {
+        this.writePlain({ type: 'error', code, message });
+        return this.socket.end(CLOSE_POLICY, code);
       }
-      this.writePlain({ type: 'error', code, message });
-      this.socket.end(CLOSE_POLICY, code);
+      // Past its address's limit a failure is answered late, so guessing slows to a crawl while
+      // the right token (never delayed) still gets in at once.
+      const delayMs = this.hub.limits.authFailureDelayMs;
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        if (this.gone) return;
+        this.writePlain({ type: 'error', code, message: `${message}; too many failed attempts from this address, so failures are answered after ${delayMs} ms` });
+        this.socket.end(CLOSE_TRY_AGAIN_LATER, 'auth_rate_limited');
+      }, delayMs);
     } else if (reason === 'nonce_limit') {
       this.writeSealed({ type: 'error', code: 'decrypt_failed', message: 'this connection used up its nonce budget; reconnect to continue' });
       this.socket.end(CLOSE_POLICY, 'nonce_limit');
@@ -233,6 +243,7 @@ export class DirectConnection implements HubConnection {
     if (this.gone) return;
     this.gone = true;
     this.clearTimer();
+    this.settlePending();
     this.hub.remove(this);
     const authenticated = this.state.context.chatId !== null;
     this.actor.send({ type: 'close', code });
@@ -295,6 +306,12 @@ export class DirectConnection implements HubConnection {
 
   private writePlain(frame: ServerFrame): void {
     this.socket.send(JSON.stringify(frame));
+  }
+
+  private settlePending(): void {
+    if (!this.pending) return;
+    this.pending = false;
+    this.hub.pendingChanged(this.address, -1);
   }
 
   private clearTimer(): void {

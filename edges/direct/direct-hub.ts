@@ -36,11 +36,15 @@ export interface DirectLimits {
   nonceCap: number;
   /** Bytes of one uploaded file. */
   maxUploadBytes: number;
-  /** Failed authentications one client address may make per window before its upgrades get 429. */
+  /** Failed authentications one client address may make per window before its failures are answered late. */
   authFailuresPerWindow: number;
   authFailureWindowMs: number;
   /** Addresses whose failures are remembered at once; the oldest window is forgotten first. */
   authFailureAddresses: number;
+  /** How late a limited address's failures are answered: with the pending cap, its guesses per second. */
+  authFailureDelayMs: number;
+  /** Sockets one address may hold open before authenticating; past it upgrades get 429. */
+  maxPendingPerAddress: number;
 }
 
 export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
@@ -55,6 +59,9 @@ export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
   authFailureWindowMs: 60_000,
   // ~100 bytes each: a full table stays around 1 MB.
   authFailureAddresses: 10_000,
+  authFailureDelayMs: 1000,
+  // A client authenticates within milliseconds of connecting; only a flood holds this many.
+  maxPendingPerAddress: 32,
 };
 
 export type DirectLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
@@ -128,6 +135,8 @@ export class DirectHub {
   /** All that connections which never authenticate leave behind. */
   readonly unauthenticated: UnauthenticatedTally;
   private readonly authFailures: AuthFailureLimit;
+  /** Per address key: sockets open and not yet authenticated. */
+  private readonly pending = new Map<string, number>();
   private readonly now: () => number;
   /**
    * The parent of every connection's actor, so that they share one actor system. xstate hands a
@@ -187,16 +196,27 @@ export class DirectHub {
     return this.connections.size;
   }
 
-  /** Whole seconds `address` must wait before its next upgrade is accepted; 0 when it may connect. */
-  upgradeRefusal(address: string): number {
-    const ms = this.authFailures.retryAfterMs(authLimitKey(address), this.now());
-    if (ms > 0) this.unauthenticated.count('rate_limited');
-    return Math.ceil(ms / 1000);
+  /**
+   * Whether an upgrade from `address` may become a socket: not while the address already holds
+   * `maxPendingPerAddress` sockets that have not authenticated (refused ones are counted).
+   */
+  admits(address: string): boolean {
+    if ((this.pending.get(authLimitKey(address)) ?? 0) < this.limits.maxPendingPerAddress) return true;
+    this.unauthenticated.count('too_many_pending');
+    return false;
   }
 
-  /** A connection from `address` failed to authenticate; returns the wait in seconds it put in force (0 if none). */
-  authFailed(address: string): number {
-    return Math.ceil(this.authFailures.fail(authLimitKey(address), this.now()) / 1000);
+  /** A socket from `address` waits to authenticate (`+1`) or no longer does (`-1`). */
+  pendingChanged(address: string, delta: 1 | -1): void {
+    const key = authLimitKey(address);
+    const n = (this.pending.get(key) ?? 0) + delta;
+    if (n > 0) this.pending.set(key, n);
+    else this.pending.delete(key);
+  }
+
+  /** A connection from `address` failed to authenticate; true when the address is past its limit. */
+  authFailed(address: string): boolean {
+    return this.authFailures.fail(authLimitKey(address), this.now()) > 0;
   }
 
   /**

@@ -69,16 +69,16 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
     compression: uWS.DISABLED,
     upgrade: (res, req, context) => {
       const address = Buffer.from(res.getRemoteAddressAsText()).toString();
-      // An address locked out for failed auths is turned away here, before a socket, key pair or
-      // timer exists for it.
-      const retryS = hub.upgradeRefusal(address);
-      if (retryS > 0) {
+      // An address already holding its share of sockets that have not authenticated is turned
+      // away here, before a socket, key pair or timer exists for it.
+      if (!hub.admits(address)) {
+        const retryS = Math.ceil(hub.limits.authTimeoutMs / 1000);
         res.cork(() => {
           res
             .writeStatus('429 Too Many Requests')
             .writeHeader('Retry-After', String(retryS))
             .writeHeader('Content-Type', 'application/json')
-            .end(JSON.stringify({ error: 'auth_rate_limited', message: `too many failed authentications from this address; retry in ${retryS} s` }), true);
+            .end(JSON.stringify({ error: 'auth_rate_limited', message: `too many connections from this address are waiting to authenticate; retry in ${retryS} s` }), true);
         });
         return;
       }
