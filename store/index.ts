@@ -16,3 +16,4 @@ export * from './users-file.js';
 export * from './agent-token.js';
 export * from './chat-sessions.projection.js';
 export * from './avatars.js';
+export * from './contained-file.js';

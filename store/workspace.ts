@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NAME_PATTERN, SvcError, isPlainObject } from '../schemas/index.js';
+import { within } from './contained-file.js';
 import { agentHomeRoot, type HomePaths } from './home.js';
 import { writeJsonAtomicSync } from './json-file.js';
 
@@ -210,10 +211,6 @@ function realOrNull(path: string): string | null {
   } catch {
     return null;
   }
-}
-
-function within(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
 function moduleName(filename: string): string {

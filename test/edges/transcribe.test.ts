@@ -33,12 +33,13 @@ async function serve(t: TT) {
   const audio = join(day, 'note.ogg');
   writeFileSync(audio, 'OggS');
   writeFileSync(join(dir, 'outside.ogg'), 'OggS');
+  const access = { current: 'home' as string };
   const cfg: { current: TranscriptionSettings } = { current: { language: 'auto', model: 'small', command: command('ok') } };
   const bus = new Bus({ log: new MemoryEventLog() });
   const actor = startTranscriber({ bus, paths, config: () => cfg.current, env: { PATH: join(dir, 'bin') }, timeoutMs: 20_000, graceMs: 200 });
   const app = createApp();
   const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
+  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize, fileAccess: () => access.current })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
   const srv = await listen(app, '127.0.0.1', 0);
   t.teardown(() => {
     srv.close();
@@ -53,7 +54,7 @@ async function serve(t: TT) {
     const text = await r.text();
     return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
   };
-  return { dir, paths, audio, cfg, call, internal };
+  return { dir, paths, audio, cfg, access, call, internal };
 }
 
 t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t) => {
@@ -73,15 +74,15 @@ t.test('where the file is: outside the home 403, missing 404, not a file 400', a
   const outside = join(s.dir, 'outside.ogg');
   symlinkSync(outside, join(s.paths.workspace, 'link.ogg'));
   const cases: [unknown, number, RegExp][] = [
-    [{ file_path: outside }, 403, /outside the service home/],
-    [{ file_path: '/etc/passwd' }, 403, /outside the service home/],
-    [{ file_path: '/nonexistent/x.ogg' }, 403, /outside the service home/],
-    [{ path: join(s.paths.workspace, '..', '..', 'outside.ogg') }, 403, /outside the service home/],
-    [{ file_path: '../../outside.ogg' }, 403, /outside the service home/],
-    [{ file_path: join(s.paths.workspace, 'link.ogg') }, 403, /outside the service home/],
+    [{ file_path: outside }, 403, /outside what file_access = home allows/],
+    [{ file_path: '/etc/passwd' }, 403, /outside what file_access = home allows/],
+    [{ file_path: '/nonexistent/x.ogg' }, 403, /outside what file_access = home allows/],
+    [{ path: join(s.paths.workspace, '..', '..', 'outside.ogg') }, 403, /outside what file_access = home allows/],
+    [{ file_path: '../../outside.ogg' }, 400, /'\.\.' segments are refused/],
+    [{ file_path: join(s.paths.workspace, 'link.ogg') }, 403, /outside what file_access = home allows/],
     [{ file_path: join(s.paths.workspace, 'missing.ogg') }, 404, /no such file/],
     [{ path: join(s.paths.workspace, 'api_files', 'nope', 'x.ogg') }, 404, /no such file/],
-    [{ file_path: join(s.paths.workspace, 'api_files') }, 400, /not a regular file/],
+    [{ file_path: join(s.paths.workspace, 'api_files') }, 400, /is a directory/],
   ];
   for (const [body, status, message] of cases) {
     const r = await s.call(body);
