@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -126,9 +125,12 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
 
   return new Promise<UploadResult>((resolve, reject) => {
     let settled = false;
+    let stopFeeding!: () => void;
+    const feedingStopped = new Promise<void>((r) => (stopFeeding = r));
     const settle = (outcome: { error: unknown } | { ok: PendingFile }) => {
       if (settled) return;
       settled = true;
+      stopFeeding();
       bb.removeAllListeners('finish');
       // Late errors of a parser we no longer read are expected and go nowhere.
       bb.on('error', () => undefined);
@@ -163,20 +165,32 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
     };
 
     bb.on('file', (field: string, stream: Readable, filename: string, _encoding: string, mimeType: string) => {
+      // A truncated body fails the part too; busboy's own 'error' settles, this one must not crash.
+      stream.on('error', () => undefined);
+      // Parts parsed from the same chunk after the outcome is decided are drained, never stored.
+      if (settled) return void stream.resume();
       if (field !== 'file') {
         stream.resume();
         return settle({ error: invalid(`the file part must be the field "file", not ${JSON.stringify(field.slice(0, 80))}`) });
       }
-      // A truncated body fails the part too; busboy's own 'error' settles, this one must not crash.
-      stream.on('error', () => undefined);
       const name = safeUploadName(filename, randomBytes(4).toString('hex'));
       const temp = join(dir, `.${name}.part`);
       stream.on('limit', () => settle({ error: new SvcError('body-too-large', `the uploaded file exceeds the limit of ${opts.maxFileBytes} bytes`) }));
-      const written = fsp
-        .mkdir(dir, { recursive: true, mode: 0o700 })
-        // A stream destroyed (settled elsewhere) before the folder existed would hang pipeline().
-        .then(() => (stream.destroyed ? Promise.reject(new Error('upload abandoned')) : pipeline(stream, createWriteStream(temp, { flags: 'wx', mode: 0o600 }))))
-        .then(() => (stream as Readable & { bytesRead: number }).bytesRead);
+      // The temp file exists before `written` can settle, so a failure's cleanup never runs ahead
+      // of its creation.
+      const written = (async () => {
+        await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+        const fh = await fsp.open(temp, 'wx', 0o600);
+        try {
+          // A stream destroyed meanwhile (settled elsewhere) would hang pipeline().
+          if (stream.destroyed) throw new Error('upload abandoned');
+          await pipeline(stream, fh.createWriteStream());
+        } finally {
+          // Usually closed by the write stream already; this covers a pipeline never started.
+          await fh.close().catch(() => undefined);
+        }
+        return (stream as Readable & { bytesRead: number }).bytesRead;
+      })();
       file = { stream, clientName: filename, declaredType: mimeType, temp, final: join(dir, name), written };
       written.catch((e: unknown) => settle({ error: e }));
     });
@@ -195,7 +209,8 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
       try {
         for await (const chunk of body) {
           if (settled) return;
-          if (!bb.write(chunk)) await once(bb, 'drain');
+          // A parser that stopped early never drains; the feeding stops with it.
+          if (!bb.write(chunk)) await Promise.race([once(bb, 'drain'), feedingStopped]);
         }
         if (!settled) bb.end();
       } catch (e) {

@@ -8,9 +8,9 @@ import { request, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
-import { startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
+import { receiveUpload, startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
-import { defaultConfig, type AgentConfig } from '../../schemas/index.js';
+import { SvcError, defaultConfig, type AgentConfig } from '../../schemas/index.js';
 import { MemoryEventLog, ensureApiToken, homePaths, type HomePaths } from '../../store/index.js';
 
 type T = Test;
@@ -466,4 +466,97 @@ t.test('served files: type from mime-types, RFC 6266 disposition with an ASCII f
   t.equal(r.headers['content-type'], 'text/html; charset=utf-8');
   t.equal(r.headers['content-security-policy'], "default-src 'none'; sandbox", 'HTML cannot run as this origin');
   t.equal(r.headers['x-content-type-options'], 'nosniff');
+});
+
+t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) => {
+  const env = await serve(t, { maxUploadBytes: 64 * 1024 });
+  const apiFiles = join(env.paths.workspace, 'api_files');
+  const post = (body: Buffer | string, contentType = MP['content-type']) => call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, 'content-type': contentType }, body });
+  const part = (disposition: string, data: string, boundary = BOUNDARY) => `--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n${data}\r\n`;
+  const end = (boundary = BOUNDARY) => `--${boundary}--\r\n`;
+  const file = multipart([{ name: 'file', filename: 'a.txt', data: 'abc' }]);
+
+  const refused: [string, Buffer | string, string, number, RegExp][] = [
+    ['a longer media type is not form-data', file, `multipart/form-data-foo; boundary=${BOUNDARY}`, 415, /not allowed/],
+    ['multipart/mixed', file, `multipart/mixed; boundary=${BOUNDARY}`, 415, /not allowed/],
+    ['missing boundary', file, 'multipart/form-data; charset=utf-8', 400, /boundary/],
+    ['truncated inside the file part', file.subarray(0, file.length - 20), MP['content-type'], 400, /multipart body/],
+    ['truncated inside the part headers', file.subarray(0, 60), MP['content-type'], 400, /multipart body/],
+    ['two files', multipart([{ name: 'file', filename: 'a.txt', data: 'a' }, { name: 'file', filename: 'b.txt', data: 'b' }]), MP['content-type'], 400, /more than one file/],
+    ['a file under another field', multipart([{ name: 'other', filename: 'a.txt', data: 'a' }]), MP['content-type'], 400, /must be the field "file"/],
+    ['many parts', part('form-data; name="x"', 'y').repeat(11) + end(), MP['content-type'], 400, /more than/],
+    ['oversized caption', multipart([{ name: 'caption', data: 'c'.repeat(64 * 1024 + 1) }, { name: 'file', filename: 'a.txt', data: 'a' }]), MP['content-type'], 400, /caption exceeds/],
+    ['a filename* with a bad charset stays a file, but no name decodes', part(`form-data; name="file"; filename*=nope''%ZZ`, 'x') + end(), MP['content-type'], 200, /./],
+  ];
+  for (const [what, body, type, status, error] of refused) {
+    const r = await post(body, type);
+    t.equal(r.status, status, what);
+    if (status !== 200) t.match(r.json(), { error }, what);
+  }
+  // The 200 above stored one file; everything else left nothing.
+  t.equal(filesIn(apiFiles).filter((f) => !/^\d{4}-\d\d-\d\d$/.test(f)).length, 1, `only the accepted upload is on disk: ${filesIn(apiFiles)}`);
+
+  const accepted: [string, Buffer | string, string, string][] = [
+    ['filename* in UTF-8', part(`form-data; name="file"; filename*=UTF-8''na%C3%AFve%20%E2%9C%93.txt`, 'x') + end(), MP['content-type'], 'naïve ✓.txt'],
+    ['filename* in ISO-8859-1', part(`form-data; name="file"; filename*=iso-8859-1''caf%E9.txt`, 'x') + end(), MP['content-type'], 'café.txt'],
+    ['a boundary= inside a quoted parameter is not the boundary', part('form-data; name="file"; filename="q.txt"', 'x', 'REAL') + end('REAL'), 'multipart/form-data; foo="a; boundary=evil"; boundary=REAL', 'q.txt'],
+    ['a quoted boundary', part('form-data; name="file"; filename="q2.txt"', 'x', 'a b;c') + end('a b;c'), 'multipart/form-data; boundary="a b;c"', 'q2.txt'],
+    ['an epilogue after the closing boundary', Buffer.concat([file, Buffer.from('epilogue bytes\r\n')]), MP['content-type'], 'a.txt'],
+  ];
+  for (const [what, body, type, name] of accepted) {
+    const r = await post(body, type);
+    t.equal(r.status, 200, `${what}: ${r.body.toString().slice(0, 200)}`);
+    if (r.status === 200) t.equal(r.json().name, name, what);
+  }
+});
+
+t.test('stored upload names: no separator, NUL, leading dot or overlong name survives', async (t) => {
+  const env = await serve(t);
+  const cases: [string, RegExp][] = [
+    ['..\\\\..\\\\.hidden', /^[0-9a-f]{8}_hidden$/],
+    ['a\u0000b.txt', /^[0-9a-f]{8}_a_b\.txt$/],
+    ['....', /^[0-9a-f]{8}_file$/],
+    [`${'字'.repeat(200)}.txt`, /^[0-9a-f]{8}_字+\.txt$/],
+  ];
+  for (const [clientName, stored] of cases) {
+    const body = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${clientName}"\r\n\r\nx\r\n--${BOUNDARY}--\r\n`;
+    const r = await call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, ...MP }, body });
+    t.equal(r.status, 200, JSON.stringify(clientName).slice(0, 40));
+    const name = r.json().path.split('/').pop() as string;
+    t.match(name, stored, JSON.stringify(clientName).slice(0, 40));
+    t.ok(Buffer.byteLength(name) <= 9 + 120, `${Buffer.byteLength(name)} bytes`);
+  }
+});
+
+t.test('receiveUpload settles once when busboy reports an error and then a finish', async (t) => {
+  const dir = t.testdir({});
+  const opts = { baseDir: dir, day: '2024-01-01', maxFileBytes: 1024 };
+  const body = multipart([{ name: 'file', filename: 'a.txt', data: 'abcdef'.repeat(50) }]);
+  async function* pieces(...chunks: Buffer[]) {
+    for (const c of chunks) yield c;
+  }
+  const errors: unknown[] = [];
+  const onError = (e: unknown) => errors.push(e);
+  process.on('uncaughtException', onError);
+  process.on('unhandledRejection', onError);
+  t.teardown(() => {
+    process.off('uncaughtException', onError);
+    process.off('unhandledRejection', onError);
+  });
+  // Cut inside the file part: Dicer emits 'error', then 'finish'.
+  await t.rejects(receiveUpload(pieces(body.subarray(0, 150)), MP['content-type'], opts), { code: 'invalid-body', message: /Unexpected end/ });
+  // The client goes away mid-body.
+  async function* gone() {
+    yield body.subarray(0, 150);
+    throw new SvcError('client-gone', 'the client went away mid-upload');
+  }
+  await t.rejects(receiveUpload(gone(), MP['content-type'], opts), { code: 'client-gone' });
+  // Past the size limit in one piece, then the rest of the body still arrives.
+  const big = multipart([{ name: 'file', filename: 'b.bin', data: randomBytes(4096) }]);
+  await t.rejects(receiveUpload(pieces(big.subarray(0, 2000), big.subarray(2000)), MP['content-type'], opts), { code: 'body-too-large' });
+  await new Promise((r) => setImmediate(r));
+  t.same(errors, [], 'no late error escaped');
+  t.same(filesIn(dir), [], 'no partial file, no empty dated folder');
+  const ok = await receiveUpload(pieces(multipart([{ name: 'file', filename: 'c.txt', data: 'fine' }])), MP['content-type'], opts);
+  t.equal(readFileSync(ok.path, 'utf8'), 'fine');
 });
