@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
@@ -54,6 +55,61 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTT
  * among the refused ones, a file unlinked meanwhile, anything but a regular file.
  */
 export async function openContainedFile(requested: string, rules: ContainmentRules): Promise<ContainedFile> {
+  const path = lexicallyContained(requested, rules);
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(path, openFlags(rules));
+  } catch (e) {
+    throw fsError(e, requested);
+  }
+  try {
+    // Fails closed where there is no procfs: nothing is served that could not be checked.
+    const realPath = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
+    const realRoot = rules.root === null ? null : await fsp.realpath(rules.root).catch(() => '');
+    const st = await handle.stat();
+    checkOpened(requested, rules, realPath, realRoot, st);
+    return { handle, realPath, size: st.size };
+  } catch (e) {
+    await handle.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+/**
+ * openContainedFile for synchronous callers (memory modules read into a prompt): the same checks
+ * on the opened descriptor, then its whole text, refused past `maxBytes` as `file-too-large`.
+ */
+export function readContainedFileSync(requested: string, rules: ContainmentRules, maxBytes: number): { realPath: string; size: number; text: string } {
+  const path = lexicallyContained(requested, rules);
+  let fd: number;
+  try {
+    fd = fs.openSync(path, openFlags(rules));
+  } catch (e) {
+    throw fsError(e, requested);
+  }
+  try {
+    const realPath = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    let realRoot: string | null = null;
+    if (rules.root !== null) {
+      try {
+        realRoot = fs.realpathSync(rules.root);
+      } catch {
+        realRoot = '';
+      }
+    }
+    const st = fs.fstatSync(fd);
+    checkOpened(requested, rules, realPath, realRoot, st);
+    if (st.size > maxBytes) {
+      throw new SvcError('file-too-large', `${requested}: ${st.size} bytes is over the ${maxBytes}-byte limit`, { size: st.size });
+    }
+    return { realPath, size: st.size, text: fs.readFileSync(fd, 'utf8') };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The absolute path to open, after every check that needs no disk. */
+function lexicallyContained(requested: string, rules: ContainmentRules): string {
   if (requested.trim() === '') throw new SvcError('invalid-path', 'path is empty');
   if (requested.length > MAX_REQUESTED_PATH_CHARS || requested.includes('\0')) {
     throw new SvcError('invalid-path', `path is not allowed (at most ${MAX_REQUESTED_PATH_CHARS} characters, no NUL)`);
@@ -61,35 +117,24 @@ export async function openContainedFile(requested: string, rules: ContainmentRul
   if (requested.split(/[/\\]/).includes('..')) {
     throw new SvcError('invalid-path', `path ${JSON.stringify(requested)} is not allowed ('..' segments are refused; send the full path)`);
   }
-  const outside = () => new SvcError('forbidden', `${requested} is outside ${rules.rootLabel}`);
   const path = normalize(isAbsolute(requested) ? requested : join(rules.base, requested));
-  if (rules.root !== null && !within(path, normalize(rules.root))) throw outside();
+  if (rules.root !== null && !within(path, normalize(rules.root))) throw outside(requested, rules);
+  return path;
+}
 
-  let handle: fsp.FileHandle;
-  try {
-    handle = await fsp.open(path, rules.followSymlinks === false ? OPEN_FLAGS | constants.O_NOFOLLOW : OPEN_FLAGS);
-  } catch (e) {
-    throw fsError(e, requested);
+const openFlags = (rules: ContainmentRules) => (rules.followSymlinks === false ? OPEN_FLAGS | constants.O_NOFOLLOW : OPEN_FLAGS);
+
+const outside = (requested: string, rules: ContainmentRules) => new SvcError('forbidden', `${requested} is outside ${rules.rootLabel}`);
+
+/** What was opened must be where the rules allow ('' for a root that does not resolve) and a regular file. */
+function checkOpened(requested: string, rules: ContainmentRules, realPath: string, realRoot: string | null, st: fs.Stats): void {
+  if (realRoot !== null && (realRoot === '' || !within(realPath, realRoot))) throw outside(requested, rules);
+  if (rules.refused?.some((p) => within(realPath, p))) {
+    throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
   }
-  try {
-    // Fails closed where there is no procfs: nothing is served that could not be checked.
-    const realPath = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
-    if (rules.root !== null) {
-      const realRoot = await fsp.realpath(rules.root).catch(() => null);
-      if (realRoot === null || !within(realPath, realRoot)) throw outside();
-    }
-    if (rules.refused?.some((p) => within(realPath, p))) {
-      throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
-    }
-    const st = await handle.stat();
-    if (st.nlink === 0) throw new SvcError('not-found', `${requested}: no such file`);
-    if (st.isDirectory()) throw new SvcError('invalid-path', `${requested} is a directory; only files can be fetched`);
-    if (!st.isFile()) throw new SvcError('invalid-path', `${requested} is not a regular file`);
-    return { handle, realPath, size: st.size };
-  } catch (e) {
-    await handle.close().catch(() => undefined);
-    throw e;
-  }
+  if (st.nlink === 0) throw new SvcError('not-found', `${requested}: no such file`);
+  if (st.isDirectory()) throw new SvcError('invalid-path', `${requested} is a directory; only files can be fetched`);
+  if (!st.isFile()) throw new SvcError('invalid-path', `${requested} is not a regular file`);
 }
 
 function fsError(e: unknown, requested: string): SvcError {
