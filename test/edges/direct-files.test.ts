@@ -2,7 +2,7 @@
 // and startDirectApi's start-up rules. Real server on port 0, real files, node:http as the client.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -559,4 +559,15 @@ t.test('receiveUpload settles once when busboy reports an error and then a finis
   t.same(filesIn(dir), [], 'no partial file, no empty dated folder');
   const ok = await receiveUpload(pieces(multipart([{ name: 'file', filename: 'c.txt', data: 'fine' }])), MP['content-type'], opts);
   t.equal(readFileSync(ok.path, 'utf8'), 'fine');
+});
+
+t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
+  const env = await serve(t);
+  env.cfg.file_access = 'all';
+  const fifo = join(env.paths.workspace, 'pipe.txt');
+  execFileSync('mkfifo', [fifo]);
+  for (const p of [fifo, '/dev/zero', '/dev/null']) {
+    const r = await call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers: AUTH, timeoutMs: 10_000 });
+    t.same([r.status, r.json().code], [400, 'invalid-path'], p);
+  }
 });
