@@ -20,7 +20,13 @@ let stop: () => Promise<void>;
 
 if (mode === 'daemon') {
   mkdirSync(join(home!, 'config'), { recursive: true });
-  writeFileSync(join(home!, 'config', 'config.json'), JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0 }, memory: { enabled: false } }));
+  const config = {
+    api: { enabled: true, host: '127.0.0.1', port: 0 },
+    memory: { enabled: false },
+    // The latency runs hold 10 fake CLIs open at once; the default bound (8) would queue two.
+    max_concurrent_cli: 16,
+  };
+  writeFileSync(join(home!, 'config', 'config.json'), JSON.stringify(config));
   const d = await startDaemon({
     paths: homePaths(home!),
     logToStderr: false,

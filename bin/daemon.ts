@@ -258,7 +258,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         return [
           ...notificationRoutes({ readModel: notifications, bus, authorize }),
           ...chatSessionRoutes({ bus, authorize }),
-          ...transcribeRoutes({ bus, paths, authorize }),
+          ...transcribeRoutes({ bus, paths, authorize, fileAccess: () => currentConfig().file_access }),
           // Avatars are public (SPEC.md): a chat client shows them before anyone signs in.
           ...avatarRoutes({ paths }),
         ];

@@ -1,6 +1,6 @@
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { SvcError } from '../schemas/index.js';
+import { openContainedFile, serviceSecretRealPaths, type ContainedFile } from './contained-file.js';
 import type { HomePaths } from './home.js';
 
 /*
@@ -8,26 +8,15 @@ import type { HomePaths } from './home.js';
  * so it is checked before anything touches the disk.
  */
 
-/** Tried in this order; the first that exists wins. */
+/** Tried in this order; the first that is a regular file physically inside `avatars/` wins. */
 export const AVATAR_EXTENSIONS = ['png', 'jpg', 'jpeg', 'webp', 'gif'] as const;
 export type AvatarExtension = (typeof AVATAR_EXTENSIONS)[number];
-
-export const AVATAR_CONTENT_TYPES: Readonly<Record<AvatarExtension, string>> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
-  gif: 'image/gif',
-};
 
 export const AVATAR_NAME_PATTERN = /^[a-zA-Z0-9_-]+$/;
 export const MAX_AVATAR_NAME_CHARS = 64;
 
-export interface AgentAvatar {
-  path: string;
-  size: number;
+export interface AgentAvatar extends ContainedFile {
   extension: AvatarExtension;
-  contentType: string;
 }
 
 export function avatarsDir(paths: HomePaths): string {
@@ -44,19 +33,22 @@ export function checkAvatarName(name: string): void {
   }
 }
 
-/** The agent's avatar, or null when none of the allowed files exists as a regular file. */
-export function findAvatar(paths: HomePaths, name: string): AgentAvatar | null {
+/**
+ * The agent's avatar, opened, or null when no candidate is a regular file inside `avatars/`. The
+ * endpoint is public, so no symlink is followed at all (one pointing at `/etc/passwd` or
+ * `../config/config.json` would serve it without a token); such a candidate counts as absent.
+ */
+export async function openAvatar(paths: HomePaths, name: string): Promise<AgentAvatar | null> {
   checkAvatarName(name);
   const dir = avatarsDir(paths);
+  const refused = await serviceSecretRealPaths(paths);
   for (const extension of AVATAR_EXTENSIONS) {
-    const path = join(dir, `${name}.${extension}`);
-    let st: fs.Stats;
     try {
-      st = fs.statSync(path);
-    } catch {
-      continue;
+      const file = await openContainedFile(join(dir, `${name}.${extension}`), { base: dir, root: dir, rootLabel: 'avatars/', refused, followSymlinks: false });
+      return { ...file, extension };
+    } catch (e) {
+      if (!(e instanceof SvcError)) throw e;
     }
-    if (st.isFile()) return { path, size: st.size, extension, contentType: AVATAR_CONTENT_TYPES[extension] };
   }
   return null;
 }

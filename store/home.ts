@@ -70,6 +70,26 @@ export function homePaths(root: string): HomePaths {
   };
 }
 
+/**
+ * What no endpoint ever serves, in any `file_access` mode: credentials and settings (`_secrets/`,
+ * `config/`, `.env`, the legacy registry with agent tokens), the event log with every SQLite
+ * sidecar it may have, and the pid file.
+ */
+export function serviceSecretPaths(paths: HomePaths): string[] {
+  const db = paths.eventsDb;
+  return [
+    paths.secretsDir,
+    paths.configDir,
+    paths.envFile,
+    paths.legacyAgentsRegistry,
+    db,
+    `${db}-wal`,
+    `${db}-shm`,
+    `${db}-journal`,
+    paths.pidFile,
+  ];
+}
+
 /** A sub-agent's own home: SPEC.md forces `svc_home` to `~/.svc/agents/<name>/`. */
 export function agentHomeRoot(paths: HomePaths, name: string): string {
   return join(paths.agentsDir, name);

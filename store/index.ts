@@ -19,3 +19,4 @@ export * from './chat-sessions.projection.js';
 export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
+export * from './contained-file.js';

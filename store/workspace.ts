@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NAME_PATTERN, SvcError, isPlainObject } from '../schemas/index.js';
+import { readContainedFileSync, within } from './contained-file.js';
 import { agentHomeRoot, type HomePaths } from './home.js';
 import { writeJsonAtomicSync } from './json-file.js';
 
@@ -212,26 +213,32 @@ function realOrNull(path: string): string | null {
   }
 }
 
-function within(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-
 function moduleName(filename: string): string {
   return filename.replace(/^modules\//, '').replace(/\.md$/i, '');
 }
 
-/** Reads a module file that is already known to be inside `memory_system/` (after symlinks). */
-function loadModule(path: string, filename: string): MemoryModuleFile {
-  const st = fs.statSync(path);
-  if (!st.isFile()) throw new SvcError('invalid-path', `${filename}: not a file`, { filename });
-  if (st.size > MAX_MEMORY_MODULE_BYTES) {
-    throw new SvcError('file-too-large', `${filename}: ${st.size} bytes is over the ${MAX_MEMORY_MODULE_BYTES}-byte limit for a memory module`, {
-      filename,
-      size: st.size,
-    });
+/**
+ * Reads a module file found inside `memory_system/`. The agent can change that folder at any
+ * moment, so the file is opened and then checked (store/contained-file.ts): a directory swapped for
+ * a link between the lookup and the read cannot bring in a file from outside.
+ */
+function loadModule(path: string, filename: string, memDir: string): MemoryModuleFile {
+  let file: { size: number; text: string };
+  try {
+    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/' }, MAX_MEMORY_MODULE_BYTES);
+  } catch (err) {
+    if (!(err instanceof SvcError)) throw err;
+    if (err.code === 'file-too-large') {
+      throw new SvcError('file-too-large', `${filename}: ${String(err.details?.size)} bytes is over the ${MAX_MEMORY_MODULE_BYTES}-byte limit for a memory module`, {
+        filename,
+        size: err.details?.size,
+      });
+    }
+    if (err.code === 'forbidden') throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
+    if (err.code === 'invalid-path') throw new SvcError('invalid-path', `${filename}: not a file`, { filename });
+    throw err;
   }
-  const text = fs.readFileSync(path, 'utf8');
-  return { name: moduleName(filename), filename, lines: countLines(text), size: formatSize(st.size), text };
+  return { name: moduleName(filename), filename, lines: countLines(file.text), size: formatSize(file.size), text: file.text };
 }
 
 /**
@@ -247,7 +254,7 @@ export function listMemoryModules(workspace: string): MemoryModuleEntry[] {
     const real = realOrNull(path);
     if (!real || !within(real, realMem)) return;
     try {
-      const { text: _text, ...entry } = loadModule(real, filename);
+      const { text: _text, ...entry } = loadModule(real, filename, realMem);
       out.push(entry);
     } catch (err) {
       // One oversized or vanished file must not hide the others from the listing.
@@ -308,7 +315,7 @@ export function readMemoryModule(workspace: string, filename: string): MemoryMod
   const real = realOrNull(path);
   if (!real) throw invalidPath(filename, 'a broken symlink');
   if (!within(real, realMem)) throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
-  return loadModule(real, parts.join('/'));
+  return loadModule(real, parts.join('/'), realMem);
 }
 
 // ---------------------------------------------------------------- sub-agent sandbox hook

@@ -1,9 +1,9 @@
 import { basename, join } from 'node:path';
 import { SvcError } from '../../schemas/index.js';
-import { json, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import { contentDisposition, contentTypeFor, json, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
 import type { DirectHub } from './direct-hub.js';
 import { bearerMatches } from './e2e-crypto.js';
-import { fileAccessMode, mimeForName, resolveServableFile } from './file-access.js';
+import { fileAccessMode, openRequestedFile } from './file-access.js';
 import { dayStamp, receiveUpload } from './upload.js';
 
 /** Codes of this edge beyond the common table. */
@@ -40,18 +40,21 @@ export function directRoutes(hub: DirectHub): Route[] {
       handler: async (req) => {
         requireBearer(req, deps.token);
         const mode = fileAccessMode(deps.config().file_access);
-        const file = await resolveServableFile(req.query.get('path'), mode, deps.paths);
-        const name = basename(file.path);
+        const requested = req.query.get('path');
+        if (requested === null || requested.trim() === '') throw new SvcError('invalid-query', 'query parameter path is required (a file path)');
+        const file = await openRequestedFile(requested, mode, deps.paths);
+        // Named by what was opened, so a link is served under its target's name and type.
+        const name = basename(file.realPath);
         return {
           status: 200,
           headers: {
-            'content-type': mimeForName(name),
-            'content-disposition': `inline; filename*=UTF-8''${encodeURIComponent(name)}`,
+            'content-type': contentTypeFor(name),
+            'content-disposition': contentDisposition('inline', name),
             // A served HTML or SVG file must not run as a page of this origin.
             'content-security-policy': "default-src 'none'; sandbox",
             'x-content-type-options': 'nosniff',
           },
-          file,
+          file: { handle: file.handle, size: file.size },
         };
       },
     },

@@ -5,7 +5,6 @@ export * from './direct-hub.js';
 export * from './direct-connection.js';
 export * from './direct-ws.binding.js';
 export * from './file-access.js';
-export * from './multipart.js';
 export * from './upload.js';
 export * from './direct-http.js';
 export * from './direct-api.js';

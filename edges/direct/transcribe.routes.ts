@@ -1,15 +1,19 @@
+import { createWriteStream } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { isAbsolute, join, normalize, sep } from 'node:path';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
 import { SvcError } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { json, parseJsonBody, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import { fileAccessMode, openRequestedFile, type FileAccessMode } from './file-access.js';
 
 /*
  * SPEC.md "Direct API server": `POST /api/transcribe`; WIRE.md §2: body `{file_path}` or `{path}`,
- * answer `{transcript}`. The file must be a regular file inside the service home (uploads land in
- * its workspace); the transcriber actor runs the backend chain.
+ * answer `{transcript}`. The file must be one `/files` would serve under `file_access` (uploads land
+ * in the workspace); the transcriber actor runs the backend chain on a private copy of it.
  */
 
 /** The transcriber's command (actors/transcriber.ts TRANSCRIPTION_COMMAND); edges may not import actors/. */
@@ -20,12 +24,15 @@ export interface TranscribeRoutesDeps {
   paths: HomePaths;
   /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
   authorize(req: HttpRequest): void | Promise<void>;
+  /** The `file_access` setting now (hot-reloadable); the file must be one `/files` would serve. */
+  fileAccess(): unknown;
 }
 
 /** Codes these routes answer with beyond COMMON_STATUSES; merge into the server's table. */
 export const TRANSCRIBE_STATUSES: StatusTable = {
   'transcription-unavailable': 503,
   'invalid-command': 400,
+  'file-too-large': 413,
 };
 
 const PathField = v.pipe(
@@ -40,31 +47,30 @@ const TranscribeBodySchema = v.pipe(
   v.check((b) => b.file_path !== undefined || b.path !== undefined, 'needs file_path (or its alias path): the audio file to transcribe'),
 );
 
-const within = (path: string, root: string) => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+/** Far above any voice note; bounds the private copy a request can make. */
+export const MAX_AUDIO_BYTES = 256 * 1024 * 1024;
 
 /**
- * The audio file's real path. Relative paths are taken from the workspace. Outside the home is
- * refused before the disk is touched (so a 404 never tells what exists there), and again after
- * symlinks are resolved.
+ * A private copy of the audio file, read from the checked descriptor, so the backend (a command
+ * given a path) opens a file nobody can swap for a symlink after the check. Named like the
+ * original, since backends derive their output names from it. The caller removes `dir`.
  */
-export async function resolveAudioFile(requested: string, paths: HomePaths): Promise<string> {
-  const lexical = normalize(isAbsolute(requested) ? requested : join(paths.workspace, requested));
-  const outside = () => new SvcError('forbidden', `${requested} is outside the service home; only files under it (e.g. uploads) can be transcribed`);
-  if (!within(lexical, normalize(paths.root))) throw outside();
-  let real: string;
-  let realRoot: string;
+export async function copyAudioFile(requested: string, mode: FileAccessMode, paths: HomePaths): Promise<{ dir: string; path: string }> {
+  const file = await openRequestedFile(requested, mode, paths);
   try {
-    realRoot = await fsp.realpath(paths.root);
-    real = await fsp.realpath(lexical);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EACCES' || code === 'EPERM') throw new SvcError('forbidden', `${requested}: the service may not read it`);
-    throw new SvcError('not-found', `${requested}: no such file`);
+    if (file.size > MAX_AUDIO_BYTES) throw new SvcError('file-too-large', `${requested} is ${file.size} bytes; at most ${MAX_AUDIO_BYTES} can be transcribed`);
+    const dir = await fsp.mkdtemp(join(tmpdir(), 'svc-transcribe-in-'));
+    const path = join(dir, basename(file.realPath));
+    try {
+      await pipeline(file.handle.createReadStream({ start: 0, end: MAX_AUDIO_BYTES - 1, autoClose: false }), createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+    } catch (e) {
+      await fsp.rm(dir, { recursive: true, force: true });
+      throw e;
+    }
+    return { dir, path };
+  } finally {
+    await file.handle.close().catch(() => undefined);
   }
-  if (!within(real, realRoot)) throw outside();
-  const st = await fsp.stat(real);
-  if (!st.isFile()) throw new SvcError('invalid-path', `${requested} is not a regular file`);
-  return real;
 }
 
 export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
@@ -77,10 +83,14 @@ export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
       handler: async (req) => {
         await authorize(req);
         const body = parseJsonBody(req, TranscribeBodySchema);
-        const file = await resolveAudioFile((body.file_path ?? body.path)!, paths);
-        // No bus deadline: each backend has its own, and the chain may run several.
-        const r = await bus.send<{ transcript: string }>({ type: TRANSCRIBE_COMMAND, data: { file_path: file } }, { timeoutMs: 0 });
-        return json(200, { transcript: r.transcript });
+        const audio = await copyAudioFile((body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
+        try {
+          // No bus deadline: each backend has its own, and the chain may run several.
+          const r = await bus.send<{ transcript: string }>({ type: TRANSCRIBE_COMMAND, data: { file_path: audio.path } }, { timeoutMs: 0 });
+          return json(200, { transcript: r.transcript });
+        } finally {
+          await fsp.rm(audio.dir, { recursive: true, force: true }).catch(() => undefined);
+        }
       },
     },
   ];

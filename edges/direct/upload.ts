@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import * as fsp from 'node:fs/promises';
-import { extname, join } from 'node:path';
-import { SvcError } from '../../schemas/index.js';
-import { mimeForName } from './file-access.js';
-import { MultipartParser, multipartBoundary } from './multipart.js';
+import { basename, extname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Busboy, type BusboyInstance } from '@fastify/busboy';
+import { lookup } from 'mime-types';
+import { SvcError, describeError } from '../../schemas/index.js';
 
 export interface UploadResult {
   path: string;
@@ -36,17 +39,34 @@ export function dayStamp(ms: number, timeZone: string): string {
   return `${parts.year}-${parts.month}-${parts.day}`;
 }
 
+/** Bytes of the stored name after its random prefix: far below any filesystem's 255 with room for `.part`. */
+const MAX_NAME_BYTES = 120;
+
+/** The longest prefix of `s` that fits in `bytes` of UTF-8, never splitting a character. */
+function cutToBytes(s: string, bytes: number): string {
+  let out = '';
+  let used = 0;
+  for (const ch of s) {
+    used += Buffer.byteLength(ch);
+    if (used > bytes) break;
+    out += ch;
+  }
+  return out;
+}
+
 /**
  * A name safe on any filesystem and in a prompt: the client's base name with anything but letters,
- * digits, `.`, `_`, `-` replaced, no leading dot, at most 100 characters (extension kept), behind a
- * random prefix so two uploads of `photo.jpg` never collide.
+ * digits, `.`, `_`, `-` replaced (so no separator, NUL or control survives), no leading dot, at
+ * most 120 bytes of UTF-8 (extension kept), behind a random prefix so two uploads of `photo.jpg`
+ * never collide.
  */
 export function safeUploadName(clientName: string | null, random: string): string {
   const base = (clientName ?? '').split(/[/\\]/).pop()!.normalize('NFC');
   let safe = base.replace(/[^\p{L}\p{N}._-]+/gu, '_').replace(/^[._]+/, '').replace(/_+/g, '_');
-  if (safe.length > 100) {
-    const ext = extname(safe).slice(0, 16);
-    safe = safe.slice(0, 100 - ext.length) + ext;
+  if (Buffer.byteLength(safe) > MAX_NAME_BYTES) {
+    const ext = extname(safe);
+    const kept = Buffer.byteLength(ext) <= 16 ? ext : '';
+    safe = cutToBytes(safe.slice(0, safe.length - ext.length), MAX_NAME_BYTES - Buffer.byteLength(kept)) + kept;
   }
   return `${random}_${safe || 'file'}`;
 }
@@ -56,78 +76,146 @@ function uploadPrompt(r: Omit<UploadResult, 'prompt'>, caption: string): string 
   return caption.trim() ? `${head}\n\n${caption.trim()}` : head;
 }
 
+/** Busboy's part limits: one file, a caption and a few fields; anything past them is refused. */
+const LIMITS = { files: 1, fields: 8, parts: 10, fieldSize: MAX_CAPTION_BYTES, headerPairs: 16, headerSize: 16 * 1024 } as const;
+
+const invalid = (why: string) => new SvcError('invalid-body', `multipart body: ${why}`);
+
+/** A parser for `contentType`: 415 unless exactly multipart/form-data, 400 without a boundary. */
+function multipartParser(contentType: string | undefined, maxFileBytes: number): BusboyInstance {
+  const ct = contentType ?? '';
+  // Busboy itself would take `multipart/form-data-foo` as form data.
+  if (ct.split(';')[0]!.trim().toLowerCase() !== 'multipart/form-data') {
+    throw new SvcError('unsupported-media-type', `content-type ${JSON.stringify(ct.slice(0, 200))} is not allowed (multipart/form-data with a boundary)`);
+  }
+  try {
+    return new Busboy({
+      headers: { 'content-type': ct },
+      limits: { ...LIMITS, fileSize: maxFileBytes },
+      // A part is a file when it names one (filename or filename*), whatever its type says.
+      isPartAFile: (_field, _type, filename) => filename !== undefined,
+    });
+  } catch (e) {
+    throw invalid(`content-type ${JSON.stringify(ct.slice(0, 200))} has no usable boundary (${describeError(e)})`);
+  }
+}
+
+interface PendingFile {
+  stream: Readable;
+  clientName: string;
+  declaredType: string;
+  temp: string;
+  final: string;
+  /** Settles when the part is on disk; its bytes. */
+  written: Promise<number>;
+}
+
 /**
  * Streams a multipart body (field `file`, optional `caption`) to `baseDir/day/<safe name>`. The file
  * is written under a dot-name and renamed when complete; on any failure (too large → `body-too-large`,
- * malformed → `invalid-body`, client gone) the partial file is removed.
+ * malformed → `invalid-body`, client gone) the partial file is removed. Busboy may report an error
+ * and then a finish for the same truncated body, so every outcome goes through one `settle`, and
+ * only the first counts.
  */
-export async function receiveUpload(body: AsyncIterable<Buffer>, contentType: string | undefined, opts: UploadOptions): Promise<UploadResult> {
-  const parser = new MultipartParser(multipartBoundary(contentType));
+export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string | undefined, opts: UploadOptions): Promise<UploadResult> {
+  const bb = multipartParser(contentType, opts.maxFileBytes);
   const dir = join(opts.baseDir, opts.day);
-  let tempPath: string | null = null;
-  let finalPath: string | null = null;
-  let clientName: string | null = null;
-  let partMime: string | null = null;
-  let fh: fsp.FileHandle | null = null;
-  let size = 0;
-  let fileDone = false;
-  const caption: Buffer[] = [];
-  let captionBytes = 0;
-  let current: 'file' | 'caption' | 'skip' = 'skip';
-  try {
-    for await (const chunk of body) {
-      for (const ev of parser.push(chunk)) {
-        if (ev.kind === 'part') {
-          if (ev.headers.name === 'file' && ev.headers.filename !== null && !fileDone && !fh) {
-            current = 'file';
-            clientName = ev.headers.filename;
-            partMime = ev.headers.contentType;
-            await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-            const name = safeUploadName(clientName, randomBytes(4).toString('hex'));
-            finalPath = join(dir, name);
-            tempPath = join(dir, `.${name}.part`);
-            fh = await fsp.open(tempPath, 'wx', 0o600);
-          } else if (ev.headers.name === 'caption' && ev.headers.filename === null) {
-            current = 'caption';
-          } else {
-            current = 'skip';
-          }
-        } else if (ev.kind === 'data') {
-          if (current === 'file') {
-            size += ev.chunk.length;
-            if (size > opts.maxFileBytes) {
-              throw new SvcError('body-too-large', `the uploaded file exceeds the limit of ${opts.maxFileBytes} bytes`);
-            }
-            await fh!.write(ev.chunk);
-          } else if (current === 'caption') {
-            captionBytes += ev.chunk.length;
-            if (captionBytes > MAX_CAPTION_BYTES) throw new SvcError('invalid-body', `caption exceeds ${MAX_CAPTION_BYTES} bytes`);
-            caption.push(Buffer.from(ev.chunk));
-          }
-        } else if (current === 'file') {
-          await fh!.close();
-          fh = null;
-          fileDone = true;
-          current = 'skip';
+  let file: PendingFile | null = null;
+  let caption = '';
+
+  return new Promise<UploadResult>((resolve, reject) => {
+    let settled = false;
+    let stopFeeding!: () => void;
+    const feedingStopped = new Promise<void>((r) => (stopFeeding = r));
+    const settle = (outcome: { error: unknown } | { ok: PendingFile }) => {
+      if (settled) return;
+      settled = true;
+      stopFeeding();
+      bb.removeAllListeners('finish');
+      // Late errors of a parser we no longer read are expected and go nowhere.
+      bb.on('error', () => undefined);
+      void conclude(outcome).then(resolve, reject);
+    };
+
+    const conclude = async (outcome: { error: unknown } | { ok: PendingFile }): Promise<UploadResult> => {
+      try {
+        if ('error' in outcome) throw outcome.error;
+        const f = outcome.ok;
+        const size = await f.written;
+        await fsp.rename(f.temp, f.final);
+        const stored = basename(f.final);
+        // The client's own base name, for display; `path` has the stored one.
+        const name = f.clientName.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || stored;
+        const declared = f.declaredType.toLowerCase();
+        const mime = lookup(stored) || (/^[\w.+-]+\/[\w.+-]+$/.test(declared) && declared !== 'text/plain' ? declared : 'application/octet-stream');
+        const result = { path: f.final, name, mime, size };
+        return { ...result, prompt: uploadPrompt(result, caption) };
+      } catch (e) {
+        if (file) {
+          // Ends the write (a part cut at the size limit never ends by itself); once `written` has
+          // settled the write stream is closed or was never opened, and the partial file can go.
+          file.stream.destroy();
+          await file.written.catch(() => undefined);
+          await fsp.rm(file.temp, { force: true }).catch(() => undefined);
+          // A dated folder this failed upload created and left empty goes too.
+          await fsp.rmdir(dir).catch(() => undefined);
         }
+        throw e;
       }
-    }
-    parser.end();
-    if (!fileDone || !tempPath || !finalPath) throw new SvcError('invalid-body', 'multipart body has no file part (field "file" with a filename)');
-    await fsp.rename(tempPath, finalPath);
-    tempPath = null;
-    const stored = finalPath.slice(dir.length + 1);
-    // The client's own base name, for display; `path` has the stored one.
-    const name = (clientName ?? '').split(/[/\\]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || stored;
-    const mime = partMime && /^[\w.+-]+\/[\w.+-]+$/.test(partMime) && partMime !== 'application/octet-stream' ? partMime.toLowerCase() : mimeForName(stored);
-    const result = { path: finalPath, name, mime, size };
-    return { ...result, prompt: uploadPrompt(result, Buffer.concat(caption).toString('utf8')) };
-  } finally {
-    if (fh) await fh.close().catch(() => undefined);
-    if (tempPath) {
-      await fsp.rm(tempPath, { force: true }).catch(() => undefined);
-      // A dated folder this failed upload created and left empty goes too.
-      await fsp.rmdir(dir).catch(() => undefined);
-    }
-  }
+    };
+
+    bb.on('file', (field: string, stream: Readable, filename: string, _encoding: string, mimeType: string) => {
+      // A truncated body fails the part too; busboy's own 'error' settles, this one must not crash.
+      stream.on('error', () => undefined);
+      // Parts parsed from the same chunk after the outcome is decided are drained, never stored.
+      if (settled) return void stream.resume();
+      if (field !== 'file') {
+        stream.resume();
+        return settle({ error: invalid(`the file part must be the field "file", not ${JSON.stringify(field.slice(0, 80))}`) });
+      }
+      const name = safeUploadName(filename, randomBytes(4).toString('hex'));
+      const temp = join(dir, `.${name}.part`);
+      stream.on('limit', () => settle({ error: new SvcError('body-too-large', `the uploaded file exceeds the limit of ${opts.maxFileBytes} bytes`) }));
+      // The temp file exists before `written` can settle, so a failure's cleanup never runs ahead
+      // of its creation.
+      const written = (async () => {
+        await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+        const fh = await fsp.open(temp, 'wx', 0o600);
+        try {
+          // A stream destroyed meanwhile (settled elsewhere) would hang pipeline().
+          if (stream.destroyed) throw new Error('upload abandoned');
+          await pipeline(stream, fh.createWriteStream());
+        } finally {
+          // Usually closed by the write stream already; this covers a pipeline never started.
+          await fh.close().catch(() => undefined);
+        }
+        return (stream as Readable & { bytesRead: number }).bytesRead;
+      })();
+      file = { stream, clientName: filename, declaredType: mimeType, temp, final: join(dir, name), written };
+      written.catch((e: unknown) => settle({ error: e }));
+    });
+    bb.on('field', (field: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
+      if (field !== 'caption') return;
+      if (valueTruncated) return settle({ error: invalid(`caption exceeds ${MAX_CAPTION_BYTES} bytes`) });
+      caption = value;
+    });
+    bb.on('filesLimit', () => settle({ error: invalid('more than one file part') }));
+    bb.on('fieldsLimit', () => settle({ error: invalid(`more than ${LIMITS.fields} fields`) }));
+    bb.on('partsLimit', () => settle({ error: invalid(`more than ${LIMITS.parts} parts`) }));
+    bb.on('error', (e: unknown) => settle({ error: invalid(describeError(e)) }));
+    bb.on('finish', () => settle(file ? { ok: file } : { error: invalid('no file part (field "file" with a filename)') }));
+
+    void (async () => {
+      try {
+        for await (const chunk of body) {
+          if (settled) return;
+          // A parser that stopped early never drains; the feeding stops with it.
+          if (!bb.write(chunk)) await Promise.race([once(bb, 'drain'), feedingStopped]);
+        }
+        if (!settled) bb.end();
+      } catch (e) {
+        settle({ error: e });
+      }
+    })();
+  });
 }

@@ -1,3 +1,4 @@
+import type { FileHandle } from 'node:fs/promises';
 import * as v from 'valibot';
 import { SvcError, describeError, parseWith } from '../../schemas/index.js';
 
@@ -18,8 +19,10 @@ export interface HttpRequest {
   remoteAddress: string;
 }
 
+/** An already opened and checked file (store's openContainedFile); the reply reads it and closes it. */
 export interface FileBody {
-  path: string;
+  handle: FileHandle;
+  /** What fstat said; the body ends at the file's real end, which may differ (procfs, a file that changes). */
   size: number;
 }
 
@@ -29,7 +32,7 @@ export interface HttpReply {
   /** Serialised as JSON with `content-type: application/json`. */
   json?: unknown;
   body?: Buffer | string;
-  /** Streamed from disk with backpressure. */
+  /** Streamed from the descriptor with backpressure, never reopened by name. */
   file?: FileBody;
   /**
    * Written chunk by chunk (chunked transfer encoding) as the iterable yields, pausing while the

@@ -1,2 +1,3 @@
 export * from './http.js';
 export * from './uws-http.binding.js';
+export * from './content-headers.js';

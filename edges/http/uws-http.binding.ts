@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { SvcError, describeError } from '../../schemas/index.js';
@@ -6,6 +5,7 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   errorReply,
   json,
+  type FileBody,
   type HttpReply,
   type HttpRequest,
   type Router,
@@ -83,7 +83,10 @@ export function mountHttp(app: App, pattern: string, router: Router, opts: Mount
     const base = { method, path, headers };
     const extra = opts.extraHeaders?.(base) ?? {};
     const send = (reply: HttpReply) => {
-      if (state.aborted) return;
+      if (state.aborted) {
+        void reply.file?.handle.close().catch(() => undefined);
+        return;
+      }
       writeReply(res, { ...reply, headers: { ...extra, ...reply.headers } }, state);
     };
 
@@ -182,7 +185,7 @@ function statusLine(status: number): string {
 }
 
 function writeReply(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
-  if (reply.file) return streamFile(res, reply, state);
+  if (reply.file) return void streamFile(res, reply, state);
   if (reply.stream) return void streamChunks(res, reply, state);
   let body: string | Buffer = '';
   const headers = { ...reply.headers };
@@ -197,57 +200,99 @@ function writeReply(res: UwsResponse, reply: HttpReply, state: { aborted: boolea
   });
 }
 
-/** Streams a file with uWS's tryEnd/onWritable backpressure so a slow reader never buffers it whole. */
-function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
-  const { path, size } = reply.file!;
+/**
+ * Bytes read before the head goes out. A file that ends within them is sent whole with its true
+ * length, whatever stat said: procfs reports 0 and sysfs 4096 for a few bytes.
+ */
+const FILE_WINDOW = 64 * 1024;
+const FILE_CHUNK = 64 * 1024;
+
+/** Reads until `want` bytes or the end of the file; eof says which came first. */
+async function readUpTo(handle: FileBody['handle'], want: number): Promise<{ bytes: Buffer; eof: boolean }> {
+  const buf = Buffer.allocUnsafe(want);
+  let got = 0;
+  while (got < want) {
+    const { bytesRead } = await handle.read(buf, got, want - got, null);
+    if (bytesRead === 0) return { bytes: buf.subarray(0, got), eof: true };
+    got += bytesRead;
+  }
+  return { bytes: buf, eof: false };
+}
+
+/**
+ * Streams an opened file from its descriptor with uWS backpressure, so a slow reader never makes
+ * it buffered whole. A file larger than the first window gets the Content-Length stat announced
+ * and never more (a growing file is cut there); if it ends short (it shrank) the connection is
+ * closed after the last byte, the one honest signal left once headers are out, so the client
+ * sees a truncated body at once instead of waiting for bytes that never come. A size stat does
+ * not know (0) streams chunked until the end of the file.
+ */
+async function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): Promise<void> {
+  const { handle, size } = reply.file!;
+  let wake: (() => void) | null = null;
+  state.onAbort.push(() => wake?.());
+  let started = false;
   const head = () => {
+    started = true;
     res.writeStatus(statusLine(reply.status));
     for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
   };
-  if (size === 0) {
-    res.cork(() => {
-      head();
-      res.end();
-    });
-    return;
-  }
-  const stream = createReadStream(path);
-  state.onAbort.push(() => stream.destroy());
-  let started = false;
-  stream.on('data', (chunk) => {
-    const buf = chunk as Buffer;
-    const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
-    const offset = res.getWriteOffset();
-    let ok = false;
-    let finished = false;
-    res.cork(() => {
-      if (!started) {
-        started = true;
-        head();
-      }
-      [ok, finished] = res.tryEnd(ab, size);
-    });
-    if (finished) {
-      stream.destroy();
-    } else if (!ok) {
-      stream.pause();
+  /** Writes a chunk; resolves once uWS has taken all of it (or the client left). */
+  const write = (chunk: Buffer, total: number | null) =>
+    new Promise<void>((resolve) => {
+      const offset = res.getWriteOffset();
+      let ok = false;
+      res.cork(() => {
+        if (!started) head();
+        ok = total === null ? res.write(chunk) : res.tryEnd(chunk, total)[0];
+      });
+      if (ok) return resolve();
+      wake = resolve;
       res.onWritable((at) => {
-        const [ok2, finished2] = res.tryEnd(ab.slice(at - offset), size);
-        if (finished2) stream.destroy();
-        else if (ok2) stream.resume();
+        if (state.aborted) return true;
+        if (total === null) {
+          // write() buffered everything; an empty cork flushes it.
+          res.cork(() => undefined);
+          resolve();
+          return true;
+        }
+        const [ok2, done] = res.tryEnd(chunk.subarray(at - offset), total);
+        if (ok2 || done) resolve();
         return ok2;
       });
-    }
-  });
-  stream.on('error', (e) => {
+    });
+
+  try {
+    const first = await readUpTo(handle, FILE_WINDOW);
     if (state.aborted) return;
-    if (!started) {
-      writeReply(res, json(500, { error: `could not read file: ${describeError(e)}`, code: 'internal-error' }), state);
-    } else {
-      // Headers are out: the only honest signal left is to cut the connection.
-      res.close();
+    if (first.eof) return writeReply(res, { status: reply.status, headers: reply.headers ?? {}, body: first.bytes }, state);
+    const total = size > 0 ? size : null;
+    let sent = 0;
+    let chunk = total === null ? first.bytes : first.bytes.subarray(0, total);
+    for (;;) {
+      await write(chunk, total);
+      if (state.aborted) return;
+      sent += chunk.length;
+      if (total !== null && sent >= total) return;
+      const next = await readUpTo(handle, total === null ? FILE_CHUNK : Math.min(FILE_CHUNK, total - sent));
+      if (state.aborted) return;
+      if (next.bytes.length > 0) {
+        chunk = next.bytes;
+        continue;
+      }
+      // The file ended here: a chunked reply is complete, a sized one is short.
+      if (total === null) res.cork(() => res.end());
+      else res.close();
+      return;
     }
-  });
+  } catch (e) {
+    if (state.aborted) return;
+    if (!started) writeReply(res, json(500, { error: `could not read file: ${describeError(e)}`, code: 'internal-error' }), state);
+    // Headers are out: the only honest signal left is to cut the connection.
+    else res.close();
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
 }
 
 /**

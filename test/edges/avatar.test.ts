@@ -1,10 +1,10 @@
 import t from 'tap';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { AVATAR_STATUSES, avatarRoutes } from '../../edges/direct/avatar.routes.js';
 import { Router, createApp, listen, mountHttp } from '../../edges/index.js';
-import { avatarsDir, findAvatar, homePaths } from '../../store/index.js';
+import { avatarsDir, homePaths, openAvatar } from '../../store/index.js';
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
 
@@ -24,6 +24,8 @@ async function serve(t: TT) {
   mkdirSync(join(avatars, 'dir.png'));
   mkdirSync(join(avatars, 'folder.png'));
   writeFileSync(join(dir, 'home', 'secret.png'), 'outside the avatars folder');
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, '{"api":{"token":"CONFIG-SECRET"}}');
   const app = createApp();
   const internal: unknown[] = [];
   mountHttp(app, '/*', new Router(avatarRoutes({ paths })), { statuses: AVATAR_STATUSES, onInternalError: (e) => internal.push(e) });
@@ -85,7 +87,30 @@ t.test('names that could leave the folder are 400; no avatar is 404', async (t) 
     t.same(JSON.parse(r.body.toString()), { error: `agent "${name}" has no avatar`, code: 'not-found' }, name);
   }
   t.equal((await s.get('/api/agents/%zz/avatar')).status, 404, 'a segment that does not decode matches no route');
-  t.equal(findAvatar(s.paths, 'main')!.extension, 'png');
-  t.throws(() => findAvatar(s.paths, '../main'), { code: 'invalid-agent-name' });
+  const main = (await openAvatar(s.paths, 'main'))!;
+  t.equal(main.extension, 'png');
+  await main.handle.close();
+  await t.rejects(openAvatar(s.paths, '../main'), { code: 'invalid-agent-name' });
   t.same(s.internal, []);
 });
+
+t.test('a symlink in avatars/ is never followed, whatever it points at; only raster images are served', async (t) => {
+  const s = await serve(t);
+  const dir = avatarsDir(s.paths);
+  symlinkSync('/etc/passwd', join(dir, 'evil.png'));
+  symlinkSync('../config/config.json', join(dir, 'cfg.png'));
+  symlinkSync(join(dir, 'main.png'), join(dir, 'alias.png'));
+  symlinkSync(join(s.paths.root, 'secret.png'), join(dir, 'out.gif'));
+  // A link shadows a real file of a later extension: the link is skipped, the real file served.
+  symlinkSync('/etc/passwd', join(dir, 'coder.png'));
+  writeFileSync(join(dir, 'vector.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  for (const name of ['evil', 'cfg', 'alias', 'out', 'vector']) {
+    const r = await s.get(`/api/agents/${name}/avatar`);
+    t.equal(r.status, 404, name);
+    t.notMatch(r.body.toString(), /root:|CONFIG-SECRET|outside the avatars|<svg/, `${name}: nothing of the target leaks`);
+  }
+  const coder = await s.get('/api/agents/coder/avatar');
+  t.same([coder.status, coder.headers['content-type'], coder.body.toString()], [200, 'image/jpeg', 'jpeg bytes']);
+  t.same(s.internal, []);
+});
+

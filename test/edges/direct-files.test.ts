@@ -2,17 +2,20 @@
 // and startDirectApi's start-up rules. Real server on port 0, real files, node:http as the client.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { execFileSync, spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
-import { MultipartParser, startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
+import { receiveUpload, startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
-import { defaultConfig, type AgentConfig } from '../../schemas/index.js';
+import { SvcError, defaultConfig, type AgentConfig } from '../../schemas/index.js';
 import { MemoryEventLog, ensureApiToken, homePaths, type HomePaths } from '../../store/index.js';
 
 type T = Test;
 const TOKEN = 'files-token-0123456789abcdef';
+const SWAPPER = fileURLToPath(new URL('../fixtures/symlink-swapper.mjs', import.meta.url));
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 // 2024-03-05 23:30 UTC is already 2024-03-06 in Tokyo.
 const NOW = Date.parse('2024-03-05T23:30:00Z');
@@ -37,6 +40,8 @@ async function serve(t: T, limits?: Partial<DirectLimits>): Promise<Env> {
   writeFileSync(join(paths.workspace, 'sub', 'b.bin'), Buffer.from([0, 1, 2, 255]));
   symlinkSync(join(outside, 'o.txt'), join(paths.workspace, 'link-out'));
   symlinkSync(paths.configFile, join(paths.workspace, 'link-home'));
+  writeFileSync(paths.tasksFile, '[]');
+  symlinkSync(paths.tasksFile, join(paths.workspace, 'link-tasks'));
   symlinkSync(outside, join(paths.workspace, 'dir-out'));
   const cfg = defaultConfig();
   cfg.api = { ...cfg.api, enabled: true, token: TOKEN };
@@ -64,7 +69,7 @@ interface Res {
 }
 
 /** One request on a fresh connection; `chunks` are written one by one (chunked unless a length is given). */
-function call(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; chunks?: Buffer[] } = {}): Promise<Res> {
+function call(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; chunks?: Buffer[]; timeoutMs?: number } = {}): Promise<Res> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent: false, method: opts.method ?? 'GET', headers: { connection: 'close', ...opts.headers } }, (res) => {
       const parts: Buffer[] = [];
@@ -75,6 +80,7 @@ function call(url: string, opts: { method?: string; headers?: Record<string, str
       });
       res.on('error', reject);
     });
+    if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`no complete response within ${opts.timeoutMs} ms`)));
     // The server may answer (413, 401) before it has read everything we send.
     req.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' || e.code === 'ECONNRESET' ? undefined : reject(e)));
     if (opts.chunks) for (const c of opts.chunks) req.write(c);
@@ -120,8 +126,10 @@ t.test('/files follows file_access, by real path', async (t) => {
     ['workspace', join(outside, 'missing.txt'), 403],
     ['nonsense', paths.configFile, 403],
     ['nonsense', ws('a.txt'), 200],
-    ['home', paths.configFile, 200],
-    ['home', ws('link-home'), 200],
+    ['home', join(paths.root, 'tasks.json'), 200],
+    ['home', ws('link-tasks'), 200],
+    ['home', paths.configFile, 403],
+    ['home', ws('link-home'), 403],
     ['home', ws('link-out'), 403],
     ['home', join(outside, 'o.txt'), 403],
     ['all', join(outside, 'o.txt'), 200],
@@ -192,7 +200,7 @@ t.test('/upload streams the file into a dated folder', async (t) => {
   const evil = again.json();
   t.equal(join(evil.path, '..'), dayDir, 'a hostile name stays in the dated folder');
   t.match(evil.path, /\/[0-9a-f]{8}_evil_\.sh$/);
-  t.match(evil, { name: 'evil .sh', size: 1, mime: 'application/octet-stream' });
+  t.match(evil, { name: 'evil .sh', size: 1, mime: 'application/x-sh' }, 'the type from the extension');
   t.notMatch(evil.prompt, /\n/, 'no caption, one line');
 });
 
@@ -246,22 +254,6 @@ t.test('/upload refusals leave nothing behind', async (t) => {
   t.equal(r.status, 200, 'the server is still fine');
 });
 
-t.test('multipart parser: boundaries split anywhere', async (t) => {
-  const body = multipart([
-    { name: 'caption', data: 'hi' },
-    { name: 'file', filename: 'f.bin', data: Buffer.from(`a\r\n--${BOUNDARY.slice(0, 10)}b\r\n`) },
-  ]);
-  for (const size of [1, 2, 7, 64, body.length]) {
-    const p = new MultipartParser(BOUNDARY);
-    const events = [];
-    for (let i = 0; i < body.length; i += size) events.push(...p.push(body.subarray(i, i + size)));
-    p.end();
-    const data = Buffer.concat(events.filter((e) => e.kind === 'data').map((e) => (e as { chunk: Buffer }).chunk));
-    t.equal(data.toString(), `hia\r\n--${BOUNDARY.slice(0, 10)}b\r\n`, `chunk size ${size}`);
-    t.same(events.filter((e) => e.kind === 'part').map((e) => (e as { headers: { name: string } }).headers.name), ['caption', 'file']);
-  }
-});
-
 t.test('startDirectApi: only when enabled, token generated once, public bind warned', async (t) => {
   const dir = t.testdir({});
   const paths = homePaths(dir);
@@ -294,4 +286,288 @@ t.test('startDirectApi: only when enabled, token generated once, public bind war
   const local = (await startDirectApi({ ...deps, host: '127.0.0.1' }))!;
   local.close();
   t.notOk(logs.some((l) => l.level === 'warn'), 'loopback does not warn');
+});
+
+t.test('/files under a symlink-swap race never serves what the link reaches outside the root', async (t) => {
+  const env = await serve(t);
+  env.cfg.file_access = 'workspace';
+  const ws = env.paths.workspace;
+  mkdirSync(join(ws, 'real'));
+  writeFileSync(join(ws, 'real', 'passwd'), 'harmless\n');
+  const secret = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
+  // The directory itself is swapped for a link to /etc and back: a check of the path can pass
+  // on the directory and an open by name land in /etc.
+  const swapper = spawn(process.execPath, [SWAPPER, join(ws, 'real'), '/etc', '60000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => swapper.once('exit', resolve));
+  // Stopped (and waited for) before the test's folder is removed, whatever the outcome.
+  t.teardown(async () => {
+    swapper.stdin!.end();
+    await exited;
+  });
+  await new Promise<void>((resolve, reject) => {
+    swapper.stdout!.once('data', () => resolve());
+    swapper.once('exit', () => reject(new Error('swapper exited before it started')));
+  });
+
+  const statuses = new Map<number, number>();
+  let leaks = 0;
+  let broken = 0;
+  let done = 0;
+  const deadline = Date.now() + 60_000;
+  const worker = async () => {
+    while (done < 2000 && Date.now() < deadline) {
+      done++;
+      try {
+        const r = await call(`${env.base}/files?path=${encodeURIComponent(join(ws, 'real', 'passwd'))}`, { headers: AUTH, timeoutMs: 5_000 });
+        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        if (r.body.includes(secret) || /root:/.test(r.body.toString())) leaks++;
+      } catch {
+        // More bytes than the Content-Length of the file that was checked (another file was sent),
+        // or fewer and a hang.
+        broken++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  swapper.stdin!.end();
+  await exited;
+  t.equal(done, 2000, 'every request of the bounded loop ran');
+  t.equal(broken, 0, 'no response broke off (a swapped file of another size)');
+  t.equal(leaks, 0, `no response carried /etc/passwd (statuses ${JSON.stringify([...statuses])})`);
+  t.ok(statuses.get(200), 'the file inside was served while the link pointed there');
+  t.ok(statuses.get(403), 'and refused while it pointed out');
+  t.same([...statuses.keys()].filter((s) => s !== 200 && s !== 403 && s !== 404), [], 'nothing but 200, 403 or 404');
+});
+
+t.test('the service secrets are refused in every file_access mode, through links too', async (t) => {
+  const env = await serve(t);
+  const { paths } = env;
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const sub = homePaths(join(paths.agentsDir, 'helper'));
+  mkdirSync(sub.configDir, { recursive: true });
+  const secrets: Record<string, string> = {
+    [paths.usersFile]: 'USERS-SECRET',
+    [paths.mainAgentTokenFile]: 'TOKEN-SECRET',
+    [paths.envFile]: 'ENV-SECRET=1',
+    [paths.eventsDb]: 'EVENTS-SECRET',
+    [`${paths.eventsDb}-wal`]: 'WAL-SECRET',
+    [`${paths.eventsDb}-shm`]: 'SHM-SECRET',
+    [paths.pidFile]: 'PID-SECRET',
+    [paths.legacyAgentsRegistry]: 'REGISTRY-SECRET',
+    [sub.configFile]: 'SUB-CONFIG-SECRET',
+  };
+  for (const [p, text] of Object.entries(secrets)) writeFileSync(p, text);
+  secrets[paths.configFile] = TOKEN;
+  const links: string[] = [];
+  for (const p of Object.keys(secrets)) {
+    const link = join(paths.workspace, `to-${links.length}`);
+    symlinkSync(p, link);
+    links.push(link);
+  }
+  symlinkSync(paths.secretsDir, join(paths.workspace, 'secrets-dir'));
+  links.push(join(paths.workspace, 'secrets-dir', 'users.json'));
+  for (const mode of ['all', 'home', 'workspace']) {
+    env.cfg.file_access = mode;
+    for (const p of [...Object.keys(secrets), ...links]) {
+      if (mode === 'workspace' && !p.startsWith(paths.workspace)) continue;
+      const r = await call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers: AUTH });
+      t.equal(r.status, 403, `${mode}: ${p.replace(paths.root, '~')}`);
+      t.notMatch(r.body.toString(), /SECRET|files-token/, 'no content in the refusal');
+    }
+  }
+  env.cfg.file_access = 'all';
+  const r = await call(`${env.base}/files?path=${encodeURIComponent(join(paths.workspace, 'a.txt'))}`, { headers: AUTH });
+  t.equal(r.body.toString(), 'alpha', 'ordinary files are still served');
+});
+
+/** Waits for a response to finish, however it finishes; fails the test past a bounded wait. */
+function download(url: string, onResponse: (res: IncomingMessage) => void | Promise<void>): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer; complete: boolean }> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the response did not finish within 20 s')), 20_000);
+    const req = request(url, { agent: false, headers: { ...AUTH, connection: 'close' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      const finish = () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts), complete: res.complete });
+      };
+      res.on('end', finish);
+      res.on('close', finish);
+      res.on('error', () => undefined);
+      void onResponse(res);
+    });
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    req.end();
+  });
+}
+
+t.test('a file whose size is not what stat said ends its response at once', async (t) => {
+  const env = await serve(t);
+  env.cfg.file_access = 'all';
+  const url = (p: string) => `${env.base}/files?path=${encodeURIComponent(p)}`;
+
+  // procfs says 0 bytes: the reply carries the real content and its real length.
+  let r = await download(url('/proc/self/status'), () => undefined);
+  t.equal(r.status, 200);
+  t.match(r.body.toString(), /^Name:/);
+  t.equal(Number(r.headers['content-length']), r.body.length, 'Content-Length is what was read, not 0');
+  // A procfs file past the first window goes out chunked until its end.
+  r = await download(url('/proc/self/smaps'), () => undefined);
+  t.ok(r.complete && r.body.length > 0, `smaps complete (${r.body.length} bytes)`);
+  if (r.body.length > 64 * 1024) t.equal(r.headers['transfer-encoding'], 'chunked');
+  const sysfs = '/sys/kernel/mm/transparent_hugepage/enabled';
+  if (existsSync(sysfs)) {
+    r = await download(url(sysfs), () => undefined);
+    t.equal(Number(r.headers['content-length']), r.body.length, 'sysfs: stat says 4096, the length is the content');
+    t.equal(r.body.toString(), readFileSync(sysfs, 'utf8'));
+  }
+
+  // Shrinks under a slow reader: the client sees a short, unfinished body promptly, not a hang.
+  const big = join(env.paths.workspace, 'shrinks.bin');
+  writeFileSync(big, Buffer.alloc(32 * 1024 * 1024, 7));
+  r = await download(url(big), (res) => {
+    res.pause();
+    truncateSync(big, 1024 * 1024);
+    res.resume();
+  });
+  t.equal(Number(r.headers['content-length']), 32 * 1024 * 1024, 'announced what stat said');
+  t.ok(r.body.length < 32 * 1024 * 1024, `truncated body (${r.body.length} bytes)`);
+  t.notOk(r.complete, 'the client knows the body is incomplete');
+
+  // Grows meanwhile: the reply stops at the announced size.
+  const grows = join(env.paths.workspace, 'grows.bin');
+  writeFileSync(grows, Buffer.alloc(200 * 1024, 1));
+  r = await download(url(grows), (res) => {
+    res.pause();
+    appendFileSync(grows, Buffer.alloc(1024 * 1024, 2));
+    res.resume();
+  });
+  t.ok(r.complete);
+  t.equal(r.body.length, 200 * 1024);
+  t.equal(Number(r.headers['content-length']), 200 * 1024);
+
+  const after = await call(url(join(env.paths.workspace, 'a.txt')), { headers: AUTH });
+  t.equal(after.body.toString(), 'alpha', 'the server is fine afterwards');
+});
+
+t.test('served files: type from mime-types, RFC 6266 disposition with an ASCII fallback', async (t) => {
+  const env = await serve(t);
+  const name = 'naïve "q" (1)*\\%.json';
+  writeFileSync(join(env.paths.workspace, name), '{}');
+  writeFileSync(join(env.paths.workspace, 'page.html'), '<script>1</script>');
+  let r = await call(`${env.base}/files?path=${encodeURIComponent(name)}`, { headers: AUTH });
+  t.equal(r.status, 200);
+  t.equal(r.headers['content-type'], 'application/json; charset=utf-8');
+  t.equal(r.headers['content-disposition'], `inline; filename="na_ve _q_ (1)*__.json"; filename*=UTF-8''na%C3%AFve%20%22q%22%20%281%29%2A%5C%25.json`);
+  r = await call(`${env.base}/files?path=page.html`, { headers: AUTH });
+  t.equal(r.headers['content-type'], 'text/html; charset=utf-8');
+  t.equal(r.headers['content-security-policy'], "default-src 'none'; sandbox", 'HTML cannot run as this origin');
+  t.equal(r.headers['x-content-type-options'], 'nosniff');
+});
+
+t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) => {
+  const env = await serve(t, { maxUploadBytes: 64 * 1024 });
+  const apiFiles = join(env.paths.workspace, 'api_files');
+  const post = (body: Buffer | string, contentType = MP['content-type']) => call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, 'content-type': contentType }, body });
+  const part = (disposition: string, data: string, boundary = BOUNDARY) => `--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n${data}\r\n`;
+  const end = (boundary = BOUNDARY) => `--${boundary}--\r\n`;
+  const file = multipart([{ name: 'file', filename: 'a.txt', data: 'abc' }]);
+
+  const refused: [string, Buffer | string, string, number, RegExp][] = [
+    ['a longer media type is not form-data', file, `multipart/form-data-foo; boundary=${BOUNDARY}`, 415, /not allowed/],
+    ['multipart/mixed', file, `multipart/mixed; boundary=${BOUNDARY}`, 415, /not allowed/],
+    ['missing boundary', file, 'multipart/form-data; charset=utf-8', 400, /boundary/],
+    ['truncated inside the file part', file.subarray(0, file.length - 20), MP['content-type'], 400, /multipart body/],
+    ['truncated inside the part headers', file.subarray(0, 60), MP['content-type'], 400, /multipart body/],
+    ['two files', multipart([{ name: 'file', filename: 'a.txt', data: 'a' }, { name: 'file', filename: 'b.txt', data: 'b' }]), MP['content-type'], 400, /more than one file/],
+    ['a file under another field', multipart([{ name: 'other', filename: 'a.txt', data: 'a' }]), MP['content-type'], 400, /must be the field "file"/],
+    ['many parts', part('form-data; name="x"', 'y').repeat(11) + end(), MP['content-type'], 400, /more than/],
+    ['oversized caption', multipart([{ name: 'caption', data: 'c'.repeat(64 * 1024 + 1) }, { name: 'file', filename: 'a.txt', data: 'a' }]), MP['content-type'], 400, /caption exceeds/],
+    ['a filename* with a bad charset stays a file, but no name decodes', part(`form-data; name="file"; filename*=nope''%ZZ`, 'x') + end(), MP['content-type'], 200, /./],
+  ];
+  for (const [what, body, type, status, error] of refused) {
+    const r = await post(body, type);
+    t.equal(r.status, status, what);
+    if (status !== 200) t.match(r.json(), { error }, what);
+  }
+  // The 200 above stored one file; everything else left nothing.
+  t.equal(filesIn(apiFiles).filter((f) => !/^\d{4}-\d\d-\d\d$/.test(f)).length, 1, `only the accepted upload is on disk: ${filesIn(apiFiles)}`);
+
+  const accepted: [string, Buffer | string, string, string][] = [
+    ['filename* in UTF-8', part(`form-data; name="file"; filename*=UTF-8''na%C3%AFve%20%E2%9C%93.txt`, 'x') + end(), MP['content-type'], 'naïve ✓.txt'],
+    ['filename* in ISO-8859-1', part(`form-data; name="file"; filename*=iso-8859-1''caf%E9.txt`, 'x') + end(), MP['content-type'], 'café.txt'],
+    ['a boundary= inside a quoted parameter is not the boundary', part('form-data; name="file"; filename="q.txt"', 'x', 'REAL') + end('REAL'), 'multipart/form-data; foo="a; boundary=evil"; boundary=REAL', 'q.txt'],
+    ['a quoted boundary', part('form-data; name="file"; filename="q2.txt"', 'x', 'a b;c') + end('a b;c'), 'multipart/form-data; boundary="a b;c"', 'q2.txt'],
+    ['an epilogue after the closing boundary', Buffer.concat([file, Buffer.from('epilogue bytes\r\n')]), MP['content-type'], 'a.txt'],
+  ];
+  for (const [what, body, type, name] of accepted) {
+    const r = await post(body, type);
+    t.equal(r.status, 200, `${what}: ${r.body.toString().slice(0, 200)}`);
+    if (r.status === 200) t.equal(r.json().name, name, what);
+  }
+});
+
+t.test('stored upload names: no separator, NUL, leading dot or overlong name survives', async (t) => {
+  const env = await serve(t);
+  const cases: [string, RegExp][] = [
+    ['..\\\\..\\\\.hidden', /^[0-9a-f]{8}_hidden$/],
+    ['a\u0000b.txt', /^[0-9a-f]{8}_a_b\.txt$/],
+    ['....', /^[0-9a-f]{8}_file$/],
+    [`${'字'.repeat(200)}.txt`, /^[0-9a-f]{8}_字+\.txt$/],
+  ];
+  for (const [clientName, stored] of cases) {
+    const body = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${clientName}"\r\n\r\nx\r\n--${BOUNDARY}--\r\n`;
+    const r = await call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, ...MP }, body });
+    t.equal(r.status, 200, JSON.stringify(clientName).slice(0, 40));
+    const name = r.json().path.split('/').pop() as string;
+    t.match(name, stored, JSON.stringify(clientName).slice(0, 40));
+    t.ok(Buffer.byteLength(name) <= 9 + 120, `${Buffer.byteLength(name)} bytes`);
+  }
+});
+
+t.test('receiveUpload settles once when busboy reports an error and then a finish', async (t) => {
+  const dir = t.testdir({});
+  const opts = { baseDir: dir, day: '2024-01-01', maxFileBytes: 1024 };
+  const body = multipart([{ name: 'file', filename: 'a.txt', data: 'abcdef'.repeat(50) }]);
+  async function* pieces(...chunks: Buffer[]) {
+    for (const c of chunks) yield c;
+  }
+  const errors: unknown[] = [];
+  const onError = (e: unknown) => errors.push(e);
+  process.on('uncaughtException', onError);
+  process.on('unhandledRejection', onError);
+  t.teardown(() => {
+    process.off('uncaughtException', onError);
+    process.off('unhandledRejection', onError);
+  });
+  // Cut inside the file part: Dicer emits 'error', then 'finish'.
+  await t.rejects(receiveUpload(pieces(body.subarray(0, 150)), MP['content-type'], opts), { code: 'invalid-body', message: /Unexpected end/ });
+  // The client goes away mid-body.
+  async function* gone() {
+    yield body.subarray(0, 150);
+    throw new SvcError('client-gone', 'the client went away mid-upload');
+  }
+  await t.rejects(receiveUpload(gone(), MP['content-type'], opts), { code: 'client-gone' });
+  // Past the size limit in one piece, then the rest of the body still arrives.
+  const big = multipart([{ name: 'file', filename: 'b.bin', data: randomBytes(4096) }]);
+  await t.rejects(receiveUpload(pieces(big.subarray(0, 2000), big.subarray(2000)), MP['content-type'], opts), { code: 'body-too-large' });
+  await new Promise((r) => setImmediate(r));
+  t.same(errors, [], 'no late error escaped');
+  t.same(filesIn(dir), [], 'no partial file, no empty dated folder');
+  const ok = await receiveUpload(pieces(multipart([{ name: 'file', filename: 'c.txt', data: 'fine' }])), MP['content-type'], opts);
+  t.equal(readFileSync(ok.path, 'utf8'), 'fine');
+});
+
+t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
+  const env = await serve(t);
+  env.cfg.file_access = 'all';
+  const fifo = join(env.paths.workspace, 'pipe.txt');
+  execFileSync('mkfifo', [fifo]);
+  for (const p of [fifo, '/dev/zero', '/dev/null']) {
+    const r = await call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers: AUTH, timeoutMs: 10_000 });
+    t.same([r.status, r.json().code], [400, 'invalid-path'], p);
+  }
 });

@@ -2,6 +2,7 @@ import t from 'tap';
 import * as v from 'valibot';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { Router, createApp, json, listen, mountHttp, parseJsonBody, type Route } from '../../edges/index.js';
@@ -96,16 +97,17 @@ t.test('streamed request bodies and streamed files arrive intact', async (t) => 
         return json(200, { n, sha: h.digest('hex') });
       },
     },
-    { method: 'GET', pattern: '/file', handler: () => ({ status: 200, file: { path: file, size: big.length }, headers: { 'content-type': 'application/octet-stream' } }) },
-    { method: 'GET', pattern: '/empty', handler: () => ({ status: 200, file: { path: join(dir, 'empty'), size: 0 } }) },
-    { method: 'GET', pattern: '/missing', handler: () => ({ status: 200, file: { path: join(dir, 'gone'), size: 10 } }) },
+    { method: 'GET', pattern: '/file', handler: async () => ({ status: 200, file: { handle: await open(file), size: big.length }, headers: { 'content-type': 'application/octet-stream' } }) },
+    { method: 'GET', pattern: '/empty', handler: async () => ({ status: 200, file: { handle: await open(join(dir, 'empty')), size: 0 } }) },
+    // A descriptor that cannot be read (a directory): the reply is a plain 500, nothing half-sent.
+    { method: 'GET', pattern: '/unreadable', handler: async () => ({ status: 200, file: { handle: await open(dir), size: 10 } }) },
   ]);
   const r = await call('/upload', { method: 'POST', body: big });
   t.same(await r.json(), { n: big.length, sha: createHash('sha256').update(big).digest('hex') });
   const f = await call('/file');
   t.ok(Buffer.from(await f.arrayBuffer()).equals(big), '5 MiB file streamed byte for byte');
   t.equal((await (await call('/empty')).arrayBuffer()).byteLength, 0);
-  t.equal((await call('/missing')).status, 500);
+  t.equal((await call('/unreadable')).status, 500);
 });
 
 t.test('streamed replies: chunks in order, held back by a slow reader, stopped when the client leaves', async (t) => {

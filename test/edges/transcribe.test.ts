@@ -1,6 +1,6 @@
 import t from 'tap';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRANSCRIPTION_COMMAND, startTranscriber } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
@@ -33,12 +33,13 @@ async function serve(t: TT) {
   const audio = join(day, 'note.ogg');
   writeFileSync(audio, 'OggS');
   writeFileSync(join(dir, 'outside.ogg'), 'OggS');
+  const access = { current: 'home' as string };
   const cfg: { current: TranscriptionSettings } = { current: { language: 'auto', model: 'small', command: command('ok') } };
   const bus = new Bus({ log: new MemoryEventLog() });
   const actor = startTranscriber({ bus, paths, config: () => cfg.current, env: { PATH: join(dir, 'bin') }, timeoutMs: 20_000, graceMs: 200 });
   const app = createApp();
   const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
+  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize, fileAccess: () => access.current })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
   const srv = await listen(app, '127.0.0.1', 0);
   t.teardown(() => {
     srv.close();
@@ -53,7 +54,7 @@ async function serve(t: TT) {
     const text = await r.text();
     return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
   };
-  return { dir, paths, audio, cfg, call, internal };
+  return { dir, paths, audio, cfg, access, call, internal };
 }
 
 t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t) => {
@@ -73,15 +74,15 @@ t.test('where the file is: outside the home 403, missing 404, not a file 400', a
   const outside = join(s.dir, 'outside.ogg');
   symlinkSync(outside, join(s.paths.workspace, 'link.ogg'));
   const cases: [unknown, number, RegExp][] = [
-    [{ file_path: outside }, 403, /outside the service home/],
-    [{ file_path: '/etc/passwd' }, 403, /outside the service home/],
-    [{ file_path: '/nonexistent/x.ogg' }, 403, /outside the service home/],
-    [{ path: join(s.paths.workspace, '..', '..', 'outside.ogg') }, 403, /outside the service home/],
-    [{ file_path: '../../outside.ogg' }, 403, /outside the service home/],
-    [{ file_path: join(s.paths.workspace, 'link.ogg') }, 403, /outside the service home/],
+    [{ file_path: outside }, 403, /outside what file_access = home allows/],
+    [{ file_path: '/etc/passwd' }, 403, /outside what file_access = home allows/],
+    [{ file_path: '/nonexistent/x.ogg' }, 403, /outside what file_access = home allows/],
+    [{ path: join(s.paths.workspace, '..', '..', 'outside.ogg') }, 403, /outside what file_access = home allows/],
+    [{ file_path: '../../outside.ogg' }, 400, /'\.\.' segments are refused/],
+    [{ file_path: join(s.paths.workspace, 'link.ogg') }, 403, /outside what file_access = home allows/],
     [{ file_path: join(s.paths.workspace, 'missing.ogg') }, 404, /no such file/],
     [{ path: join(s.paths.workspace, 'api_files', 'nope', 'x.ogg') }, 404, /no such file/],
-    [{ file_path: join(s.paths.workspace, 'api_files') }, 400, /not a regular file/],
+    [{ file_path: join(s.paths.workspace, 'api_files') }, 400, /is a directory/],
   ];
   for (const [body, status, message] of cases) {
     const r = await s.call(body);
@@ -129,4 +130,47 @@ t.test('every backend failing is 503 with what was tried and install hints', asy
   s.cfg.current = { ...s.cfg.current, command: command('ok') };
   t.equal((await s.call({ path: s.audio })).status, 200, 'the config is read per request');
   t.same(s.internal, []);
+});
+
+t.test('file_access decides like /files; secrets are refused even under all', async (t) => {
+  const s = await serve(t);
+  const inHome = join(s.paths.root, 'voice.ogg');
+  writeFileSync(inHome, 'OggS');
+  mkdirSync(s.paths.configDir, { recursive: true });
+  writeFileSync(join(s.paths.configDir, 'memo.ogg'), 'SECRET');
+  writeFileSync(s.paths.eventsDb, 'SECRET');
+  symlinkSync(s.paths.eventsDb, join(s.paths.workspace, 'events.ogg'));
+  const outside = join(s.dir, 'outside.ogg');
+  const cases: [mode: string, path: string, status: number][] = [
+    ['workspace', s.audio, 200],
+    ['workspace', inHome, 403],
+    ['workspace', outside, 403],
+    ['nonsense', inHome, 403],
+    ['home', inHome, 200],
+    ['home', outside, 403],
+    ['all', outside, 200],
+    ['all', join(s.paths.configDir, 'memo.ogg'), 403],
+    ['all', s.paths.eventsDb, 403],
+    ['all', join(s.paths.workspace, 'events.ogg'), 403],
+    ['home', join(s.paths.workspace, 'events.ogg'), 403],
+  ];
+  for (const [mode, path, status] of cases) {
+    s.access.current = mode;
+    const r = await s.call({ file_path: path });
+    t.equal(r.status, status, `${mode}: ${path.replace(s.dir, '')}`);
+    t.notMatch(JSON.stringify(r.body), /SECRET/, 'nothing of the file in the answer');
+  }
+});
+
+t.test('the backend gets a private copy read from the checked descriptor, removed afterwards', async (t) => {
+  const s = await serve(t);
+  writeFileSync(s.audio, 'the audio bytes');
+  s.cfg.current = { ...s.cfg.current, command: command('where') };
+  const r = await s.call({ file_path: s.audio });
+  t.equal(r.status, 200);
+  const seen = JSON.parse(String(r.body!.transcript)) as { path: string; content: string };
+  t.equal(seen.content, 'the audio bytes');
+  t.equal(basename(seen.path), 'note.ogg', 'named like the original');
+  t.notOk(seen.path.startsWith(s.paths.root), 'not a path inside the home that could be swapped');
+  t.notOk(existsSync(dirname(seen.path)), 'the copy is gone once answered');
 });

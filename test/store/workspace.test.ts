@@ -1,6 +1,8 @@
 import t from 'tap';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   INSTRUCTION_FILES,
   SANDBOX_HOOK_COMMAND,
@@ -23,6 +25,8 @@ const mode = (p: string) => fs.statSync(p).mode & 0o777;
 const read = (p: string) => fs.readFileSync(p, 'utf8');
 const shipped = (rel: string) => read(join(homeDefaultsDir(), rel));
 type T = Parameters<Parameters<typeof t.test>[0]>[0];
+const SWAPPER = fileURLToPath(new URL('../fixtures/symlink-swapper.mjs', import.meta.url));
+
 const throwsCode = (t: T, fn: () => unknown, code: string, msg?: string) =>
   t.throws(fn, { name: 'SvcError', code }, msg ?? `throws ${code}`);
 
@@ -324,4 +328,38 @@ t.test('installSandboxHook leaves a malformed settings.json untouched and instal
   fs.writeFileSync(settings, '');
   installSandboxHook(paths, 'bob');
   t.equal(JSON.parse(read(settings)).hooks.PreToolUse.length, 1, 'an empty file counts as {}');
+});
+
+t.test('readMemoryModule under a directory-for-symlink swap never reads the file outside', async (t) => {
+  const { workspace, mem, outside } = memoryFixture(t);
+  fs.mkdirSync(join(mem, 'modules', 'team'));
+  fs.writeFileSync(join(mem, 'modules', 'team', 'secret.md'), 'inside\n');
+  // The agent owns memory_system/: it flips modules/team between its folder and a link outside.
+  const swapper = spawn(process.execPath, [SWAPPER, join(mem, 'modules', 'team'), outside, '30000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => swapper.once('exit', resolve));
+  t.teardown(async () => {
+    swapper.stdin!.end();
+    await exited;
+  });
+  await new Promise<void>((resolve, reject) => {
+    swapper.stdout!.once('data', () => resolve());
+    swapper.once('exit', () => reject(new Error('swapper exited before it started')));
+  });
+  const seen = new Map<string, number>();
+  const deadline = Date.now() + 30_000;
+  for (let i = 0; i < 2000 && Date.now() < deadline; i++) {
+    let what: string;
+    try {
+      what = readMemoryModule(workspace, 'modules/team/secret.md').text;
+    } catch (e) {
+      what = (e as { code?: string }).code ?? 'error';
+    }
+    seen.set(what, (seen.get(what) ?? 0) + 1);
+    // Let the swapper's stdout and the loop's own bookkeeping breathe.
+    if (i % 100 === 0) await new Promise((r) => setImmediate(r));
+  }
+  swapper.stdin!.end();
+  await exited;
+  t.notOk(seen.has('secret\n'), `never the outside file (${JSON.stringify([...seen])})`);
+  t.ok(seen.get('inside\n'), 'the module inside was read while it was in place');
 });
