@@ -290,7 +290,8 @@ t.test('ModelCacheRefresher with real timers: fires on its interval', async (t) 
     if (Date.now() > deadline) throw new Error('the hourly check never fired');
     await delay(10);
   }
-  refresher.stop();
+  // Awaited: a check still writing its cache file would race the removal of the test's directory.
+  await refresher.stop();
   t.equal(refresher.running, false);
   t.ok(results.slice(2).every((x) => x.reason === 'forced' || x.action === 'reused'), 'hourly runs follow the hourly rules');
 });
