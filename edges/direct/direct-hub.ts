@@ -60,8 +60,9 @@ export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
   // ~100 bytes each: a full table stays around 1 MB.
   authFailureAddresses: 10_000,
   authFailureDelayMs: 1000,
-  // A client authenticates within milliseconds of connecting; only a flood holds this many.
-  maxPendingPerAddress: 32,
+  // A client authenticates within milliseconds of connecting; only a flood (or every client behind
+  // one proxy reconnecting at once) holds this many.
+  maxPendingPerAddress: 128,
 };
 
 export type DirectLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
