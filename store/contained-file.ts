@@ -122,6 +122,9 @@ function lexicallyContained(requested: string, rules: ContainmentRules): string 
   return path;
 }
 
+/** `/proc/<pid>/…` (and so `/proc/self`, `/proc/thread-self`, tasks), as the kernel names what was opened. */
+const PER_PROCESS_PROCFS = /^\/proc\/\d+(\/|$)/;
+
 const openFlags = (rules: ContainmentRules) => (rules.followSymlinks === false ? OPEN_FLAGS | constants.O_NOFOLLOW : OPEN_FLAGS);
 
 const outside = (requested: string, rules: ContainmentRules) => new SvcError('forbidden', `${requested} is outside ${rules.rootLabel}`);
@@ -131,6 +134,11 @@ function checkOpened(requested: string, rules: ContainmentRules, realPath: strin
   if (realRoot !== null && (realRoot === '' || !within(realPath, realRoot))) throw outside(requested, rules);
   if (rules.refused?.some((p) => within(realPath, p))) {
     throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
+  }
+  // A process's own procfs files hold its environment (provider keys, the inter-agent token handed
+  // to every CLI), its argv, memory and open files: secrets by another path, in every mode.
+  if (PER_PROCESS_PROCFS.test(realPath)) {
+    throw new SvcError('forbidden', `${requested} describes a running process (its environment, memory or files), which no endpoint serves`);
   }
   if (st.nlink === 0) throw new SvcError('not-found', `${requested}: no such file`);
   if (st.isDirectory()) throw new SvcError('invalid-path', `${requested} is a directory; only files can be fetched`);

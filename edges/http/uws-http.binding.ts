@@ -63,10 +63,18 @@ export interface MountOptions {
   before?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): HttpReply | undefined;
 }
 
+interface RequestState {
+  /** The client went away. */
+  aborted: boolean;
+  /** A reply was written: uWS allows no further pause or resume of this request. */
+  responded: boolean;
+  onAbort: (() => void)[];
+}
+
 /** Serve every HTTP request under `prefix` through the router's pure handlers. */
 export function mountHttp(app: App, pattern: string, router: Router, opts: MountOptions): void {
   app.any(pattern, (res, req) => {
-    const state = { aborted: false, onAbort: [] as (() => void)[] };
+    const state: RequestState = { aborted: false, responded: false, onAbort: [] };
     res.onAborted(() => {
       state.aborted = true;
       for (const f of state.onAbort) f();
@@ -83,10 +91,12 @@ export function mountHttp(app: App, pattern: string, router: Router, opts: Mount
     const base = { method, path, headers };
     const extra = opts.extraHeaders?.(base) ?? {};
     const send = (reply: HttpReply) => {
-      if (state.aborted) {
+      if (state.aborted || state.responded) {
         void reply.file?.handle.close().catch(() => undefined);
         return;
       }
+      // From here uWS forbids pausing or resuming the request: body still arriving is dropped.
+      state.responded = true;
       writeReply(res, { ...reply, headers: { ...extra, ...reply.headers } }, state);
     };
 
@@ -113,7 +123,7 @@ export function mountHttp(app: App, pattern: string, router: Router, opts: Mount
         });
     };
     if (method === 'GET' || method === 'HEAD') return run(Buffer.alloc(0));
-    if (route.streamBody) return run(Buffer.alloc(0), streamBody(res, state));
+    if (route.streamBody) return run(Buffer.alloc(0), streamBody(res, state, cap));
     readBody(res, cap, (body) => (body === null ? send(json(413, { error: `body exceeds the limit of ${cap} bytes`, code: 'body-too-large' })) : run(body)));
   });
 }
@@ -139,22 +149,35 @@ function readBody(res: UwsResponse, cap: number, done: (body: Buffer | null) => 
   });
 }
 
-/** The body as an async iterable; pauses the socket while the consumer is behind. */
-function streamBody(res: UwsResponse, state: { aborted: boolean; onAbort: (() => void)[] }): AsyncIterable<Buffer> {
+/**
+ * The body as an async iterable; pauses the socket while the consumer is behind. Past `cap` bytes
+ * (a body sent without Content-Length, or longer than it said) the iterable fails with
+ * `body-too-large`. Once a reply has gone out (a 401 while the client still uploads) the rest of
+ * the body is dropped unread and the response is never touched again.
+ */
+function streamBody(res: UwsResponse, state: RequestState, cap: number): AsyncIterable<Buffer> {
   const queue: Buffer[] = [];
   let ended = false;
   let paused = false;
+  let size = 0;
   let wake: (() => void) | null = null;
   const notify = () => {
     const w = wake;
     wake = null;
     w?.();
   };
+  const settled = () => state.aborted || state.responded;
   state.onAbort.push(notify);
   res.onData((ab, isLast) => {
-    queue.push(Buffer.from(new Uint8Array(ab)));
     if (isLast) ended = true;
-    if (queue.length >= 8 && !paused && !state.aborted) {
+    size += ab.byteLength;
+    if (settled() || size > cap) {
+      queue.length = 0;
+      notify();
+      return;
+    }
+    queue.push(Buffer.from(new Uint8Array(ab)));
+    if (queue.length >= 8 && !paused) {
       paused = true;
       res.pause();
     }
@@ -163,9 +186,10 @@ function streamBody(res: UwsResponse, state: { aborted: boolean; onAbort: (() =>
   return {
     async *[Symbol.asyncIterator]() {
       for (;;) {
+        if (size > cap) throw new SvcError('body-too-large', `body exceeds the limit of ${cap} bytes`);
         const chunk = queue.shift();
         if (chunk) {
-          if (paused && queue.length < 2 && !state.aborted) {
+          if (paused && queue.length < 2 && !settled()) {
             paused = false;
             res.resume();
           }
@@ -174,6 +198,7 @@ function streamBody(res: UwsResponse, state: { aborted: boolean; onAbort: (() =>
         }
         if (ended) return;
         if (state.aborted) throw new SvcError('client-gone', 'the client went away mid-upload');
+        if (state.responded) return;
         await new Promise<void>((r) => (wake = r));
       }
     },
@@ -184,7 +209,7 @@ function statusLine(status: number): string {
   return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
 }
 
-function writeReply(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): void {
+function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): void {
   if (reply.file) return void streamFile(res, reply, state);
   if (reply.stream) return void streamChunks(res, reply, state);
   let body: string | Buffer = '';
@@ -227,7 +252,7 @@ async function readUpTo(handle: FileBody['handle'], want: number): Promise<{ byt
  * sees a truncated body at once instead of waiting for bytes that never come. A size stat does
  * not know (0) streams chunked until the end of the file.
  */
-async function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): Promise<void> {
+async function streamFile(res: UwsResponse, reply: HttpReply, state: RequestState): Promise<void> {
   const { handle, size } = reply.file!;
   let wake: (() => void) | null = null;
   state.onAbort.push(() => wake?.());
@@ -300,7 +325,7 @@ async function streamFile(res: UwsResponse, reply: HttpReply, state: { aborted: 
  * backpressure, so a slow reader holds the producer back instead of filling memory. Headers go
  * out with the first chunk, so a producer that fails before yielding still gets a plain 500.
  */
-async function streamChunks(res: UwsResponse, reply: HttpReply, state: { aborted: boolean; onAbort: (() => void)[] }): Promise<void> {
+async function streamChunks(res: UwsResponse, reply: HttpReply, state: RequestState): Promise<void> {
   const it = reply.stream![Symbol.asyncIterator]();
   let wake: (() => void) | null = null;
   const wakeUp = () => {

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
@@ -410,14 +411,20 @@ t.test('a file whose size is not what stat said ends its response at once', asyn
   const url = (p: string) => `${env.base}/files?path=${encodeURIComponent(p)}`;
 
   // procfs says 0 bytes: the reply carries the real content and its real length.
-  let r = await download(url('/proc/self/status'), () => undefined);
+  let r = await download(url('/proc/meminfo'), () => undefined);
   t.equal(r.status, 200);
-  t.match(r.body.toString(), /^Name:/);
+  t.match(r.body.toString(), /^MemTotal:/);
   t.equal(Number(r.headers['content-length']), r.body.length, 'Content-Length is what was read, not 0');
   // A procfs file past the first window goes out chunked until its end.
-  r = await download(url('/proc/self/smaps'), () => undefined);
-  t.ok(r.complete && r.body.length > 0, `smaps complete (${r.body.length} bytes)`);
-  if (r.body.length > 64 * 1024) t.equal(r.headers['transfer-encoding'], 'chunked');
+  r = await download(url('/proc/kallsyms'), () => undefined);
+  t.ok(r.complete && r.body.length > 64 * 1024, `kallsyms complete (${r.body.length} bytes)`);
+  t.equal(r.headers['transfer-encoding'], 'chunked');
+  // A process's own procfs files are its secrets by another path: its environment above all.
+  for (const p of ['/proc/self/environ', `/proc/${process.pid}/environ`, '/proc/self/cmdline', '/proc/self/status', `/proc/${process.pid}/task/${process.pid}/environ`]) {
+    r = await download(url(p), () => undefined);
+    t.equal(r.status, 403, `${p} refused`);
+    t.notMatch(r.body.toString(), /PATH=|HOME=/, `${p}: nothing of the environment`);
+  }
   const sysfs = '/sys/kernel/mm/transparent_hugepage/enabled';
   if (existsSync(sysfs)) {
     r = await download(url(sysfs), () => undefined);
@@ -570,4 +577,46 @@ t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
     const r = await call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers: AUTH, timeoutMs: 10_000 });
     t.same([r.status, r.json().code], [400, 'invalid-path'], p);
   }
+});
+
+t.test('/upload: a body still arriving after the answer is dropped, and a body without a length is capped', async (t) => {
+  let env = await serve(t);
+  const port = Number(new URL(env.base).port);
+  // No token, a declared 4 MiB, sent in full although the 401 comes first: the server must neither
+  // crash nor buffer it (it once paused a finished response and died on uWS's assertion).
+  const declared = 4 * 1024 * 1024;
+  const head = `POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${declared}\r\n\r\n`;
+  const answer = await new Promise<string>((resolve) => {
+    const sock = connect(port, '127.0.0.1');
+    let text = '';
+    sock.on('connect', async () => {
+      sock.write(head);
+      const chunk = Buffer.alloc(256 * 1024, 0x61);
+      for (let sent = 0; sent < declared && !sock.destroyed; sent += chunk.length) {
+        if (!sock.write(chunk)) await new Promise((r) => sock.once('drain', r));
+      }
+      sock.end();
+    });
+    sock.on('data', (d) => (text += d.toString('latin1')));
+    sock.on('error', () => undefined);
+    sock.on('close', () => resolve(text));
+    sock.setTimeout(10_000, () => sock.destroy());
+  });
+  t.match(answer, /^HTTP\/1\.1 401 /, 'answered 401 at once');
+  const health = await call(`${env.base}/health`);
+  t.equal(health.status, 200, 'and still serving');
+
+  // Chunked, so no Content-Length to refuse up front: the stream itself stops past the cap.
+  env = await serve(t, { maxUploadBytes: 64 * 1024 });
+  const big = Buffer.alloc(512 * 1024, 0x62);
+  const r = await call(`${env.base}/upload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+    chunks: [multipart([{ name: 'file', filename: 'big.bin', data: big }])],
+    timeoutMs: 10_000,
+  });
+  t.equal(r.status, 413);
+  t.equal((await call(`${env.base}/health`)).status, 200);
+  const dated = join(env.paths.workspace, 'api_files');
+  t.same(existsSync(dated) ? readdirSync(dated, { recursive: true }).filter((f) => String(f).endsWith('.bin')) : [], [], 'no partial file left');
 });
