@@ -265,7 +265,9 @@ export class AgentRuntime {
    * turn was aborted (or the agent stopped) before its CLI could start.
    */
   private async cliSlot(msg: AgentMessage, key: string, turnId: string): Promise<CliSlot | null> {
-    const slot = this.d.cliSlots?.acquire();
+    // An inter-agent call is made from inside a running turn that holds a slot and waits for this
+    // one: queueing it behind the bound could wait on itself (max_concurrent_cli = 1 deadlocks).
+    const slot = msg.kind === 'interagent' ? undefined : this.d.cliSlots?.acquire();
     if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
     if (!slot.queued) return slot;
     const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
@@ -358,7 +360,8 @@ export class AgentRuntime {
       extensionMs: config.timeouts.activity_extension * 1000,
       maxExtensions: config.timeouts.max_extensions,
     };
-    if ((this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
+    // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
+    if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
       rmSync(tempDir, { recursive: true, force: true });
       return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }

@@ -61,7 +61,7 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
       ended += n;
     }
     report.processesEnded += ended;
-    const text = partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] }));
+    const text = capped(partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] })));
     if (turn.prompt !== null) opts.owe?.(owed(turn, text));
     await bus.publish({
       stream: turn.stream,
@@ -88,6 +88,13 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
   }
   return report;
 }
+
+/**
+ * An answer streamed for long enough outgrows what one fact may hold (4 MiB): its start is kept,
+ * so recovery never fails on it (which would stop every later start too).
+ */
+const MAX_RECOVERED_CHARS = 1_000_000;
+const capped = (text: string) => (text.length <= MAX_RECOVERED_CHARS ? text : `${text.slice(0, MAX_RECOVERED_CHARS)}\n[… the rest of the partial answer was too long to keep]`);
 
 function owed(t: TurnTrace, text: string): InterruptedTurn {
   return { stream: t.stream, agent: t.agent, sessionKey: t.sessionKey, prompt: t.prompt ?? '', text, noticeDelivered: t.noticeDelivered, retried: t.retried };

@@ -160,8 +160,9 @@ export class DirectConnection implements HubConnection {
     if (!frame || frame.type !== 'auth') return this.dispatch({ type: 'frame', nonce: null });
     const { config } = this.hub.deps;
     const tokenValid = apiTokenMatches(frame.token, this.hub.deps.token);
-    const keys = e2eKeyPair();
-    const shared = sharedKeyFor(frame.e2e_pk, keys.secretKey);
+    // Two X25519 operations (about a millisecond of CPU): only for a caller who holds the token.
+    const keys = tokenValid ? e2eKeyPair() : null;
+    const shared = keys ? sharedKeyFor(frame.e2e_pk, keys.secretKey) : null;
     const cfg = config();
     this.authFailure = !tokenValid ? 'the token is not valid' : 'e2e_pk must be std base64 of a 32-byte Curve25519 public key';
     this.dispatch({
@@ -182,7 +183,7 @@ export class DirectConnection implements HubConnection {
       type: 'auth_ok',
       chat_id: chatId!,
       ...(channelId !== null ? { channel_id: channelId } : {}),
-      e2e_pk: encodeStdBase64(keys.publicKey),
+      e2e_pk: encodeStdBase64(keys!.publicKey),
       providers: this.hub.deps.providers(),
       active_provider: cfg.provider,
       active_model: cfg.model,

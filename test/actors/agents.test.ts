@@ -233,9 +233,14 @@ t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, ar
   rmSync(join(gate, 'seen'));
   const next = [ask('again 1', { chat_id: 101 }), ask('again 2', { chat_id: 102 })];
   await until('one running, one queued', () => seen().length === 1 && d.agents.cliSlots.waitingCount === 1);
+  // A call from another agent's running turn holds that turn's slot while it waits: it is never queued.
+  const nested = ask('from another agent', { chat_id: 103, kind: 'interagent' });
+  await until('the inter-agent turn started beside the running one', () => seen().length === 2);
+  t.equal(d.agents.cliSlots.waitingCount, 1, 'the queued chat turn still waits');
   writeFileSync(join(gate, 'open'), '');
-  t.same((await Promise.all(next)).map((o) => o.status), ['completed', 'completed']);
-  t.same(seen(), [1, 1], 'one at a time under the reloaded bound');
+  t.same((await Promise.all([...next, nested])).map((o) => o.status), ['completed', 'completed', 'completed']);
+  t.equal(seen().length, 3);
+  t.equal(seen()[1], 2, 'the inter-agent call ran beside the chat turn holding the only slot');
 });
 
 t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {
