@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createActor, type AnyActorRef } from 'xstate';
 import type { EventData } from '../../schemas/index.js';
 import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
-import type { DirectHub, HubConnection } from './direct-hub.js';
+import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
 
 /** The socket as the connection sees it; the uWS binding implements it. */
@@ -70,7 +70,7 @@ const CLOSE_TRY_AGAIN_LATER = 1013;
  * exists only while the auth frame is handled, the session holds just the box key and nonce, and
  * the outbox exists only while frames wait.
  */
-export class DirectConnection implements HubConnection {
+export class DirectConnection implements HubConnection, WaitingConnection {
   readonly id = randomBytes(8).toString('hex');
   private outbox: ServerFrame[] | null = null;
   private readonly actor: ConnectionActor;
@@ -82,13 +82,15 @@ export class DirectConnection implements HubConnection {
   private closing = false;
   /** Counted among its address's sockets waiting to authenticate. */
   private pending = false;
+  /** A refusal past the address's limit, held back until its timer (or an eviction) sends it. */
+  private delayedRefusal: (() => void) | null = null;
   private authFailure = '';
 
   constructor(
     private readonly hub: DirectHub,
     private readonly socket: FrameSocket,
-    /** The client's address, as the per-address auth-failure limit keys it. */
-    private readonly address = '',
+    /** The client's address, as the per-address limits key it. */
+    readonly address = '',
   ) {
     this.actor = createActor(hub.deps.connectionMachine, {
       // One actor system for all connections: a root actor builds its own (maps, scheduler,
@@ -102,9 +104,9 @@ export class DirectConnection implements HubConnection {
   open(): void {
     this.hub.add(this);
     this.pending = true;
-    this.hub.pendingChanged(this.address, 1);
     this.actor.start();
     this.timer = setTimeout(() => this.dispatch({ type: 'timeout' }), this.hub.limits.authTimeoutMs);
+    this.hub.waitingStarted(this);
   }
 
   private get state(): MachineView {
@@ -220,12 +222,14 @@ export class DirectConnection implements HubConnection {
       // Past its address's limit a failure is answered late, so guessing slows to a crawl while
       // the right token (never delayed) still gets in at once.
       const delayMs = this.hub.limits.authFailureDelayMs;
-      this.timer = setTimeout(() => {
+      this.delayedRefusal = () => {
+        this.delayedRefusal = null;
         this.timer = null;
         if (this.gone) return;
         this.writePlain({ type: 'error', code, message: `${message}; too many failed attempts from this address, so failures are answered after ${delayMs} ms` });
         this.socket.end(CLOSE_TRY_AGAIN_LATER, 'auth_rate_limited');
-      }, delayMs);
+      };
+      this.timer = setTimeout(this.delayedRefusal, delayMs);
     } else if (reason === 'nonce_limit') {
       this.writeSealed({ type: 'error', code: 'decrypt_failed', message: 'this connection used up its nonce budget; reconnect to continue' });
       this.socket.end(CLOSE_POLICY, 'nonce_limit');
@@ -309,10 +313,25 @@ export class DirectConnection implements HubConnection {
     this.socket.send(JSON.stringify(frame));
   }
 
+  /** The hub closes the oldest waiting socket to make room for a newer one. */
+  evict(): void {
+    this.pending = false;
+    if (this.gone) return;
+    if (this.delayedRefusal) {
+      this.clearTimer();
+      return this.delayedRefusal();
+    }
+    if (this.closing) return;
+    this.closing = true;
+    this.clearTimer();
+    this.writePlain({ type: 'error', code: 'auth_timeout', message: 'closed before authenticating: too many connections from this address are waiting to authenticate, and the oldest goes first' });
+    this.socket.end(CLOSE_TRY_AGAIN_LATER, 'auth_rate_limited');
+  }
+
   private settlePending(): void {
     if (!this.pending) return;
     this.pending = false;
-    this.hub.pendingChanged(this.address, -1);
+    this.hub.waitingEnded(this);
   }
 
   private clearTimer(): void {

@@ -43,8 +43,10 @@ export interface DirectLimits {
   authFailureAddresses: number;
   /** How late a limited address's failures are answered: with the pending cap, its guesses per second. */
   authFailureDelayMs: number;
-  /** Sockets one address may hold open before authenticating; past it upgrades get 429. */
+  /** Sockets one address may keep waiting to authenticate; past it its oldest waiting one is closed. */
   maxPendingPerAddress: number;
+  /** The same for the whole server. */
+  maxPendingTotal: number;
 }
 
 export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
@@ -63,6 +65,7 @@ export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
   // A client authenticates within milliseconds of connecting; only a flood (or every client behind
   // one proxy reconnecting at once) holds this many.
   maxPendingPerAddress: 128,
+  maxPendingTotal: 4096,
 };
 
 export type DirectLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
@@ -86,6 +89,13 @@ export interface DirectApiDeps {
   limits?: Partial<DirectLimits>;
   /** Milliseconds since the epoch for the auth-failure windows; defaults to `bus.now`. */
   now?: () => number;
+}
+
+/** A socket that has not authenticated yet, as the hub's caps on them see it. */
+export interface WaitingConnection {
+  readonly address: string;
+  /** Close it now, to make room for a newer one. */
+  evict(): void;
 }
 
 /** What the hub needs from one connection. */
@@ -136,8 +146,9 @@ export class DirectHub {
   /** All that connections which never authenticate leave behind. */
   readonly unauthenticated: UnauthenticatedTally;
   private readonly authFailures: AuthFailureLimit;
-  /** Per address key: sockets open and not yet authenticated. */
-  private readonly pending = new Map<string, number>();
+  /** Sockets waiting to authenticate, oldest first: per address key, and all of them. */
+  private readonly waiting = new Map<string, Set<WaitingConnection>>();
+  private readonly waitingAll = new Set<WaitingConnection>();
   private readonly now: () => number;
   /**
    * The parent of every connection's actor, so that they share one actor system. xstate hands a
@@ -198,21 +209,33 @@ export class DirectHub {
   }
 
   /**
-   * Whether an upgrade from `address` may become a socket: not while the address already holds
-   * `maxPendingPerAddress` sockets that have not authenticated (refused ones are counted).
+   * A socket started waiting to authenticate. Past its address's share, or the server's, the
+   * oldest waiting socket is closed to make room: a flood only ever closes its own older sockets,
+   * while a client with the token, which authenticates within milliseconds, always gets in.
    */
-  admits(address: string): boolean {
-    if ((this.pending.get(authLimitKey(address)) ?? 0) < this.limits.maxPendingPerAddress) return true;
-    this.unauthenticated.count('too_many_pending');
-    return false;
+  waitingStarted(conn: WaitingConnection): void {
+    const key = authLimitKey(conn.address);
+    let mine = this.waiting.get(key);
+    if (!mine) this.waiting.set(key, (mine = new Set()));
+    mine.add(conn);
+    this.waitingAll.add(conn);
+    if (mine.size > this.limits.maxPendingPerAddress) this.evict(mine.values().next().value!);
+    if (this.waitingAll.size > this.limits.maxPendingTotal) this.evict(this.waitingAll.values().next().value!);
   }
 
-  /** A socket from `address` waits to authenticate (`+1`) or no longer does (`-1`). */
-  pendingChanged(address: string, delta: 1 | -1): void {
-    const key = authLimitKey(address);
-    const n = (this.pending.get(key) ?? 0) + delta;
-    if (n > 0) this.pending.set(key, n);
-    else this.pending.delete(key);
+  /** It authenticated, was refused or went away. */
+  waitingEnded(conn: WaitingConnection): void {
+    if (!this.waitingAll.delete(conn)) return;
+    const key = authLimitKey(conn.address);
+    const mine = this.waiting.get(key);
+    mine?.delete(conn);
+    if (mine?.size === 0) this.waiting.delete(key);
+  }
+
+  private evict(conn: WaitingConnection): void {
+    this.waitingEnded(conn);
+    this.unauthenticated.count('evicted');
+    conn.evict();
   }
 
   /** A connection from `address` failed to authenticate; true when the address is past its limit. */

@@ -69,19 +69,6 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
     compression: uWS.DISABLED,
     upgrade: (res, req, context) => {
       const address = Buffer.from(res.getRemoteAddressAsText()).toString();
-      // An address already holding its share of sockets that have not authenticated is turned
-      // away here, before a socket, key pair or timer exists for it.
-      if (!hub.admits(address)) {
-        const retryS = Math.ceil(hub.limits.authTimeoutMs / 1000);
-        res.cork(() => {
-          res
-            .writeStatus('429 Too Many Requests')
-            .writeHeader('Retry-After', String(retryS))
-            .writeHeader('Content-Type', 'application/json')
-            .end(JSON.stringify({ error: 'auth_rate_limited', message: `too many connections from this address are waiting to authenticate; retry in ${retryS} s` }), true);
-        });
-        return;
-      }
       res.upgrade<SocketData>(
         { link: null, address },
         req.getHeader('sec-websocket-key'),
