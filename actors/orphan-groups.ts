@@ -33,7 +33,12 @@ export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startT
 }
 
 /** At start: end what is left of every recorded group that never recorded its end. */
-export async function recoverOrphanProcesses(log: EventLog, bus: Bus): Promise<{ groupsEnded: number; processesEnded: number }> {
+export async function recoverOrphanProcesses(
+  log: EventLog,
+  bus: Bus,
+  /** Tests recover in the process that made the "orphans", so it started before them: null lifts that bound. */
+  opts: { selfStartTime?: number | null } = {},
+): Promise<{ groupsEnded: number; processesEnded: number }> {
   const open = new Map<string, { purpose: string; group: RecordedGroup }>();
   for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_SPAWNED, PROCESS_EXITED] })) {
     if (e.type === PROCESS_EXITED) {
@@ -49,7 +54,7 @@ export async function recoverOrphanProcesses(log: EventLog, bus: Bus): Promise<{
   }
   const report = { groupsEnded: 0, processesEnded: 0 };
   if (open.size === 0) return report;
-  const snapshot = procSnapshot();
+  const snapshot = { ...procSnapshot(), ...(opts.selfStartTime !== undefined ? { selfStartTime: opts.selfStartTime } : {}) };
   for (const [stream, { purpose, group }] of open) {
     const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
     if (n > 0) report.groupsEnded++;

@@ -1,4 +1,4 @@
-import { hasExited, type ProcSnapshot } from '../schemas/index.js';
+import { hasExited, type ProcEntry, type ProcSnapshot } from '../schemas/index.js';
 
 /*
  * Which processes of a CLI's process group a restarted daemon may end. A pid alone names nothing
@@ -38,6 +38,10 @@ export function decideGroup(recorded: RecordedGroup, now: ProcSnapshot): GroupVe
   const since = recorded.startTime;
   const leader = now.procs.find((p) => p.pid === recorded.pgid);
   if (leader && leader.startTime !== since) return { end: false, why: 'pid-reused' };
-  const pids = now.procs.filter((p) => !hasExited(p) && (p.pid === recorded.pgid || (p.pgid === recorded.pgid && p.startTime >= since))).map((p) => p.pid);
+  // A member started after the daemon reading this cannot be a crashed run's: once the old group
+  // emptied, its id may lead a new group (a double fork elsewhere), which is not ours to end.
+  const until = now.selfStartTime ?? Number.POSITIVE_INFINITY;
+  const ours = (p: ProcEntry) => p.pid === recorded.pgid || (p.pgid === recorded.pgid && p.startTime >= since && p.startTime <= until);
+  const pids = now.procs.filter((p) => !hasExited(p) && ours(p)).map((p) => p.pid);
   return pids.length > 0 ? { end: true, pids } : { end: false, why: 'gone' };
 }

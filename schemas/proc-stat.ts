@@ -20,6 +20,8 @@ export interface ProcEntry {
 export interface ProcSnapshot {
   bootId: string | null;
   procs: readonly ProcEntry[];
+  /** The reading process's own start time: whatever a crashed run left behind started before it. */
+  selfStartTime?: number | null;
 }
 
 /**

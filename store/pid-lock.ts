@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError } from '../schemas/index.js';
 import { hasExited } from '../schemas/index.js';
-import { readBootId, readProcCmdline, readProcStat } from './proc.js';
+import { processStartedAtMs, readBootId, readProcStat } from './proc.js';
 
 export interface PidLock {
   readonly pidFile: string;
@@ -56,7 +56,7 @@ function isAlive(pid: number): boolean {
 }
 
 /** Null when the recorded holder is a running daemon; otherwise why its file is stale. */
-function staleness(rec: PidRecord): string | null {
+function staleness(rec: PidRecord, writtenAtMs: number | null): string | null {
   if (rec.pid === process.pid) return `it names this process (pid ${rec.pid}), left by an earlier run`;
   if (!isAlive(rec.pid)) return `pid ${rec.pid} is not running`;
   const stat = readProcStat(rec.pid);
@@ -66,9 +66,19 @@ function staleness(rec: PidRecord): string | null {
   const boot = readBootId();
   if (rec.bootId !== null && boot !== null && rec.bootId !== boot) return `it was written before the machine restarted`;
   if (rec.startTime !== null) return rec.startTime === stat.startTime ? null : `pid ${rec.pid} now belongs to a process started later`;
-  // A file from a version that recorded only the pid: a daemon runs node with svc's entry point.
-  const argv = readProcCmdline(rec.pid) ?? [];
-  return argv.some((a) => /svc/i.test(a)) ? null : `pid ${rec.pid} is not an svc daemon (${argv[0] ?? 'unknown'})`;
+  // A file from a version that recorded only the pid: its process is the holder unless it started
+  // after the file was written (the second of slack covers the clock ticks' rounding).
+  const startedAt = processStartedAtMs(stat);
+  if (startedAt !== null && writtenAtMs !== null && startedAt > writtenAtMs + 1000) return `pid ${rec.pid} belongs to a process started after the file was written`;
+  return null;
+}
+
+function mtimeOrNull(path: string): number | null {
+  try {
+    return fs.statSync(path).mtimeMs;
+  } catch {
+    return null;
+  }
 }
 
 function readOrUndefined(path: string): string | undefined {
@@ -110,7 +120,7 @@ export function acquirePidLock(pidFile: string): PidLock {
       const content = readOrUndefined(pidFile);
       if (content === undefined) continue; // released between our link and read
       const holder = parseRecord(content);
-      const stale = holder === undefined ? 'its content is not a pid' : staleness(holder);
+      const stale = holder === undefined ? 'its content is not a pid' : staleness(holder, mtimeOrNull(pidFile));
       if (stale === null) {
         throw new SvcError('daemon-running', `another svc daemon (pid ${holder!.pid}) is already running on ${home}; stop it first`, { pid: holder!.pid, home, pidFile });
       }

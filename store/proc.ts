@@ -27,13 +27,12 @@ export function readProcStat(pid: number): ProcEntry | null {
   }
 }
 
-/** Every process visible now; ones that exit mid-scan are skipped. */
 export function procSnapshot(): ProcSnapshot {
   let names: string[];
   try {
     names = readdirSync('/proc');
   } catch {
-    return { bootId: readBootId(), procs: [] };
+    return { bootId: readBootId(), procs: [], selfStartTime: null };
   }
   const procs: ProcEntry[] = [];
   for (const name of names) {
@@ -41,10 +40,24 @@ export function procSnapshot(): ProcSnapshot {
     const entry = readProcStat(Number(name));
     if (entry) procs.push(entry);
   }
-  return { bootId: readBootId(), procs };
+  // Ones that exit mid-scan are skipped.
+  return { bootId: readBootId(), procs, selfStartTime: readProcStat(process.pid)?.startTime ?? null };
 }
 
-/** argv of a process, or null once it is gone. */
+/**
+ * When a process started, in ms since the epoch: boot time plus its start ticks. /proc counts
+ * those in USER_HZ, which Linux fixes at 100 for what it reports to user space.
+ */
+export function processStartedAtMs(stat: ProcEntry): number | null {
+  try {
+    const m = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    return m ? Number(m[1]) * 1000 + stat.startTime * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Every process visible now, and this daemon's own start time (orphans started before it). */
 export function readProcCmdline(pid: number): string[] | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');

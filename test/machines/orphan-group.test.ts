@@ -54,3 +54,9 @@ t.test('given nothing of the group is left (or only zombies), then there is noth
 t.test('given a turn recorded without a start time, then the caller must fall back', async (t) => {
   t.same(decideGroup({ pgid: 100, startTime: null, bootId: null }, { bootId: 'boot-a', procs: [p(100, 100, 1)] }), { end: false, why: 'legacy' });
 });
+
+t.test('given the old group emptied and its id now leads a leaderless group started after this daemon, then nothing is touched', async (t) => {
+  const now = { bootId: 'boot-a', selfStartTime: 7000, procs: [p(101, 100, 5001), p(150, 100, 7500)] };
+  t.same(decideGroup(group, now), { end: true, pids: [101] }, 'the straggler from before the restart goes; the newer member stays');
+  t.same(decideGroup(group, { ...now, procs: [p(150, 100, 7500)] }), { end: false, why: 'gone' });
+});
