@@ -122,6 +122,28 @@ function lexicallyContained(requested: string, rules: ContainmentRules): string 
   return path;
 }
 
+/** Whether the file `st` describes is one of `paths` or lies in one of them (a few small directories). */
+function isOneOf(st: fs.Stats, paths: readonly string[]): boolean {
+  const visit = (p: string, depth: number): boolean => {
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(p);
+    } catch {
+      return false;
+    }
+    if (s.isFile()) return s.ino === st.ino && s.dev === st.dev;
+    if (!s.isDirectory() || depth > 4) return false;
+    let names: string[];
+    try {
+      names = fs.readdirSync(p);
+    } catch {
+      return false;
+    }
+    return names.some((n) => visit(join(p, n), depth + 1));
+  };
+  return paths.some((p) => visit(p, 0));
+}
+
 /** `/proc/<pid>/…` (and so `/proc/self`, `/proc/thread-self`, tasks), as the kernel names what was opened. */
 const PER_PROCESS_PROCFS = /^\/proc\/\d+(\/|$)/;
 
@@ -132,7 +154,8 @@ const outside = (requested: string, rules: ContainmentRules) => new SvcError('fo
 /** What was opened must be where the rules allow ('' for a root that does not resolve) and a regular file. */
 function checkOpened(requested: string, rules: ContainmentRules, realPath: string, realRoot: string | null, st: fs.Stats): void {
   if (realRoot !== null && (realRoot === '' || !within(realPath, realRoot))) throw outside(requested, rules);
-  if (rules.refused?.some((p) => within(realPath, p))) {
+  // A hard link has a real path of its own: a file with more than one name is compared by identity.
+  if (rules.refused?.some((p) => within(realPath, p)) || (st.nlink > 1 && rules.refused && isOneOf(st, rules.refused))) {
     throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
   }
   // A process's own procfs files hold its environment (provider keys, the inter-agent token handed

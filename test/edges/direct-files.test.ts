@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -367,6 +367,12 @@ t.test('the service secrets are refused in every file_access mode, through links
   }
   symlinkSync(paths.secretsDir, join(paths.workspace, 'secrets-dir'));
   links.push(join(paths.workspace, 'secrets-dir', 'users.json'));
+  // A hard link has its own real path: what an agent could make with `ln config/config.json x`.
+  for (const p of [paths.configFile, paths.usersFile, paths.envFile]) {
+    const hard = join(paths.workspace, `hard-${links.length}.json`);
+    linkSync(p, hard);
+    links.push(hard);
+  }
   for (const mode of ['all', 'home', 'workspace']) {
     env.cfg.file_access = mode;
     for (const p of [...Object.keys(secrets), ...links]) {
@@ -379,6 +385,9 @@ t.test('the service secrets are refused in every file_access mode, through links
   env.cfg.file_access = 'all';
   const r = await call(`${env.base}/files?path=${encodeURIComponent(join(paths.workspace, 'a.txt'))}`, { headers: AUTH });
   t.equal(r.body.toString(), 'alpha', 'ordinary files are still served');
+  linkSync(join(paths.workspace, 'a.txt'), join(paths.workspace, 'a-again.txt'));
+  const again = await call(`${env.base}/files?path=${encodeURIComponent(join(paths.workspace, 'a-again.txt'))}`, { headers: AUTH });
+  t.equal(again.body.toString(), 'alpha', 'and so are hard links among them');
 });
 
 /** Waits for a response to finish, however it finishes; fails the test past a bounded wait. */
