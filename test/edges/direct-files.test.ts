@@ -2,21 +2,20 @@
 // and startDirectApi's start-up rules. Real server on port 0, real files, node:http as the client.
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
 import { receiveUpload, startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
 import { SvcError, defaultConfig, type AgentConfig } from '../../schemas/index.js';
 import { MemoryEventLog, ensureApiToken, homePaths, type HomePaths } from '../../store/index.js';
+import { startSymlinkSwap } from '../fixtures/symlink-swap.js';
 
 type T = Test;
 const TOKEN = 'files-token-0123456789abcdef';
-const SWAPPER = fileURLToPath(new URL('../fixtures/symlink-swapper.mjs', import.meta.url));
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 // 2024-03-05 23:30 UTC is already 2024-03-06 in Tokyo.
 const NOW = Date.parse('2024-03-05T23:30:00Z');
@@ -298,17 +297,7 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   const secret = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
   // The directory itself is swapped for a link to /etc and back: a check of the path can pass
   // on the directory and an open by name land in /etc.
-  const swapper = spawn(process.execPath, [SWAPPER, join(ws, 'real'), '/etc', '60000'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => swapper.once('exit', resolve));
-  // Stopped (and waited for) before the test's folder is removed, whatever the outcome.
-  t.teardown(async () => {
-    swapper.stdin!.end();
-    await exited;
-  });
-  await new Promise<void>((resolve, reject) => {
-    swapper.stdout!.once('data', () => resolve());
-    swapper.once('exit', () => reject(new Error('swapper exited before it started')));
-  });
+  const stopSwap = await startSymlinkSwap(t, join(ws, 'real'), '/etc', 60000);
 
   const statuses = new Map<number, number>();
   let leaks = 0;
@@ -330,8 +319,7 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
-  swapper.stdin!.end();
-  await exited;
+  await stopSwap();
   t.equal(done, 2000, 'every request of the bounded loop ran');
   t.equal(broken, 0, 'no response broke off (a swapped file of another size)');
   t.equal(leaks, 0, `no response carried /etc/passwd (statuses ${JSON.stringify([...statuses])})`);

@@ -1,8 +1,6 @@
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   INSTRUCTION_FILES,
   SANDBOX_HOOK_COMMAND,
@@ -20,12 +18,12 @@ import {
   workspaceDir,
 } from '../../store/index.js';
 import { alwaysLoadModules } from '../../machines/index.js';
+import { startSymlinkSwap } from '../fixtures/symlink-swap.js';
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 const read = (p: string) => fs.readFileSync(p, 'utf8');
 const shipped = (rel: string) => read(join(homeDefaultsDir(), rel));
 type T = Parameters<Parameters<typeof t.test>[0]>[0];
-const SWAPPER = fileURLToPath(new URL('../fixtures/symlink-swapper.mjs', import.meta.url));
 
 const throwsCode = (t: T, fn: () => unknown, code: string, msg?: string) =>
   t.throws(fn, { name: 'SvcError', code }, msg ?? `throws ${code}`);
@@ -335,16 +333,7 @@ t.test('readMemoryModule under a directory-for-symlink swap never reads the file
   fs.mkdirSync(join(mem, 'modules', 'team'));
   fs.writeFileSync(join(mem, 'modules', 'team', 'secret.md'), 'inside\n');
   // The agent owns memory_system/: it flips modules/team between its folder and a link outside.
-  const swapper = spawn(process.execPath, [SWAPPER, join(mem, 'modules', 'team'), outside, '30000'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => swapper.once('exit', resolve));
-  t.teardown(async () => {
-    swapper.stdin!.end();
-    await exited;
-  });
-  await new Promise<void>((resolve, reject) => {
-    swapper.stdout!.once('data', () => resolve());
-    swapper.once('exit', () => reject(new Error('swapper exited before it started')));
-  });
+  const stopSwap = await startSymlinkSwap(t, join(mem, 'modules', 'team'), outside, 30000);
   const seen = new Map<string, number>();
   const deadline = Date.now() + 30_000;
   for (let i = 0; i < 2000 && Date.now() < deadline; i++) {
@@ -358,8 +347,7 @@ t.test('readMemoryModule under a directory-for-symlink swap never reads the file
     // Let the swapper's stdout and the loop's own bookkeeping breathe.
     if (i % 100 === 0) await new Promise((r) => setImmediate(r));
   }
-  swapper.stdin!.end();
-  await exited;
+  await stopSwap();
   t.notOk(seen.has('secret\n'), `never the outside file (${JSON.stringify([...seen])})`);
   t.ok(seen.get('inside\n'), 'the module inside was read while it was in place');
 });
