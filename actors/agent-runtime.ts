@@ -211,7 +211,9 @@ export class AgentRuntime {
     const running = [...this.active.entries()].map(async ([turnId, t]) => {
       t.actor.send({ type: 'abort', reason: cause });
       const r = await toPromise(t.actor).catch(() => null);
-      if (r?.status === 'aborted' && cause === SHUTDOWN_ABORT) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
+      // A turn a user's /stop was already ending keeps that cause: it is owed no notice and no /retry.
+      const cutByUs = (t.actor.getSnapshot().context as { abortCause?: string | null }).abortCause === SHUTDOWN_ABORT;
+      if (r?.status === 'aborted' && cause === SHUTDOWN_ABORT && cutByUs) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
     });
     await Promise.all(running);
   }

@@ -346,3 +346,18 @@ t.test('a registry change of token restarts the agent; /agent_restart restarts o
   t.match((await ask('/agent_restart ghost')).text, /No agent named ghost/);
   t.equal((await ask('works', { agent: 'ops' })).status, 'completed');
 });
+
+t.test('a turn a user was already stopping when svc stops is owed no notice and no /retry', async (t) => {
+  const { d, ask, stop } = await boot(t, { FAKE_CLI_HANG: '1', FAKE_CLI_IGNORE_TERM: '1' });
+  const turn = ask('never ends');
+  await until('the CLI runs', () => d.log.read({ streamPrefix: 'turn:', types: ['turn.spawned'] }).length === 1);
+  // The CLI ignores SIGTERM: the user's /stop is still killing it (300 ms grace) when svc stops.
+  const facts: { type: string; data: Record<string, unknown> }[] = [];
+  d.bus.events$.subscribe((e) => facts.push(e));
+  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 1 } });
+  t.equal(killed, 1);
+  await stop();
+  t.equal((await turn).status, 'aborted');
+  t.same(facts.filter((e) => e.type === 'turn.aborted').map((e) => e.data.cause), ['user'], 'the first cause stays');
+  t.same(facts.filter((e) => e.type === 'notification.created'), [], 'no notice promising a /retry that would not exist');
+});
