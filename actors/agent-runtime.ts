@@ -254,7 +254,11 @@ export class AgentRuntime {
     const turnId = randomUUID();
     const slot = await this.cliSlot(msg, key, turnId);
     try {
-      if (!slot) return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+      if (!slot) {
+        // Never started, so nothing to recover or retry later: the sender is told to send it again.
+        if (this.stopped) return this.commandOutcome(msg, `${this.d.name} stopped before this message could start; send it again.`, 'aborted', 'agent-stopped');
+        return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+      }
       return await this.runTurn(msg, key, epoch, turnId);
     } finally {
       slot?.release();

@@ -361,3 +361,20 @@ t.test('a turn a user was already stopping when svc stops is owed no notice and 
   t.same(facts.filter((e) => e.type === 'turn.aborted').map((e) => e.data.cause), ['user'], 'the first cause stays');
   t.same(facts.filter((e) => e.type === 'notification.created'), [], 'no notice promising a /retry that would not exist');
 });
+
+t.test('a turn still waiting for a CLI slot when svc stops is told so, not that it was /stopped', async (t) => {
+  const gate = join(scratchOf(t).dir, 'gate');
+  mkdirSync(gate);
+  const root = join(scratchOf(t).dir, 'home');
+  mkdirSync(homePaths(root).configDir, { recursive: true });
+  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: 1 }));
+  const { d, ask, stop } = await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root });
+  const running = ask('first', { chat_id: 201 });
+  const waiting = ask('second', { chat_id: 202 });
+  await until('one running, one queued', () => d.agents.cliSlots.runningCount === 1 && d.agents.cliSlots.waitingCount === 1);
+  await stop();
+  const out = await waiting;
+  t.same([out.status, out.reason, out.turn_id], ['aborted', 'agent-stopped', null]);
+  t.match(out.text, /stopped before this message could start; send it again/);
+  t.equal((await running).status, 'aborted');
+});
