@@ -211,9 +211,10 @@ export class AgentRuntime {
     const running = [...this.active.entries()].map(async ([turnId, t]) => {
       t.actor.send({ type: 'abort', reason: cause });
       const r = await toPromise(t.actor).catch(() => null);
-      // A turn a user's /stop was already ending keeps that cause: it is owed no notice and no /retry.
-      const cutByUs = (t.actor.getSnapshot().context as { abortCause?: string | null }).abortCause === SHUTDOWN_ABORT;
-      if (r?.status === 'aborted' && cause === SHUTDOWN_ABORT && cutByUs) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
+      // Only a turn this stop ended is owed a notice and a /retry: one a user's /stop was already
+      // ending keeps that cause, and an agent restarted in place records its own.
+      const cutByShutdown = t.actor.getSnapshot().context.abortCause === SHUTDOWN_ABORT;
+      if (r?.status === 'aborted' && cutByShutdown) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
     });
     await Promise.all(running);
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/index.js';
 import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { describeError, type ProcSnapshot } from '../schemas/index.js';
+import { describeError, hasExited, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
 
 /*
@@ -86,7 +86,7 @@ function endLegacyGroup(pgid: number, snapshot: ProcSnapshot): number {
   const argv = readProcCmdline(pgid);
   if (!argv || !argv.slice(0, 3).some((a) => CLI_NAMES.includes(a.slice(a.lastIndexOf('/') + 1)))) return 0;
   if (!signal(-pgid)) return 0;
-  return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && p.state !== 'Z').length);
+  return Math.max(1, snapshot.procs.filter((p) => p.pgid === pgid && !hasExited(p)).length);
 }
 
 function signal(target: number): boolean {
@@ -98,4 +98,3 @@ function signal(target: number): boolean {
     return false;
   }
 }
-

@@ -103,7 +103,8 @@ export function interruptedReplyText(partial: string): string {
 }
 
 export function interruptedNotification(t: { sessionKey: string; agent: string }, partial: string): { title: string; body: string } {
-  const quoted = partial.trim() ? partial.trim().slice(0, NOTICE_QUOTE_CHARS) + (partial.trim().length > NOTICE_QUOTE_CHARS ? '…' : '') : '(nothing had arrived yet)';
+  const text = partial.trim();
+  const quoted = text ? text.slice(0, NOTICE_QUOTE_CHARS) + (text.length > NOTICE_QUOTE_CHARS ? '…' : '') : '(nothing had arrived yet)';
   return {
     title: 'Answer interrupted by a restart',
     body: `The answer of agent ${t.agent} in chat ${t.sessionKey} was cut off when svc stopped. It began:\n${quoted}\n\nIn that chat, ${RETRY_HINT}.`,

@@ -23,7 +23,6 @@ export type GroupVerdict =
   /** Recorded without a start time (an older svc): the caller falls back to what it can check. */
   | { end: false; why: 'legacy' };
 
-
 /**
  * Given the recorded group and the processes alive now, which to end. Another boot, or a leader pid
  * now held by a younger process, means the pid was reused: touch nothing. Otherwise the group is

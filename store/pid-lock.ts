@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname } from 'node:path';
-import { SvcError } from '../schemas/index.js';
-import { hasExited } from '../schemas/index.js';
+import { SvcError, hasExited } from '../schemas/index.js';
 import { processStartedAtMs, readBootId, readProcStat } from './proc.js';
 
 export interface PidLock {

@@ -27,6 +27,10 @@ export function readProcStat(pid: number): ProcEntry | null {
   }
 }
 
+/**
+ * Every process visible now (ones that exit mid-scan are skipped), and this daemon's own start
+ * time: whatever a crashed run left behind started before it.
+ */
 export function procSnapshot(): ProcSnapshot {
   let names: string[];
   try {
@@ -40,7 +44,6 @@ export function procSnapshot(): ProcSnapshot {
     const entry = readProcStat(Number(name));
     if (entry) procs.push(entry);
   }
-  // Ones that exit mid-scan are skipped.
   return { bootId: readBootId(), procs, selfStartTime: readProcStat(process.pid)?.startTime ?? null };
 }
 
@@ -57,7 +60,7 @@ export function processStartedAtMs(stat: ProcEntry): number | null {
   }
 }
 
-/** Every process visible now, and this daemon's own start time (orphans started before it). */
+/** argv of a process, or null once it is gone. */
 export function readProcCmdline(pid: number): string[] | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
