@@ -205,8 +205,10 @@ function streamBody(res: UwsResponse, state: RequestState, cap: number): AsyncIt
   };
 }
 
-function statusLine(status: number): string {
-  return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+/** The status line and headers; inside a cork, before any body. */
+function writeHead(res: UwsResponse, status: number, headers: Record<string, string> = {}): void {
+  res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`.trim());
+  for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
 }
 
 function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): void {
@@ -219,8 +221,7 @@ function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): vo
     headers['content-type'] ??= 'application/json; charset=utf-8';
   } else if (reply.body !== undefined) body = reply.body;
   res.cork(() => {
-    res.writeStatus(statusLine(reply.status));
-    for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+    writeHead(res, reply.status, headers);
     res.end(body);
   });
 }
@@ -259,8 +260,7 @@ async function streamFile(res: UwsResponse, reply: HttpReply, state: RequestStat
   let started = false;
   const head = () => {
     started = true;
-    res.writeStatus(statusLine(reply.status));
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+    writeHead(res, reply.status, reply.headers);
   };
   /** Writes a chunk; resolves once uWS has taken all of it (or the client left). */
   const write = (chunk: Buffer, total: number | null) =>
@@ -340,8 +340,7 @@ async function streamChunks(res: UwsResponse, reply: HttpReply, state: RequestSt
   let started = false;
   const head = () => {
     started = true;
-    res.writeStatus(statusLine(reply.status));
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+    writeHead(res, reply.status, reply.headers);
   };
   let watching = false;
   try {
