@@ -188,13 +188,21 @@ t.test('CLI slots: first come, first served under a bound read at every admissio
   t.equal(queuedStatus({ running: 1, ahead: 1 }), 'queued: 1 CLI process is running (max_concurrent_cli), 1 turn ahead of yours; yours starts when one ends');
 });
 
-t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, are told so, and can be aborted', async (t) => {
+/**
+ * A daemon under `max_concurrent_cli = bound` whose fake CLIs wait at a gate: each appends how
+ * many were running when it started to `gate/seen` and answers once `gate/open` exists.
+ */
+async function bootBounded(t: T, bound: number) {
   const gate = join(scratchOf(t).dir, 'gate');
   mkdirSync(gate);
   const root = join(scratchOf(t).dir, 'home');
   mkdirSync(homePaths(root).configDir, { recursive: true });
-  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: 2 }));
-  const { d, ask } = await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root });
+  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: bound }));
+  return { gate, root, ...(await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root })) };
+}
+
+t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, are told so, and can be aborted', async (t) => {
+  const { gate, root, d, ask } = await bootBounded(t, 2);
   // Each fake CLI appends how many fake CLIs were running when it started (itself included).
   const seen = () => (existsSync(join(gate, 'seen')) ? readFileSync(join(gate, 'seen'), 'utf8').trim().split('\n').map(Number) : []);
   const statuses = new Map<string, (string | null)[]>();
@@ -363,12 +371,7 @@ t.test('a turn a user was already stopping when svc stops is owed no notice and 
 });
 
 t.test('a turn still waiting for a CLI slot when svc stops is told so, not that it was /stopped', async (t) => {
-  const gate = join(scratchOf(t).dir, 'gate');
-  mkdirSync(gate);
-  const root = join(scratchOf(t).dir, 'home');
-  mkdirSync(homePaths(root).configDir, { recursive: true });
-  writeFileSync(homePaths(root).configFile, JSON.stringify({ max_concurrent_cli: 1 }));
-  const { d, ask, stop } = await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root });
+  const { d, ask, stop } = await bootBounded(t, 1);
   const running = ask('first', { chat_id: 201 });
   const waiting = ask('second', { chat_id: 202 });
   await until('one running, one queued', () => d.agents.cliSlots.runningCount === 1 && d.agents.cliSlots.waitingCount === 1);

@@ -45,18 +45,23 @@ function scriptedCli() {
   return { script, logic };
 }
 
+/** A turn on the scripted CLI under a simulated clock, started and waiting for what the CLI prints. */
+async function scriptedTurn(stream: string) {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log });
+  const clock = new SimulatedClock();
+  const { script, logic } = scriptedCli();
+  const actor = new ActorHost(bus).spawn(stream, turnMachine.provide({ actors: { cli: logic } }), { stream, input: baseInput(), clock });
+  const done = toPromise(actor);
+  await Promise.resolve();
+  return { log, bus, clock, script, actor, done };
+}
+
 const text = (s: string): TurnEvent => ({ type: 'cli.events', events: [{ kind: 'text', text: s }] });
 const exit0: TurnEvent = { type: 'cli.exited', exit: { code: 0, signal: null, killedByUs: false, errorText: '', spawnError: null } };
 
 t.test('deadline: extended while output keeps coming, up to max_extensions, then timed out', async (t) => {
-  const log = new MemoryEventLog();
-  const bus = new Bus({ log });
-  const host = new ActorHost(bus);
-  const clock = new SimulatedClock();
-  const { script, logic } = scriptedCli();
-  const actor = host.spawn('turn:t1', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:t1', input: baseInput(), clock });
-  const done = toPromise(actor);
-  await Promise.resolve();
+  const { log, bus, clock, script, done } = await scriptedTurn('turn:t1');
   script.send(text('a'));
   clock.increment(9_500); // output 9.5 s in: recent at the 10 s deadline
   script.send(text('b'));
@@ -80,13 +85,7 @@ t.test('deadline: extended while output keeps coming, up to max_extensions, then
 });
 
 t.test('checkpoints: streamed text reaches the log a second late at most, sooner at a size cap or before a tool, never per delta', async (t) => {
-  const log = new MemoryEventLog();
-  const bus = new Bus({ log });
-  const clock = new SimulatedClock();
-  const { script, logic } = scriptedCli();
-  const actor = new ActorHost(bus).spawn('turn:cp', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:cp', input: baseInput(), clock });
-  const done = toPromise(actor);
-  await Promise.resolve();
+  const { log, bus, clock, script, done } = await scriptedTurn('turn:cp');
   const saved = async () => {
     await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
     return log.read({ stream: 'turn:cp', types: ['turn.progressed'] }).map((e) => e.data.text);
@@ -118,13 +117,7 @@ t.test('checkpoints: streamed text reaches the log a second late at most, sooner
 });
 
 t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix the old answer in', async (t) => {
-  const log = new MemoryEventLog();
-  const bus = new Bus({ log });
-  const clock = new SimulatedClock();
-  const { script, logic } = scriptedCli();
-  const actor = new ActorHost(bus).spawn('turn:rc', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:rc', input: baseInput(), clock });
-  const done = toPromise(actor);
-  await Promise.resolve();
+  const { log, bus, clock, script, done } = await scriptedTurn('turn:rc');
   script.send(text('first try'));
   clock.increment(1_000);
   script.send({ type: 'cli.exited', exit: { code: null, signal: 'SIGKILL', killedByUs: false, errorText: '', spawnError: null } });
@@ -141,12 +134,7 @@ t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix th
 });
 
 t.test('deadline: no output near the deadline means no extension', async (t) => {
-  const bus = new Bus({ log: new MemoryEventLog() });
-  const clock = new SimulatedClock();
-  const { script, logic } = scriptedCli();
-  const actor = new ActorHost(bus).spawn('turn:t2', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:t2', input: baseInput(), clock });
-  const done = toPromise(actor);
-  await Promise.resolve();
+  const { bus, clock, script, done } = await scriptedTurn('turn:t2');
   script.send(text('early'));
   clock.increment(5_000);
   clock.increment(5_000);
@@ -155,12 +143,7 @@ t.test('deadline: no output near the deadline means no extension', async (t) => 
 });
 
 t.test('abort while streaming kills, keeps the partial text; a second abort is harmless', async (t) => {
-  const log = new MemoryEventLog();
-  const bus = new Bus({ log });
-  const { script, logic } = scriptedCli();
-  const actor = new ActorHost(bus).spawn('turn:t3', turnMachine.provide({ actors: { cli: logic } }), { stream: 'turn:t3', input: baseInput(), clock: new SimulatedClock() });
-  const done = toPromise(actor);
-  await Promise.resolve();
+  const { log, bus, script, actor, done } = await scriptedTurn('turn:t3');
   script.send(text('partial'));
   actor.send({ type: 'abort', reason: 'user' });
   actor.send({ type: 'abort', reason: 'user' });
