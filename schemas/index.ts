@@ -8,3 +8,4 @@ export * from './agent-commands.schema.js';
 export * from './chat-sessions.schema.js';
 export * from './parse.js';
 export * from './proc-stat.js';
+export * from './principal.schema.js';
