@@ -1,5 +1,5 @@
 import type { Envelope } from '../schemas/index.js';
-import { resetProvider, withSessionId, type ProviderSessions } from './session.logic.js';
+import { resetProvider, withSessionId, type ProviderSessions } from './provider-sessions.logic.js';
 
 /** One chat/topic session of one agent, as its `session:` stream says it is. */
 export interface SessionState {

@@ -1,5 +1,5 @@
 import { assign, emit, setup } from 'xstate';
-import { apiSessionTarget } from './session.logic.js';
+import { apiSessionTarget } from './session-key.logic.js';
 
 /*
  * One direct-API WebSocket connection (SPEC.md "Direct API connection"): plaintext until a valid
