@@ -279,7 +279,8 @@ export const AgentConfigShape = v.looseObject({
     v.record(oneOf(ROLES), oneOf(PERMISSION_MODES)),
     () => ({ ...DEFAULT_PERMISSION_MODE_BY_ROLE }),
   ),
-  cli_timeout: v.optional(positive(), 1800.0),
+  /** Absent stays absent here so the timeouts rule can tell "set in the file" from "defaulted"; normaliseConfig fills it. */
+  cli_timeout: v.optional(positive()),
   /**
    * CLI processes running at once across every agent and chat; further turns queue. Daemon-wide, so
    * read from the main config only (not a sub-agent override). 8 by measurement on 2 cores: CLI
@@ -307,7 +308,7 @@ export const AgentConfigShape = v.looseObject({
   api: block(ApiConfigSchema),
   cli_parameters: block(CLIParametersConfigSchema),
   image: block(ImageConfigSchema),
-  timeouts: block(TimeoutConfigSchema),
+  timeouts: block(v.object({ ...TimeoutConfigSchema.entries, normal: v.optional(positive()) })),
   tasks: block(TasksConfigSchema),
   scene: block(SceneConfigSchema),
   transcription: block(TranscriptionConfigSchema),
@@ -322,21 +323,31 @@ export const AgentConfigShape = v.looseObject({
 /** The names of every field AgentConfig defines (extra keys a user added are not among them). */
 export const AGENT_CONFIG_FIELDS = Object.keys(AgentConfigShape.entries) as (keyof typeof AgentConfigShape.entries)[];
 
+export const DEFAULT_CLI_TIMEOUT = 1800.0;
+
+type ConfigShape = v.InferOutput<typeof AgentConfigShape>;
+// An intersection, not Omit: the shape is a loose object, and Omit over its index signature drops every named key.
+type NormalisedConfig = ConfigShape & { cli_timeout: number; timeouts: ConfigShape['timeouts'] & { normal: number } };
+
 /**
  * Runtime rules SPEC.md states beside the table; applied on every parse so no consumer can see a
  * config that skipped them. Idempotent: parsing a normalised config again changes nothing.
  */
-export function normaliseConfig(config: v.InferOutput<typeof AgentConfigShape>): v.InferOutput<typeof AgentConfigShape> {
-  const out = { ...config, timeouts: { ...config.timeouts } };
-  const key = out.gemini_api_key;
-  if (key !== null && ['', 'null', 'none'].includes(key.trim().toLowerCase())) out.gemini_api_key = null;
-  // `timeouts.normal` still at its default means the user never moved it, so the legacy field speaks for it.
-  if (out.cli_timeout !== DEFAULT_NORMAL_TIMEOUT && out.timeouts.normal === DEFAULT_NORMAL_TIMEOUT) {
-    out.timeouts.normal = out.cli_timeout;
-  }
-  const first = out.transports[0];
-  if (first !== undefined) out.transport = first;
-  return out;
+export function normaliseConfig(config: ConfigShape): NormalisedConfig {
+  const key = config.gemini_api_key;
+  const gemini_api_key = key !== null && ['', 'null', 'none'].includes(key.trim().toLowerCase()) ? null : key;
+  // DESIGN.md §10: the legacy field speaks for `timeouts.normal` only when the file set it on purpose
+  // (to something other than 600) and left `timeouts.normal` out; an untouched config gives 600 s.
+  const legacy = config.cli_timeout;
+  const normal = config.timeouts.normal ?? (legacy !== undefined && legacy !== DEFAULT_NORMAL_TIMEOUT ? legacy : DEFAULT_NORMAL_TIMEOUT);
+  const first = config.transports[0];
+  return {
+    ...config,
+    gemini_api_key,
+    cli_timeout: legacy ?? DEFAULT_CLI_TIMEOUT,
+    timeouts: { ...config.timeouts, normal },
+    transport: first ?? config.transport,
+  };
 }
 
 /** AgentConfig as the service uses it: shape plus the runtime rules. */
@@ -374,7 +385,7 @@ export function defaultConfig(): AgentConfig {
  * field is visible to whoever edits the file) and no `api` block (`svc api enable` writes that).
  */
 export function configFileDefaults(): Record<string, unknown> {
-  const defaults: Record<string, unknown> = { ...v.parse(AgentConfigShape, {}) };
+  const defaults: Record<string, unknown> = { ...defaultConfig() };
   defaults.gemini_api_key = 'null';
   delete defaults.api;
   return defaults;

@@ -53,8 +53,8 @@ t.test('{} parses to every default of SPEC.md', async (t) => {
   t.same(c.additional_directories, []);
   t.same(c.matrix, { homeserver: '', user_id: '', password: '', access_token: '', device_id: '', allowed_rooms: [], allowed_users: [], store_path: 'matrix_store' });
   t.same(c.cli_parameters, { claude: [], codex: [], gemini: [] });
-  // cli_timeout (1800) differs from 600 and timeouts.normal is at its default, so the rule copies it.
-  t.same(c.timeouts, { normal: 1800, background: 1800, subagent: 3600, warning_intervals: [60, 10], extend_on_activity: true, activity_extension: 120, max_extensions: 3 });
+  // DESIGN.md §10: the default cli_timeout (1800) was not set by the file, so foreground turns get 600 s.
+  t.same(c.timeouts, { normal: 600, background: 1800, subagent: 3600, warning_intervals: [60, 10], extend_on_activity: true, activity_extension: 120, max_extensions: 3 });
   t.same(c.tasks, { enabled: true, max_parallel: 5, timeout_seconds: 3600 });
   t.same(c.streaming, { enabled: true, min_chars: 200, max_chars: 4000, idle_ms: 800, edit_interval_seconds: 2, max_edit_failures: 3, append_mode: false, sentence_break: true });
   t.same(c.docker, { enabled: false, image_name: 'svc-sandbox', container_name: 'svc-sandbox', auto_build: true, mount_host_cache: false, mounts: [], extras: [] });
@@ -182,6 +182,11 @@ t.test('runtime rules: provider_c key, cli_timeout into timeouts.normal, transpo
   t.equal(v.parse(AgentConfigSchema, { cli_timeout: 900, timeouts: { normal: 300 } }).timeouts.normal, 300, 'explicit normal wins');
   t.equal(v.parse(AgentConfigSchema, { cli_timeout: 600 }).timeouts.normal, 600, 'cli_timeout 600 copies nothing');
   t.equal(v.parse(AgentConfigSchema, { cli_timeout: 600, timeouts: { normal: 120 } }).timeouts.normal, 120);
+  t.equal(v.parse(AgentConfigSchema, {}).timeouts.normal, 600, 'an untouched config gives foreground turns 600 s');
+  t.equal(v.parse(AgentConfigSchema, {}).cli_timeout, 1800, 'cli_timeout keeps its own default');
+  t.equal(v.parse(AgentConfigSchema, { timeouts: { normal: 600 } }).timeouts.normal, 600, 'an explicit 600 is not overridden by the default cli_timeout');
+  t.equal(v.parse(AgentConfigSchema, { cli_timeout: 1800, timeouts: { normal: 600 } }).timeouts.normal, 600, 'both set: normal wins');
+  t.equal(v.parse(AgentConfigSchema, configFileDefaults()).timeouts.normal, 600, 'a fresh config.json gives 600 s');
 
   const multi = v.parse(AgentConfigSchema, { transport: 'telegram', transports: ['matrix', 'telegram'] });
   t.equal(multi.transport, 'matrix', 'transport becomes the first of transports');
