@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
+  DEFAULT_NORMAL_TIMEOUT,
   SvcError,
   configFileDefaults,
   defaultConfig,
@@ -73,6 +74,13 @@ export function fillConfigDefaults(raw: Record<string, unknown>): { merged: Reco
     return out;
   };
   const defaults = configFileDefaults();
+  // DESIGN.md §10's timeouts rule must read the same before and after this write-back: a file that
+  // sets cli_timeout (≠600) but not timeouts.normal gets normal = cli_timeout written, not 600.
+  const legacy = raw.cli_timeout;
+  const rawTimeouts = isPlainObject(raw.timeouts) ? raw.timeouts : {};
+  if (typeof legacy === 'number' && legacy !== DEFAULT_NORMAL_TIMEOUT && !('normal' in rawTimeouts) && isPlainObject(defaults.timeouts)) {
+    defaults.timeouts = { ...defaults.timeouts, normal: legacy };
+  }
   let merged = fill(raw, defaults, '');
   // An `api` block someone already wrote is completed like any other block.
   if (isPlainObject(raw.api)) merged = { ...merged, api: fill(raw.api, { ...defaultConfig().api }, 'api') };
@@ -154,17 +162,26 @@ export function loadConfig(paths: HomePaths, opts: LoadConfigOptions = {}): Load
  * `svc api enable`: writes the `api` block (enabled, with a token and a JWT secret when they are
  * empty), keeping every other key of the file as it is. Returns the API token.
  */
-export function enableApi(paths: HomePaths, randomToken: () => string): string {
+/**
+ * `host` given: bind there (and `public` also sets `allow_public`, because the user asked for it).
+ * Not given: a host the file already names is kept, else loopback — never 0.0.0.0 by default.
+ */
+export function enableApi(paths: HomePaths, randomToken: () => string, bind: { host?: string; public?: boolean } = {}): { token: string; host: string } {
+  // The host as the user wrote it, before loading fills in defaults (the schema's default is 0.0.0.0).
+  const written = fs.existsSync(paths.configFile) ? readRawConfig(paths.configFile).api : undefined;
   const { raw } = loadConfig(paths);
+  const writtenHost = isPlainObject(written) && typeof written.host === 'string' ? written.host : '127.0.0.1';
   const current = isPlainObject(raw.api) ? raw.api : {};
-  const api: Record<string, unknown> = { ...defaultConfig().api, ...current, enabled: true };
+  const api: Record<string, unknown> = { ...defaultConfig().api, ...current, host: writtenHost, enabled: true };
+  if (bind.host !== undefined) api.host = bind.host;
+  if (bind.public) api.allow_public = true;
   if (typeof api.token !== 'string' || api.token === '') api.token = randomToken();
   if (typeof api.jwt_secret !== 'string' || api.jwt_secret === '') api.jwt_secret = randomToken();
   const next = { ...raw, api };
   const checked = validateConfig(next, paths.configFile);
   if (!checked.ok) throw invalid(paths.configFile, checked.errors);
   writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
-  return api.token as string;
+  return { token: api.token as string, host: api.host as string };
 }
 
 // ---------------------------------------------------------------- sub-agent registry

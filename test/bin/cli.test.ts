@@ -118,6 +118,22 @@ t.test('config show masks secrets; api enable writes a token', async (t) => {
   const again = svc(home, ['api', 'enable']);
   t.equal(JSON.parse(readFileSync(join(home, 'config', 'config.json'), 'utf8')).api.token, cfg.api.token, 'enabling twice keeps the token');
   t.equal(again.code, 0);
+  t.equal(cfg.api.host, '127.0.0.1', 'api enable binds loopback by default');
+  t.match(api.stdout, /listening on 127\.0\.0\.1/);
+
+  const pub = svc(home, ['api', 'enable', '--public']);
+  t.equal(pub.code, 0, pub.stderr);
+  t.match(JSON.parse(readFileSync(join(home, 'config', 'config.json'), 'utf8')).api, { host: '0.0.0.0', allow_public: true });
+  t.equal(svc(home, ['api', 'enable', '--host', '192.168.1.4']).code, 0);
+  t.equal(JSON.parse(readFileSync(join(home, 'config', 'config.json'), 'utf8')).api.host, '192.168.1.4');
+
+  const before = readFileSync(join(home, 'config', 'config.json'), 'utf8');
+  for (const bad of [['--host', '1.2.3.4', '--public'], ['--host', 'a b;rm'], ['--host'], ['extra']]) {
+    const r = svc(home, ['api', 'enable', ...bad]);
+    t.equal(r.code, 2, `refused: ${bad.join(' ')}`);
+    t.match(r.stderr, /usage: svc api enable/);
+  }
+  t.equal(readFileSync(join(home, 'config', 'config.json'), 'utf8'), before, 'a refused api enable changes nothing');
 });
 
 t.test('golden event logs replay to the read models the live database holds', async (t) => {

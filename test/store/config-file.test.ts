@@ -119,10 +119,11 @@ t.test('a bad file is reported and never rewritten', async (t) => {
 t.test('enableApi writes the api block with generated secrets and keeps the rest', async (t) => {
   const paths = homePaths(t.testdir({ config: { 'config.json': JSON.stringify({ model: 'haiku', my_key: 'kept' }) } }));
   let n = 0;
-  const token = enableApi(paths, () => `generated-${++n}`);
+  const { token, host } = enableApi(paths, () => `generated-${++n}`);
   t.equal(token, 'generated-1');
+  t.equal(host, '127.0.0.1', 'loopback unless asked otherwise');
   const onDisk = JSON.parse(fs.readFileSync(paths.configFile, 'utf8'));
-  t.same(onDisk.api, { enabled: true, host: '0.0.0.0', port: 8741, token: 'generated-1', chat_id: 0, allow_public: false, jwt_secret: 'generated-2', cors_origins: [] });
+  t.same(onDisk.api, { enabled: true, host: '127.0.0.1', port: 8741, token: 'generated-1', chat_id: 0, allow_public: false, jwt_secret: 'generated-2', cors_origins: [] });
   t.equal(onDisk.model, 'haiku');
   t.equal(onDisk.my_key, 'kept');
   t.equal(mode(paths.configFile), 0o600);
@@ -131,8 +132,15 @@ t.test('enableApi writes the api block with generated secrets and keeps the rest
   // Existing token and secret are kept; only `enabled` flips.
   onDisk.api = { enabled: false, token: 'mine', jwt_secret: 'js', port: 9000 };
   fs.writeFileSync(paths.configFile, JSON.stringify(onDisk));
-  t.equal(enableApi(paths, () => 'unused'), 'mine');
-  t.match(JSON.parse(fs.readFileSync(paths.configFile, 'utf8')).api, { enabled: true, token: 'mine', jwt_secret: 'js', port: 9000 });
+  t.equal(enableApi(paths, () => 'unused').token, 'mine');
+  t.match(JSON.parse(fs.readFileSync(paths.configFile, 'utf8')).api, { enabled: true, token: 'mine', jwt_secret: 'js', port: 9000, host: '127.0.0.1' });
+
+  // A host the file names is the user's choice and stays; an explicit bind replaces it.
+  onDisk.api = { enabled: false, token: 'mine', host: '10.0.0.5' };
+  fs.writeFileSync(paths.configFile, JSON.stringify(onDisk));
+  t.equal(enableApi(paths, () => 'unused').host, '10.0.0.5');
+  t.match(enableApi(paths, () => 'unused', { host: '0.0.0.0', public: true }), { host: '0.0.0.0' });
+  t.match(JSON.parse(fs.readFileSync(paths.configFile, 'utf8')).api, { host: '0.0.0.0', allow_public: true });
 
   const bad = homePaths(t.testdir({ config: { 'config.json': '{"api": ' } }));
   t.throws(() => enableApi(bad, () => 'x'), { name: 'SvcError', code: 'config-invalid', message: /not valid JSON/ });
@@ -239,4 +247,19 @@ t.test('child env priority: host, then provider config, then .env', async (t) =>
   );
   t.same(env, { PATH: '/bin', HOST_ONLY: 'h', SHARED: 'host', EMPTY_HOST: '', PROVIDER_ONLY: 'p', BOTH: 'provider', DOTENV_ONLY: 'd' });
   t.notOk('UNSET' in env);
+});
+
+t.test('the timeouts rule reads the same before and after defaults are written back (DESIGN.md §10)', async (t) => {
+  const cases: [string, Record<string, unknown>, number][] = [
+    ['untouched file', {}, 600],
+    ['cli_timeout set, normal not', { cli_timeout: 900 }, 900],
+    ['cli_timeout 600', { cli_timeout: 600 }, 600],
+    ['normal set, cli_timeout not', { timeouts: { normal: 600 } }, 600],
+    ['both set', { cli_timeout: 1800, timeouts: { normal: 300 } }, 300],
+  ];
+  for (const [name, file, normal] of cases) {
+    const paths = homePaths(t.testdir({ config: { 'config.json': JSON.stringify(file) } }));
+    t.equal(loadConfig(paths).config.timeouts.normal, normal, `${name}: first load`);
+    t.equal(loadConfig(paths).config.timeouts.normal, normal, `${name}: after the write-back`);
+  }
 });
