@@ -31,6 +31,12 @@ export async function authCommand(args: string[], paths: HomePaths, io: AuthComm
     io.stdout.write(USAGE + '\n');
     return 0;
   }
+  // `--help` asks svc; after `--` it belongs to the provider's login.
+  const dashes = rest.indexOf('--');
+  if ((dashes === -1 ? rest : rest.slice(0, dashes)).some((a) => a === '--help' || a === '-h')) {
+    io.stdout.write(USAGE + '\n');
+    return 0;
+  }
   if (sub === 'status') {
     const json = rest.includes('--json');
     const unknown = rest.filter((a) => a !== '--json');
@@ -48,15 +54,15 @@ export async function authCommand(args: string[], paths: HomePaths, io: AuthComm
   else if (rest.length) throw new SvcError('usage', `unexpected argument '${rest[0]}'; put login arguments after --\n${USAGE}`);
 
   const code = await runLogin(provider, { stdin: io.stdin, stdout: io.stdout, env: io.env, args: loginArgs });
-  if (code === 0) {
-    const found = detect(paths, io).find((d) => d.id === provider);
-    io.stdout.write(
-      found?.authenticated
-        ? `\r\n${provider}: signed in (${found.auth_source})\r\n`
-        : `\r\n${provider}: the login finished, but no credentials were found where svc looks; see 'svc auth status'\r\n`,
-    );
+  if (code !== 0) return code;
+  const found = detect(paths, io).find((d) => d.id === provider);
+  if (found?.authenticated) {
+    io.stdout.write(`\r\n${provider}: signed in (${found.auth_source})\r\n`);
+    return 0;
   }
-  return code;
+  // The login exited 0 but svc will not find credentials: a script must not take that for success.
+  io.stderr.write(`\r\nsvc: ${provider}: the login finished, but no credentials were found where svc looks; see 'svc auth status'\r\n`);
+  return 1;
 }
 
 function detect(paths: HomePaths, io: AuthCommandIo): DetectedProvider[] {

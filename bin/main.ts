@@ -41,7 +41,21 @@ function takeHome(args: string[]): { rest: string[]; home: string | undefined } 
   return { rest, home };
 }
 
+/**
+ * `svc events tail | head`: once the reader is gone, output has nowhere to go and nobody to tell;
+ * end quietly, as Unix tools do, instead of dying with an EPIPE stack trace.
+ */
+function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(0);
+      throw e;
+    });
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
+  endQuietlyOnClosedPipe();
   try {
     const { rest, home } = takeHome(argv);
     const paths = homePaths(home ? expandHome(home) : resolveHomeRoot());

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -166,4 +166,19 @@ t.test('svc auth: usage, bad provider, status table and json, login through the 
   t.equal(await running, 0);
   t.match(login.term.output(), /Logged in as dave/);
   t.match(login.term.output(), /codex: signed in \(file:~\/\.codex\/auth\.json\)/);
+
+  // A login that exits 0 but leaves no credentials svc can find is a failure, for scripts too.
+  rmSync(join(userHome, '.codex', 'auth.json'));
+  const empty = io();
+  const noCreds = authCommand(['codex'], paths, empty.io);
+  await until(() => empty.term.output().includes('codex login:'), 'the codex prompt again');
+  empty.term.stdin.write('erin\r');
+  t.equal(await noCreds, 1);
+  t.match(empty.errText(), /codex: the login finished, but no credentials were found/);
+
+  for (const args of [['status', '--help'], ['codex', '--help'], ['-h'], ['gemini', '-h', 'x']]) {
+    const help = io();
+    t.equal(await authCommand(args, paths, help.io), 0, `svc auth ${args.join(' ')}`);
+    t.match(help.term.output(), /usage: svc auth/);
+  }
 });
