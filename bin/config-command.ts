@@ -17,7 +17,8 @@ export function configCommand(args: string[], paths: HomePaths): number {
   }
   switch (sub) {
     case 'show': {
-      const { config } = loadConfig(paths);
+      const { config, unknownKeys } = loadConfig(paths);
+      warnUnknown(paths.configFile, unknownKeys);
       process.stdout.write(JSON.stringify(maskSecrets(config), null, 2) + '\n');
       return 0;
     }
@@ -45,7 +46,12 @@ function validate(paths: HomePaths): number {
     for (const err of checked.errors) process.stderr.write(`svc: ${err}\n`);
     return 1;
   }
+  warnUnknown(paths.configFile, checked.unknownKeys);
   const agents = loadRegistry(paths);
   process.stdout.write(`ok: ${paths.configFile} is valid; ${agents.length} sub-agent(s) in the registry\n`);
   return 0;
+}
+
+function warnUnknown(file: string, keys: readonly string[]): void {
+  if (keys.length) process.stderr.write(`svc: warning: ${file}: unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')} (kept, ignored by svc; a typo?)\n`);
 }

@@ -2,6 +2,7 @@ import {
   ActorHost,
   AgentSupervisor,
   LogSink,
+  logConfigWarnings,
   ModelCacheRefresher,
   configWatcher,
   detectProviders,
@@ -133,6 +134,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     teardown.push(() => host.stopAll());
     if (lock.tookOver) bus.emitLog('info', lock.tookOver);
     bus.subscribe('log-events', (e) => bus.emitLog('debug', `${e.type} ${e.stream}`, { seq: e.seq }));
+    logConfigWarnings(bus);
 
     const daemon = host.spawn('daemon', daemonMachine, {
       stream: 'daemon',
@@ -153,13 +155,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     await bus.publish({
       stream: 'config',
       type: 'config.loaded',
-      data: { file: paths.configFile, created: loaded.created, keys_added: loaded.keysAdded },
+      data: {
+        file: paths.configFile,
+        created: loaded.created,
+        keys_added: loaded.keysAdded,
+        ...(loaded.unknownKeys.length ? { unknown_keys: loaded.unknownKeys } : {}),
+      },
     });
 
     const interval = opts.watchIntervalMs;
     const config = host.spawn('config', configMachine.provide({ actors: { watcher: configWatcher } }), {
       stream: 'config',
-      input: { config: loaded.config, file: paths.configFile, ...(interval ? { intervalMs: interval } : {}) },
+      input: { config: loaded.config, file: paths.configFile, unknownKeys: loaded.unknownKeys, ...(interval ? { intervalMs: interval } : {}) },
     });
     const currentConfig = () => config.getSnapshot().context.config;
     const registry = host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {

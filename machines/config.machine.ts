@@ -9,6 +9,8 @@ export interface ConfigMachineInput {
   file: string;
   /** Poll interval handed to the watcher; SPEC.md's 5 s when absent. */
   intervalMs?: number;
+  /** Unknown keys the file had at start-up (already reported then). */
+  unknownKeys?: string[];
 }
 
 export interface ConfigMachineContext {
@@ -20,6 +22,8 @@ export interface ConfigMachineContext {
   fileConfig: AgentConfig;
   /** Restart-required fields whose file value is not running yet. */
   pendingRestart: string[];
+  /** Keys of the file the schema does not know, as last reported. */
+  unknownKeys: string[];
 }
 
 /** The watcher read the file: its text and which `additional_directories` it found to exist. */
@@ -30,7 +34,7 @@ export interface ConfigFileChanged {
 }
 
 export type ConfigFact =
-  | { type: 'config.reloaded'; data: { hot_applied: string[]; restart_required: string[] } }
+  | { type: 'config.reloaded'; data: { hot_applied: string[]; restart_required: string[]; unknown_keys?: string[] } }
   | { type: 'config.rejected'; data: { file: string; errors: string[] } };
 
 /**
@@ -57,6 +61,7 @@ export const configMachine = setup({
     config: input.config,
     fileConfig: input.config,
     pendingRestart: [],
+    unknownKeys: input.unknownKeys ?? [],
   }),
   invoke: {
     src: 'watcher',
@@ -79,8 +84,12 @@ export const configMachine = setup({
             enqueue.assign({ fileConfig: next, config, pendingRestart });
             // A restart-required field edited back to its running value needs nothing.
             const restartRequired = restart.filter((f) => pendingRestart.includes(f));
-            if (hot.length === 0 && restartRequired.length === 0) return;
-            enqueue(emit({ type: 'config.reloaded', data: { hot_applied: hot, restart_required: restartRequired } }));
+            // A typo'd key changes nothing else, so it is news on its own; the same set again is not.
+            const unknownChanged = checked.unknownKeys.join('\n') !== context.unknownKeys.join('\n');
+            if (unknownChanged) enqueue.assign({ unknownKeys: checked.unknownKeys });
+            if (hot.length === 0 && restartRequired.length === 0 && !unknownChanged) return;
+            const unknown = checked.unknownKeys.length ? { unknown_keys: checked.unknownKeys } : {};
+            enqueue(emit({ type: 'config.reloaded', data: { hot_applied: hot, restart_required: restartRequired, ...unknown } }));
           }),
         },
       },

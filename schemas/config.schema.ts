@@ -559,10 +559,38 @@ function jsonErrorOffset(text: string): { offset: number; reason: string } {
 
 // ---------------------------------------------------------------- validation entry point
 
-export type ConfigCheck = { ok: true; config: AgentConfig } | { ok: false; errors: string[] };
+/** `unknownKeys`: dotted paths the schema does not know; accepted (and kept on write-back) but most likely typos. */
+export type ConfigCheck = { ok: true; config: AgentConfig; unknownKeys: string[] } | { ok: false; errors: string[] };
 
 /** Validate an already-parsed JSON value as AgentConfig (with the runtime rules applied). */
 export function validateConfig(raw: unknown, file: string): ConfigCheck {
   const result = v.safeParse(AgentConfigSchema, raw);
-  return result.success ? { ok: true, config: result.output } : { ok: false, errors: formatIssues(result.issues, file) };
+  return result.success
+    ? { ok: true, config: result.output, unknownKeys: unknownKeys(raw, AgentConfigShape) }
+    : { ok: false, errors: formatIssues(result.issues, file) };
+}
+
+/** The object entries a schema checks, seen through optional/nullable/pipe wrappers; null for anything else. */
+function entriesOf(schema: v.GenericSchema): Record<string, v.GenericSchema> | null {
+  const s = schema as unknown as { type: string; wrapped?: v.GenericSchema; pipe?: v.GenericSchema[]; entries?: Record<string, v.GenericSchema> };
+  if (s.type === 'optional' || s.type === 'nullable' || s.type === 'nullish') return entriesOf(s.wrapped!);
+  if (s.type === 'object' || s.type === 'loose_object' || s.type === 'strict_object') return s.entries!;
+  if (s.pipe) {
+    for (const step of s.pipe.slice(1)) {
+      const found = entriesOf(step);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/** Keys of `raw` (recursively, through nested blocks, never into maps or lists) that `schema` does not name. */
+function unknownKeys(raw: unknown, schema: v.GenericSchema, prefix = ''): string[] {
+  const entries = entriesOf(schema);
+  if (!entries || !isPlainObject(raw)) return [];
+  return Object.entries(raw).flatMap(([key, value]) => {
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (!Object.hasOwn(entries, key)) return [path];
+    return unknownKeys(value, entries[key]!, path);
+  });
 }

@@ -48,6 +48,8 @@ export interface LoadedConfig {
   created: boolean;
   /** Dotted paths of the keys this call added to the file (empty: the file was not rewritten). */
   keysAdded: string[];
+  /** Dotted paths of keys the schema does not know (kept in the file, but most likely typos). */
+  unknownKeys: string[];
 }
 
 /** Top-level fields holding a map: user keys are the content, so defaults are never mixed into them. */
@@ -155,7 +157,7 @@ export function loadConfig(paths: HomePaths, opts: LoadConfigOptions = {}): Load
   if (missing.length) throw invalid(file, missing);
 
   if (keysAdded.length) writeJsonAtomicSync(file, merged, { mode: 0o600 });
-  return { config: checked.config, raw: merged, created, keysAdded };
+  return { config: checked.config, raw: merged, created, keysAdded, unknownKeys: checked.unknownKeys };
 }
 
 /**

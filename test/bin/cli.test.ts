@@ -217,6 +217,15 @@ t.test('events tail --follow prints events appended by the running daemon', asyn
   writeFileSync(join(home, 'noop'), '');
 });
 
+t.test('config validate and show warn about unknown keys on stderr, and still succeed', async (t) => {
+  const home = t.testdir({ config: { 'config.json': JSON.stringify({ modle: 'x', tasks: { max_paralel: 2 } }) } });
+  for (const sub of ['validate', 'show']) {
+    const r = svc(home, ['config', sub]);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stderr, /warning: .*unknown keys modle, tasks\.max_paralel/);
+  }
+});
+
 t.test('every command and subcommand answers --help with its usage and exit 0, and changes nothing', async (t) => {
   const home = t.testdir();
   const commands = [

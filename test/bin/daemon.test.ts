@@ -6,6 +6,7 @@ import { ofType } from '../../bus/index.js';
 import { homePaths } from '../../store/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { until } from './cli-helpers.js';
 
 const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
   const c = JSON.parse(readFileSync(file, 'utf8'));
@@ -47,6 +48,37 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
   t.equal(e.type, 'config.rejected', 'a file truncated mid-write is rejected');
   t.equal(d.config().model, 'sonnet');
   t.match(readFileSync(paths.configFile, 'utf8'), /^\{"model": "hai$/, 'and never rewritten');
+});
+
+t.test('unknown config keys and rejected edits are warnings in svc.log, not only events', async (t) => {
+  const home = tempHome(t);
+  const paths = homePaths(join(home.dir, 'home'));
+  mkdirSync(paths.configDir, { recursive: true });
+  writeFileSync(paths.configFile, JSON.stringify({ modle: 'sonnet', api: { prot: 9000 }, interagent_port: 0 }));
+  const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false });
+  home.beforeRemove(() => d.stop('test'));
+  const logFile = join(paths.logsDir, 'svc.log');
+  const log = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
+  await until('the unknown-key warning', () => /WARN .*unknown keys modle, api\.prot/.test(log()));
+  t.equal(d.config().model, 'opus', 'an unknown key changes nothing');
+
+  let next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
+  editJson(paths.configFile, (c) => {
+    c.permission_mode = 'yolo';
+  });
+  t.equal((await next).type, 'config.rejected');
+  await until('the rejected-edit warning', () => /WARN .*edit rejected, the last good configuration stays in force: .*permission_mode/.test(log()));
+
+  // Fixing the edit and adding a typo: the typo alone is news, reported once.
+  next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
+  editJson(paths.configFile, (c) => {
+    c.permission_mode = 'default';
+    c.heartbeat = { ...(c.heartbeat as object), intervall: 5 };
+  });
+  const e = await next;
+  t.equal(e.type, 'config.reloaded');
+  t.same(e.data.unknown_keys, ['modle', 'api.prot', 'heartbeat.intervall']);
+  await until('the new unknown key', () => /heartbeat\.intervall/.test(log()));
 });
 
 t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {

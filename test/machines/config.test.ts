@@ -213,8 +213,15 @@ t.test('config machine: a valid edit applies hot fields and reports it', async (
   t.equal(ctx.config.streaming.enabled, false);
   t.same(ctx.pendingRestart, []);
 
-  actor.send({ type: 'file.changed', text: JSON.stringify({ model: 'sonnet', streaming: { enabled: false }, my_note: 'x' }), existingDirs: [] });
+  actor.send({ type: 'file.changed', text: JSON.stringify({ model: 'sonnet', streaming: { enabled: false } }), existingDirs: [] });
   t.equal(facts.length, 1, 'no change to any AgentConfig field: no event');
+
+  // Issue 11: a key svc does not know is reported (a typo would otherwise fail silently), once.
+  const withNote = JSON.stringify({ model: 'sonnet', streaming: { enabled: false, min_charz: 5 }, my_note: 'x' });
+  actor.send({ type: 'file.changed', text: withNote, existingDirs: [] });
+  t.same(facts[1], { type: 'config.reloaded', data: { hot_applied: [], restart_required: [], unknown_keys: ['streaming.min_charz', 'my_note'] } });
+  actor.send({ type: 'file.changed', text: withNote, existingDirs: [] });
+  t.equal(facts.length, 2, 'the same unknown keys again: no new event');
 });
 
 t.test('config machine: an invalid edit is rejected and the last good config kept', async (t) => {

@@ -1,0 +1,29 @@
+import type { Subscription } from 'rxjs';
+import type { Bus } from '../bus/index.js';
+
+/*
+ * A rejected edit or an unknown key is something the operator must see where they look — the
+ * terminal and svc.log — not only in `svc events`. The facts stay the record; this turns them into
+ * warning lines.
+ */
+
+const WATCHED = new Set(['config.loaded', 'config.reloaded', 'config.rejected', 'registry.rejected']);
+
+export function logConfigWarnings(bus: Bus): Subscription {
+  return bus.subscribe(
+    'config-warnings',
+    (e) => {
+      const data = e.data as { file?: string; errors?: string[]; unknown_keys?: string[] };
+      if (e.type === 'config.rejected' || e.type === 'registry.rejected') {
+        const errors = data.errors ?? [];
+        bus.emitLog('warn', `${data.file ?? 'config'}: edit rejected, the last good configuration stays in force: ${errors.join('; ')}`, { file: data.file ?? null });
+        return;
+      }
+      const unknown = data.unknown_keys ?? [];
+      if (unknown.length) {
+        bus.emitLog('warn', `config.json: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (kept in the file, ignored by svc; a typo?)`, { keys: unknown });
+      }
+    },
+    (e) => WATCHED.has(e.type),
+  );
+}
