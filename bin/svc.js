@@ -1,11 +1,17 @@
 #!/usr/bin/env node
-// The installed entry point: runs the compiled CLI (built by `npm install` through `prepare`).
+// The checkout's own entry point (README: ./bin/svc.js). Runs the compiled CLI built by `npm install`.
 import { existsSync } from 'node:fs';
 
-const entry = new URL('../dist/bin/main.js', import.meta.url);
-if (!existsSync(entry)) {
+const dist = (path) => new URL(`../dist/bin/${path}`, import.meta.url);
+if (!existsSync(dist('main.js'))) {
   process.stderr.write('svc: not built yet; run `npm install` (or `npm run build`) in the svc checkout\n');
   process.exit(1);
 }
-const { main } = await import(entry.href);
+const { nodeVersionProblem, nativeModuleProblem } = await import(dist('runtime-check.js').href);
+const problem = nodeVersionProblem(process.versions.node) ?? nativeModuleProblem();
+if (problem) {
+  process.stderr.write(`${problem.startsWith('svc') ? '' : 'svc: '}${problem}\n`);
+  process.exit(1);
+}
+const { main } = await import(dist('main.js').href);
 process.exitCode = await main(process.argv.slice(2));
