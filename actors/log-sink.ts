@@ -1,6 +1,7 @@
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { filter, type Subscription } from 'rxjs';
+import { createStream, type RotatingFileStream } from 'rotating-file-stream';
 import type { Bus, LogLevel, LogLine } from '../bus/index.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -29,20 +30,34 @@ export function formatLogLine(at: number, line: LogLine): string {
   return `${new Date(at).toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${extra ? ' ' + extra : ''}\n`;
 }
 
+/** `svc.log` is rotated past this size, keeping this many older files (`svc.log.1` newest): at most 60 MB. */
+export const LOG_ROTATE_SIZE = '10M';
+export const LOG_ROTATE_KEEP = 5;
+
 /**
  * Writes the bus's log lines to stderr and to a file the admin log endpoints read. Logs travel on
  * the bus so that edges and machines' hosts can log without importing this module.
  */
 export class LogSink {
   private readonly sub: Subscription;
-  private readonly file: WriteStream | null;
+  private readonly file: RotatingFileStream | null;
   private fileFailed = false;
   level: LogLevel;
 
-  constructor(bus: Bus, opts: { level: LogLevel; file?: string; stderr?: boolean }) {
+  /** `rotateSize` as rotating-file-stream reads it (`10M`, `300B`); tests use a small one. */
+  constructor(bus: Bus, opts: { level: LogLevel; file?: string; stderr?: boolean; rotateSize?: string }) {
     this.level = opts.level;
     if (opts.file) mkdirSync(dirname(opts.file), { recursive: true, mode: 0o700 });
-    this.file = opts.file ? createWriteStream(opts.file, { flags: 'a', mode: 0o600 }) : null;
+    const name = opts.file ? basename(opts.file) : '';
+    // Classical logrotate naming (svc.log, svc.log.1, ...): what an operator and `svc logs` expect.
+    this.file = opts.file
+      ? createStream((index: number | Date | null) => (typeof index === 'number' && index > 0 ? `${name}.${index}` : name), {
+          path: dirname(opts.file),
+          size: opts.rotateSize ?? LOG_ROTATE_SIZE,
+          rotate: LOG_ROTATE_KEEP,
+          mode: 0o600,
+        })
+      : null;
     // A log file that fails (disk full, directory removed) must not crash the daemon or hang close().
     this.file?.on('error', (e) => {
       if (!this.fileFailed) process.stderr.write(`svc: log file ${opts.file}: ${e.message}; logging to stderr only\n`);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogSink, formatLogLine, parseLogLevel } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
@@ -29,4 +29,21 @@ t.test('a log file that cannot be written neither crashes the daemon nor hangs c
   bus.emitLog('info', 'still alive');
   await sink.close();
   t.pass('closed');
+});
+
+t.test('svc.log is rotated by size, keeping a bounded number of older files', async (t) => {
+  const dir = join(t.testdir(), 'logs');
+  const file = join(dir, 'svc.log');
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  const sink = new LogSink(bus, { level: 'info', file, stderr: false, rotateSize: '2K' });
+  const line = 'x'.repeat(100);
+  // About 40 KB through a 2 KB limit: far more rotations than files kept.
+  for (let i = 0; i < 320; i++) bus.emitLog('info', line, { i });
+  bus.emitLog('info', 'the newest line');
+  await sink.close();
+  const files = readdirSync(dir).sort();
+  t.same(files, ['svc.log', 'svc.log.1', 'svc.log.2', 'svc.log.3', 'svc.log.4', 'svc.log.5'], 'five older files kept, no more');
+  t.match(readFileSync(file, 'utf8'), /the newest line/);
+  for (const f of files) t.ok(statSync(join(dir, f)).size < 8 * 1024, `${f} stays near the limit`);
+  t.equal(statSync(file).mode & 0o777, 0o600);
 });
