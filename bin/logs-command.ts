@@ -1,0 +1,96 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { SvcError } from '../schemas/index.js';
+import type { HomePaths } from '../store/index.js';
+import { parse } from './cli-args.js';
+
+const USAGE = `usage: svc logs [-n N] [-f]
+
+Prints the last N lines (default 50) of the daemon's log, ~/.svc/logs/svc.log.
+  -n N        how many lines
+  -f          keep printing new lines as they are written (follows the file across rotation)`;
+
+const FOLLOW_POLL_MS = 250;
+/** Enough for any -n a person asks for without reading a whole 10 MB file into memory for -n 5. */
+const TAIL_CHUNK = 64 * 1024;
+
+export function logFile(paths: HomePaths): string {
+  return join(paths.logsDir, 'svc.log');
+}
+
+/** The last `n` lines of `file`, reading backwards in chunks. */
+export function lastLines(file: string, n: number): string[] {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    let pos = size;
+    let text = '';
+    while (pos > 0 && text.split('\n').length <= n + 1) {
+      const len = Math.min(TAIL_CHUNK, pos);
+      pos -= len;
+      const buf = Buffer.alloc(len);
+      fs.readSync(fd, buf, 0, len, pos);
+      text = buf.toString('utf8') + text;
+    }
+    const lines = text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    return n === 0 ? [] : lines.slice(-n);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export async function logsCommand(args: string[], paths: HomePaths, out: (s: string) => void = (s) => process.stdout.write(s), stop?: AbortSignal): Promise<number> {
+  const { values, positionals } = parse(args, { n: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' } }, USAGE);
+  if (values.help) {
+    out(USAGE + '\n');
+    return 0;
+  }
+  if (positionals.length) throw new SvcError('usage', `unexpected argument '${positionals[0]}'\n${USAGE}`);
+  const n = values.n === undefined ? 50 : Number(values.n);
+  if (!Number.isSafeInteger(n) || n < 0 || n > 1_000_000) throw new SvcError('usage', `-n ${values.n}: expected a whole number from 0 to 1000000\n${USAGE}`);
+  const file = logFile(paths);
+  if (!fs.existsSync(file) && !values.follow) {
+    throw new SvcError('no-log', `${file} does not exist yet; svc writes it once the daemon has started on ${paths.root}`);
+  }
+  if (fs.existsSync(file)) for (const line of lastLines(file, n)) out(line + '\n');
+  if (!values.follow) return 0;
+  await follow(file, out, stop);
+  return 0;
+}
+
+/** Prints what is appended; a rotation (new inode) or truncation starts again at the new file's beginning. */
+async function follow(file: string, out: (s: string) => void, stop?: AbortSignal): Promise<void> {
+  let ino = -1;
+  let offset = 0;
+  try {
+    const st = fs.statSync(file);
+    ino = st.ino;
+    offset = st.size;
+  } catch {
+    // Not there yet: it is read from its start once it appears.
+  }
+  while (!stop?.aborted) {
+    await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(file);
+    } catch {
+      continue;
+    }
+    if (st.ino !== ino || st.size < offset) {
+      ino = st.ino;
+      offset = 0;
+    }
+    if (st.size === offset) continue;
+    const fd = fs.openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(st.size - offset);
+      const read = fs.readSync(fd, buf, 0, buf.length, offset);
+      offset += read;
+      out(buf.subarray(0, read).toString('utf8'));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+}

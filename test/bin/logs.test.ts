@@ -1,0 +1,43 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SVC, exited, svc, until } from './cli-helpers.js';
+
+t.test('svc logs prints the last lines; -n picks how many; a missing log is one clear error', async (t) => {
+  const home = t.testdir();
+  const missing = svc(home, ['logs']);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /svc\.log does not exist yet/);
+
+  mkdirSync(join(home, 'logs'));
+  writeFileSync(join(home, 'logs', 'svc.log'), Array.from({ length: 120 }, (_, i) => `line ${i}`).join('\n') + '\n');
+  const three = svc(home, ['logs', '-n', '3']);
+  t.equal(three.code, 0, three.stderr);
+  t.equal(three.stdout, 'line 117\nline 118\nline 119\n');
+  t.equal(svc(home, ['logs']).stdout.split('\n').filter(Boolean).length, 50, 'default 50');
+  t.equal(svc(home, ['logs', '-n', '0']).stdout, '');
+  for (const bad of [['-n', '-1'], ['-n', 'ten'], ['-n', '1e9'], ['extra']]) {
+    const r = svc(home, ['logs', ...bad]);
+    t.equal(r.code, 2, bad.join(' '));
+    t.match(r.stderr, /usage: svc logs/);
+  }
+});
+
+t.test('svc logs -f follows appends and a rotation', async (t) => {
+  const home = t.testdir({ logs: { 'svc.log': 'old line\n' } });
+  const file = join(home, 'logs', 'svc.log');
+  const child = spawn(process.execPath, [SVC, 'logs', '-f'], { env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  t.teardown(() => void child.kill('SIGKILL'));
+  await until('the existing line', () => out.includes('old line'));
+  appendFileSync(file, 'appended line\n');
+  await until('the appended line', () => out.includes('appended line'));
+  renameSync(file, `${file}.1`);
+  writeFileSync(file, 'after rotation\n');
+  await until('the line of the new file', () => out.includes('after rotation'));
+  child.kill('SIGTERM');
+  await exited(child);
+  t.equal(out, 'old line\nappended line\nafter rotation\n');
+});
