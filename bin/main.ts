@@ -7,6 +7,7 @@ import { parse } from './cli-args.js';
 import { configCommand } from './config-command.js';
 import { runDaemon } from './daemon.js';
 import { eventsCommand } from './events-command.js';
+import { doctorCommand } from './doctor-command.js';
 import { logsCommand } from './logs-command.js';
 import { serviceCommand } from './service-command.js';
 import { VERSION } from './package-info.js';
@@ -24,6 +25,8 @@ commands:
                       send one message to the running daemon and stream the answer (MSG "-" reads stdin)
   auth <provider>     sign a provider CLI in (claude, codex, gemini); 'auth status' shows login state
   events ...          read the event log: tail, show, replay (see 'svc events --help')
+  doctor              check Node.js, native modules, home permissions, ports, provider logins,
+                      transports and the API's exposure; prints the fix for each problem
   logs [-n N] [-f]    the daemon's log (~/.svc/logs/svc.log); -f follows it
   service ...         install|uninstall|status a systemd user unit running this svc
   --version           print the version
@@ -89,6 +92,8 @@ export async function main(argv: string[]): Promise<number> {
         return await askCommand(args, paths);
       case 'events':
         return await eventsCommand(args, paths);
+      case 'doctor':
+        return await doctorCommand(args, paths);
       case 'logs':
         return await logsCommand(args, paths);
       case 'service':

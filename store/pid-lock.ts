@@ -165,3 +165,11 @@ function makeLock(pidFile: string, tookOver: string | null): PidLock {
     },
   };
 }
+
+/** The pid of the daemon holding `pidFile` right now, or null when none does (no file, or a stale one). */
+export function runningDaemonPid(pidFile: string): number | null {
+  const content = readOrUndefined(pidFile);
+  const rec = parseRecord(content);
+  if (!rec || rec.pid === process.pid) return null;
+  return staleness(rec, mtimeOrNull(pidFile)) === null ? rec.pid : null;
+}

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { parseProcStat, type ProcEntry, type ProcSnapshot } from '../schemas/index.js';
 
 /*
@@ -67,4 +67,61 @@ export function readProcCmdline(pid: number): string[] | null {
   } catch {
     return null;
   }
+}
+
+/** Inodes of sockets listening on TCP `port` (any address, v4 or v6), from /proc/net/tcp{,6}. */
+function listeningSocketInodes(port: number): Set<string> {
+  const inodes = new Set<string>();
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT; state 0A is LISTEN; column 9 is the socket's inode.
+      if (cols.length > 9 && cols[1]!.endsWith(`:${hexPort}`) && cols[3] === '0A' && cols[9] !== '0') inodes.add(cols[9]!);
+    }
+  }
+  return inodes;
+}
+
+/**
+ * Which process listens on TCP `port`, so "port in use" can name it. Null when nothing visible does
+ * (another user's process shows its socket but not its descriptors) or without /proc.
+ */
+export function listeningPortHolder(port: number): { pid: number; command: string } | null {
+  const inodes = listeningSocketInodes(port);
+  if (inodes.size === 0) return null;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const m = /^socket:\[(\d+)\]$/.exec(target);
+      if (m && inodes.has(m[1]!)) {
+        const argv = readProcCmdline(Number(pid)) ?? [];
+        return { pid: Number(pid), command: argv.slice(0, 3).join(' ') || '?' };
+      }
+    }
+  }
+  return null;
 }

@@ -1,0 +1,49 @@
+import { TRANSPORTS, type AgentConfig, type Transport } from '../schemas/index.js';
+
+/*
+ * Which messenger transports run and, for each that does not, why — for the start banner and
+ * `svc doctor`. Pure: the config arrives as an argument.
+ */
+
+/** Transports this build of svc can run; the others are reported as not built yet, never as on. */
+export const BUILT_TRANSPORTS: readonly Transport[] = [];
+
+export interface TransportStatus {
+  name: Transport;
+  on: boolean;
+  /** Why it is off, or what it connects to; one phrase. */
+  why: string;
+  /** What to do to turn it on; null when it is on or nothing the user can do helps. */
+  fix: string | null;
+}
+
+function selected(config: Pick<AgentConfig, 'transport' | 'transports'>): readonly Transport[] {
+  return config.transports.length ? config.transports : [config.transport];
+}
+
+function missingCredentials(name: Transport, config: Pick<AgentConfig, 'telegram_token' | 'matrix'>): string | null {
+  if (name === 'telegram') return config.telegram_token.trim() === '' ? 'no telegram_token in config.json' : null;
+  const m = config.matrix;
+  const missing = [
+    m.homeserver.trim() === '' ? 'matrix.homeserver' : null,
+    m.user_id.trim() === '' ? 'matrix.user_id' : null,
+    m.password === '' && m.access_token === '' ? 'matrix.password or matrix.access_token' : null,
+  ].filter((x): x is string => x !== null);
+  return missing.length ? `no ${missing.join(', ')} in config.json` : null;
+}
+
+export function transportStatuses(config: Pick<AgentConfig, 'transport' | 'transports' | 'telegram_token' | 'matrix'>): TransportStatus[] {
+  const chosen = selected(config);
+  return TRANSPORTS.map((name): TransportStatus => {
+    if (!chosen.includes(name)) {
+      return { name, on: false, why: 'not listed in transports', fix: `add "${name}" to transports in config.json` };
+    }
+    const missing = missingCredentials(name, config);
+    if (missing) {
+      const fix = name === 'telegram' ? 'set telegram_token (from @BotFather) in config.json' : 'set matrix.homeserver, matrix.user_id and a password or access_token in config.json';
+      return { name, on: false, why: missing, fix };
+    }
+    if (!BUILT_TRANSPORTS.includes(name)) return { name, on: false, why: 'configured, but this version of svc does not include it yet', fix: null };
+    return { name, on: true, why: name === 'telegram' ? 'bot token set' : `as ${config.matrix.user_id} on ${config.matrix.homeserver}`, fix: null };
+  });
+}
