@@ -10,6 +10,7 @@ import { eventsCommand } from './events-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { logsCommand } from './logs-command.js';
 import { serviceCommand } from './service-command.js';
+import { stopCommand } from './stop-command.js';
 import { VERSION } from './package-info.js';
 
 const HELP = `svc ${VERSION}: runs AI coding-agent CLIs and orchestrates them
@@ -18,6 +19,7 @@ usage: svc [command] [--home DIR]
 
 commands:
   start               run the daemon in the foreground (the default command)
+  stop [--timeout S]  stop the daemon running on this home and wait until it has exited
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
   api enable          enable the direct API and generate its token
@@ -92,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
         return await askCommand(args, paths);
       case 'events':
         return await eventsCommand(args, paths);
+      case 'stop':
+        return await stopCommand(args, paths);
       case 'doctor':
         return await doctorCommand(args, paths);
       case 'logs':
