@@ -99,16 +99,17 @@ export function json(status: number, body: unknown, headers?: Record<string, str
  * that must never have to be asked.
  */
 export function combineStatusTables(owner: string, ...tables: StatusTable[]): StatusTable {
-  const out: Record<string, number> = {};
+  // A Map, so no code (`__proto__` included) can land anywhere but in the table.
+  const out = new Map<string, number>();
   const twice: string[] = [];
   for (const table of tables) {
     for (const [code, status] of Object.entries(table)) {
-      if (Object.hasOwn(out, code)) twice.push(`${code} (${out[code]} and ${status})`);
-      else out[code] = status;
+      if (out.has(code)) twice.push(`${code} (${out.get(code)} and ${status})`);
+      else out.set(code, status);
     }
   }
   if (twice.length) throw new SvcError('duplicate-status-code', `${owner}: error codes mapped twice: ${twice.join(', ')}`);
-  return out;
+  return Object.fromEntries(out);
 }
 
 /**
