@@ -152,10 +152,6 @@ export class Router<R extends Routable = Route> {
   private readonly compiled: { route: R; parts: string[] }[] = [];
   private readonly shapes = new Set<string>();
 
-  constructor(routes: readonly R[] = []) {
-    for (const r of routes) this.add(r);
-  }
-
   /** A second route for requests an earlier one already takes would never run: refused. */
   add(route: R): void {
     const shape = shapeOf(route);
