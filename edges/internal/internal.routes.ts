@@ -98,7 +98,12 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   function callerOf(principal: Principal): { from: string; entry: SubAgentConfig | null; user: UserRecord | null } {
     const from = principal.id ?? MAIN_AGENT;
     const entry = from === MAIN_AGENT ? null : (deps.registry().find((e) => e.name === from) ?? null);
-    const user = principal.acting_for === null ? null : (deps.users().find((u) => u.username === principal.acting_for) ?? null);
+    let user: UserRecord | null = null;
+    if (principal.acting_for !== null) {
+      user = deps.users().find((u) => u.username === principal.acting_for && u.active) ?? null;
+      // Gone since it was authenticated: never fall back to "no caller user", which runs as admin.
+      if (!user) throw new SvcError('unknown-user', `caller user "${principal.acting_for}" no longer has an active user record`);
+    }
     return { from, entry, user };
   }
 

@@ -1,9 +1,11 @@
 // The internal API's credentials as Principals: what a handler learns about the calling agent and
 // the person it acts for. Over the same registry and users as the internal API tests.
 import t from 'tap';
-import { agentTokenAuthenticator, ownerTokenAuthenticator, type HttpRequest } from '../../edges/index.js';
+import { Bus } from '../../bus/index.js';
+import { agentTokenAuthenticator, internalRoutes, ownerTokenAuthenticator, type HttpRequest } from '../../edges/index.js';
 import { isSvcError } from '../../schemas/index.js';
-import { BOB_TOKEN, MAIN_TOKEN, REGISTRY, USERS } from '../fixtures/internal-api.js';
+import { MemoryEventLog } from '../../store/index.js';
+import { BOB_TOKEN, MAIN_TOKEN, REGISTRY, USERS, attachFakeRuntime } from '../fixtures/internal-api.js';
 
 const dir = { registry: () => REGISTRY, users: () => USERS, mainAgentToken: () => MAIN_TOKEN };
 
@@ -55,4 +57,16 @@ t.test('owner-token: the main agent token is the home owner, an admin', async (t
     kind: 'user', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { ...origin, transport: 'cli' },
   });
   t.throws(() => auth.authenticate(request('POST', { token: BOB_TOKEN })), { code: 'unauthorized' });
+});
+
+t.test('a caller user gone between authentication and the handler is refused, never run as the framework (admin)', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog() });
+  t.teardown(() => bus.close());
+  const rt = attachFakeRuntime(bus);
+  const routes = internalRoutes({ bus, registry: () => REGISTRY, users: () => [], mainAgentToken: () => MAIN_TOKEN, config: () => ({ interagent: { sync_timeout: 5, async_timeout: 5 } }) });
+  const send = routes.find((r) => r.pattern === '/interagent/send' && r.auth !== 'public')!;
+  const principal = await agentTokenAuthenticator(dir, () => undefined).authenticate(request('POST', { token: MAIN_TOKEN, user: 'alice', body: { from: 'main' } }));
+  const req = request('POST', { token: MAIN_TOKEN, user: 'alice', body: { from: 'main', to: 'bob', message: 'hi' } });
+  await t.rejects(async () => (send.auth === 'public' ? send.handler(req) : send.handler(req, principal!)), { code: 'unknown-user' });
+  t.same(rt.received, [], 'nothing was sent');
 });
