@@ -37,7 +37,7 @@ export interface HttpServerOptions {
 /**
  * One uWS app with its router. Surfaces mount before `listen`; every start-up conflict (a route
  * declared twice, a credential checked by two surfaces, an error code mapped twice) is refused
- * with an SvcError naming it, instead of one silently winning.
+ * with an SvcError naming it, instead of one silently winning, and mounts nothing of the surface.
  */
 export class HttpServer {
   readonly app: App;
@@ -69,12 +69,10 @@ export class HttpServer {
     for (const a of surface.authenticators ?? []) {
       if (this.authenticators.has(a.credential)) throw new SvcError('duplicate-credential', `surface ${surface.name}: credential ${a.credential} already has an authenticator`);
     }
-    for (const route of surface.routes) {
-      try {
-        this.router.add({ ...route, surface: surface.name, statuses });
-      } catch (e) {
-        throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
-      }
+    try {
+      this.router.add(...surface.routes.map((route) => ({ ...route, surface: surface.name, statuses })));
+    } catch (e) {
+      throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
     }
     for (const a of surface.authenticators ?? []) this.authenticators.set(a.credential, a);
     surface.mountSockets?.(this.app);

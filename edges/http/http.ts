@@ -152,12 +152,21 @@ export class Router<R extends Routable = Route> {
   private readonly compiled: { route: R; parts: string[] }[] = [];
   private readonly shapes = new Set<string>();
 
-  /** A second route for requests an earlier one already takes would never run: refused. */
-  add(route: R): void {
-    const shape = shapeOf(route);
-    if (this.shapes.has(shape)) throw new SvcError('duplicate-route', `${route.method} ${route.pattern} is declared twice`);
-    this.shapes.add(shape);
-    this.compiled.push({ route, parts: route.pattern.split('/').filter(Boolean) });
+  /**
+   * A second route for requests an earlier one already takes would never run: the batch is refused
+   * whole, naming it, and nothing of it is added.
+   */
+  add(...routes: R[]): void {
+    const shapes = new Set(this.shapes);
+    for (const route of routes) {
+      const shape = shapeOf(route);
+      if (shapes.has(shape)) throw new SvcError('duplicate-route', `${route.method} ${route.pattern} is declared twice`);
+      shapes.add(shape);
+    }
+    for (const route of routes) {
+      this.shapes.add(shapeOf(route));
+      this.compiled.push({ route, parts: route.pattern.split('/').filter(Boolean) });
+    }
   }
 
   /** null: no such path; 'method': the path exists under another method (405). */

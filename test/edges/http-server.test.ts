@@ -167,3 +167,20 @@ t.test('closing closes the surfaces in reverse order of mounting, once', async (
   server.close();
   t.same(closed, ['c', 'b', 'a']);
 });
+
+t.test('a refused surface mounts nothing: the server goes on with what it had', async (t) => {
+  const server = new HttpServer({ onInternalError: () => undefined });
+  t.teardown(() => server.close());
+  const ok = (pattern: string): Route => ({ method: 'GET', pattern, auth: 'public', handler: () => json(200, { pattern }) });
+  server.mount({ name: 'a', statuses: {}, routes: [ok('/a')] });
+  let refused: unknown;
+  try {
+    server.mount({ name: 'b', statuses: {}, routes: [ok('/b'), ok('/a')], authenticators: [JWTS] });
+  } catch (e) {
+    refused = e;
+  }
+  t.ok(isSvcError(refused, 'duplicate-route'));
+  server.mount({ name: 'b', statuses: {}, routes: [ok('/b')], authenticators: [JWTS] });
+  const port = await server.listen('127.0.0.1', 0);
+  t.same((await call(port, '/b')).body, { pattern: '/b' }, 'the corrected surface mounts under the same name and credential');
+});
