@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { Bus } from '../bus/index.js';
-import { startDirectApi, type DirectLimits } from '../edges/index.js';
+import { openDirectApi, startApiServer, type DirectLimits } from '../edges/index.js';
 import { connectionMachine } from '../machines/index.js';
 import { defaultConfig } from '../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, WAL_TRUNCATE_BYTES, homePaths } from '../store/index.js';
@@ -70,7 +70,8 @@ async function rejectedRun(report: BenchReport, dir: string, label: string, n: n
   writeFileSync(home.configFile, JSON.stringify({ api: { enabled: true, token: 'bench-token-0123456789' } }));
   const cfg = defaultConfig();
   cfg.api = { ...cfg.api, enabled: true, token: 'bench-token-0123456789' };
-  const server = (await startDirectApi({ bus, config: () => cfg, paths: home, providers: () => [], connectionMachine, host: '127.0.0.1', port: 0, limits, log: () => undefined }))!;
+  const direct = openDirectApi({ bus, config: () => cfg, paths: home, providers: () => [], connectionMachine, limits, log: () => undefined })!;
+  const server = (await startApiServer({ host: '127.0.0.1', port: 0, allowPublic: false, surfaces: [direct.surface], log: () => undefined }))!;
   const eventsBefore = log.lastSeq();
   const walBefore = walBytes(db);
   const t0 = performance.now();
@@ -80,7 +81,7 @@ async function rejectedRun(report: BenchReport, dir: string, label: string, n: n
   report.figure(`${label}: new events after ${n.toLocaleString('en-US')} rejected /ws connections`, log.lastSeq() - eventsBefore, 'events', { target: { op: '<=', value: 0 } });
   report.figure(`${label}: WAL growth (before the fix: 3 events + a stream head each, 178 MB per 10k)`, (walBytes(db) - walBefore) / MB, 'MB');
   report.figure(`${label}: failed authentications per second from one address`, n / secs, 'auth/s');
-  report.figure(`${label}: waiting sockets closed to make room (the address past its share)`, server.hub.unauthenticated.totals.get('evicted') ?? 0, 'sockets');
+  report.figure(`${label}: waiting sockets closed to make room (the address past its share)`, direct.hub.unauthenticated.totals.get('evicted') ?? 0, 'sockets');
   server.close();
   bus.close();
   await log.stopCheckpoints();

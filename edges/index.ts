@@ -1,3 +1,4 @@
 export * from './http/index.js';
 export * from './direct/index.js';
+export * from './api/index.js';
 export * from './internal/index.js';

@@ -1,44 +1,35 @@
 import { basename, join } from 'node:path';
 import { SvcError } from '../../schemas/index.js';
-import { contentDisposition, contentTypeFor, json, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import { contentDisposition, contentTypeFor, fileAccessMode, json, openRequestedFile, type RouteAuth, type Route, type StatusTable } from '../http/index.js';
 import type { DirectHub } from './direct-hub.js';
-import { bearerMatches } from './e2e-crypto.js';
-import { fileAccessMode, openRequestedFile } from './file-access.js';
 import { dayStamp, receiveUpload } from './upload.js';
 
-/** Codes of this edge beyond the common table. */
+/** Codes of this surface beyond the common table. */
 export const DIRECT_STATUSES: StatusTable = {};
 
 /** Room for the multipart envelope and a caption around the file itself. */
 const UPLOAD_ENVELOPE_BYTES = 128 * 1024;
 
-function requireBearer(req: HttpRequest, token: string): void {
-  if (!bearerMatches(req.headers.authorization, token)) {
-    throw new SvcError('unauthorized', 'missing or wrong Authorization: Bearer <api.token>');
-  }
-}
+/** SPEC.md "Direct API": `/files` and `/upload` take `Authorization: Bearer <api.token>`. */
+const DIRECT_AUTH: RouteAuth = { accepts: ['direct-token'] };
 
-/** `/health`, `/files`, `/upload` (and `/ws` without an upgrade) as pure handlers over the hub's deps. */
+/** `/files`, `/upload` (and `/ws` without an upgrade) as pure handlers over the hub's deps. */
 export function directRoutes(hub: DirectHub): Route[] {
   const { deps } = hub;
   return [
     {
-      method: 'GET',
-      pattern: '/health',
-      handler: () => json(200, { status: 'ok', connections: hub.authenticatedCount }),
-    },
-    {
       // uWS hands `/ws` requests without upgrade headers on to the HTTP routes.
       method: 'GET',
       pattern: '/ws',
+      auth: 'public',
       handler: () =>
         json(426, { error: '/ws is a WebSocket endpoint: send Upgrade: websocket with Sec-WebSocket-Key and Sec-WebSocket-Version: 13', code: 'upgrade-required' }, { upgrade: 'websocket', connection: 'Upgrade' }),
     },
     {
       method: 'GET',
       pattern: '/files',
+      auth: DIRECT_AUTH,
       handler: async (req) => {
-        requireBearer(req, deps.token);
         const mode = fileAccessMode(deps.config().file_access);
         const requested = req.query.get('path');
         if (requested === null || requested.trim() === '') throw new SvcError('invalid-query', 'query parameter path is required (a file path)');
@@ -63,8 +54,8 @@ export function directRoutes(hub: DirectHub): Route[] {
       pattern: '/upload',
       streamBody: true,
       maxBodyBytes: hub.limits.maxUploadBytes + UPLOAD_ENVELOPE_BYTES,
+      auth: DIRECT_AUTH,
       handler: async (req) => {
-        requireBearer(req, deps.token);
         const cfg = deps.config();
         const result = await receiveUpload(req.bodyStream!, req.headers['content-type'], {
           baseDir: join(deps.paths.workspace, 'api_files'),

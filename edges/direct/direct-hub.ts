@@ -82,7 +82,7 @@ export interface DirectApiDeps {
    * import machines/ (DESIGN.md §3).
    */
   connectionMachine: AnyStateMachine;
-  /** `api.token` in force; startDirectApi generates and persists it when the file has none. */
+  /** `api.token` in force; openDirectApi generates and persists it when the file has none. */
   token: string;
   /** Defaults to `bus.emitLog`. */
   log?: DirectLog;

@@ -1,6 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import * as v from 'valibot';
-import { SvcError, describeError, parseWith } from '../../schemas/index.js';
+import { SvcError, describeError, parseWith, type Principal } from '../../schemas/index.js';
+import type { RouteAuth } from './authentication.js';
 
 /** Everything a handler may know about a request, copied out of uWS before any await. */
 export interface HttpRequest {
@@ -41,24 +42,37 @@ export interface HttpReply {
   stream?: AsyncIterable<string>;
 }
 
-export type Handler = (req: HttpRequest) => Promise<HttpReply> | HttpReply;
+export type Reply = Promise<HttpReply> | HttpReply;
 
-export interface Route {
+interface RouteBase {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** `/api/chat/sessions/:id` style; `:name` matches one non-empty segment. */
   pattern: string;
-  handler: Handler;
   /** Bodies above this are refused with 413 before they are buffered. */
   maxBodyBytes?: number;
   streamBody?: boolean;
 }
 
+/** Anyone may call it (`/health`, avatars an `<img>` loads): the handler learns no caller. */
+export interface PublicRoute extends RouteBase {
+  auth: 'public';
+  handler: (req: HttpRequest) => Reply;
+}
+
+/** The server authenticates with the credentials the route accepts and checks its role first. */
+export interface GuardedRoute extends RouteBase {
+  auth: RouteAuth;
+  handler: (req: HttpRequest, principal: Principal) => Reply;
+}
+
+export type Route = PublicRoute | GuardedRoute;
+
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
-/** Maps stable error codes to statuses: one table per edge, looked up in one place. */
+/** Maps stable error codes to statuses: one table per surface, looked up in one place. */
 export type StatusTable = Readonly<Record<string, number>>;
 
-/** Codes every edge answers the same way. */
+/** Codes every surface answers the same way; a surface's own table may not map them again. */
 export const COMMON_STATUSES: StatusTable = {
   'invalid-json': 400,
   'invalid-body': 400,
@@ -80,12 +94,31 @@ export function json(status: number, body: unknown, headers?: Record<string, str
 }
 
 /**
- * An error as the client sees it: `{"error": "..."}` (WIRE.md) with the status from the edge's
+ * One table out of several (COMMON_STATUSES and a surface's own), built at start-up. A code mapped
+ * twice is refused even when both say the same status: which table wins is exactly the question
+ * that must never have to be asked.
+ */
+export function combineStatusTables(owner: string, ...tables: StatusTable[]): StatusTable {
+  // A Map, so no code (`__proto__` included) can land anywhere but in the table.
+  const out = new Map<string, number>();
+  const twice: string[] = [];
+  for (const table of tables) {
+    for (const [code, status] of Object.entries(table)) {
+      if (out.has(code)) twice.push(`${code} (${out.get(code)} and ${status})`);
+      else out.set(code, status);
+    }
+  }
+  if (twice.length) throw new SvcError('duplicate-status-code', `${owner}: error codes mapped twice: ${twice.join(', ')}`);
+  return Object.fromEntries(out);
+}
+
+/**
+ * An error as the client sees it: `{"error": "..."}` (WIRE.md) with the status from the surface's
  * table; anything that is not an SvcError is an internal error whose details stay in the log.
  */
 export function errorReply(e: unknown, table: StatusTable): { reply: HttpReply; internal: boolean } {
   if (e instanceof SvcError) {
-    const status = table[e.code] ?? COMMON_STATUSES[e.code];
+    const status = Object.hasOwn(table, e.code) ? table[e.code] : undefined;
     if (status !== undefined) return { reply: json(status, { error: e.message, code: e.code }), internal: false };
   }
   return { reply: json(500, { error: 'internal error', code: 'internal-error' }), internal: true };
@@ -104,25 +137,40 @@ export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schem
 
 export { parseWith };
 
-export interface RouteMatch {
-  route: Route;
+export interface RouteMatch<R> {
+  route: R;
   params: Record<string, string>;
 }
 
+type Routable = Pick<RouteBase, 'method' | 'pattern'>;
+
+/** `/a/:id` and `/a/:name` match the same requests. */
+const shapeOf = (r: Routable) => `${r.method} ${r.pattern.split('/').filter(Boolean).map((p) => (p.startsWith(':') ? ':' : p)).join('/')}`;
+
 /** Splits a pattern once, so matching a request does no regex work. */
-export class Router {
-  private readonly compiled: { route: Route; parts: string[] }[] = [];
+export class Router<R extends Routable = Route> {
+  private readonly compiled: { route: R; parts: string[] }[] = [];
+  private readonly shapes = new Set<string>();
 
-  constructor(routes: readonly Route[] = []) {
-    for (const r of routes) this.add(r);
-  }
-
-  add(route: Route): void {
-    this.compiled.push({ route, parts: route.pattern.split('/').filter(Boolean) });
+  /**
+   * A second route for requests an earlier one already takes would never run: the batch is refused
+   * whole, naming it, and nothing of it is added.
+   */
+  add(...routes: R[]): void {
+    const shapes = new Set(this.shapes);
+    for (const route of routes) {
+      const shape = shapeOf(route);
+      if (shapes.has(shape)) throw new SvcError('duplicate-route', `${route.method} ${route.pattern} is declared twice`);
+      shapes.add(shape);
+    }
+    for (const route of routes) {
+      this.shapes.add(shapeOf(route));
+      this.compiled.push({ route, parts: route.pattern.split('/').filter(Boolean) });
+    }
   }
 
   /** null: no such path; 'method': the path exists under another method (405). */
-  match(method: string, path: string): RouteMatch | null | 'method' {
+  match(method: string, path: string): RouteMatch<R> | null | 'method' {
     const segments = path.split('/').filter(Boolean);
     let pathExists = false;
     for (const { route, parts } of this.compiled) {

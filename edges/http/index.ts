@@ -1,3 +1,7 @@
 export * from './http.js';
+export * from './authentication.js';
 export * from './uws-http.binding.js';
+export * from './http-server.js';
+export * from './api-server.js';
 export * from './content-headers.js';
+export * from './file-access.js';

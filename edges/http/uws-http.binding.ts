@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
-import { SvcError, describeError } from '../../schemas/index.js';
+import { SvcError, describeError, type Principal } from '../../schemas/index.js';
+import type { RouteAuth } from './authentication.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   errorReply,
@@ -8,6 +9,7 @@ import {
   type FileBody,
   type HttpReply,
   type HttpRequest,
+  type Route,
   type Router,
   type StatusTable,
 } from './http.js';
@@ -53,10 +55,15 @@ export function listen(app: App, host: string, port: number): Promise<Listening>
   });
 }
 
+/** A route as a server holds it: with the surface it belongs to and that surface's one status table. */
+export type MountedRoute = Route & { surface: string; statuses: StatusTable };
+
 export interface MountOptions {
-  statuses: StatusTable;
-  /** Unexpected failures: logged by the edge, never shown to the client. */
-  onInternalError(e: unknown, req: Pick<HttpRequest, 'method' | 'path'>): void;
+  router: Router<MountedRoute>;
+  /** Who calls, by the route's accepted credentials; throws `unauthorized` / `forbidden`. */
+  authenticate(req: HttpRequest, auth: RouteAuth): Promise<Principal>;
+  /** Unexpected failures: logged by the server's owner, never shown to the client. */
+  onInternalError(e: unknown, req: Pick<HttpRequest, 'method' | 'path'>, surface: string): void;
   /** Headers added to every reply (e.g. CORS for an allowed origin). */
   extraHeaders?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Record<string, string>;
   /** Answers a request before routing (CORS preflight); undefined lets routing go on. */
@@ -71,9 +78,13 @@ interface RequestState {
   onAbort: (() => void)[];
 }
 
-/** Serve every HTTP request under `prefix` through the router's pure handlers. */
-export function mountHttp(app: App, pattern: string, router: Router, opts: MountOptions): void {
-  app.any(pattern, (res, req) => {
+/**
+ * Serves every HTTP request through the router's pure handlers: each is authenticated as its route
+ * declares, and its errors map through its own surface's table.
+ */
+export function mountHttp(app: App, opts: MountOptions): void {
+  const { router } = opts;
+  app.any('/*', (res, req) => {
     const state: RequestState = { aborted: false, responded: false, onAbort: [] };
     res.onAborted(() => {
       state.aborted = true;
@@ -115,10 +126,10 @@ export function mountHttp(app: App, pattern: string, router: Router, opts: Mount
     const run = (body: Buffer, bodyStream?: AsyncIterable<Buffer>) => {
       const request: HttpRequest = { method, path, query, headers, params, body, remoteAddress, ...(bodyStream ? { bodyStream } : {}) };
       Promise.resolve()
-        .then(() => route.handler(request))
+        .then(async () => (route.auth === 'public' ? route.handler(request) : route.handler(request, await opts.authenticate(request, route.auth))))
         .then(send, (e) => {
-          const { reply, internal } = errorReply(e, opts.statuses);
-          if (internal) opts.onInternalError(e, { method, path });
+          const { reply, internal } = errorReply(e, route.statuses);
+          if (internal) opts.onInternalError(e, { method, path }, route.surface);
           send(reply);
         });
     };

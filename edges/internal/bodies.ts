@@ -48,3 +48,10 @@ export const AskBody = v.object({
   new: v.optional(v.boolean(), false),
 });
 export type Ask = v.InferOutput<typeof AskBody>;
+
+/**
+ * Who an agent says it is: `from` of the body, or of the query on a GET, where absent means the
+ * main agent. Read before the rest of the request, so the right token can be checked first.
+ */
+export const CallerClaimBody = v.object({ from: AgentName });
+export const CallerClaimQuery = InteragentAgentsQuery;

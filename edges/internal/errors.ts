@@ -1,14 +1,13 @@
 import type { StatusTable } from '../http/index.js';
 
 /**
- * The one status table of the internal API. Codes not listed fall through to COMMON_STATUSES
- * (invalid-json/invalid-body 400, body-too-large 413, no-handler 503, ...).
+ * The one status table of the internal API beyond COMMON_STATUSES, which already maps
+ * `unauthorized` (no or wrong token) 401, `no-handler` (no agent runtime on the bus) 503,
+ * invalid-json/invalid-body 400 and body-too-large 413; mapping them here again is refused.
  */
 export const INTERNAL_STATUSES: StatusTable = {
   /** `from` and `to` are the same agent. */
   'self-call': 400,
-  /** No or wrong `Authorization: Bearer` token for an agent that has one, or for `svc ask`. */
-  unauthorized: 401,
   /** `from` names no agent, so there is no token to check it against. */
   'unknown-caller': 401,
   /** `X-SVC-Caller-User-Id` names no active user. */
@@ -19,7 +18,5 @@ export const INTERNAL_STATUSES: StatusTable = {
   'call-not-allowed': 403,
   /** The recipient is neither the main agent nor in the registry. */
   'unknown-agent': 404,
-  /** No agent runtime is attached to the bus. */
-  'no-handler': 503,
   'no-task-hub': 503,
 };

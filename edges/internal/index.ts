@@ -3,3 +3,4 @@ export * from './bodies.js';
 export { MAIN_AGENT, CALLER_USER_HEADER } from './caller.js';
 export * from './internal.routes.js';
 export * from './internal-api.binding.js';
+export * from './internal-auth.js';

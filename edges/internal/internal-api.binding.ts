@@ -1,6 +1,7 @@
 import { describeError } from '../../schemas/index.js';
-import { Router, createApp, listen, mountHttp } from '../http/index.js';
+import { HttpServer } from '../http/index.js';
 import { INTERNAL_STATUSES } from './errors.js';
+import { agentTokenAuthenticator, ownerTokenAuthenticator } from './internal-auth.js';
 import { internalRoutes, type InternalDeps } from './internal.routes.js';
 
 export interface InternalApiOptions extends InternalDeps {
@@ -15,15 +16,27 @@ export interface InternalApi {
   close(): void;
 }
 
-/** Serves the internal API on its own uWS app, so it never shares a port with the public API. */
+/**
+ * Serves the internal API on a server of its own, so it never shares a port with the public API;
+ * routes declare their credentials there as on the API server.
+ */
 export async function startInternalApi(opts: InternalApiOptions): Promise<InternalApi> {
-  const app = createApp();
   const log = opts.log ?? ((level, msg, fields) => opts.bus.emitLog(level, msg, fields));
-  mountHttp(app, '/*', new Router(internalRoutes(opts)), {
-    statuses: INTERNAL_STATUSES,
+  const server = new HttpServer({
     onInternalError: (e, req) => log('error', `internal API ${req.method} ${req.path} failed: ${describeError(e)}`, { stack: e instanceof Error ? (e.stack ?? '') : '' }),
   });
-  const listening = await listen(app, opts.host, opts.port);
-  log('info', `internal API listening on ${opts.host}:${listening.port}`);
-  return { port: listening.port, close: () => listening.close() };
+  try {
+    server.mount({
+      name: 'internal',
+      routes: internalRoutes(opts),
+      statuses: INTERNAL_STATUSES,
+      authenticators: [agentTokenAuthenticator(opts, (msg, fields) => log('warn', msg, fields ?? {})), ownerTokenAuthenticator(opts)],
+    });
+    const port = await server.listen(opts.host, opts.port);
+    log('info', `internal API listening on ${opts.host}:${port}`);
+    return { port, close: () => server.close() };
+  } catch (e) {
+    server.close();
+    throw e;
+  }
 }

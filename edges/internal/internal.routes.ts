@@ -8,23 +8,15 @@ import {
   isSvcError,
   type AgentMessage,
   type AgentSummary,
+  type Principal,
   type SubAgentConfig,
   type TurnChunk,
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
-import { json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
-import { AskBody, InteragentAgentsQuery, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
-import {
-  MAIN_AGENT,
-  authenticateAgent,
-  authenticateMain,
-  authoriseCall,
-  callerUser,
-  requireKnownAgent,
-  visibleAgents,
-  type Warn,
-} from './caller.js';
+import { json, parseJsonBody, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
+import { AskBody, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
+import { MAIN_AGENT, authoriseCall, requireKnownAgent, visibleAgents, type Warn } from './caller.js';
 import { LineQueue } from './line-queue.js';
 
 export interface InternalDeps {
@@ -90,6 +82,11 @@ async function refusedAtOnce(p: Promise<unknown>): Promise<unknown> {
   }
 }
 
+/** Tools of an agent: its token names it (internal-auth.ts). */
+const AGENT_AUTH: RouteAuth = { accepts: ['agent-token'] };
+/** `svc ask`: the owner of the home. */
+const OWNER_AUTH: RouteAuth = { accepts: ['owner-token'] };
+
 export function internalRoutes(deps: InternalDeps): Route[] {
   const { bus } = deps;
   const log = (level: LogLevel, msg: string, fields: Record<string, unknown> = {}) =>
@@ -97,13 +94,25 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   const warn: Warn = (msg, fields) => log('warn', msg, fields ?? {});
   const newId = deps.newId ?? (() => randomUUID());
 
+  /** The authenticated agent's registry entry (null for main) and the user it acts for. */
+  function callerOf(principal: Principal): { from: string; entry: SubAgentConfig | null; user: UserRecord | null } {
+    const from = principal.id ?? MAIN_AGENT;
+    const entry = from === MAIN_AGENT ? null : (deps.registry().find((e) => e.name === from) ?? null);
+    let user: UserRecord | null = null;
+    if (principal.acting_for !== null) {
+      user = deps.users().find((u) => u.username === principal.acting_for && u.active) ?? null;
+      // Gone since it was authenticated: never fall back to "no caller user", which runs as admin.
+      if (!user) throw new SvcError('unknown-user', `caller user "${principal.acting_for}" no longer has an active user record`);
+    }
+    return { from, entry, user };
+  }
+
   /** Everything that decides whether a call may happen; throws before anything is sent. */
-  function admitCall(req: HttpRequest): { body: InteragentSend; user: UserRecord | null } {
+  function admitCall(req: HttpRequest, principal: Principal): { body: InteragentSend; user: UserRecord | null } {
     const body = parseJsonBody(req, InteragentSendBody);
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
-    const entry = authenticateAgent(deps, body.from, req.headers, warn);
+    const { entry, user } = callerOf(principal);
     requireKnownAgent(deps, body.to);
-    const user = callerUser(deps, req.headers);
     authoriseCall({ from: body.from, entry, to: body.to, user }, warn);
     return { body, user };
   }
@@ -145,8 +154,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     method: 'POST',
     pattern: '/interagent/send',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-    handler: async (req) => {
-      const { body, user } = admitCall(req);
+    auth: AGENT_AUTH,
+    handler: async (req, principal) => {
+      const { body, user } = admitCall(req, principal);
       let sent!: Promise<TurnOutcome>;
       const reply = dispatch(body, user, deps.config().interagent.sync_timeout, (p) => (sent = p));
       const refused = await refusedAtOnce(sent);
@@ -159,8 +169,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     method: 'POST',
     pattern: '/interagent/send_async',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-    handler: async (req) => {
-      const { body, user } = admitCall(req);
+    auth: AGENT_AUTH,
+    handler: async (req, principal) => {
+      const { body, user } = admitCall(req, principal);
       const taskId = `ia-${newId()}`;
       const stream = `interagent:${taskId}`;
       const base = { task_id: taskId, from: body.from, to: body.to };
@@ -187,11 +198,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   const agents: Route = {
     method: 'GET',
     pattern: '/interagent/agents',
-    handler: async (req) => {
-      const q = parseWith(InteragentAgentsQuery, Object.fromEntries(req.query), 'invalid-query', 'query');
-      const from = q.from ?? MAIN_AGENT;
-      const entry = authenticateAgent(deps, from, req.headers, warn);
-      const user = callerUser(deps, req.headers);
+    auth: AGENT_AUTH,
+    handler: async (_req, principal) => {
+      const { from, entry, user } = callerOf(principal);
       const list = await bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data: {}, by: from });
       const visible = visibleAgents(list.map((a) => a.name), { from, entry, user });
       return json(200, list.filter((a) => visible.has(a.name)));
@@ -202,8 +211,8 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     method: 'POST',
     pattern: '/ask',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+    auth: OWNER_AUTH,
     handler: async (req): Promise<HttpReply> => {
-      authenticateMain(deps, req.headers);
       const body = parseJsonBody(req, AskBody);
       const agent = body.agent ?? MAIN_AGENT;
       requireKnownAgent(deps, agent);
@@ -251,11 +260,12 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     },
   };
 
-  // Tasks belong to the task hub (a later change); until it is attached the tools get SPEC's answers.
+  // Tasks belong to the task hub (a later change); until it is attached the tools get SPEC's
+  // answers, which reveal nothing, so these stay public until the hub declares its credentials.
   const noHub = (): HttpReply => json(503, { error: 'task hub not attached' });
   const tasks: Route[] = [
-    { method: 'GET', pattern: '/tasks/list', handler: () => json(200, []) },
-    ...['create', 'resume', 'ask_parent', 'cancel', 'delete'].map((op): Route => ({ method: 'POST', pattern: `/tasks/${op}`, maxBodyBytes: MAX_INTERNAL_BODY_BYTES, handler: noHub })),
+    { method: 'GET', pattern: '/tasks/list', auth: 'public', handler: () => json(200, []) },
+    ...['create', 'resume', 'ask_parent', 'cancel', 'delete'].map((op): Route => ({ method: 'POST', pattern: `/tasks/${op}`, maxBodyBytes: MAX_INTERNAL_BODY_BYTES, auth: 'public', handler: noHub })),
   ];
 
   return [send, sendAsync, agents, ask, ...tasks];

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { firstValueFrom } from 'rxjs';
 import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ofType } from '../../bus/index.js';
 import { homePaths } from '../../store/index.js';
@@ -150,4 +151,33 @@ t.test('svc api enable before the first start is not mistaken for history', asyn
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   await d.stop('test');
   t.ok(existsSync(paths.eventsDb));
+});
+
+t.test('a start that fails late (the API port is taken) stops what it started and leaves a clean record', async (t) => {
+  const paths = homePaths(join(tempHome(t).dir, 'home'));
+  const first = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  await first.stop('test');
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  t.teardown(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  editJson(paths.configFile, (c) => {
+    c.api = { enabled: true, host: '127.0.0.1', port, token: 'test-token-0123456789abcdef' };
+  });
+  await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), { code: 'listen-failed' });
+  t.notOk(existsSync(paths.pidFile), 'the home is unlocked');
+
+  editJson(paths.configFile, (c) => {
+    c.api = { enabled: false };
+  });
+  const again = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
+  const daemonFacts = again.log.read({ stream: 'daemon' }).map((e) => ({ type: e.type, reason: (e.data as { reason?: string }).reason }));
+  t.same(
+    daemonFacts.map((f) => f.type),
+    ['daemon.started', 'daemon.ready', 'daemon.stopping', 'daemon.stopped', 'daemon.started', 'daemon.stopping', 'daemon.stopped', 'daemon.started', 'daemon.ready'],
+    'the failed start is recorded as one that stopped',
+  );
+  t.equal(daemonFacts[5]!.reason, 'start failed');
+  t.notOk(daemonFacts.some((f) => f.type === 'daemon.recovered'), 'not as a crash');
+  await again.stop('test');
 });

@@ -2,9 +2,9 @@ import t from 'tap';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { AVATAR_STATUSES, avatarRoutes } from '../../edges/direct/avatar.routes.js';
-import { Router, createApp, listen, mountHttp } from '../../edges/index.js';
+import { API_STATUSES, avatarRoutes } from '../../edges/index.js';
 import { avatarsDir, homePaths, openAvatar } from '../../store/index.js';
+import { serveSurfaces } from '../fixtures/http-server.js';
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
 
@@ -26,11 +26,8 @@ async function serve(t: TT) {
   writeFileSync(join(dir, 'home', 'secret.png'), 'outside the avatars folder');
   mkdirSync(paths.configDir, { recursive: true });
   writeFileSync(paths.configFile, '{"api":{"token":"CONFIG-SECRET"}}');
-  const app = createApp();
-  const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(avatarRoutes({ paths })), { statuses: AVATAR_STATUSES, onInternalError: (e) => internal.push(e) });
-  const srv = await listen(app, '127.0.0.1', 0);
-  t.teardown(() => srv.close());
+  const srv = await serveSurfaces(t, [{ name: 'api', routes: avatarRoutes({ paths }), statuses: API_STATUSES }]);
+  const { internal } = srv;
   /** Raw request: fetch would normalise `..` and `%2e%2e` segments away before they reach the server. */
   const get = (path: string) =>
     new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {

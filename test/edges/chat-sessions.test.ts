@@ -2,20 +2,15 @@ import t from 'tap';
 import { join } from 'node:path';
 import { startChatSessions } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { CHAT_SESSION_STATUSES, chatSessionRoutes } from '../../edges/direct/chat-sessions.routes.js';
-import { Router, createApp, listen, mountHttp, type HttpRequest } from '../../edges/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { API_STATUSES, chatSessionRoutes } from '../../edges/index.js';
 import { PROJECTIONS, SqliteEventLog, chatSessionReadModel, diffProjections, listChatSessions, rebuildProjections } from '../../store/index.js';
+import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 const TOKEN = 'test-token-0123456789';
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
-
-function authorize(req: HttpRequest): void {
-  if (req.headers.authorization !== `Bearer ${TOKEN}`) throw new SvcError('unauthorized', 'missing or wrong bearer token');
-}
 
 /** SQLite log with projections, bus, the chat-sessions actor, the routes on uWS, fetch. */
 async function serve(t: TT) {
@@ -25,15 +20,9 @@ async function serve(t: TT) {
   const bus = new Bus({ log, clock: () => now });
   let n = 0;
   const actor = startChatSessions({ bus, readModel: chatSessionReadModel(log.projectionDb()), newId: () => `s${++n}` });
-  const app = createApp();
-  const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(chatSessionRoutes({ bus, authorize })), {
-    statuses: CHAT_SESSION_STATUSES,
-    onInternalError: (e) => internal.push(e),
-  });
-  const srv = await listen(app, '127.0.0.1', 0);
+  const srv = await serveSurfaces(t, [{ name: 'api', routes: chatSessionRoutes({ bus }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN)] }]);
+  const { internal } = srv;
   t.teardown(() => {
-    srv.close();
     actor.unsubscribe();
     bus.close();
     log.close();

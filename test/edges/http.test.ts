@@ -5,23 +5,19 @@ import { writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { Router, createApp, json, listen, mountHttp, parseJsonBody, type Route } from '../../edges/index.js';
+import { json, parseJsonBody, type PublicRoute } from '../../edges/index.js';
 import { SvcError } from '../../schemas/index.js';
+import { serveSurfaces } from '../fixtures/http-server.js';
 
 const Body = v.object({ name: v.pipe(v.string(), v.minLength(1)), count: v.optional(v.number(), 1) });
 
 type T = { teardown(fn: () => void): void };
 
-async function serve(t: T, routes: Route[]) {
-  const app = createApp();
-  const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(routes), {
-    statuses: { 'teapot-code': 418 },
-    onInternalError: (e) => internal.push(e),
+async function serve(t: T, routes: Omit<PublicRoute, 'auth'>[]) {
+  const srv = await serveSurfaces(t, [{ name: 'test', routes: routes.map((r) => ({ ...r, auth: 'public' as const })), statuses: { 'teapot-code': 418 } }], {
     extraHeaders: () => ({ 'x-edge': 'test' }),
   });
-  const srv = await listen(app, '127.0.0.1', 0);
-  t.teardown(() => srv.close());
+  const { internal } = srv;
   const base = `http://127.0.0.1:${srv.port}`;
   const call = (path: string, init: RequestInit = {}) =>
     fetch(base + path, { ...init, headers: { connection: 'close', ...(init.headers as Record<string, string>) } });

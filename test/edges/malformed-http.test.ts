@@ -3,7 +3,8 @@
 import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Bus, type LogLine } from '../../bus/index.js';
-import { json, startDirectApi } from '../../edges/index.js';
+import { json } from '../../edges/index.js';
+import { startDirectApi } from '../fixtures/direct-api.js';
 import { connectionMachine } from '../../machines/index.js';
 import { defaultConfig, type Envelope } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
@@ -25,7 +26,7 @@ async function serveDirect(t: Test) {
   bus.transient$.subscribe((m) => m.type === 'log.line' && logs.push(m.data as LogLine));
   const server = (await startDirectApi({
     bus, config: () => cfg, paths, providers: () => [], connectionMachine, host: '127.0.0.1', port: 0,
-    apiRoutes: () => [{ method: 'GET', pattern: '/api/ping', handler: () => json(200, { pong: true }) }],
+    surfaces: [{ name: 'api', statuses: {}, routes: [{ method: 'GET', pattern: '/api/ping', auth: 'public', handler: () => json(200, { pong: true }) }] }],
   }))!;
   t.teardown(() => {
     server.close();

@@ -2,19 +2,14 @@ import t from 'tap';
 import { join } from 'node:path';
 import { startNotifier } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { NOTIFICATION_STATUSES, notificationRoutes } from '../../edges/direct/notifications.routes.js';
-import { Router, createApp, listen, mountHttp, type HttpRequest } from '../../edges/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { API_STATUSES, notificationRoutes } from '../../edges/index.js';
 import { PROJECTIONS, SqliteEventLog, notificationReadModel, type Notification } from '../../store/index.js';
+import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 const TOKEN = 'test-token-0123456789';
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
-
-function authorize(req: HttpRequest): void {
-  if (req.headers.authorization !== `Bearer ${TOKEN}`) throw new SvcError('unauthorized', 'missing or wrong bearer token');
-}
 
 /** The real thing end to end: SQLite log with projections, bus, notifier, routes on uWS, fetch. */
 async function serve(t: TT) {
@@ -24,15 +19,9 @@ async function serve(t: TT) {
   const readModel = notificationReadModel(log.projectionDb());
   let n = 0;
   const notifier = startNotifier({ bus, readModel, newId: () => `n${++n}` });
-  const app = createApp();
-  const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(notificationRoutes({ readModel, bus, authorize })), {
-    statuses: NOTIFICATION_STATUSES,
-    onInternalError: (e) => internal.push(e),
-  });
-  const srv = await listen(app, '127.0.0.1', 0);
+  const srv = await serveSurfaces(t, [{ name: 'api', routes: notificationRoutes({ readModel, bus }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN)] }]);
+  const { internal } = srv;
   t.teardown(() => {
-    srv.close();
     notifier.unsubscribe();
     bus.close();
     log.close();

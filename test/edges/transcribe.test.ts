@@ -4,21 +4,16 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRANSCRIPTION_COMMAND, startTranscriber } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { TRANSCRIBE_COMMAND, TRANSCRIBE_STATUSES, transcribeRoutes } from '../../edges/direct/transcribe.routes.js';
-import { Router, createApp, listen, mountHttp, type HttpRequest } from '../../edges/index.js';
+import { API_STATUSES, TRANSCRIBE_COMMAND, transcribeRoutes } from '../../edges/index.js';
 import type { TranscriptionSettings } from '../../machines/index.js';
-import { SvcError } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
+import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 const TOKEN = 'test-token-0123456789';
 const FAKE = fileURLToPath(new URL('../fixtures/transcription/fake-transcriber.mjs', import.meta.url));
 const command = (mode: string) => [process.execPath, FAKE, mode].map((a) => JSON.stringify(a)).join(' ');
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
-
-function authorize(req: HttpRequest): void {
-  if (req.headers.authorization !== `Bearer ${TOKEN}`) throw new SvcError('unauthorized', 'missing or wrong bearer token');
-}
 
 /**
  * Bus, transcriber and routes on uWS. PATH is an empty directory and no key is set, so only the
@@ -37,12 +32,9 @@ async function serve(t: TT) {
   const cfg: { current: TranscriptionSettings } = { current: { language: 'auto', model: 'small', command: command('ok') } };
   const bus = new Bus({ log: new MemoryEventLog() });
   const actor = startTranscriber({ bus, paths, config: () => cfg.current, env: { PATH: join(dir, 'bin') }, timeoutMs: 20_000, graceMs: 200 });
-  const app = createApp();
-  const internal: unknown[] = [];
-  mountHttp(app, '/*', new Router(transcribeRoutes({ bus, paths, authorize, fileAccess: () => access.current })), { statuses: TRANSCRIBE_STATUSES, onInternalError: (e) => internal.push(e) });
-  const srv = await listen(app, '127.0.0.1', 0);
+  const srv = await serveSurfaces(t, [{ name: 'api', routes: transcribeRoutes({ bus, paths, fileAccess: () => access.current }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN)] }]);
+  const { internal } = srv;
   t.teardown(() => {
-    srv.close();
     actor.unsubscribe();
     bus.close();
   });

@@ -7,24 +7,18 @@ import {
   type RenameChatSession,
 } from '../../schemas/index.js';
 import type { ChatSession } from '../../store/index.js';
-import { json, parseJsonBody, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import { json, parseJsonBody, type Route } from '../http/index.js';
+import { API_AUTH } from './api-auth.js';
 
 /*
  * SPEC.md "Direct API server": `PUT /api/chat/sessions/{id}` renames; WIRE.md §2's
  * `POST /api/chat/sessions {agent, title?}` creates, so a session can exist before the admin API
- * does. Pure handlers: authorise, validate, send the chat-sessions command, answer with its row.
+ * does. Pure handlers: validate, send the chat-sessions command, answer with its row.
  */
 
 export interface ChatSessionRoutesDeps {
   bus: Pick<Bus, 'send'>;
-  /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
-  authorize(req: HttpRequest): void | Promise<void>;
 }
-
-/** Codes these routes' commands can answer with beyond COMMON_STATUSES; merge into the server's table. */
-export const CHAT_SESSION_STATUSES: StatusTable = {
-  'invalid-command': 400,
-};
 
 const BODY_LIMIT = 16 * 1024;
 
@@ -43,14 +37,15 @@ function wireSession(s: ChatSession): ChatSession {
 }
 
 export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
-  const { bus, authorize } = deps;
+  const { bus } = deps;
   return [
     {
       method: 'POST',
       pattern: '/api/chat/sessions',
       maxBodyBytes: BODY_LIMIT,
+      // SPEC.md "Roles": creating and managing chat sessions takes an operator.
+      auth: API_AUTH.operator,
       handler: async (req) => {
-        await authorize(req);
         const body = parseJsonBody(req, CreateChatSessionBodySchema);
         const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
         const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.create, data });
@@ -61,8 +56,8 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       method: 'PUT',
       pattern: '/api/chat/sessions/:id',
       maxBodyBytes: BODY_LIMIT,
+      auth: API_AUTH.operator,
       handler: async (req) => {
-        await authorize(req);
         const { title } = parseJsonBody(req, RenameChatSessionBodySchema);
         const data: RenameChatSession = { id: req.params.id ?? '', title };
         const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.rename, data });

@@ -8,10 +8,11 @@ import {
   type NotificationReadModel,
   type NotificationSeverity,
 } from '../../store/index.js';
-import { json, parseWith, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
+import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { API_AUTH } from './api-auth.js';
 
 /*
- * SPEC.md "Notification endpoints". Pure handlers: authorise, validate the query with valibot,
+ * SPEC.md "Notification endpoints". Pure handlers: validate the query with valibot,
  * read the read model or send a notifier command, map the answer. No state, no SQL.
  */
 
@@ -19,14 +20,7 @@ export interface NotificationRoutesDeps {
   /** Bound to the daemon's projection db by the composition root. */
   readModel: Pick<NotificationReadModel, 'list' | 'unreadCount' | 'get'>;
   bus: Pick<Bus, 'send'>;
-  /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
-  authorize(req: HttpRequest): void | Promise<void>;
 }
-
-/** Codes this edge's commands can answer with beyond COMMON_STATUSES; merge into the server's table. */
-export const NOTIFICATION_STATUSES: StatusTable = {
-  'invalid-command': 400,
-};
 
 const SEVERITY_MESSAGE = `must be a comma-separated list of ${SEVERITY_VALUES.join(', ')}`;
 
@@ -72,13 +66,13 @@ function listQuery(req: HttpRequest) {
 }
 
 export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
-  const { readModel, bus, authorize } = deps;
+  const { readModel, bus } = deps;
   return [
     {
       method: 'GET',
       pattern: '/api/notifications',
-      handler: async (req) => {
-        await authorize(req);
+      auth: API_AUTH.viewer,
+      handler: (req) => {
         const q = listQuery(req);
         return json(
           200,
@@ -89,17 +83,16 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
     {
       method: 'GET',
       pattern: '/api/notifications/unread-count',
-      handler: async (req) => {
-        await authorize(req);
-        return json(200, { count: readModel.unreadCount() });
-      },
+      auth: API_AUTH.viewer,
+      handler: () => json(200, { count: readModel.unreadCount() }),
     },
     {
       method: 'PUT',
       pattern: '/api/notifications/:id/read',
       maxBodyBytes: 4096,
+      // Marking read changes no resource, only what is shown as new: a viewer may (SPEC.md's errors ack is alike).
+      auth: API_AUTH.viewer,
       handler: async (req) => {
-        await authorize(req);
         const id = req.params.id ?? '';
         await bus.send({ type: 'notification.mark_read', data: { id } });
         // Answer with the row as the read model holds it: the command's publish has been folded.
@@ -112,8 +105,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       method: 'POST',
       pattern: '/api/notifications/read-all',
       maxBodyBytes: 4096,
-      handler: async (req) => {
-        await authorize(req);
+      auth: API_AUTH.viewer,
+      handler: async () => {
         const r = await bus.send<{ ids: string[] }>({ type: 'notification.mark_all_read', data: {} });
         return json(200, { status: 'ok', marked: r.ids.length, ids: r.ids });
       },

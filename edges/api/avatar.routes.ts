@@ -1,5 +1,5 @@
 import { openAvatar, type HomePaths } from '../../store/index.js';
-import { contentTypeFor, json, type Route, type StatusTable } from '../http/index.js';
+import { contentTypeFor, json, type Route } from '../http/index.js';
 
 /*
  * SPEC.md "Direct API server": `GET /api/agents/{name}/avatar`, public (an <img> tag cannot send a
@@ -10,11 +10,6 @@ import { contentTypeFor, json, type Route, type StatusTable } from '../http/inde
 export interface AvatarRoutesDeps {
   paths: HomePaths;
 }
-
-/** Codes these routes answer with beyond COMMON_STATUSES; merge into the server's table. */
-export const AVATAR_STATUSES: StatusTable = {
-  'invalid-agent-name': 400,
-};
 
 /** Browsers may keep an avatar briefly; a changed one shows within five minutes. */
 const CACHE_CONTROL = 'public, max-age=300';
@@ -30,6 +25,7 @@ export function avatarRoutes(deps: AvatarRoutesDeps): Route[] {
     {
       method: 'GET',
       pattern: '/api/agents/:name/avatar',
+      auth: 'public',
       handler: async (req) => {
         const name = req.params.name ?? '';
         const avatar = await openAvatar(deps.paths, name);

@@ -7,8 +7,8 @@ import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
 import { SvcError } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { json, parseJsonBody, type HttpRequest, type Route, type StatusTable } from '../http/index.js';
-import { fileAccessMode, openRequestedFile, type FileAccessMode } from './file-access.js';
+import { fileAccessMode, json, openRequestedFile, parseJsonBody, type FileAccessMode, type Route } from '../http/index.js';
+import { API_AUTH } from './api-auth.js';
 
 /*
  * SPEC.md "Direct API server": `POST /api/transcribe`; WIRE.md §2: body `{file_path}` or `{path}`,
@@ -22,18 +22,9 @@ export const TRANSCRIBE_COMMAND = 'transcription.transcribe';
 export interface TranscribeRoutesDeps {
   bus: Pick<Bus, 'send'>;
   paths: HomePaths;
-  /** Throws SvcError 'unauthorized' (or 'forbidden') when the request may not proceed. */
-  authorize(req: HttpRequest): void | Promise<void>;
   /** The `file_access` setting now (hot-reloadable); the file must be one `/files` would serve. */
   fileAccess(): unknown;
 }
-
-/** Codes these routes answer with beyond COMMON_STATUSES; merge into the server's table. */
-export const TRANSCRIBE_STATUSES: StatusTable = {
-  'transcription-unavailable': 503,
-  'invalid-command': 400,
-  'file-too-large': 413,
-};
 
 const PathField = v.pipe(
   v.string('must be a string'),
@@ -74,14 +65,15 @@ export async function copyAudioFile(requested: string, mode: FileAccessMode, pat
 }
 
 export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
-  const { bus, paths, authorize } = deps;
+  const { bus, paths } = deps;
   return [
     {
       method: 'POST',
       pattern: '/api/transcribe',
       maxBodyBytes: 16 * 1024,
+      // Runs a backend chain on a file: more than reading, so not for a viewer.
+      auth: API_AUTH.operator,
       handler: async (req) => {
-        await authorize(req);
         const body = parseJsonBody(req, TranscribeBodySchema);
         const audio = await copyAudioFile((body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
         try {

@@ -1,0 +1,410 @@
+import { randomBytes } from 'node:crypto';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ActorHost,
+  AgentSupervisor,
+  LogSink,
+  logConfigWarnings,
+  ModelCacheRefresher,
+  configWatcher,
+  detectProviders,
+  localModelSource,
+  parseLogLevel,
+  recoverOrphanProcesses,
+  registryWatcher,
+  startChatSessions,
+  startNotifier,
+  startTranscriber,
+  type ActorClock,
+} from '../actors/index.js';
+import { Bus } from '../bus/index.js';
+import { apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
+import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { describeError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import {
+  PROJECTIONS,
+  SqliteEventLog,
+  acquirePidLock,
+  assertEventLogKept,
+  chatSessionReadModel,
+  ensureDir,
+  ensureMainAgentToken,
+  loadConfig,
+  loadRegistry,
+  loadUsers,
+  markEventLogHistory,
+  notificationReadModel,
+  registryLocation,
+  type HomePaths,
+  type LoadedConfig,
+  type NotificationReadModel,
+} from '../store/index.js';
+import { VERSION } from './package-info.js';
+import type { Subsystem } from './subsystems.js';
+
+export interface DaemonOptions {
+  paths: HomePaths;
+  verbose?: boolean;
+  /** Injected in tests; epoch ms. */
+  clock?: () => number;
+  /** Poll interval of the config and registry watchers (SPEC.md: 5 s). */
+  watchIntervalMs?: number;
+  /** Tests keep stderr quiet; the log file is written either way. */
+  logToStderr?: boolean;
+  /** The environment CLIs inherit (tests put the fake CLIs on PATH); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Between SIGTERM and SIGKILL of a turn's process group. */
+  killGraceMs?: number;
+  /** Drives turn deadlines; tests pass a SimulatedClock. */
+  turnClock?: ActorClock;
+  /** Overrides `interagent_port` (tests use 0: any free port). */
+  internalPort?: number;
+  /** Overrides `api.port` when the API server runs. */
+  apiPort?: number;
+}
+
+type DaemonActor = ReturnType<ActorHost['spawn']>;
+
+/**
+ * What the subsystems hand on to the ones after them. A field is set by the subsystem that starts
+ * it (named beside it) and read only by subsystems later in DAEMON_SUBSYSTEMS.
+ */
+export class DaemonContext {
+  /** pid-lock: what the lock says about a previous owner it took over from, said once the bus exists. */
+  tookOver: string | null = null;
+  /** config-file */
+  loaded!: LoadedConfig;
+  /** event-log */
+  log!: SqliteEventLog;
+  /** Where WAL checkpoint failures go: stderr until the bus exists to carry them. */
+  reportCheckpoint: (message: string) => void = (message) => void process.stderr.write(`svc: WAL checkpoint: ${message}\n`);
+  /** bus */
+  bus!: Bus;
+  sink!: LogSink;
+  /** actor-host */
+  host!: ActorHost;
+  /** daemon */
+  daemon!: DaemonActor;
+  /** The reason the daemon's actor records when it stops; a stop that never got one was a failed start. */
+  endReason = 'start failed';
+  /** config, registry */
+  config!: () => AgentConfig;
+  registry!: () => SubAgentConfig[];
+  /** main-agent-token */
+  mainAgentToken!: string;
+  /** model-cache */
+  models!: ModelCacheRefresher;
+  /** notifications */
+  notifications!: NotificationReadModel;
+  /** agents */
+  agents!: AgentSupervisor;
+  /** internal-api */
+  internalApi!: InternalApi;
+  /** api-server; null when no surface needs it. */
+  apiServer: ApiServer | null = null;
+
+  readonly hostEnv: NodeJS.ProcessEnv;
+  readonly userHome: string;
+
+  constructor(readonly opts: DaemonOptions) {
+    this.hostEnv = opts.env ?? process.env;
+    this.userHome = this.hostEnv.HOME ?? homedir();
+  }
+
+  get paths(): HomePaths {
+    return this.opts.paths;
+  }
+
+  readonly users = (): UserRecord[] => {
+    try {
+      return loadUsers(this.paths);
+    } catch (e) {
+      // A broken users.json is the user's to fix; until then nobody gets a role from it.
+      this.bus.emitLog('error', describeError(e));
+      return [];
+    }
+  };
+}
+
+/**
+ * The daemon's parts in start order; they stop in reverse. Order matters: nothing may append
+ * before the lock is held, nothing may publish before the log is open, and agents stop (their
+ * turns killed and recorded) before the log closes.
+ */
+export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
+  {
+    name: 'pid-lock',
+    start(ctx) {
+      ensureDir(ctx.paths.root, 0o700);
+      const lock = acquirePidLock(ctx.paths.pidFile);
+      ctx.tookOver = lock.tookOver ?? null;
+      return () => lock.release();
+    },
+  },
+  {
+    name: 'config-file',
+    start(ctx) {
+      ctx.loaded = loadConfig(ctx.paths);
+      assertEventLogKept(ctx.paths);
+    },
+  },
+  {
+    name: 'event-log',
+    start(ctx) {
+      const log = SqliteEventLog.open(ctx.paths.eventsDb, {
+        projections: PROJECTIONS,
+        backgroundCheckpoints: { onError: (m) => ctx.reportCheckpoint(m) },
+      });
+      ctx.log = log;
+      return async () => {
+        await log.stopCheckpoints();
+        log.close();
+      };
+    },
+  },
+  {
+    name: 'bus',
+    start(ctx) {
+      const { opts, paths } = ctx;
+      const bus = new Bus({ log: ctx.log, ...(opts.clock ? { clock: opts.clock } : {}) });
+      ctx.bus = bus;
+      markEventLogHistory(paths, new Date(bus.now()).toISOString());
+      ctx.reportCheckpoint = (message) => bus.emitLog('warn', `WAL checkpoint failed: ${message}`);
+      const sink = new LogSink(bus, {
+        level: opts.verbose ? 'debug' : parseLogLevel(ctx.loaded.config.log_level),
+        file: join(paths.logsDir, 'svc.log'),
+        stderr: opts.logToStderr ?? true,
+      });
+      ctx.sink = sink;
+      return () => {
+        // Closing commits the facts still queued (the daemon's last ones among them), and the
+        // sink writes their log lines before it closes.
+        bus.close();
+        sink.close();
+      };
+    },
+  },
+  {
+    name: 'actor-host',
+    start(ctx) {
+      const host = new ActorHost(ctx.bus);
+      ctx.host = host;
+      if (ctx.tookOver) ctx.bus.emitLog('info', ctx.tookOver);
+      ctx.bus.subscribe('log-events', (e) => ctx.bus.emitLog('debug', `${e.type} ${e.stream}`, { seq: e.seq }));
+      logConfigWarnings(ctx.bus);
+      return () => host.stopAll();
+    },
+  },
+  {
+    name: 'daemon',
+    async start(ctx) {
+      const { paths, loaded } = ctx;
+      const daemon = ctx.host.spawn('daemon', daemonMachine, {
+        stream: 'daemon',
+        input: {
+          pid: process.pid,
+          version: VERSION,
+          home: paths.root,
+          node: process.version,
+          previous: previousRun(ctx.log.read({ stream: 'daemon' })),
+        },
+      });
+      ctx.daemon = daemon;
+      // Runs after everything the daemon started has stopped, and before its actor is stopped.
+      const stop = () => {
+        daemon.send({ type: 'stop', reason: ctx.endReason });
+        daemon.send({ type: 'stopped' });
+      };
+      try {
+        await ctx.bus.publish({
+          stream: 'config',
+          type: 'config.loaded',
+          data: {
+            file: paths.configFile,
+            created: loaded.created,
+            keys_added: loaded.keysAdded,
+            ...(loaded.unknownKeys.length ? { unknown_keys: loaded.unknownKeys } : {}),
+          },
+        });
+      } catch (e) {
+        stop();
+        throw e;
+      }
+      return stop;
+    },
+  },
+  {
+    name: 'config',
+    start(ctx) {
+      const interval = ctx.opts.watchIntervalMs;
+      const config = ctx.host.spawn('config', configMachine.provide({ actors: { watcher: configWatcher } }), {
+        stream: 'config',
+        input: { config: ctx.loaded.config, file: ctx.paths.configFile, unknownKeys: ctx.loaded.unknownKeys, ...(interval ? { intervalMs: interval } : {}) },
+      });
+      ctx.config = () => config.getSnapshot().context.config;
+      ctx.bus.subscribe('log-level', (e) => {
+        if (e.type === 'config.reloaded' && !ctx.opts.verbose) ctx.sink.level = parseLogLevel(ctx.config().log_level);
+      });
+    },
+  },
+  {
+    name: 'registry',
+    start(ctx) {
+      const { paths } = ctx;
+      const interval = ctx.opts.watchIntervalMs;
+      const registry = ctx.host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
+        stream: 'registry',
+        input: {
+          entries: loadRegistry(paths),
+          file: registryLocation(paths) ?? paths.agentsRegistry,
+          paths: { agentsRegistry: paths.agentsRegistry, legacyAgentsRegistry: paths.legacyAgentsRegistry },
+          ...(interval ? { intervalMs: interval } : {}),
+        },
+      });
+      ctx.registry = () => registry.getSnapshot().context.entries;
+    },
+  },
+  {
+    name: 'main-agent-token',
+    start(ctx) {
+      ctx.mainAgentToken = ensureMainAgentToken(ctx.paths, () => randomBytes(32).toString('base64url'));
+    },
+  },
+  {
+    name: 'model-cache',
+    start(ctx) {
+      const models = new ModelCacheRefresher({
+        paths: ctx.paths,
+        now: () => ctx.bus.now(),
+        fetchModels: localModelSource({ env: ctx.hostEnv, home: ctx.userHome }),
+        onResult: (r) => r.error && ctx.bus.emitLog('warn', `model cache: ${r.error}`),
+      });
+      ctx.models = models;
+      // Startup refresh reads local CLI files only; agents start meanwhile with whatever cache exists.
+      void models.start();
+      return () => models.stop();
+    },
+  },
+  {
+    name: 'notifications',
+    start(ctx) {
+      ctx.notifications = notificationReadModel(ctx.log.projectionDb());
+      const notifier = startNotifier({ bus: ctx.bus, readModel: ctx.notifications });
+      return () => notifier.unsubscribe();
+    },
+  },
+  {
+    name: 'chat-sessions',
+    start(ctx) {
+      const chatSessions = startChatSessions({ bus: ctx.bus, readModel: chatSessionReadModel(ctx.log.projectionDb()) });
+      return () => chatSessions.unsubscribe();
+    },
+  },
+  {
+    // Before anything new starts: what a crashed run left of its own helper processes.
+    name: 'orphan-recovery',
+    async start(ctx) {
+      await recoverOrphanProcesses(ctx.log, ctx.bus);
+    },
+  },
+  {
+    name: 'transcription',
+    start(ctx) {
+      const transcriber = startTranscriber({ bus: ctx.bus, paths: ctx.paths, config: () => ctx.config().transcription, env: ctx.hostEnv });
+      return () => transcriber.unsubscribe();
+    },
+  },
+  {
+    name: 'agents',
+    async start(ctx) {
+      const { opts } = ctx;
+      const agents = new AgentSupervisor({
+        bus: ctx.bus,
+        host: ctx.host,
+        log: ctx.log,
+        paths: ctx.paths,
+        mainConfig: ctx.config,
+        registry: ctx.registry,
+        users: ctx.users,
+        mainAgentToken: () => ctx.mainAgentToken,
+        hostEnv: ctx.hostEnv,
+        discoveredGemini: () => ctx.models.models('gemini'),
+        ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
+        ...(opts.turnClock ? { clock: opts.turnClock } : {}),
+      });
+      ctx.agents = agents;
+      const stop = () => agents.stop();
+      try {
+        await agents.start();
+      } catch (e) {
+        await stop();
+        throw e;
+      }
+      return stop;
+    },
+  },
+  {
+    name: 'internal-api',
+    async start(ctx) {
+      const api = await startInternalApi({
+        bus: ctx.bus,
+        host: '127.0.0.1',
+        port: ctx.opts.internalPort ?? ctx.loaded.config.interagent_port,
+        registry: ctx.registry,
+        users: ctx.users,
+        mainAgentToken: () => ctx.mainAgentToken,
+        config: ctx.config,
+      });
+      ctx.internalApi = api;
+      return () => api.close();
+    },
+  },
+  {
+    name: 'api-server',
+    async start(ctx) {
+      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) });
+      const server = ctx.apiServer;
+      return () => server?.close();
+    },
+  },
+];
+
+function apiListenAddress(ctx: DaemonContext): { host: string; port: number; allowPublic: boolean } {
+  const api = ctx.config().api;
+  return { host: api.host, port: ctx.opts.apiPort ?? api.port, allowPublic: api.allow_public };
+}
+
+/**
+ * Every surface the config enables on the API server. Today `api.enabled` is the only switch:
+ * without it no surface needs the server, so nothing listens on `api.port`. The shared `/api/*`
+ * routes ride on whichever surface runs; edges/admin will be one more entry here.
+ */
+function apiSurfaces(ctx: DaemonContext): Surface[] {
+  const { bus, paths } = ctx;
+  const direct = openDirectApi({
+    bus,
+    config: ctx.config,
+    paths,
+    connectionMachine,
+    providers: () =>
+      authOkProviders(
+        detectProviders({
+          env: ctx.hostEnv,
+          home: ctx.userHome,
+          paths,
+          config: ctx.config(),
+          models: { codex: ctx.models.models('codex'), gemini: ctx.models.models('gemini') },
+        }),
+      ),
+  });
+  return [
+    ...(direct ? [direct.surface] : []),
+    apiSurface({
+      bus,
+      paths,
+      readModel: ctx.notifications,
+      fileAccess: () => ctx.config().file_access,
+    }),
+  ];
+}

@@ -1,0 +1,87 @@
+import { isIP } from 'node:net';
+import type { LogLevel } from '../../bus/index.js';
+import { describeError } from '../../schemas/index.js';
+import { json } from './http.js';
+import { HttpServer, type Surface } from './http-server.js';
+
+/** Loopback, RFC 1918, CGNAT (tailnets), link-local and unique-local addresses, and localhost. */
+export function isPrivateHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  const kind = isIP(h);
+  if (kind === 4) {
+    const [a, b] = h.split('.').map(Number) as [number, number];
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254);
+  }
+  if (kind === 6) {
+    if (h === '::1') return true;
+    const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
+    if (v4) return isPrivateHost(v4[1]!);
+    return /^f[cd][0-9a-f]{2}:/.test(h) || /^fe[89ab][0-9a-f]:/.test(h);
+  }
+  return false;
+}
+
+export type ApiLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
+
+export interface ApiServerOptions {
+  /** `api.host` / `api.port` (tests listen on port 0). */
+  host: string;
+  port: number;
+  /** `api.allow_public`: silences the warning about a public bind address. */
+  allowPublic: boolean;
+  /** Every enabled surface, in mount order; the server runs when one of them is `standalone`. */
+  surfaces: readonly Surface[];
+  log: ApiLog;
+}
+
+export interface ApiServer {
+  port: number;
+  close(): void;
+}
+
+/**
+ * `GET /health` (SPEC.md lists it under both the direct API and the admin REST API): served by the
+ * server, whichever surfaces run, with what each of them reports.
+ */
+function healthSurface(surfaces: readonly Surface[]): Surface {
+  return {
+    name: 'health',
+    statuses: {},
+    routes: [
+      {
+        method: 'GET',
+        pattern: '/health',
+        auth: 'public',
+        handler: () => json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))),
+      },
+    ],
+  };
+}
+
+/**
+ * The API server on `api.host:api.port` (DESIGN.md §7): one uWS app that exists whenever a surface
+ * needs it, null when none does. Binding to a public or wildcard address without `allow_public` is
+ * allowed but logged as a warning (SPEC.md ApiConfig).
+ */
+export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer | null> {
+  const standalone = opts.surfaces.filter((s) => s.standalone);
+  if (standalone.length === 0) return null;
+  const { host, log } = opts;
+  if (!isPrivateHost(host) && !opts.allowPublic) {
+    log('warn', `the API server listens on ${host}, which is not a loopback or private address; put it behind a private network or set api.allow_public to silence this`, { host });
+  }
+  const server = new HttpServer({
+    onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
+  });
+  try {
+    for (const s of opts.surfaces) server.mount(s);
+    server.mount(healthSurface(opts.surfaces));
+    const port = await server.listen(host, opts.port);
+    for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);
+    return { port, close: () => server.close() };
+  } catch (e) {
+    server.close();
+    throw e;
+  }
+}

@@ -1,0 +1,97 @@
+import { SvcError } from '../../schemas/index.js';
+import { authenticateRoute, type Authenticator, type Credential } from './authentication.js';
+import { COMMON_STATUSES, Router, combineStatusTables, type HttpReply, type HttpRequest, type Route, type StatusTable } from './http.js';
+import { createApp, listen, mountHttp, type App, type Listening, type MountedRoute } from './uws-http.binding.js';
+
+/**
+ * What one surface (direct, the shared `/api` routes, admin, internal) brings to a server. The
+ * server owns the uWS app; surfaces only mount on it.
+ */
+export interface Surface {
+  /** Names the surface in logs and start-up errors: `direct`, `api`, `admin`, `internal`. */
+  readonly name: string;
+  readonly routes: readonly Route[];
+  /** This surface's codes beyond COMMON_STATUSES; a code mapped twice is refused at mount. */
+  readonly statuses: StatusTable;
+  /** Credentials this surface can check; a route of any surface on the same server may accept them. */
+  readonly authenticators?: readonly Authenticator[];
+  /** Reason enough to run the server (direct, admin); the shared `/api` routes only ride along. */
+  readonly standalone?: boolean;
+  /** Handlers that need the app itself, such as WebSocket endpoints (`/ws`). */
+  mountSockets?(app: App): void;
+  /** Fields this surface adds to `GET /health`. */
+  health?(): Record<string, unknown>;
+  /** When the server closes, before its listen socket does. */
+  close?(): void;
+}
+
+export interface HttpServerOptions {
+  /** Unexpected failures: logged, never shown to the client. */
+  onInternalError(e: unknown, req: Pick<HttpRequest, 'method' | 'path'>, surface: string): void;
+  /** Headers added to every reply (e.g. CORS for an allowed origin). */
+  extraHeaders?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Record<string, string>;
+  /** Answers a request before routing (CORS preflight); undefined lets routing go on. */
+  before?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): HttpReply | undefined;
+}
+
+/**
+ * One uWS app with its router. Surfaces mount before `listen`; every start-up conflict (a route
+ * declared twice, a credential checked by two surfaces, an error code mapped twice) is refused
+ * with an SvcError naming it, instead of one silently winning, and mounts nothing of the surface.
+ */
+export class HttpServer {
+  readonly app: App;
+  private readonly router = new Router<MountedRoute>();
+  private readonly authenticators = new Map<Credential, Authenticator>();
+  private readonly mounted: Surface[] = [];
+  private listening: Listening | null = null;
+  private closed = false;
+
+  constructor(opts: HttpServerOptions) {
+    this.app = createApp();
+    mountHttp(this.app, {
+      router: this.router,
+      authenticate: (req, auth) => authenticateRoute(req, auth, this.authenticators),
+      onInternalError: opts.onInternalError,
+      ...(opts.extraHeaders ? { extraHeaders: opts.extraHeaders } : {}),
+      ...(opts.before ? { before: opts.before } : {}),
+    });
+  }
+
+  get surfaces(): readonly Surface[] {
+    return this.mounted;
+  }
+
+  mount(surface: Surface): void {
+    if (this.listening || this.closed) throw new SvcError('server-started', `surface ${surface.name} must mount before the server listens`);
+    if (this.mounted.some((s) => s.name === surface.name)) throw new SvcError('duplicate-surface', `surface ${surface.name} is mounted twice`);
+    const statuses = combineStatusTables(`surface ${surface.name}`, COMMON_STATUSES, surface.statuses);
+    for (const a of surface.authenticators ?? []) {
+      if (this.authenticators.has(a.credential)) throw new SvcError('duplicate-credential', `surface ${surface.name}: credential ${a.credential} already has an authenticator`);
+    }
+    try {
+      this.router.add(...surface.routes.map((route) => ({ ...route, surface: surface.name, statuses })));
+    } catch (e) {
+      throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
+    }
+    for (const a of surface.authenticators ?? []) this.authenticators.set(a.credential, a);
+    surface.mountSockets?.(this.app);
+    this.mounted.push(surface);
+  }
+
+  /** The port actually bound (0 picks a free one). */
+  async listen(host: string, port: number): Promise<number> {
+    if (this.listening || this.closed) throw new SvcError('server-started', 'the server listens once');
+    this.listening = await listen(this.app, host, port);
+    return this.listening.port;
+  }
+
+  /** Surfaces close in reverse order of mounting, then the listen socket; a second call does nothing. */
+  close(): void {
+    // Closing a uWS listen socket twice touches freed memory.
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of [...this.mounted].reverse()) s.close?.();
+    this.listening?.close();
+  }
+}

@@ -1,0 +1,60 @@
+import type { Principal, UserRecord } from '../../schemas/index.js';
+import { parseJsonBody, parseWith, type Authenticator, type HttpRequest } from '../http/index.js';
+import { CallerClaimBody, CallerClaimQuery } from './bodies.js';
+import { MAIN_AGENT, authenticateAgent, authenticateMain, callerUser, type CallerDirectory, type Warn } from './caller.js';
+
+const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const;
+
+/** The calling agent named by the request: the body's `from`, or the query's on a GET (absent: main). */
+function claimedAgent(req: HttpRequest): string {
+  if (req.method === 'GET') return parseWith(CallerClaimQuery, Object.fromEntries(req.query), 'invalid-query', 'query').from ?? MAIN_AGENT;
+  return parseJsonBody(req, CallerClaimBody).from;
+}
+
+/**
+ * SPEC.md "Permission mode by role": an agent acting for a user has the user's role and
+ * allowed_agents; without `X-SVC-Caller-User-Id` the framework itself asks (cron, webhooks,
+ * workflows), which runs as admin.
+ */
+function agentPrincipal(agent: string, user: UserRecord | null): Principal {
+  return {
+    kind: 'agent',
+    id: agent,
+    acting_for: user?.username ?? null,
+    role: user ? user.role : 'admin',
+    allowed_agents: user ? user.allowed_agents : [],
+    origin: ORIGIN,
+  };
+}
+
+/**
+ * `agent-token`: the claimed agent's `interagent_token` (the main agent token for main) as a bearer
+ * token, and the person it acts for from `X-SVC-Caller-User-Id`. A wrong token or an unknown user
+ * is refused with its own code and message, since this is the internal API's only credential.
+ */
+export function agentTokenAuthenticator(dir: CallerDirectory, warn: Warn): Authenticator {
+  return {
+    credential: 'agent-token',
+    hint: 'Authorization: Bearer <interagent_token of the calling agent>',
+    authenticate(req) {
+      const agent = claimedAgent(req);
+      authenticateAgent(dir, agent, req.headers, warn);
+      return agentPrincipal(agent, callerUser(dir, req.headers));
+    },
+  };
+}
+
+/** Only the owner of the home can read the main agent token: they are the service's admin. */
+const OWNER: Principal = { kind: 'user', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { ...ORIGIN, transport: 'cli' } };
+
+/** `owner-token`: `svc ask` sends the main agent token. */
+export function ownerTokenAuthenticator(dir: Pick<CallerDirectory, 'mainAgentToken'>): Authenticator {
+  return {
+    credential: 'owner-token',
+    hint: 'Authorization: Bearer <main agent token>',
+    authenticate(req) {
+      authenticateMain(dir, req.headers);
+      return OWNER;
+    },
+  };
+}
