@@ -21,7 +21,7 @@ import {
 import { Bus } from '../bus/index.js';
 import { apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { describeError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -32,6 +32,7 @@ import {
   ensureMainAgentToken,
   loadConfig,
   loadRegistry,
+  listeningPortHolder,
   loadUsers,
   markEventLogHistory,
   notificationReadModel,
@@ -355,7 +356,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         users: ctx.users,
         mainAgentToken: () => ctx.mainAgentToken,
         config: ctx.config,
-      });
+      }).catch(portTaken('interagent_port'));
       ctx.internalApi = api;
       return () => api.close();
     },
@@ -363,12 +364,28 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'api-server',
     async start(ctx) {
-      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) });
+      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) }).catch(
+        portTaken('api.port'),
+      );
       const server = ctx.apiServer;
       return () => server?.close();
     },
   },
 ];
+
+/**
+ * A port that cannot be bound stops the start with one line naming the port, the config key that
+ * sets it and, when /proc shows it, the process holding it.
+ */
+function portTaken(key: string): (e: unknown) => never {
+  return (e) => {
+    if (!isSvcError(e, 'listen-failed')) throw e;
+    const { host, port } = (e.details ?? {}) as { host?: string; port?: number };
+    const holder = typeof port === 'number' && port > 0 ? listeningPortHolder(port) : null;
+    const why = holder ? `it is in use by pid ${holder.pid} (${holder.command})` : 'it is in use, or not an address of this machine';
+    throw new SvcError('listen-failed', `cannot listen on ${host}:${port} (${key} in config.json): ${why}; stop that process or choose another ${key}`, e.details);
+  };
+}
 
 function apiListenAddress(ctx: DaemonContext): { host: string; port: number; allowPublic: boolean } {
   const api = ctx.config().api;

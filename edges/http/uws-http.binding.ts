@@ -40,11 +40,21 @@ export interface Listening {
   close(): void;
 }
 
+/** uWS's `ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT` (a const enum in its typings, absent at run time). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+type ExclusiveListen = (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => unknown;
+
+/**
+ * Binds the port exclusively: uWS shares ports by default (SO_REUSEPORT), which let two daemons
+ * with different homes both listen on one port and split its requests between them. This build
+ * takes the options argument after the host as well, though its typings only declare it without one.
+ */
 export function listen(app: App, host: string, port: number): Promise<Listening> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (token) => {
+    (app.listen as unknown as ExclusiveListen)(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
       if (!token) {
-        reject(new SvcError('listen-failed', `could not listen on ${host}:${port} (in use, or not an address of this machine)`));
+        reject(new SvcError('listen-failed', `could not listen on ${host}:${port} (in use, or not an address of this machine)`, { host, port }));
         return;
       }
       resolve({

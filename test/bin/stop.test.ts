@@ -1,5 +1,6 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { exited, freePortHome, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
@@ -24,4 +25,31 @@ t.test('svc stop ends the daemon of this home cleanly and waits for it; not runn
     t.equal(b.code, 2, bad.join(' '));
     t.match(b.stderr, /usage: svc stop/);
   }
+});
+
+t.test('a second daemon on a taken port refuses to start with one line naming the port, its key and the holder', async (t) => {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen({ host: '127.0.0.1', port: 0, exclusive: true }, r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+
+  const homeA = join(t.testdir(), 'a');
+  const homeB = join(t.testdir(), 'b');
+  for (const home of [homeA, homeB]) {
+    mkdirSync(join(home, 'config'), { recursive: true });
+    writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ interagent_port: port }));
+  }
+  const first = startSvc(homeA);
+  t.teardown(() => void first.kill('SIGKILL'));
+  await until('the first daemon is ready', () => existsSync(join(homeA, 'events.db')) && readEvents(join(homeA, 'events.db')).some((e) => e.type === 'daemon.ready'));
+
+  const second = svc(homeB, ['start']);
+  t.equal(second.code, 1);
+  const lines = second.stderr.trim().split('\n').filter((l) => l.startsWith('svc: '));
+  t.same(lines.length, 1, second.stderr);
+  t.match(lines[0], new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port} \\(interagent_port in config\\.json\\): it is in use by pid ${first.pid} \\(`));
+  t.notOk(existsSync(join(homeB, 'svc.pid')), 'the refused daemon released its home');
+
+  t.equal(svc(homeA, ['stop']).code, 0);
+  t.equal(await exited(first), 0, 'the first daemon never lost its port and stops cleanly');
 });
