@@ -2,7 +2,9 @@ import {
   ROLES,
   type AgentConfig,
   type PermissionMode,
+  type Principal,
   type Role,
+  type SubAgentConfig,
   type UserRecord,
 } from '../schemas/index.js';
 
@@ -122,12 +124,56 @@ export function permissionModeFor(
   return resolvePermissionMode(config, roleForSource(users, source));
 }
 
-/**
- * Whether a user may use an agent (SPEC.md "Agent-scoped access"): an empty list or one holding `*`
- * means every agent. A disabled user may use none.
- */
-export function agentAllowed(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agentName: string): boolean {
-  if (!user.active) return false;
-  const list = user.allowed_agents;
+/** The permission mode of a turn asked for by `principal` (its role, settled when it authenticated). */
+export function permissionModeForPrincipal(config: Pick<AgentConfig, 'permission_mode' | 'permission_mode_by_role'>, principal: Principal): PermissionMode {
+  return resolvePermissionMode(config, principal.role);
+}
+
+/** SPEC.md "Agent-scoped access": an empty list or one holding `*` means every agent. */
+function listAllows(list: readonly string[], agentName: string): boolean {
   return list.length === 0 || list.includes('*') || list.includes(agentName);
+}
+
+/** Whether a user may use an agent. A disabled user may use none. */
+export function agentAllowed(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agentName: string): boolean {
+  return user.active && listAllows(user.allowed_agents, agentName);
+}
+
+/** The main agent has no registry entry and no can_call list: it may call every agent. */
+const MAIN_AGENT = 'main';
+
+/** Why a principal may not use an agent, or a note to log when it may only by a legacy allowance. */
+export type AgentAccess = { allowed: true; warning: string | null } | { allowed: false; code: 'agent-not-allowed' | 'call-not-allowed' | 'unknown-caller'; message: string };
+
+/**
+ * Whether `principal` may send `target` a message (SPEC.md "Agent-scoped access" and "Inter-agent
+ * authentication"): the person's allowed_agents, then, for an agent calling, its can_call list.
+ * `registry` is the registry as last validated.
+ */
+export function agentAccess(principal: Principal, target: string, registry: readonly Pick<SubAgentConfig, 'name' | 'can_call'>[]): AgentAccess {
+  if (!listAllows(principal.allowed_agents, target)) {
+    const who = principal.kind === 'agent' ? principal.acting_for : principal.id;
+    return {
+      allowed: false,
+      code: 'agent-not-allowed',
+      message: `user "${who ?? '(token)'}" may not use agent "${target}" (allowed_agents: ${principal.allowed_agents.join(', ')})`,
+    };
+  }
+  if (principal.kind !== 'agent' || principal.id === MAIN_AGENT) return { allowed: true, warning: null };
+  const from = principal.id ?? '';
+  const entry = registry.find((e) => e.name === from);
+  if (!entry) return { allowed: false, code: 'unknown-caller', message: `calling agent "${from}" is not in the registry` };
+  const canCall = entry.can_call;
+  if (canCall === undefined || canCall === null) {
+    return { allowed: true, warning: `agent "${from}" has no can_call list; allowing its call to "${target}" (legacy mode): set can_call for "${from}" in agents.json` };
+  }
+  if (!canCall.includes(target) && !canCall.includes('*')) {
+    return { allowed: false, code: 'call-not-allowed', message: `agent "${from}" may not call "${target}" (can_call: ${canCall.length ? canCall.join(', ') : 'empty'})` };
+  }
+  return { allowed: true, warning: null };
+}
+
+/** Which of `names` the principal may see and use: an agent never lists itself, and a legacy agent (no can_call) sees all. */
+export function visibleAgents(principal: Principal, names: readonly string[], registry: readonly Pick<SubAgentConfig, 'name' | 'can_call'>[]): string[] {
+  return names.filter((name) => !(principal.kind === 'agent' && name === principal.id) && agentAccess(principal, name, registry).allowed);
 }

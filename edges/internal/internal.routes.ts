@@ -1,30 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { filter, type Subscription } from 'rxjs';
-import type { Bus, LogLevel } from '../../bus/index.js';
+import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
-  AGENT_COMMANDS,
   SvcError,
   describeError,
   isSvcError,
-  type AgentMessage,
-  type AgentSummary,
+  type Principal,
   type SubAgentConfig,
-  type TurnChunk,
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
 import { json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
 import { AskBody, InteragentAgentsQuery, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
-import {
-  MAIN_AGENT,
-  authenticateAgent,
-  authenticateMain,
-  authoriseCall,
-  callerUser,
-  requireKnownAgent,
-  visibleAgents,
-  type Warn,
-} from './caller.js';
+import { MAIN_AGENT, agentPrincipal, authenticateAgent, authenticateMain, callerUser, ownerPrincipal, requireKnownAgent, type Warn } from './caller.js';
 import { LineQueue } from './line-queue.js';
 
 export interface InternalDeps {
@@ -76,18 +63,10 @@ function outcomeReply(to: string, outcome: TurnOutcome): InteragentReply {
   return { sender: to, text: outcome.text, success, error };
 }
 
-/**
- * Started but already refused (no runtime on the bus): `bus.send` rejects before any await, so the
- * rejection wins a race against an already-resolved promise listed after it.
- */
-async function refusedAtOnce(p: Promise<unknown>): Promise<unknown> {
-  const pending = Symbol('pending');
-  try {
-    await Promise.race([p, Promise.resolve(pending)]);
-    return undefined;
-  } catch (e) {
-    return e;
-  }
+/** A refusal (unknown agent, allowed_agents, can_call, no runtime) is the HTTP reply; nothing was queued. */
+async function requireAccepted(asked: Asked): Promise<void> {
+  const admission = await asked.accepted;
+  if (!admission.accepted) throw new SvcError(admission.code, admission.message);
 }
 
 export function internalRoutes(deps: InternalDeps): Route[] {
@@ -97,47 +76,42 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   const warn: Warn = (msg, fields) => log('warn', msg, fields ?? {});
   const newId = deps.newId ?? (() => randomUUID());
 
-  /** Everything that decides whether a call may happen; throws before anything is sent. */
-  function admitCall(req: HttpRequest): { body: InteragentSend; user: UserRecord | null } {
+  /** Who calls and for whom; throws before anything is sent. Whether they may is the runtime's to decide. */
+  function admitCall(req: HttpRequest): { body: InteragentSend; principal: Principal } {
     const body = parseJsonBody(req, InteragentSendBody);
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
-    const entry = authenticateAgent(deps, body.from, req.headers, warn);
+    authenticateAgent(deps, body.from, req.headers, warn);
     requireKnownAgent(deps, body.to);
     const user = callerUser(deps, req.headers);
-    authoriseCall({ from: body.from, entry, to: body.to, user }, warn);
-    return { body, user };
+    return { body, principal: agentPrincipal(body.from, user, { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id }) };
   }
 
-  function messageFor(body: InteragentSend, user: UserRecord | null): AgentMessage {
-    return {
-      request_id: newId(),
-      agent: body.to,
-      transport: INTERAGENT_TRANSPORT,
-      chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
-      topic_id: body.topic_id ?? null,
-      text: interagentText(body.from, body.message),
-      // No caller header: the framework itself is asking (cron, webhooks, workflows): admin, per SPEC.
-      source: user ? { kind: 'interagent', callerUserId: user.username } : { kind: 'interagent', userRole: 'admin' },
-      kind: 'interagent',
-      new_session: body.new_session,
-      ...(user ? { caller_user_id: user.username } : {}),
-    };
+  function askFor(body: InteragentSend, principal: Principal, timeoutS: number): Asked {
+    return agentsOf(bus).ask(
+      {
+        agent: body.to,
+        transport: INTERAGENT_TRANSPORT,
+        chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
+        topic_id: body.topic_id ?? null,
+        text: interagentText(body.from, body.message),
+        kind: 'interagent',
+        new_session: body.new_session,
+      },
+      principal,
+      { timeoutMs: timeoutS * 1000, requestId: newId() },
+    );
   }
 
-  /** Runs one inter-agent turn; every failure after dispatch is an answer with success false. */
-  async function dispatch(body: InteragentSend, user: UserRecord | null, timeoutS: number, sent?: (p: Promise<TurnOutcome>) => void): Promise<InteragentReply> {
-    const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: messageFor(body, user), by: body.from }, { timeoutMs: timeoutS * 1000 });
-    sent?.(p);
+  /** The answer of an accepted inter-agent turn; every failure is an answer with success false. */
+  async function answerOf(body: InteragentSend, asked: Asked, timeoutS: number): Promise<InteragentReply> {
     try {
-      return outcomeReply(body.to, await p);
+      return outcomeReply(body.to, await asked.outcome);
     } catch (e) {
       if (isSvcError(e, 'command-timeout')) {
         return { sender: body.to, text: '', success: false, error: `no answer from "${body.to}" within ${timeoutS} s` };
       }
-      if (isSvcError(e, 'no-handler')) return { sender: body.to, text: '', success: false, error: 'no agent runtime is attached to svc' };
-      if (e instanceof SvcError) return { sender: body.to, text: '', success: false, error: e.message };
-      log('error', `inter-agent call ${body.from} -> ${body.to} failed: ${describeError(e)}`);
-      return { sender: body.to, text: '', success: false, error: 'internal error' };
+      if (isSvcError(e, 'internal-error')) log('error', `inter-agent call ${body.from} -> ${body.to} failed: ${describeError(e)}`);
+      return { sender: body.to, text: '', success: false, error: isSvcError(e, 'internal-error') ? 'internal error' : describeError(e) };
     }
   }
 
@@ -146,12 +120,11 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     handler: async (req) => {
-      const { body, user } = admitCall(req);
-      let sent!: Promise<TurnOutcome>;
-      const reply = dispatch(body, user, deps.config().interagent.sync_timeout, (p) => (sent = p));
-      const refused = await refusedAtOnce(sent);
-      if (isSvcError(refused, 'no-handler')) throw refused;
-      return json(200, await reply);
+      const { body, principal } = admitCall(req);
+      const timeoutS = deps.config().interagent.sync_timeout;
+      const asked = askFor(body, principal, timeoutS);
+      await requireAccepted(asked);
+      return json(200, await answerOf(body, asked, timeoutS));
     },
   };
 
@@ -160,23 +133,29 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send_async',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     handler: async (req) => {
-      const { body, user } = admitCall(req);
+      const { body, principal } = admitCall(req);
       const taskId = `ia-${newId()}`;
       const stream = `interagent:${taskId}`;
       const base = { task_id: taskId, from: body.from, to: body.to };
+      const timeoutS = deps.config().interagent.async_timeout;
+      const asked = askFor(body, principal, timeoutS);
+      await requireAccepted(asked);
+      const correlation = asked.request_id;
       await bus.publish({
         stream,
         type: 'interagent.requested',
-        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: user?.username ?? null },
+        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for },
         by: body.from,
+        correlation,
       });
-      void dispatch(body, user, deps.config().interagent.async_timeout)
+      void answerOf(body, asked, timeoutS)
         .then((r) =>
           bus.publish({
             stream,
             type: 'interagent.completed',
             data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
             by: body.from,
+            correlation,
           }),
         )
         .catch((e) => log('error', `could not record the result of inter-agent task ${taskId}: ${describeError(e)}`, { task_id: taskId }));
@@ -190,11 +169,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     handler: async (req) => {
       const q = parseWith(InteragentAgentsQuery, Object.fromEntries(req.query), 'invalid-query', 'query');
       const from = q.from ?? MAIN_AGENT;
-      const entry = authenticateAgent(deps, from, req.headers, warn);
+      authenticateAgent(deps, from, req.headers, warn);
       const user = callerUser(deps, req.headers);
-      const list = await bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data: {}, by: from });
-      const visible = visibleAgents(list.map((a) => a.name), { from, entry, user });
-      return json(200, list.filter((a) => visible.has(a.name)));
+      return json(200, await agentsOf(bus).list(agentPrincipal(from, user, { transport: INTERAGENT_TRANSPORT, chat_id: null, topic_id: null })));
     },
   };
 
@@ -207,44 +184,25 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       const body = parseJsonBody(req, AskBody);
       const agent = body.agent ?? MAIN_AGENT;
       requireKnownAgent(deps, agent);
-      const requestId = newId();
-      let sub: Subscription | undefined;
-      const lines = new LineQueue(() => sub?.unsubscribe());
-      // Subscribe before sending: the runtime may stream the first chunk before send() returns.
-      sub = bus.transient$.pipe(filter((m) => m.type.startsWith('turn.') && (m.data as { request_id?: unknown })?.request_id === requestId)).subscribe({
-        next: (m) => {
-          const chunk = m as unknown as TurnChunk;
-          if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
-          else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
-          else if (chunk.type === 'turn.system_status') lines.push({ type: 'system_status', status: chunk.data.status });
-        },
-        complete: () => lines.end(),
+      const asked = agentsOf(bus).ask(
+        { agent, transport: ASK_TRANSPORT, chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID, topic_id: null, text: body.text, kind: 'foreground', new_session: body.new },
+        ownerPrincipal(),
+        { requestId: newId() },
+      );
+      // Read only once the client goes away, by then assigned.
+      const lines = new LineQueue(() => sub.unsubscribe());
+      const sub = asked.chunks$.subscribe((chunk) => {
+        if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
+        else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
+        else lines.push({ type: 'system_status', status: chunk.data.status });
       });
-      const message: AgentMessage = {
-        request_id: requestId,
-        agent,
-        transport: ASK_TRANSPORT,
-        chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
-        topic_id: null,
-        text: body.text,
-        // Only the owner of the home can read the main agent token: they are the service's admin.
-        source: { kind: 'system' },
-        kind: 'foreground',
-        new_session: body.new,
-      };
-      // No bus timeout: the turn has its own deadline (TimeoutConfig) and always replies.
-      const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: message, by: 'owner' }, { timeoutMs: 0 });
-      const refused = await refusedAtOnce(p);
-      if (refused !== undefined) {
-        lines.end();
-        sub.unsubscribe();
-        throw refused;
-      }
-      p.then(
+      await requireAccepted(asked);
+      asked.outcome.then(
         (outcome) => lines.push({ type: 'result', ...outcome }),
         (e) => {
-          if (!(e instanceof SvcError)) log('error', `svc ask turn failed: ${describeError(e)}`, { request_id: requestId });
-          lines.push({ type: 'error', error: e instanceof SvcError ? e.message : 'internal error', code: e instanceof SvcError ? e.code : 'internal-error' });
+          const internal = !(e instanceof SvcError) || e.code === 'internal-error';
+          if (internal) log('error', `svc ask turn failed: ${describeError(e)}`, { request_id: asked.request_id });
+          lines.push({ type: 'error', error: internal ? 'internal error' : e.message, code: internal ? 'internal-error' : e.code });
         },
       ).finally(() => lines.end());
       return { status: 200, headers: NDJSON_HEADERS, stream: lines };
