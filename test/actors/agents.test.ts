@@ -386,3 +386,54 @@ t.test('a turn still waiting for a CLI slot when svc stops is told so, not that 
   t.match(out.text, /stopped before this message could start; send it again/);
   t.equal((await running).status, 'aborted');
 });
+
+t.test('every fact a request causes carries its request id as correlation', async (t) => {
+  const { d, ask } = await boot(t);
+  const out = await ask('hi');
+  const turn = d.log.read({ stream: `turn:${out.turn_id}` });
+  const session = d.log.read({ streamPrefix: 'session:main:' });
+  t.same(turn.map((e) => e.type), ['turn.started', 'turn.spawned', 'turn.completed']);
+  t.same(session.map((e) => e.type), ['session.started', 'session.turn_recorded']);
+  t.same([...turn, ...session].map((e) => e.correlation), Array(5).fill('r1'));
+  await ask('/new');
+  t.equal(d.log.read({ streamPrefix: 'session:main:' }).at(-1)!.correlation, 'r2', 'a chat command too');
+});
+
+t.test('the runtime decides access: allowed_agents and can_call refuse a principal whatever surface sent it', async (t) => {
+  const { d, ask, paths } = await boot(t);
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name !== 'main'), take(3), toArray()));
+  writeFileSync(
+    paths.agentsRegistry,
+    JSON.stringify([
+      { name: 'ops', telegram_token: '1:a', can_call: [] },
+      { name: 'dev', telegram_token: '2:a', can_call: ['main'] },
+      { name: 'old', telegram_token: '3:a' },
+    ]),
+  );
+  await started;
+  const turns = () => d.log.read({ types: ['turn.started'] }).length;
+  const vic: Partial<Principal> = { kind: 'user', id: 'vic', role: 'viewer', allowed_agents: ['ops'] };
+
+  // Sent straight on the bus, as any surface (admin socket, messenger, task) would send it.
+  await t.rejects(ask('hi', { principal: vic }), { code: 'agent-not-allowed', message: /user "vic" may not use agent "main"/ });
+  await t.rejects(ask('hi', { principal: { kind: 'agent', id: 'ops', role: 'admin' } }), { code: 'call-not-allowed', message: /can_call: empty/ });
+  await t.rejects(ask('hi', { principal: { kind: 'agent', id: 'ghost', role: 'admin' } }), { code: 'unknown-caller' });
+  await t.rejects(ask('hi', { agent: 'ops', principal: { kind: 'agent', id: 'main', acting_for: 'vic', role: 'viewer', allowed_agents: ['dev'] } }), {
+    code: 'agent-not-allowed',
+  });
+  const refused = agentsOf(d.bus).ask({ agent: 'dev', transport: 'api', chat_id: 1, topic_id: null, text: 'hi', kind: 'foreground' }, { ...TOKEN_USER, ...vic });
+  t.match(await refused.accepted, { accepted: false, code: 'agent-not-allowed' }, 'refused before anything is queued');
+  t.equal(turns(), 0, 'no refused request ran a turn');
+
+  t.equal((await ask('hi', { agent: 'ops', principal: vic })).status, 'completed', 'an allowed agent answers');
+  t.equal((await ask('hi', { principal: { kind: 'agent', id: 'dev', role: 'admin' } })).status, 'completed', 'can_call allows main');
+  const warned = firstValueFrom(d.bus.transient$.pipe(filter((m) => m.type === 'log.line' && /"old" has no can_call list/.test((m.data as { msg: string }).msg))));
+  t.equal((await ask('hi', { agent: 'ops', principal: { kind: 'agent', id: 'old', role: 'admin' } })).status, 'completed', 'legacy: no can_call list');
+  await warned;
+
+  const names = async (p: Partial<Principal>) => (await agentsOf(d.bus).list({ ...TOKEN_USER, ...p })).map((a) => a.name).sort();
+  t.same(await names(vic), ['ops']);
+  t.same(await names({ kind: 'agent', id: 'dev' }), ['main'], 'an agent sees what it may call, never itself');
+  t.same(await names({}), ['dev', 'main', 'old', 'ops']);
+});
