@@ -8,6 +8,7 @@ import {
   SHUTDOWN_ABORT,
   ageWarningDue,
   buildInjection,
+  callerUserOf,
   effortFor,
   expiryRulesFromConfig,
   applySessionEvent,
@@ -16,8 +17,8 @@ import {
   newSession,
   nextCountAtThreshold,
   parseChatCommand,
-  parseDirective,
   permissionModeForPrincipal,
+  promptOf,
   resolveModel,
   resolveProviderForModel,
   resolveTimezone,
@@ -36,7 +37,6 @@ import {
   describeError,
   type AgentConfig,
   type AgentMessage,
-  type Principal,
   type TurnChunkBase,
   type TurnKind,
   type TurnOutcome,
@@ -99,22 +99,7 @@ interface ActiveTurn {
   session_key: string;
 }
 
-const MAX_PROMPT_CHARS = 256 * 1024;
 export const DEFAULT_MAX_QUEUED_PER_SESSION = 32;
-
-/** The prompt a message asks the CLI, after its `@model` directive; refused when empty or too large. */
-function promptOf(text: string): { prompt: string; directive: ReturnType<typeof parseDirective> } {
-  const directive = parseDirective(text);
-  const prompt = directive.rest.trim();
-  if (!prompt) throw new SvcError('empty', 'the message is empty');
-  if (prompt.length > MAX_PROMPT_CHARS) throw new SvcError('message-too-large', `the message has ${prompt.length} characters; the limit is ${MAX_PROMPT_CHARS}`);
-  return { prompt, directive };
-}
-
-/** SVC_CALLER_USER_ID: the person a turn is asked for, when one is known. */
-function callerUserOf(p: Principal): string | null {
-  return p.kind === 'user' ? p.id : p.acting_for;
-}
 
 /**
  * Runs one agent's chats: one turn at a time per session key (different keys in parallel),

@@ -9,8 +9,10 @@ import {
 } from '../schemas/index.js';
 
 /*
- * CLI permission mode by role (SPEC.md "CLI permission mode by role"): every entry point turns its
- * caller into a role (or none), and the role picks the mode. Pure: user records arrive as arguments.
+ * CLI permission mode by role (SPEC.md "CLI permission mode by role") and agent-scoped access. Every
+ * surface turns its caller into a Principal whose role comes from the rows below (roleForSource);
+ * the runtime then picks the mode from that role and decides access (agentAccess) where it handles
+ * the command. Pure: user records and the registry arrive as arguments.
  */
 
 /** Cron jobs, webhooks and background observers act for the owner of the service. */
@@ -77,7 +79,7 @@ export function roleForCaller(users: readonly UserForRole[], callerUserId: strin
   return user && user.active ? asRole(user.role) : null;
 }
 
-/** Where a CLI turn came from, as far as its permission mode is concerned. */
+/** A surface's credential, as far as the role of the Principal it builds is concerned. */
 export type PermissionSource =
   /** REST or admin WebSocket: the access token's `role` claim (a string from outside, checked here). */
   | { kind: 'token'; role: string | null }
@@ -127,6 +129,11 @@ export function permissionModeFor(
 /** The permission mode of a turn asked for by `principal` (its role, settled when it authenticated). */
 export function permissionModeForPrincipal(config: Pick<AgentConfig, 'permission_mode' | 'permission_mode_by_role'>, principal: Principal): PermissionMode {
   return resolvePermissionMode(config, principal.role);
+}
+
+/** SVC_CALLER_USER_ID: the person a request is made for, when one is known. */
+export function callerUserOf(p: Principal): string | null {
+  return p.kind === 'user' ? p.id : p.acting_for;
 }
 
 /** SPEC.md "Agent-scoped access": an empty list or one holding `*` means every agent. */

@@ -110,8 +110,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       if (isSvcError(e, 'command-timeout')) {
         return { sender: body.to, text: '', success: false, error: `no answer from "${body.to}" within ${timeoutS} s` };
       }
-      if (isSvcError(e, 'internal-error')) log('error', `inter-agent call ${body.from} -> ${body.to} failed: ${describeError(e)}`);
-      return { sender: body.to, text: '', success: false, error: isSvcError(e, 'internal-error') ? 'internal error' : describeError(e) };
+      if (e instanceof SvcError && e.code !== 'internal-error') return { sender: body.to, text: '', success: false, error: e.message };
+      log('error', `inter-agent call ${body.from} -> ${body.to} failed: ${describeError(e)}`);
+      return { sender: body.to, text: '', success: false, error: 'internal error' };
     }
   }
 
