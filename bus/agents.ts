@@ -74,12 +74,16 @@ export class AgentClient {
   private readonly sub: Subscription;
 
   constructor(private readonly bus: Bus) {
-    this.sub = bus.transient$.subscribe((m) => {
-      if (m.type !== AGENT_REPLIED && !CHUNK_TYPES.has(m.type)) return;
-      const route = this.routes.get((m.data as { request_id?: string } | null)?.request_id ?? '');
-      if (!route) return;
-      if (m.type === AGENT_REPLIED) route.settle(m.data as Reply);
-      else route.chunks.next(m as TurnChunk);
+    this.sub = bus.transient$.subscribe({
+      next: (m) => {
+        if (m.type !== AGENT_REPLIED && !CHUNK_TYPES.has(m.type)) return;
+        const route = this.routes.get((m.data as { request_id?: string } | null)?.request_id ?? '');
+        if (!route) return;
+        if (m.type === AGENT_REPLIED) route.settle(m.data as Reply);
+        else route.chunks.next(m as TurnChunk);
+      },
+      // The bus closed: no reply can come any more.
+      complete: () => this.close(),
     });
   }
 
@@ -130,9 +134,10 @@ export class AgentClient {
     return this.bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data, by: byOf(principal) });
   }
 
+  /** Ends every request still waiting with `bus-closed`. */
   close(): void {
-    this.sub.unsubscribe();
-    for (const route of [...this.routes.values()]) route.settle({ request_id: '', error: { code: 'bus-closed', message: 'the agent client closed' } });
+    this.sub?.unsubscribe();
+    for (const route of [...this.routes.values()]) route.settle({ request_id: '', error: { code: 'bus-closed', message: 'the bus closed before the agent answered' } });
   }
 }
 

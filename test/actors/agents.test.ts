@@ -437,3 +437,16 @@ t.test('the runtime decides access: allowed_agents and can_call refuse a princip
   t.same(await names({ kind: 'agent', id: 'dev' }), ['main'], 'an agent sees what it may call, never itself');
   t.same(await names({}), ['dev', 'main', 'old', 'ops']);
 });
+
+t.test('one session key holds at most 32 messages; more are refused at once, and /stop drops them all', async (t) => {
+  const { d, ask } = await boot(t, { FAKE_CLI_HANG: '1' });
+  const held = Array.from({ length: 32 }, (_, i) => ask(`m${i}`, { chat_id: 50 }));
+  const refused = agentsOf(d.bus).ask({ agent: 'main', transport: 'api', chat_id: 50, topic_id: null, text: 'one more', kind: 'foreground' }, TOKEN_USER);
+  t.match(await refused.accepted, { accepted: false, code: 'session-busy', message: /32 messages are already waiting/ });
+  t.equal((await ask('another chat', { chat_id: 51, text: '/new' })).status, 'completed', 'other sessions are not held up');
+  await until('the first CLI runs', () => d.log.read({ types: ['turn.spawned'] }).length === 1);
+  t.equal((await agentsOf(d.bus).abort(50, TOKEN_USER)).killed, 1);
+  const outcomes = await Promise.all(held);
+  t.equal(outcomes.filter((o) => o.status === 'aborted').length, 32);
+  t.equal(d.log.read({ types: ['turn.started'] }).length, 1, 'only the running one ever started');
+});

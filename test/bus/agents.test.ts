@@ -114,3 +114,11 @@ t.test('after acceptance: a failure rejects the outcome; a deadline gives comman
   await after.outcome;
   t.same(late, [], 'the late turn reaches no one');
 });
+
+t.test('closing the bus ends what still waits, with bus-closed', async (t) => {
+  const { bus } = setup(t);
+  const held = agentsOf(bus).ask({ ...ASK, text: 'hold' }, WHO);
+  t.same(await held.accepted, { accepted: true });
+  bus.close();
+  await t.rejects(held.outcome, { code: 'bus-closed' });
+});
