@@ -12,6 +12,7 @@ import {
 import { json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
 import { AskBody, InteragentAgentsQuery, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
 import { MAIN_AGENT, agentPrincipal, authenticateAgent, authenticateMain, callerUser, ownerPrincipal, requireKnownAgent, type Warn } from './caller.js';
+import { INTERNAL_STATUSES } from './errors.js';
 import { LineQueue } from './line-queue.js';
 
 export interface InternalDeps {
@@ -63,10 +64,14 @@ function outcomeReply(to: string, outcome: TurnOutcome): InteragentReply {
   return { sender: to, text: outcome.text, success, error };
 }
 
-/** A refusal (unknown agent, allowed_agents, can_call, no runtime) is the HTTP reply; nothing was queued. */
+/**
+ * A refusal this API has a status for (unknown agent, allowed_agents, can_call, no runtime) is the
+ * HTTP reply. Any other (an empty prompt, a full session, a stopping agent) is answered in the body
+ * like a turn that failed, as callers have always heard it: `outcome` rejects with it.
+ */
 async function requireAccepted(asked: Asked): Promise<void> {
   const admission = await asked.accepted;
-  if (!admission.accepted) throw new SvcError(admission.code, admission.message);
+  if (!admission.accepted && Object.hasOwn(INTERNAL_STATUSES, admission.code)) throw new SvcError(admission.code, admission.message);
 }
 
 export function internalRoutes(deps: InternalDeps): Route[] {
