@@ -76,8 +76,6 @@ export interface AgentRuntimeDeps {
   onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
   /** The daemon-wide bound on running CLIs, shared by every agent; absent: no bound. */
   cliSlots?: CliSlots;
-  /** Messages one session key may hold (running + waiting); more are refused. */
-  maxQueuedPerSession?: number;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -99,7 +97,8 @@ interface ActiveTurn {
   session_key: string;
 }
 
-export const DEFAULT_MAX_QUEUED_PER_SESSION = 32;
+/** Messages one session key may hold (running + waiting); more are refused, so a flood cannot grow memory. */
+export const MAX_QUEUED_PER_SESSION = 32;
 
 /**
  * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
@@ -163,9 +162,8 @@ export class AgentRuntime {
     const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
     let lane = this.lanes.get(key);
     if (!lane) this.lanes.set(key, (lane = { running: false, queue: [] }));
-    const cap = this.d.maxQueuedPerSession ?? DEFAULT_MAX_QUEUED_PER_SESSION;
-    if (lane.queue.length + (lane.running ? 1 : 0) >= cap) {
-      throw new SvcError('session-busy', `${cap} messages are already waiting in this session; wait for results before sending more`);
+    if (lane.queue.length + (lane.running ? 1 : 0) >= MAX_QUEUED_PER_SESSION) {
+      throw new SvcError('session-busy', `${MAX_QUEUED_PER_SESSION} messages are already waiting in this session; wait for results before sending more`);
     }
     const outcome = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
     this.drain(key, lane);

@@ -185,6 +185,7 @@ export class TurnStream {
 
   constructor(private readonly bus: Bus) {}
 
+  /** Takes the chunk over: a text delta may be appended to until its tick ends. */
   chunk(c: TurnChunk): void {
     const last = this.batch.at(-1) as TurnChunk | undefined;
     if (
@@ -193,11 +194,10 @@ export class TurnStream {
       last.data.request_id === c.data.request_id &&
       last.data.text.length + c.data.text.length <= MAX_MERGED_DELTA_CHARS
     ) {
-      // The queued delta is this stream's own copy (see below), so appending to it is safe.
       last.data.text += c.data.text;
       return;
     }
-    this.push(c.type === 'turn.text_delta' ? { ...c, data: { ...c.data } } : c);
+    this.push(c);
   }
 
   reply(r: Reply): void {
