@@ -21,6 +21,8 @@ export interface SpawnOptions<M extends AnyStateMachine> {
   snapshot?: SnapshotFrom<M>;
   /** Recorded as `by` on every fact, e.g. the user who caused the actor. */
   by?: string;
+  /** Recorded as `correlation` on every fact: the request the actor serves. */
+  correlation?: string;
   /** Drives the machine's delays; tests pass a SimulatedClock. */
   clock?: ActorClock;
 }
@@ -64,6 +66,7 @@ export class ActorHost {
             type: fact.type,
             data: fact.data ?? {},
             ...(opts.by ? { by: opts.by } : {}),
+            ...(opts.correlation ? { correlation: opts.correlation } : {}),
           })
           .catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`));
       }),

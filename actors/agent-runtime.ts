@@ -3,11 +3,12 @@ import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
-import type { Bus } from '../bus/index.js';
+import { turnStreamOf, type Bus, type TurnStream } from '../bus/index.js';
 import {
   SHUTDOWN_ABORT,
   ageWarningDue,
   buildInjection,
+  callerUserOf,
   effortFor,
   expiryRulesFromConfig,
   applySessionEvent,
@@ -16,8 +17,8 @@ import {
   newSession,
   nextCountAtThreshold,
   parseChatCommand,
-  parseDirective,
-  permissionModeFor,
+  permissionModeForPrincipal,
+  promptOf,
   resolveModel,
   resolveProviderForModel,
   resolveTimezone,
@@ -96,7 +97,8 @@ interface ActiveTurn {
   session_key: string;
 }
 
-const MAX_PROMPT_CHARS = 256 * 1024;
+/** Messages one session key may hold (running + waiting); more are refused, so a flood cannot grow memory. */
+export const MAX_QUEUED_PER_SESSION = 32;
 
 /**
  * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
@@ -115,8 +117,10 @@ export class AgentRuntime {
   /** Bumped by each abort of a chat, so preparation that outlives an abort does not start its turn. */
   private readonly abortEpoch = new Map<number, number>();
   private stopped = false;
+  private readonly out: TurnStream;
 
   constructor(private readonly d: AgentRuntimeDeps) {
+    this.out = turnStreamOf(d.bus);
     this.restoreSessions();
   }
 
@@ -148,15 +152,22 @@ export class AgentRuntime {
     return this.sessions.size;
   }
 
-  /** Queue a message on its session key; resolves when its turn (or command) is done. */
-  handle(msg: AgentMessage): Promise<TurnOutcome> {
-    if (this.stopped) return Promise.reject(new SvcError('agent-stopped', `agent ${this.d.name} is not running`));
+  /**
+   * Queues a message on its session key (the only place turns are ordered) and returns the outcome
+   * to come; throws, queueing nothing, when the message is refused.
+   */
+  accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } {
+    if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
+    if (parseChatCommand(msg.text) === null) promptOf(msg.text);
     const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
     let lane = this.lanes.get(key);
     if (!lane) this.lanes.set(key, (lane = { running: false, queue: [] }));
-    const p = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
+    if (lane.queue.length + (lane.running ? 1 : 0) >= MAX_QUEUED_PER_SESSION) {
+      throw new SvcError('session-busy', `${MAX_QUEUED_PER_SESSION} messages are already waiting in this session; wait for results before sending more`);
+    }
+    const outcome = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
     this.drain(key, lane);
-    return p;
+    return { outcome };
   }
 
   private drain(key: string, lane: Lane): void {
@@ -231,6 +242,7 @@ export class AgentRuntime {
       stream: sessionStream(this.d.name, key),
       type: 'session.started',
       data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
+      correlation: msg.request_id,
     });
     return s;
   }
@@ -278,7 +290,7 @@ export class AgentRuntime {
     if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
     if (!slot.queued) return slot;
     const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
-    const status = (text: string | null) => this.d.bus.emitTransient({ stream: `turn:${turnId}`, type: 'turn.system_status', data: { ...base, status: text } });
+    const status = (text: string | null) => this.out.chunk({ stream: `turn:${turnId}`, type: 'turn.system_status', data: { ...base, status: text } });
     this.queued.set(msg.request_id, { chat_id: msg.chat_id, slot });
     status(queuedStatus(slot.queued));
     const granted = await slot.granted;
@@ -290,10 +302,8 @@ export class AgentRuntime {
 
   private async runTurn(msg: AgentMessage, key: string, epoch: number, turnId: string): Promise<TurnOutcome> {
     const config = this.d.config();
-    const directive = parseDirective(msg.text);
-    const prompt = directive.rest.trim();
-    if (!prompt) throw new SvcError('empty', 'the message is empty');
-    if (prompt.length > MAX_PROMPT_CHARS) throw new SvcError('message-too-large', `the message has ${prompt.length} characters; the limit is ${MAX_PROMPT_CHARS}`);
+    // Checked again: `/retry` replaced the text after it was accepted.
+    const { prompt, directive } = promptOf(msg.text);
 
     const now = this.d.bus.now();
     let session = this.sessions.get(key);
@@ -334,7 +344,7 @@ export class AgentRuntime {
         provider,
         prompt: memory.reminder ? `${memory.reminder}\n\n${prompt}` : prompt,
         model,
-        permissionMode: permissionModeFor(config, this.d.users(), msg.source) as PermissionMode,
+        permissionMode: permissionModeForPrincipal(config, msg.principal) as PermissionMode,
         ...(effort ? { reasoningEffort: effort as ReasoningEffort } : {}),
         ...(memory.system ? { systemPrompt: memory.system } : {}),
         ...(config.max_turns ? { maxTurns: config.max_turns } : {}),
@@ -373,10 +383,12 @@ export class AgentRuntime {
       return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
+    const caller = callerUserOf(msg.principal);
     const actor = this.d.host.spawn(`turn:${turnId}`, machine, {
       stream: `turn:${turnId}`,
       input,
-      ...(msg.caller_user_id ? { by: msg.caller_user_id } : {}),
+      correlation: msg.request_id,
+      ...(caller ? { by: caller } : {}),
       ...(this.d.clock ? { clock: this.d.clock } : {}),
     });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
@@ -409,6 +421,7 @@ export class AgentRuntime {
         count_at_threshold: threshold,
         at_ms: this.d.bus.now(),
       },
+      correlation: msg.request_id,
     });
     // The fact just recorded is the only change: apply it rather than re-reading the whole stream.
     this.sessions.set(key, applySessionEvent(session, recorded)!);
@@ -461,28 +474,15 @@ export class AgentRuntime {
     return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);
   }
 
-  /**
-   * One stdout read's events, as live chunks. Consecutive texts become one delta: a burst of CLI
-   * lines costs every listener one message instead of one per line, and the text is the same.
-   */
+  /** One stdout read's events, as live chunks (the turn stream merges consecutive texts). */
   private forward(base: TurnChunkBase, events: StreamEvent[]): void {
     const stream = `turn:${base.turn_id}`;
-    let text = '';
-    const flushText = () => {
-      if (text) this.d.bus.emitTransient({ stream, type: 'turn.text_delta', data: { ...base, text } });
-      text = '';
-    };
     for (const e of events) {
-      if (e.kind === 'text') {
-        text += e.text;
-        continue;
-      }
-      flushText();
-      if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
-      else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
+      if (e.kind === 'text') this.out.chunk({ stream, type: 'turn.text_delta', data: { ...base, text: e.text } });
+      else if (e.kind === 'tool') this.out.chunk({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
+      else if (e.kind === 'status') this.out.chunk({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
       else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
     }
-    flushText();
   }
 
   /** Full memory at the start of a provider session; a compact reminder every 6 messages after. */
@@ -509,6 +509,7 @@ export class AgentRuntime {
     if (provider === 'gemini' && config.gemini_api_key) providerEnv.GEMINI_API_KEY = config.gemini_api_key;
     const env = buildChildEnv(this.d.hostEnv, providerEnv, readDotEnv(this.d.paths.envFile));
     const token = this.d.interagentToken();
+    const caller = callerUserOf(msg.principal);
     // The framework's own variables describe this call; a stale value in the host env must not win.
     Object.assign(env, {
       SVC_AGENT_NAME: this.d.name,
@@ -517,7 +518,7 @@ export class AgentRuntime {
       SVC_TRANSPORT: msg.transport,
       SVC_INTERAGENT_PORT: String(config.interagent_port),
       SVC_HOME: this.d.paths.root,
-      ...(msg.caller_user_id ? { SVC_CALLER_USER_ID: msg.caller_user_id } : {}),
+      ...(caller ? { SVC_CALLER_USER_ID: caller } : {}),
       ...(token ? { SVC_INTERAGENT_TOKEN: token } : {}),
     });
     return env;

@@ -1,18 +1,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as v from 'valibot';
 import type { Subscription } from 'rxjs';
-import type { Bus } from '../bus/index.js';
-import { SHUTDOWN_ABORT, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
+import { serveAgents, type Bus } from '../bus/index.js';
+import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../machines/index.js';
 import {
-  parseWith,
   AGENT_COMMANDS,
-  AgentAbortSchema,
-  AgentMessageSchema,
   SvcError,
   describeError,
   type AbortOutcome,
+  type AgentAbort,
   type AgentConfig,
+  type AgentList,
+  type AgentMessage,
   type AgentSummary,
   type SubAgentConfig,
   type TurnOutcome,
@@ -54,8 +53,9 @@ export interface SupervisorDeps {
 export const MAIN_AGENT = 'main';
 
 /**
- * Owns every agent: the main one and one per registry entry. Answers the runtime's bus commands
- * (`agent.message`, `agent.abort`, `agent.list`) and follows the registry's facts: a new entry
+ * Owns every agent: the main one and one per registry entry. Serves the agent contract
+ * (`agent.message`, `agent.abort`, `agent.list`), deciding there — whatever surface sent the
+ * command — whether its principal may use the agent (allowed_agents, can_call); and follows the registry's facts: a new entry
  * starts an agent, a removed one stops it, a transport/token change restarts it.
  */
 export class AgentSupervisor {
@@ -77,9 +77,7 @@ export class AgentSupervisor {
     this.startAgent(MAIN_AGENT);
     for (const entry of this.d.registry()) this.tryStart(entry.name);
     this.subs.push(
-      bus.handle(AGENT_COMMANDS.message, 'agents', (cmd) => this.message(cmd.data)),
-      bus.handle(AGENT_COMMANDS.abort, 'agents', (cmd) => this.abort(cmd.data)),
-      bus.handle(AGENT_COMMANDS.list, 'agents', () => this.list()),
+      serveAgents(bus, 'agents', { accept: (msg) => this.accept(msg), abort: (req) => this.abort(req), list: (req) => this.list(req) }),
       bus.subscribe('agents:registry', (e) => this.onRegistry(e.type, String(e.data.name ?? ''), e.data.restart === true), (e) => e.stream === 'registry'),
     );
   }
@@ -174,16 +172,18 @@ export class AgentSupervisor {
     else if (type === 'registry.agent_changed' && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
   }
 
-  private async message(raw: unknown): Promise<TurnOutcome> {
-    const msg = parseWith(AgentMessageSchema, raw, 'invalid-body', 'agent.message data');
-    const cmd = parseChatCommand(msg.text);
-    if (cmd?.cmd === 'agent_restart') return this.agentRestartCommand(msg, cmd.arg);
+  private accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } {
     const runtime = this.runtimes.get(msg.agent);
     if (!runtime) throw new SvcError('unknown-agent', `no running agent named ${msg.agent}`);
-    return runtime.handle(msg);
+    const access = agentAccess(msg.principal, msg.agent, this.d.registry());
+    if (!access.allowed) throw new SvcError(access.code, access.message);
+    if (access.warning) this.d.bus.emitLog('warn', access.warning, { agent: msg.principal.id, to: msg.agent });
+    const cmd = parseChatCommand(msg.text);
+    if (cmd?.cmd === 'agent_restart') return { outcome: this.agentRestartCommand(msg, cmd.arg) };
+    return runtime.accept(msg);
   }
 
-  private async agentRestartCommand(msg: v.InferOutput<typeof AgentMessageSchema>, target: string | undefined): Promise<TurnOutcome> {
+  private async agentRestartCommand(msg: AgentMessage, target: string | undefined): Promise<TurnOutcome> {
     const reply = (text: string, ok: boolean): TurnOutcome =>
       outcomeWithoutTurn(msg, { text, status: ok ? 'completed' : 'failed', reason: ok ? null : 'invalid-command', session_key: '', provider: null, model: null });
     if (!target) return reply('Usage: /agent_restart <name>', false);
@@ -192,15 +192,19 @@ export class AgentSupervisor {
     return reply(this.runtimes.has(target) ? `Restarted ${target}.` : `${target} did not start again; see the log.`, this.runtimes.has(target));
   }
 
-  private abort(raw: unknown): AbortOutcome {
-    const { chat_id, agent } = parseWith(AgentAbortSchema, raw, 'invalid-body', 'agent.abort data');
+  /** Only on agents the principal may use: a chat id alone does not let anyone stop another's work. */
+  private abort({ chat_id, agent, principal }: AgentAbort): AbortOutcome {
     let killed = 0;
-    for (const [name, runtime] of this.runtimes) if (!agent || agent === name) killed += runtime.abort(chat_id);
+    const registry = this.d.registry();
+    for (const [name, runtime] of this.runtimes) {
+      if ((!agent || agent === name) && agentAccess(principal, name, registry).allowed) killed += runtime.abort(chat_id);
+    }
     return { killed };
   }
 
-  private list(): AgentSummary[] {
-    return [...this.runtimes.values()].map((r) => {
+  private list({ principal }: AgentList): AgentSummary[] {
+    const visible = new Set(visibleAgents(principal, [...this.runtimes.keys()], this.d.registry()));
+    return [...this.runtimes.values()].filter((r) => visible.has(r.name)).map((r) => {
       const { model, provider } = r.currentModel();
       return { name: r.name, provider, model, online: true, is_main: r.name === MAIN_AGENT };
     });

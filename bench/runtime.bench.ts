@@ -10,7 +10,7 @@ import { toPromise } from 'xstate';
 import { ActorHost, AgentRuntime, claudeAdapter, cliTurnLogic, type StreamEvent } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { agentMachine, turnMachine } from '../machines/index.js';
-import { defaultConfig } from '../schemas/index.js';
+import { defaultConfig, type Principal } from '../schemas/index.js';
 import { MemoryEventLog, homePaths, initWorkspace } from '../store/index.js';
 import type { BenchReport } from './report.js';
 
@@ -106,7 +106,8 @@ async function idleMemory() {
   const beforeSessions = heapAfterGc();
   const N = 2000;
   for (let i = 0; i < N; i++) {
-    await one.handle({ request_id: `s${i}`, agent: 'sessions', transport: 'api', chat_id: i + 1, topic_id: null, text: '/new', source: { kind: 'none' }, kind: 'foreground' });
+    const principal: Principal = { kind: 'user', id: null, acting_for: null, role: null, allowed_agents: [], origin: { transport: 'api', chat_id: i + 1, topic_id: null } };
+    await one.accept({ request_id: `s${i}`, agent: 'sessions', transport: 'api', chat_id: i + 1, topic_id: null, text: '/new', principal, kind: 'foreground' }).outcome;
   }
   const perSession = (heapAfterGc() - beforeSessions) / N;
   bus.close();

@@ -25,3 +25,4 @@ export * from './transcription.logic.js';
 export * from './orphan-group.logic.js';
 export * from './interrupted-turn.logic.js';
 export * from './transport-status.logic.js';
+export * from './prompt.logic.js';

@@ -2,13 +2,17 @@ import {
   ROLES,
   type AgentConfig,
   type PermissionMode,
+  type Principal,
   type Role,
+  type SubAgentConfig,
   type UserRecord,
 } from '../schemas/index.js';
 
 /*
- * CLI permission mode by role (SPEC.md "CLI permission mode by role"): every entry point turns its
- * caller into a role (or none), and the role picks the mode. Pure: user records arrive as arguments.
+ * CLI permission mode by role (SPEC.md "CLI permission mode by role") and agent-scoped access. Every
+ * surface turns its caller into a Principal whose role comes from the rows below (roleForSource);
+ * the runtime then picks the mode from that role and decides access (agentAccess) where it handles
+ * the command. Pure: user records and the registry arrive as arguments.
  */
 
 /** Cron jobs, webhooks and background observers act for the owner of the service. */
@@ -75,7 +79,7 @@ export function roleForCaller(users: readonly UserForRole[], callerUserId: strin
   return user && user.active ? asRole(user.role) : null;
 }
 
-/** Where a CLI turn came from, as far as its permission mode is concerned. */
+/** A surface's credential, as far as the role of the Principal it builds is concerned. */
 export type PermissionSource =
   /** REST or admin WebSocket: the access token's `role` claim (a string from outside, checked here). */
   | { kind: 'token'; role: string | null }
@@ -122,12 +126,61 @@ export function permissionModeFor(
   return resolvePermissionMode(config, roleForSource(users, source));
 }
 
-/**
- * Whether a user may use an agent (SPEC.md "Agent-scoped access"): an empty list or one holding `*`
- * means every agent. A disabled user may use none.
- */
-export function agentAllowed(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agentName: string): boolean {
-  if (!user.active) return false;
-  const list = user.allowed_agents;
+/** The permission mode of a turn asked for by `principal` (its role, settled when it authenticated). */
+export function permissionModeForPrincipal(config: Pick<AgentConfig, 'permission_mode' | 'permission_mode_by_role'>, principal: Principal): PermissionMode {
+  return resolvePermissionMode(config, principal.role);
+}
+
+/** SVC_CALLER_USER_ID: the person a request is made for, when one is known. */
+export function callerUserOf(p: Principal): string | null {
+  return p.kind === 'user' ? p.id : p.acting_for;
+}
+
+/** SPEC.md "Agent-scoped access": an empty list or one holding `*` means every agent. */
+function listAllows(list: readonly string[], agentName: string): boolean {
   return list.length === 0 || list.includes('*') || list.includes(agentName);
+}
+
+/** Whether a user may use an agent. A disabled user may use none. */
+export function agentAllowed(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agentName: string): boolean {
+  return user.active && listAllows(user.allowed_agents, agentName);
+}
+
+/** The main agent has no registry entry and no can_call list: it may call every agent. */
+const MAIN_AGENT = 'main';
+
+/** Why a principal may not use an agent, or a note to log when it may only by a legacy allowance. */
+export type AgentAccess = { allowed: true; warning: string | null } | { allowed: false; code: 'agent-not-allowed' | 'call-not-allowed' | 'unknown-caller'; message: string };
+
+/**
+ * Whether `principal` may send `target` a message (SPEC.md "Agent-scoped access" and "Inter-agent
+ * authentication"): the person's allowed_agents, then, for an agent calling, its can_call list.
+ * `registry` is the registry as last validated.
+ */
+export function agentAccess(principal: Principal, target: string, registry: readonly Pick<SubAgentConfig, 'name' | 'can_call'>[]): AgentAccess {
+  if (!listAllows(principal.allowed_agents, target)) {
+    const who = principal.kind === 'agent' ? principal.acting_for : principal.id;
+    return {
+      allowed: false,
+      code: 'agent-not-allowed',
+      message: `user "${who ?? '(token)'}" may not use agent "${target}" (allowed_agents: ${principal.allowed_agents.join(', ')})`,
+    };
+  }
+  if (principal.kind !== 'agent' || principal.id === MAIN_AGENT) return { allowed: true, warning: null };
+  const from = principal.id ?? '';
+  const entry = registry.find((e) => e.name === from);
+  if (!entry) return { allowed: false, code: 'unknown-caller', message: `calling agent "${from}" is not in the registry` };
+  const canCall = entry.can_call;
+  if (canCall === undefined || canCall === null) {
+    return { allowed: true, warning: `agent "${from}" has no can_call list; allowing its call to "${target}" (legacy mode): set can_call for "${from}" in agents.json` };
+  }
+  if (!canCall.includes(target) && !canCall.includes('*')) {
+    return { allowed: false, code: 'call-not-allowed', message: `agent "${from}" may not call "${target}" (can_call: ${canCall.length ? canCall.join(', ') : 'empty'})` };
+  }
+  return { allowed: true, warning: null };
+}
+
+/** Which of `names` the principal may see and use: an agent never lists itself, and a legacy agent (no can_call) sees all. */
+export function visibleAgents(principal: Principal, names: readonly string[], registry: readonly Pick<SubAgentConfig, 'name' | 'can_call'>[]): string[] {
+  return names.filter((name) => !(principal.kind === 'agent' && name === principal.id) && agentAccess(principal, name, registry).allowed);
 }

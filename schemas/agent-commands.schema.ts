@@ -1,22 +1,16 @@
 import * as v from 'valibot';
+import { PrincipalSchema } from './principal.schema.js';
 
 /**
- * The contract between edges and the agent runtime. Edges send `agent.message` / `agent.abort` /
- * `agent.list` on the bus; the runtime streams the turn as transient `turn.*` chunks tagged with
- * the caller's `request_id`, and replies to `agent.message` once the turn has finished.
+ * The contract between every surface and the agent runtime (bus/agents.ts implements both sides).
+ * `agent.message` is answered as soon as the runtime has queued the message (accepted) or refused
+ * it; the turn then streams as transient `turn.*` chunks and ends with one `agent.replied`, all
+ * tagged with the message's `request_id`, which is also the correlation id of every fact it causes.
+ * Each command carries the caller's Principal: what it may do is decided where the command is handled.
  */
 
 export const TURN_KINDS = ['foreground', 'background', 'task', 'interagent', 'cron'] as const;
 export type TurnKind = (typeof TURN_KINDS)[number];
-
-/** Who is asking, for the permission mode (SPEC.md "CLI permission mode by role"). */
-export const PermissionSourceSchema = v.variant('kind', [
-  v.object({ kind: v.literal('token'), role: v.nullable(v.string()) }),
-  v.object({ kind: v.literal('messenger'), senderId: v.union([v.number(), v.string()]) }),
-  v.object({ kind: v.literal('interagent'), callerUserId: v.optional(v.string()), userRole: v.optional(v.string()) }),
-  v.object({ kind: v.literal('system') }),
-  v.object({ kind: v.literal('none') }),
-]);
 
 const ChatId = v.pipe(v.number(), v.integer());
 const AgentName = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ and - only'), v.maxLength(64));
@@ -30,21 +24,33 @@ export const AgentMessageSchema = v.object({
   chat_id: ChatId,
   topic_id: v.nullable(ChatId),
   text: v.string(),
-  source: PermissionSourceSchema,
+  /** Who asks: picks the permission mode, and may be refused the agent (allowed_agents, can_call). */
+  principal: PrincipalSchema,
   kind: v.picklist(TURN_KINDS),
   /** Start a fresh provider session before this message. */
   new_session: v.optional(v.boolean()),
-  /** Set as SVC_CALLER_USER_ID for the CLI (inter-agent identity). */
-  caller_user_id: v.optional(v.string()),
 });
 export type AgentMessage = v.InferOutput<typeof AgentMessageSchema>;
 
+/** What a sender fills in; the contract adds the request id. */
+export type AgentAsk = Omit<AgentMessage, 'request_id' | 'principal'>;
+
 export const AgentAbortSchema = v.object({
   chat_id: ChatId,
-  /** Limit to one agent; absent aborts the chat's work on every agent. */
+  /** Limit to one agent; absent aborts the chat's work on every agent the principal may use. */
   agent: v.optional(AgentName),
+  principal: PrincipalSchema,
 });
 export type AgentAbort = v.InferOutput<typeof AgentAbortSchema>;
+
+export const AgentListSchema = v.object({ principal: PrincipalSchema });
+export type AgentList = v.InferOutput<typeof AgentListSchema>;
+
+/** The reply to `agent.message`: queued (its outcome follows as `agent.replied`), or refused with a code. */
+export type Admission = { accepted: true } | { accepted: false; code: string; message: string };
+
+/** How a turn ended, or why it could not (`internal-error` for a failure that is not an SvcError). */
+export type Reply = { request_id: string; outcome: TurnOutcome } | { request_id: string; error: { code: string; message: string } };
 
 export const TURN_STATUSES = ['completed', 'failed', 'timed_out', 'aborted'] as const;
 export type TurnStatus = (typeof TURN_STATUSES)[number];
@@ -106,9 +112,13 @@ export interface TurnChunkBase {
 }
 
 export type TurnChunk =
-  | { type: 'turn.text_delta'; data: TurnChunkBase & { text: string } }
-  | { type: 'turn.tool_activity'; data: TurnChunkBase & { tool: string } }
-  | { type: 'turn.system_status'; data: TurnChunkBase & { status: string | null } };
+  | { stream: string; type: 'turn.text_delta'; data: TurnChunkBase & { text: string } }
+  | { stream: string; type: 'turn.tool_activity'; data: TurnChunkBase & { tool: string } }
+  | { stream: string; type: 'turn.system_status'; data: TurnChunkBase & { status: string | null } };
+
+export const TURN_CHUNK_TYPES = ['turn.text_delta', 'turn.tool_activity', 'turn.system_status'] as const;
+/** The transient that ends a request's stream: its Reply. */
+export const AGENT_REPLIED = 'agent.replied';
 
 export const AGENT_COMMANDS = {
   message: 'agent.message',

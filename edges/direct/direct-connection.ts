@@ -54,9 +54,6 @@ const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
   auth_failed: 'authentication failed',
 };
 
-/** A merged delta stays a modest frame: far below the backpressure cap and any client's frame limit. */
-const MAX_MERGED_DELTA_CHARS = 64 * 1024;
-
 /** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown, 1013 try again later for a failure past its address's limit. */
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
@@ -67,12 +64,10 @@ const CLOSE_TRY_AGAIN_LATER = 1013;
  * machine; this class does the I/O around it (crypto, timer, socket writes, backpressure).
  *
  * An idle connection is what a server holds most of, so its state is kept small: the key pair
- * exists only while the auth frame is handled, the session holds just the box key and nonce, and
- * the outbox exists only while frames wait.
+ * exists only while the auth frame is handled, and the session holds just the box key and nonce.
  */
 export class DirectConnection implements HubConnection, WaitingConnection {
   readonly id = randomBytes(8).toString('hex');
-  private outbox: ServerFrame[] | null = null;
   private readonly actor: ConnectionActor;
   private session: BoxSession | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -260,33 +255,11 @@ export class DirectConnection implements HubConnection, WaitingConnection {
     this.dispatch({ type: 'drop', reason: 'shutdown' });
   }
 
-  /**
-   * Frames queue for the rest of the tick and go out together; consecutive text deltas (one
-   * session per connection, one turn at a time) merge into one frame: the client reads the same
-   * text with one box and one send per burst instead of one per CLI line.
-   */
+  /** Chunks arrive already merged and batched by the agent contract (bus/agents.ts): each is one frame. */
   sendSealed(frame: ServerFrame): void {
     if (this.gone || this.closing || !this.session) return;
-    const last = this.outbox?.at(-1);
-    if (last?.type === 'text_delta' && frame.type === 'text_delta' && last.data.length + frame.data.length <= MAX_MERGED_DELTA_CHARS) {
-      last.data += frame.data;
-      return;
-    }
-    // A queued delta is a copy: later deltas are appended to it.
-    const queued = frame.type === 'text_delta' ? { ...frame } : frame;
-    if (this.outbox) return void this.outbox.push(queued);
-    this.outbox = [queued];
-    queueMicrotask(() => this.flushOutbox());
-  }
-
-  private flushOutbox(): void {
-    const frames = this.outbox ?? [];
-    this.outbox = null;
     this.socket.cork(() => {
-      for (const frame of frames) {
-        if (this.gone || this.closing || !this.roomToSend()) return;
-        this.writeSealed(frame);
-      }
+      if (this.roomToSend()) this.writeSealed(frame);
     });
   }
 

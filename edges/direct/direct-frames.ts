@@ -3,7 +3,7 @@ import { SvcError, type TurnFile } from '../../schemas/index.js';
 /* The direct API's frames (WIRE.md §1), both ways, and its error codes. */
 
 export type AuthErrorCode = 'auth_timeout' | 'auth_required' | 'auth_failed';
-export type SessionErrorCode = 'decrypt_failed' | 'empty' | 'unknown_type' | 'no_handler' | 'internal_error';
+export type SessionErrorCode = 'decrypt_failed' | 'empty' | 'message_too_large' | 'unknown_type' | 'no_handler' | 'internal_error';
 
 export interface ProviderListing {
   id: string;
@@ -64,10 +64,20 @@ export function classifyClientPayload(payload: Uint8Array): ClientRequest {
   return { kind: 'error', code: 'unknown_type', message: `type ${shown} is not allowed (one of message, abort)` };
 }
 
-/** Bus failures as session error codes: no runtime attached vs anything else. */
+/** Refusals the client can act on, as session error codes; `internal` ones are logged, not shown. */
+const SESSION_ERRORS: Readonly<Record<string, { code: SessionErrorCode; internal: boolean }>> = {
+  'no-handler': { code: 'no_handler', internal: false },
+  empty: { code: 'empty', internal: false },
+  'message-too-large': { code: 'message_too_large', internal: false },
+  'session-busy': { code: 'internal_error', internal: false },
+};
+
+/** A failure of the agent contract as a session error: a known refusal keeps its meaning, anything else is internal. */
 export function sessionErrorOf(e: unknown): { code: SessionErrorCode; message: string; internal: boolean } {
-  if (e instanceof SvcError && e.code === 'no-handler') {
-    return { code: 'no_handler', message: 'no agent runtime is attached to handle this request', internal: false };
+  if (e instanceof SvcError && Object.hasOwn(SESSION_ERRORS, e.code)) {
+    const known = SESSION_ERRORS[e.code]!;
+    const message = e.code === 'no-handler' ? 'no agent runtime is attached to handle this request' : e.message;
+    return { code: known.code, message, internal: known.internal };
   }
   return { code: 'internal_error', message: 'the request failed inside the service; see the service log', internal: true };
 }

@@ -1,24 +1,19 @@
 import type { Subscription } from 'rxjs';
 import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
-import type { Bus, LogLevel } from '../../bus/index.js';
+import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
   describeError,
-  type AbortOutcome,
   type AgentConfig,
-  type AgentMessage,
-  type AgentAbort,
   type Envelope,
   type EventData,
   type InterruptedNotice,
-  type Transient,
+  type Principal,
   type TurnChunk,
-  type TurnOutcome,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
 import { AuthFailureLimit, authLimitKey } from './auth-failure-limit.js';
-import { SerialQueues } from './serial-queues.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
 
 export interface DirectLimits {
@@ -30,8 +25,6 @@ export interface DirectLimits {
   hardFrameBytes: number;
   /** Bytes waiting in the socket's send buffer before the server gives up on a slow reader. */
   maxBufferedBytes: number;
-  /** Messages held per session key (running + waiting); more get `internal_error`. */
-  maxQueuedPerSession: number;
   /** Accepted client nonces remembered per connection (see CONNECTION_NONCE_CAP). */
   nonceCap: number;
   /** Bytes of one uploaded file. */
@@ -54,7 +47,6 @@ export const DEFAULT_DIRECT_LIMITS: DirectLimits = {
   maxFrameBytes: 1024 * 1024,
   hardFrameBytes: 2 * 1024 * 1024,
   maxBufferedBytes: 4 * 1024 * 1024,
-  maxQueuedPerSession: 32,
   nonceCap: 100_000,
   maxUploadBytes: 50 * 1024 * 1024,
   authFailuresPerWindow: 10,
@@ -109,8 +101,6 @@ export interface HubConnection {
   shutdown(): void;
 }
 
-const TURN_TYPES = new Set(['turn.text_delta', 'turn.tool_activity', 'turn.system_status']);
-
 function chunkFrame(chunk: TurnChunk): ServerFrame {
   switch (chunk.type) {
     case 'turn.text_delta':
@@ -128,18 +118,23 @@ function sessionKeyOf(conn: Pick<HubConnection, 'chatId' | 'channelId'>): string
 }
 
 /**
- * What the direct API's connections share: the per-session-key order of turns, routing of the
- * runtime's streamed chunks to the connection that asked, notification push, and the fact log.
+ * The direct API's bearer: whoever holds `api.token`, a user with no record, so no role
+ * (`permission_mode`) and no agent restriction.
+ */
+function tokenBearer(conn: Pick<HubConnection, 'chatId' | 'channelId'>): Principal {
+  return { kind: 'user', id: null, acting_for: null, role: null, allowed_agents: [], origin: { transport: 'api', chat_id: conn.chatId, topic_id: conn.channelId } };
+}
+
+/**
+ * What the direct API's connections share: their requests to the agent contract (which orders
+ * them per session and routes their chunks back), notification push, and the fact log.
  */
 export class DirectHub {
   readonly limits: DirectLimits;
   readonly log: DirectLog;
   private readonly connections = new Set<HubConnection>();
-  private readonly queues: SerialQueues;
-  /** request_id → where its chunks go; one bus subscription serves every connection. */
-  private readonly sinks = new Map<string, (chunk: TurnChunk) => void>();
+  private readonly agents: AgentClient;
   private readonly subs: Subscription[] = [];
-  private nextRequest = 1;
   private closed = false;
   /** Highest send-buffer fill seen on any connection: evidence that the cap holds. */
   peakBufferedBytes = 0;
@@ -165,7 +160,7 @@ export class DirectHub {
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
-    this.queues = new SerialQueues(this.limits.maxQueuedPerSession);
+    this.agents = agentsOf(deps.bus);
     this.unauthenticated = new UnauthenticatedTally(this.log);
     this.authFailures = new AuthFailureLimit({
       maxFailures: this.limits.authFailuresPerWindow,
@@ -174,11 +169,6 @@ export class DirectHub {
     });
     this.now = deps.now ?? (() => deps.bus.now());
     this.subs.push(
-      deps.bus.transient$.subscribe((m: Transient) => {
-        if (!TURN_TYPES.has(m.type)) return;
-        const sink = this.sinks.get((m.data as { request_id?: string } | null)?.request_id ?? '');
-        sink?.(m as TurnChunk);
-      }),
       deps.bus.events$.subscribe((e: Envelope) => {
         if (e.type === 'notification.created') this.pushNotification(e.data);
         // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
@@ -259,49 +249,25 @@ export class DirectHub {
   }
 
   /**
-   * Queues a turn behind earlier messages of the same session key (all connections of one chat and
-   * channel share it). The turn runs to its end even if the connection goes away meanwhile.
+   * Asks the main agent; the runtime queues it behind earlier messages of the same session key (all
+   * connections of one chat and channel share it). The turn runs to its end even if the connection
+   * goes away meanwhile.
    */
   submit(conn: HubConnection, text: string): void {
-    const chatId = conn.chatId!;
-    const topicId = conn.channelId;
-    const key = sessionKeyOf(conn);
-    const requestId = `api-${conn.id}-${this.nextRequest++}`;
-    const accepted = this.queues.tryRun(key, async () => {
-      this.sinks.set(requestId, (chunk) => conn.sendSealed(chunkFrame(chunk)));
-      try {
-        const data: AgentMessage = {
-          request_id: requestId,
-          agent: 'main',
-          transport: 'api',
-          chat_id: chatId,
-          topic_id: topicId,
-          text,
-          source: { kind: 'none' },
-          kind: 'foreground',
-        };
-        // No deadline here: the turn has its own CLI timeout and always answers.
-        const outcome = await this.deps.bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data, by: 'api' }, { timeoutMs: 0 });
-        conn.sendSealed({ type: 'result', text: outcome.text, stream_fallback: outcome.stream_fallback, files: outcome.files ?? [] });
-      } catch (e) {
-        this.replyError(conn, e, 'agent.message');
-      } finally {
-        this.sinks.delete(requestId);
-      }
-    });
-    if (!accepted) {
-      conn.sendSealed({
-        type: 'error',
-        code: 'internal_error',
-        message: `${this.limits.maxQueuedPerSession} messages are already waiting in this session; wait for results before sending more`,
-      });
-    }
+    const asked = this.agents.ask(
+      { agent: 'main', transport: 'api', chat_id: conn.chatId!, topic_id: conn.channelId, text, kind: 'foreground' },
+      tokenBearer(conn),
+    );
+    asked.chunks$.subscribe((chunk) => conn.sendSealed(chunkFrame(chunk)));
+    asked.outcome.then(
+      (outcome) => conn.sendSealed({ type: 'result', text: outcome.text, stream_fallback: outcome.stream_fallback, files: outcome.files ?? [] }),
+      (e) => this.replyError(conn, e, 'agent.message'),
+    );
   }
 
-  /** Chat-scoped (SPEC.md): kills the chat's work on every channel; not queued behind the turn it stops. */
+  /** Chat-scoped (SPEC.md): kills the chat's work on every channel, and what waits behind it; not queued behind the turn it stops. */
   abort(conn: HubConnection): void {
-    const data: AgentAbort = { chat_id: conn.chatId! };
-    this.deps.bus.send<AbortOutcome>({ type: AGENT_COMMANDS.abort, data, by: 'api' }).then(
+    this.agents.abort(conn.chatId!, tokenBearer(conn)).then(
       (r) => conn.sendSealed({ type: 'abort_ok', killed: r.killed }),
       (e) => this.replyError(conn, e, 'agent.abort'),
     );

@@ -31,8 +31,8 @@ class UwsFrameSocket implements FrameSocket {
   }
 
   /**
-   * A turn's frames arrive outside any uWS callback (which would cork for us); one cork around a
-   * burst makes it one write instead of one per frame. Bytes held in the open cork (at most uWS's
+   * A turn's frames arrive outside any uWS callback (which would cork for us); corked, a frame's
+   * header and payload leave in one write. Bytes held in the open cork (at most uWS's
    * 16 KiB cork buffer) are not in `bufferedAmount` yet: small against the 4 MiB cap.
    */
   cork(write: () => void): void {

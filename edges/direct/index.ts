@@ -1,6 +1,5 @@
 export * from './e2e-crypto.js';
 export * from './direct-frames.js';
-export * from './serial-queues.js';
 export * from './direct-hub.js';
 export * from './direct-connection.js';
 export * from './direct-ws.binding.js';

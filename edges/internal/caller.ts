@@ -1,9 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { SvcError, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
+import { SvcError, type Origin, type Principal, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
 
 /*
- * Who is calling the internal API and whether they may reach the recipient (SPEC.md "Inter-agent
- * authentication"): the agent proves itself with its `interagent_token` as a bearer token; the
+ * Who is calling the internal API (SPEC.md "Inter-agent authentication"), as a Principal: the agent proves itself with its `interagent_token` as a bearer token; the
  * person it acts for comes only from `X-SVC-Caller-User-Id` (the tool script forwards env
  * SVC_CALLER_USER_ID, which the framework set from the authenticated transport).
  */
@@ -53,32 +52,21 @@ export function authenticateMain(dir: Pick<CallerDirectory, 'mainAgentToken'>, h
 }
 
 /**
- * Authenticates the calling agent `from`. Returns its registry entry, or null for the main agent.
- * A sub-agent without `interagent_token` is let through (SPEC: legacy token-less mode) with a warning.
+ * Authenticates the calling agent `from` (the main agent or a registry entry). A sub-agent without
+ * `interagent_token` is let through (SPEC: legacy token-less mode) with a warning.
  */
-export function authenticateAgent(dir: CallerDirectory, from: string, headers: Record<string, string>, warn: Warn): SubAgentConfig | null {
-  if (from === MAIN_AGENT) {
-    authenticateMain(dir, headers);
-    return null;
-  }
+export function authenticateAgent(dir: CallerDirectory, from: string, headers: Record<string, string>, warn: Warn): void {
+  if (from === MAIN_AGENT) return authenticateMain(dir, headers);
   const entry = dir.registry().find((e) => e.name === from);
   if (!entry) throw new SvcError('unknown-caller', `calling agent "${from}" is not in the registry, so its token cannot be checked`);
   const expected = entry.interagent_token;
   if (typeof expected !== 'string' || expected === '') {
     warn(`inter-agent call from "${from}" accepted without a token (legacy mode): set interagent_token for "${from}" in agents.json`, { agent: from });
-    return entry;
+    return;
   }
   const given = bearerToken(headers);
   if (given === null) throw new SvcError('unauthorized', `missing "Authorization: Bearer <token>" header (the interagent_token of "${from}")`);
   if (!tokensEqual(given, expected)) throw new SvcError('unauthorized', `wrong interagent_token for "${from}"`);
-  return entry;
-}
-
-/** Mirrors machines' agentAllowed (edges may not import machines/): empty list or `*` is every agent. */
-function userMayUse(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agent: string): boolean {
-  if (!user.active) return false;
-  const list = user.allowed_agents;
-  return list.length === 0 || list.includes('*') || list.includes(agent);
 }
 
 /** The person the call is made for, from the header only; null when the header is absent (a system call). */
@@ -92,32 +80,23 @@ export function callerUser(dir: Pick<CallerDirectory, 'users'>, headers: Record<
   return user;
 }
 
-/** Whether `from` (acting for `user`) may reach `to`: the user's allowed_agents, then the agent's can_call. */
-export function authoriseCall(opts: { from: string; entry: SubAgentConfig | null; to: string; user: UserRecord | null }, warn: Warn): void {
-  const { from, entry, to, user } = opts;
-  if (user && !userMayUse(user, to)) {
-    throw new SvcError('agent-not-allowed', `user "${user.username}" may not use agent "${to}" (allowed_agents: ${user.allowed_agents.join(', ')})`);
-  }
-  if (!entry) return; // the main agent has no can_call list: it may call every agent
-  const canCall = entry.can_call;
-  if (canCall === undefined || canCall === null) {
-    warn(`agent "${from}" has no can_call list; allowing its call to "${to}" (legacy mode): set can_call for "${from}" in agents.json`, { agent: from, to });
-    return;
-  }
-  if (!canCall.includes(to) && !canCall.includes('*')) {
-    throw new SvcError('call-not-allowed', `agent "${from}" may not call "${to}" (can_call: ${canCall.length ? canCall.join(', ') : 'empty'})`);
-  }
+/**
+ * An authenticated agent as a Principal. It acts for `user` (role and allowed_agents from the user's
+ * record); with no caller header the framework itself is asking (cron, webhooks, workflows): admin,
+ * per SPEC. What it may reach is decided by the runtime.
+ */
+export function agentPrincipal(from: string, user: UserRecord | null, origin: Origin): Principal {
+  return {
+    kind: 'agent',
+    id: from,
+    acting_for: user?.username ?? null,
+    role: user ? user.role : 'admin',
+    allowed_agents: user ? user.allowed_agents : [],
+    origin,
+  };
 }
 
-/** Which of `names` the caller may see: the user's allowed_agents and, when present, the agent's can_call. */
-export function visibleAgents(names: readonly string[], opts: { from: string; entry: SubAgentConfig | null; user: UserRecord | null }): Set<string> {
-  const out = new Set<string>();
-  for (const name of names) {
-    if (name === opts.from) continue;
-    if (opts.user && !userMayUse(opts.user, name)) continue;
-    const canCall = opts.entry?.can_call;
-    if (canCall && !canCall.includes(name) && !canCall.includes('*')) continue;
-    out.add(name);
-  }
-  return out;
+/** `svc ask`: only the owner of the home can read the main agent token, so they are the service's admin. */
+export function ownerPrincipal(): Principal {
+  return { kind: 'user', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'cli', chat_id: null, topic_id: null } };
 }

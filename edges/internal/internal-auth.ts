@@ -1,7 +1,6 @@
-import type { Principal, UserRecord } from '../../schemas/index.js';
 import { parseJsonBody, parseWith, type Authenticator, type HttpRequest } from '../http/index.js';
 import { CallerClaimBody, CallerClaimQuery } from './bodies.js';
-import { MAIN_AGENT, authenticateAgent, authenticateMain, callerUser, type CallerDirectory, type Warn } from './caller.js';
+import { MAIN_AGENT, agentPrincipal, authenticateAgent, authenticateMain, callerUser, ownerPrincipal, type CallerDirectory, type Warn } from './caller.js';
 
 const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const;
 
@@ -9,22 +8,6 @@ const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const
 function claimedAgent(req: HttpRequest): string {
   if (req.method === 'GET') return parseWith(CallerClaimQuery, Object.fromEntries(req.query), 'invalid-query', 'query').from ?? MAIN_AGENT;
   return parseJsonBody(req, CallerClaimBody).from;
-}
-
-/**
- * SPEC.md "Permission mode by role": an agent acting for a user has the user's role and
- * allowed_agents; without `X-SVC-Caller-User-Id` the framework itself asks (cron, webhooks,
- * workflows), which runs as admin.
- */
-function agentPrincipal(agent: string, user: UserRecord | null): Principal {
-  return {
-    kind: 'agent',
-    id: agent,
-    acting_for: user?.username ?? null,
-    role: user ? user.role : 'admin',
-    allowed_agents: user ? user.allowed_agents : [],
-    origin: ORIGIN,
-  };
 }
 
 /**
@@ -39,13 +22,10 @@ export function agentTokenAuthenticator(dir: CallerDirectory, warn: Warn): Authe
     authenticate(req) {
       const agent = claimedAgent(req);
       authenticateAgent(dir, agent, req.headers, warn);
-      return agentPrincipal(agent, callerUser(dir, req.headers));
+      return agentPrincipal(agent, callerUser(dir, req.headers), ORIGIN);
     },
   };
 }
-
-/** Only the owner of the home can read the main agent token: they are the service's admin. */
-const OWNER: Principal = { kind: 'user', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { ...ORIGIN, transport: 'cli' } };
 
 /** `owner-token`: `svc ask` sends the main agent token. */
 export function ownerTokenAuthenticator(dir: Pick<CallerDirectory, 'mainAgentToken'>): Authenticator {
@@ -54,7 +34,7 @@ export function ownerTokenAuthenticator(dir: Pick<CallerDirectory, 'mainAgentTok
     hint: 'Authorization: Bearer <main agent token>',
     authenticate(req) {
       authenticateMain(dir, req.headers);
-      return OWNER;
+      return ownerPrincipal();
     },
   };
 }

@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { filter, type Subscription } from 'rxjs';
-import type { Bus, LogLevel } from '../../bus/index.js';
+import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
-  AGENT_COMMANDS,
   SvcError,
   describeError,
   isSvcError,
-  type AgentMessage,
-  type AgentSummary,
   type Principal,
   type SubAgentConfig,
-  type TurnChunk,
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
-import { json, parseJsonBody, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
+import { COMMON_STATUSES, json, parseJsonBody, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
 import { AskBody, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
-import { MAIN_AGENT, authoriseCall, requireKnownAgent, visibleAgents, type Warn } from './caller.js';
+import { MAIN_AGENT, requireKnownAgent } from './caller.js';
+import { INTERNAL_STATUSES } from './errors.js';
 import { LineQueue } from './line-queue.js';
 
 export interface InternalDeps {
@@ -69,16 +65,14 @@ function outcomeReply(to: string, outcome: TurnOutcome): InteragentReply {
 }
 
 /**
- * Started but already refused (no runtime on the bus): `bus.send` rejects before any await, so the
- * rejection wins a race against an already-resolved promise listed after it.
+ * A refusal this API has a status for (unknown agent, allowed_agents, can_call, no runtime) is the
+ * HTTP reply. Any other (an empty prompt, a full session, a stopping agent) is answered in the body
+ * like a turn that failed, as callers have always heard it: `outcome` rejects with it.
  */
-async function refusedAtOnce(p: Promise<unknown>): Promise<unknown> {
-  const pending = Symbol('pending');
-  try {
-    await Promise.race([p, Promise.resolve(pending)]);
-    return undefined;
-  } catch (e) {
-    return e;
+async function requireAccepted(asked: Asked): Promise<void> {
+  const admission = await asked.accepted;
+  if (!admission.accepted && (Object.hasOwn(INTERNAL_STATUSES, admission.code) || Object.hasOwn(COMMON_STATUSES, admission.code))) {
+    throw new SvcError(admission.code, admission.message);
   }
 }
 
@@ -91,60 +85,50 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   const { bus } = deps;
   const log = (level: LogLevel, msg: string, fields: Record<string, unknown> = {}) =>
     deps.log ? deps.log(level, msg, fields) : bus.emitLog(level, msg, fields);
-  const warn: Warn = (msg, fields) => log('warn', msg, fields ?? {});
   const newId = deps.newId ?? (() => randomUUID());
 
-  /** The authenticated agent's registry entry (null for main) and the user it acts for. */
-  function callerOf(principal: Principal): { from: string; entry: SubAgentConfig | null; user: UserRecord | null } {
-    const from = principal.id ?? MAIN_AGENT;
-    const entry = from === MAIN_AGENT ? null : (deps.registry().find((e) => e.name === from) ?? null);
-    let user: UserRecord | null = null;
-    if (principal.acting_for !== null) {
-      user = deps.users().find((u) => u.username === principal.acting_for && u.active) ?? null;
-      // Gone since it was authenticated: never fall back to "no caller user", which runs as admin.
-      if (!user) throw new SvcError('unknown-user', `caller user "${principal.acting_for}" no longer has an active user record`);
+  /** A caller user removed since authentication must not fall back to "no caller user", which runs as admin. */
+  function stillActive(caller: Principal): void {
+    const name = caller.acting_for;
+    if (name !== null && !deps.users().some((u) => u.username === name && u.active)) {
+      throw new SvcError('unknown-user', `caller user "${name}" no longer has an active user record`);
     }
-    return { from, entry, user };
   }
 
-  /** Everything that decides whether a call may happen; throws before anything is sent. */
-  function admitCall(req: HttpRequest, principal: Principal): { body: InteragentSend; user: UserRecord | null } {
+  /** The call as the authenticated agent makes it; throws before anything is sent. Whether it may is the runtime's to decide. */
+  function admitCall(req: HttpRequest, caller: Principal): { body: InteragentSend; principal: Principal } {
+    stillActive(caller);
     const body = parseJsonBody(req, InteragentSendBody);
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
-    const { entry, user } = callerOf(principal);
     requireKnownAgent(deps, body.to);
-    authoriseCall({ from: body.from, entry, to: body.to, user }, warn);
-    return { body, user };
+    return { body, principal: { ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id } } };
   }
 
-  function messageFor(body: InteragentSend, user: UserRecord | null): AgentMessage {
-    return {
-      request_id: newId(),
-      agent: body.to,
-      transport: INTERAGENT_TRANSPORT,
-      chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
-      topic_id: body.topic_id ?? null,
-      text: interagentText(body.from, body.message),
-      // No caller header: the framework itself is asking (cron, webhooks, workflows): admin, per SPEC.
-      source: user ? { kind: 'interagent', callerUserId: user.username } : { kind: 'interagent', userRole: 'admin' },
-      kind: 'interagent',
-      new_session: body.new_session,
-      ...(user ? { caller_user_id: user.username } : {}),
-    };
+  function askFor(body: InteragentSend, principal: Principal, timeoutS: number): Asked {
+    return agentsOf(bus).ask(
+      {
+        agent: body.to,
+        transport: INTERAGENT_TRANSPORT,
+        chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
+        topic_id: body.topic_id ?? null,
+        text: interagentText(body.from, body.message),
+        kind: 'interagent',
+        new_session: body.new_session,
+      },
+      principal,
+      { timeoutMs: timeoutS * 1000, requestId: newId() },
+    );
   }
 
-  /** Runs one inter-agent turn; every failure after dispatch is an answer with success false. */
-  async function dispatch(body: InteragentSend, user: UserRecord | null, timeoutS: number, sent?: (p: Promise<TurnOutcome>) => void): Promise<InteragentReply> {
-    const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: messageFor(body, user), by: body.from }, { timeoutMs: timeoutS * 1000 });
-    sent?.(p);
+  /** The answer of an accepted inter-agent turn; every failure is an answer with success false. */
+  async function answerOf(body: InteragentSend, asked: Asked, timeoutS: number): Promise<InteragentReply> {
     try {
-      return outcomeReply(body.to, await p);
+      return outcomeReply(body.to, await asked.outcome);
     } catch (e) {
       if (isSvcError(e, 'command-timeout')) {
         return { sender: body.to, text: '', success: false, error: `no answer from "${body.to}" within ${timeoutS} s` };
       }
-      if (isSvcError(e, 'no-handler')) return { sender: body.to, text: '', success: false, error: 'no agent runtime is attached to svc' };
-      if (e instanceof SvcError) return { sender: body.to, text: '', success: false, error: e.message };
+      if (e instanceof SvcError && e.code !== 'internal-error') return { sender: body.to, text: '', success: false, error: e.message };
       log('error', `inter-agent call ${body.from} -> ${body.to} failed: ${describeError(e)}`);
       return { sender: body.to, text: '', success: false, error: 'internal error' };
     }
@@ -155,13 +139,12 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: AGENT_AUTH,
-    handler: async (req, principal) => {
-      const { body, user } = admitCall(req, principal);
-      let sent!: Promise<TurnOutcome>;
-      const reply = dispatch(body, user, deps.config().interagent.sync_timeout, (p) => (sent = p));
-      const refused = await refusedAtOnce(sent);
-      if (isSvcError(refused, 'no-handler')) throw refused;
-      return json(200, await reply);
+    handler: async (req, caller) => {
+      const { body, principal } = admitCall(req, caller);
+      const timeoutS = deps.config().interagent.sync_timeout;
+      const asked = askFor(body, principal, timeoutS);
+      await requireAccepted(asked);
+      return json(200, await answerOf(body, asked, timeoutS));
     },
   };
 
@@ -170,24 +153,30 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send_async',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: AGENT_AUTH,
-    handler: async (req, principal) => {
-      const { body, user } = admitCall(req, principal);
+    handler: async (req, caller) => {
+      const { body, principal } = admitCall(req, caller);
       const taskId = `ia-${newId()}`;
       const stream = `interagent:${taskId}`;
       const base = { task_id: taskId, from: body.from, to: body.to };
+      const timeoutS = deps.config().interagent.async_timeout;
+      const asked = askFor(body, principal, timeoutS);
+      await requireAccepted(asked);
+      const correlation = asked.request_id;
       await bus.publish({
         stream,
         type: 'interagent.requested',
-        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: user?.username ?? null },
+        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for },
         by: body.from,
+        correlation,
       });
-      void dispatch(body, user, deps.config().interagent.async_timeout)
+      void answerOf(body, asked, timeoutS)
         .then((r) =>
           bus.publish({
             stream,
             type: 'interagent.completed',
             data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
             by: body.from,
+            correlation,
           }),
         )
         .catch((e) => log('error', `could not record the result of inter-agent task ${taskId}: ${describeError(e)}`, { task_id: taskId }));
@@ -199,11 +188,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     method: 'GET',
     pattern: '/interagent/agents',
     auth: AGENT_AUTH,
-    handler: async (_req, principal) => {
-      const { from, entry, user } = callerOf(principal);
-      const list = await bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data: {}, by: from });
-      const visible = visibleAgents(list.map((a) => a.name), { from, entry, user });
-      return json(200, list.filter((a) => visible.has(a.name)));
+    handler: async (_req, caller) => {
+      stillActive(caller);
+      return json(200, await agentsOf(bus).list({ ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: null, topic_id: null } }));
     },
   };
 
@@ -212,48 +199,29 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/ask',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: OWNER_AUTH,
-    handler: async (req): Promise<HttpReply> => {
+    handler: async (req, owner): Promise<HttpReply> => {
       const body = parseJsonBody(req, AskBody);
       const agent = body.agent ?? MAIN_AGENT;
       requireKnownAgent(deps, agent);
-      const requestId = newId();
-      let sub: Subscription | undefined;
-      const lines = new LineQueue(() => sub?.unsubscribe());
-      // Subscribe before sending: the runtime may stream the first chunk before send() returns.
-      sub = bus.transient$.pipe(filter((m) => m.type.startsWith('turn.') && (m.data as { request_id?: unknown })?.request_id === requestId)).subscribe({
-        next: (m) => {
-          const chunk = m as unknown as TurnChunk;
-          if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
-          else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
-          else if (chunk.type === 'turn.system_status') lines.push({ type: 'system_status', status: chunk.data.status });
-        },
-        complete: () => lines.end(),
+      const asked = agentsOf(bus).ask(
+        { agent, transport: ASK_TRANSPORT, chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID, topic_id: null, text: body.text, kind: 'foreground', new_session: body.new },
+        owner,
+        { requestId: newId() },
+      );
+      // Read only once the client goes away, by then assigned.
+      const lines = new LineQueue(() => sub.unsubscribe());
+      const sub = asked.chunks$.subscribe((chunk) => {
+        if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
+        else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
+        else lines.push({ type: 'system_status', status: chunk.data.status });
       });
-      const message: AgentMessage = {
-        request_id: requestId,
-        agent,
-        transport: ASK_TRANSPORT,
-        chat_id: body.chat_id ?? INTERNAL_DEFAULT_CHAT_ID,
-        topic_id: null,
-        text: body.text,
-        // Only the owner of the home can read the main agent token: they are the service's admin.
-        source: { kind: 'system' },
-        kind: 'foreground',
-        new_session: body.new,
-      };
-      // No bus timeout: the turn has its own deadline (TimeoutConfig) and always replies.
-      const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: message, by: 'owner' }, { timeoutMs: 0 });
-      const refused = await refusedAtOnce(p);
-      if (refused !== undefined) {
-        lines.end();
-        sub.unsubscribe();
-        throw refused;
-      }
-      p.then(
+      await requireAccepted(asked);
+      asked.outcome.then(
         (outcome) => lines.push({ type: 'result', ...outcome }),
         (e) => {
-          if (!(e instanceof SvcError)) log('error', `svc ask turn failed: ${describeError(e)}`, { request_id: requestId });
-          lines.push({ type: 'error', error: e instanceof SvcError ? e.message : 'internal error', code: e instanceof SvcError ? e.code : 'internal-error' });
+          const internal = !(e instanceof SvcError) || e.code === 'internal-error';
+          if (internal) log('error', `svc ask turn failed: ${describeError(e)}`, { request_id: asked.request_id });
+          lines.push({ type: 'error', error: internal ? 'internal error' : e.message, code: internal ? 'internal-error' : e.code });
         },
       ).finally(() => lines.end());
       return { status: 200, headers: NDJSON_HEADERS, stream: lines };

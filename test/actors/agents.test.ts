@@ -3,11 +3,13 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
-import { ofType } from '../../bus/index.js';
+import { agentsOf, ofType } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { CliSlots, queuedStatus, type CliSlot } from '../../actors/index.js';
 import { setImmediate as tick } from 'node:timers/promises';
-import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
+import { SYSTEM_ROLE, roleForCaller, roleForMessengerSender } from '../../machines/index.js';
+import { UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
+import * as v from 'valibot';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
@@ -21,6 +23,9 @@ interface Recorded {
 }
 
 type T = { teardown(f: () => unknown): void };
+
+/** The direct API's token bearer: no role, every agent. */
+const TOKEN_USER: Principal = { kind: 'user', id: null, acting_for: null, role: null, allowed_agents: [], origin: { transport: 'api', chat_id: 1, topic_id: null } };
 /** One scratch directory per test, removed only after that test's daemons stopped. */
 const scratches = new WeakMap<T, ReturnType<typeof tempHome>>();
 const scratchOf = (t: T) => scratches.get(t) ?? (scratches.set(t, tempHome(t)), scratches.get(t)!);
@@ -46,14 +51,14 @@ async function boot(t: T, env: Record<string, string> = {}, opts: { clock?: () =
   const recorded = (): Recorded[] =>
     existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Recorded) : [];
   let n = 0;
-  const ask = (text: string, over: Partial<AgentMessage> = {}) =>
-    d.bus.send<TurnOutcome>(
-      {
-        type: 'agent.message',
-        data: { request_id: `r${++n}`, agent: 'main', transport: 'api', chat_id: 1, topic_id: null, text, source: { kind: 'none' }, kind: 'foreground', ...over },
-      },
-      { timeoutMs: 0 },
-    );
+  const ask = (text: string, over: Partial<AgentAsk> & { principal?: Partial<Principal> } = {}) => {
+    const { principal, ...msg } = over;
+    return agentsOf(d.bus).ask(
+      { agent: 'main', transport: 'api', chat_id: 1, topic_id: null, text, kind: 'foreground', ...msg },
+      { ...TOKEN_USER, ...principal },
+      { requestId: `r${++n}` },
+    ).outcome;
+  };
   return { d, paths, ask, recorded, stop };
 }
 
@@ -115,9 +120,9 @@ t.test('commands, directives, provider switch keeps each provider session, permi
   t.match(out.text, /^Nothing to retry: no answer in this chat was cut off by a restart\.$/);
   t.equal(recorded().length, before, 'no CLI ran');
 
-  await ask('as viewer', { source: { kind: 'token', role: 'viewer' } });
+  await ask('as viewer', { principal: { role: 'viewer' } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'default');
-  await ask('as operator', { source: { kind: 'token', role: 'operator' } });
+  await ask('as operator', { principal: { role: 'operator' } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'acceptEdits');
   await t.rejects(ask('   '), { code: 'empty' });
   await t.rejects(ask('hi', { agent: 'nobody' }), { code: 'unknown-agent' });
@@ -139,12 +144,12 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   const queued = hang.ask('waiting', { chat_id: 20, topic_id: 1 });
   const other = hang.ask('other chat', { chat_id: 21 });
   await spawned;
-  const { killed } = await hang.d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 20 } });
+  const { killed } = await agentsOf(hang.d.bus).abort(20, TOKEN_USER);
   t.equal(killed, 2, 'both channels of the chat, not the other chat');
   t.same((await inTopic1).status, 'aborted');
   t.same((await inTopic2).status, 'aborted');
   t.same((await queued).status, 'aborted', 'queued work of the chat is dropped');
-  await hang.d.bus.send({ type: 'agent.abort', data: { chat_id: 21 } });
+  await agentsOf(hang.d.bus).abort(21, TOKEN_USER);
   t.equal((await other).status, 'aborted');
 });
 
@@ -220,7 +225,7 @@ t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, ar
   t.same(queuedOf('r3'), ['queued: 2 CLI processes are running (max_concurrent_cli); yours starts when one ends']);
   t.same(queuedOf('r5'), ['queued: 2 CLI processes are running (max_concurrent_cli), 2 turns ahead of yours; yours starts when one ends']);
 
-  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 105 } });
+  const { killed } = await agentsOf(d.bus).abort(105, TOKEN_USER);
   t.equal(killed, 1, 'aborting a queued turn counts it');
   const aborted = await turns[4]!;
   t.same([aborted.status, aborted.turn_id], ['aborted', null], 'and it ends without a CLI');
@@ -281,7 +286,7 @@ t.test('sub-agents follow the registry: start in their own workspace with the sa
   t.equal(rec.envKeys.SVC_AGENT_NAME, 'research');
   t.equal(argOf(rec.argv, '--model'), 'sonnet');
   t.ok(existsSync(join(paths.agentsDir, 'research', 'workspace', '.claude', 'hooks', 'sandbox_hook.py')));
-  const list = await d.bus.send<{ name: string }[]>({ type: 'agent.list', data: {} });
+  const list = await agentsOf(d.bus).list(TOKEN_USER);
   t.same(list.map((a) => a.name).sort(), ['main', 'research']);
 
   const stopped = firstValueFrom(d.bus.events$.pipe(ofType('agent.stopped')));
@@ -314,22 +319,22 @@ t.test('memory: full injection on a new provider session, a compact reminder eve
 t.test('roles from users.json: messenger sender ids and inter-agent callers pick the permission mode', async (t) => {
   const { ask, recorded, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });
-  writeFileSync(
-    paths.usersFile,
-    JSON.stringify([
-      { username: 'olga', role: 'operator', telegram_user_ids: [111] },
-      { username: 'vic', role: 'viewer', telegram_user_ids: [222], active: false },
-    ]),
-  );
-  await ask('x', { transport: 'telegram', source: { kind: 'messenger', senderId: 111 } });
+  const users = [
+    { username: 'olga', role: 'operator', telegram_user_ids: [111] },
+    { username: 'vic', role: 'viewer', telegram_user_ids: [222], active: false },
+  ];
+  writeFileSync(paths.usersFile, JSON.stringify(users));
+  // Each transport turns its caller into a Principal (role included) when it authenticates.
+  const records = v.parse(UsersSchema, users);
+  await ask('x', { transport: 'telegram', principal: { role: roleForMessengerSender(records, 111) } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'acceptEdits');
-  await ask('x', { transport: 'telegram', source: { kind: 'messenger', senderId: 222 } });
+  await ask('x', { transport: 'telegram', principal: { role: roleForMessengerSender(records, 222) } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'bypassPermissions', 'an inactive user falls back to permission_mode');
-  await ask('x', { transport: 'internal', kind: 'interagent', source: { kind: 'interagent', callerUserId: 'olga' }, caller_user_id: 'olga' });
+  await ask('x', { transport: 'internal', kind: 'interagent', principal: { kind: 'agent', id: 'main', acting_for: 'olga', role: roleForCaller(records, 'olga') } });
   const rec = recorded().at(-1)!;
   t.equal(argOf(rec.argv, '--permission-mode'), 'acceptEdits');
   t.equal(rec.envKeys.SVC_CALLER_USER_ID, 'olga', 'the caller identity reaches the CLI for its tool scripts');
-  await ask('x', { source: { kind: 'system' } });
+  await ask('x', { principal: { kind: 'system', id: 'cron', role: SYSTEM_ROLE } });
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'bypassPermissions', 'system calls run as admin');
 });
 
@@ -362,7 +367,7 @@ t.test('a turn a user was already stopping when svc stops is owed no notice and 
   // The CLI ignores SIGTERM: the user's /stop is still killing it (300 ms grace) when svc stops.
   const facts: { type: string; data: Record<string, unknown> }[] = [];
   d.bus.events$.subscribe((e) => facts.push(e));
-  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 1 } });
+  const { killed } = await agentsOf(d.bus).abort(1, TOKEN_USER);
   t.equal(killed, 1);
   await stop();
   t.equal((await turn).status, 'aborted');
@@ -380,4 +385,68 @@ t.test('a turn still waiting for a CLI slot when svc stops is told so, not that 
   t.same([out.status, out.reason, out.turn_id], ['aborted', 'agent-stopped', null]);
   t.match(out.text, /stopped before this message could start; send it again/);
   t.equal((await running).status, 'aborted');
+});
+
+t.test('every fact a request causes carries its request id as correlation', async (t) => {
+  const { d, ask } = await boot(t);
+  const out = await ask('hi');
+  const turn = d.log.read({ stream: `turn:${out.turn_id}` });
+  const session = d.log.read({ streamPrefix: 'session:main:' });
+  t.same(turn.map((e) => e.type), ['turn.started', 'turn.spawned', 'turn.completed']);
+  t.same(session.map((e) => e.type), ['session.started', 'session.turn_recorded']);
+  t.same([...turn, ...session].map((e) => e.correlation), Array(5).fill('r1'));
+  await ask('/new');
+  t.equal(d.log.read({ streamPrefix: 'session:main:' }).at(-1)!.correlation, 'r2', 'a chat command too');
+});
+
+t.test('the runtime decides access: allowed_agents and can_call refuse a principal whatever surface sent it', async (t) => {
+  const { d, ask, paths } = await boot(t);
+  mkdirSync(paths.secretsDir, { recursive: true });
+  const started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name !== 'main'), take(3), toArray()));
+  writeFileSync(
+    paths.agentsRegistry,
+    JSON.stringify([
+      { name: 'ops', telegram_token: '1:a', can_call: [] },
+      { name: 'dev', telegram_token: '2:a', can_call: ['main'] },
+      { name: 'old', telegram_token: '3:a' },
+    ]),
+  );
+  await started;
+  const turns = () => d.log.read({ types: ['turn.started'] }).length;
+  const vic: Partial<Principal> = { kind: 'user', id: 'vic', role: 'viewer', allowed_agents: ['ops'] };
+
+  // Sent straight on the bus, as any surface (admin socket, messenger, task) would send it.
+  await t.rejects(ask('hi', { principal: vic }), { code: 'agent-not-allowed', message: /user "vic" may not use agent "main"/ });
+  await t.rejects(ask('hi', { principal: { kind: 'agent', id: 'ops', role: 'admin' } }), { code: 'call-not-allowed', message: /can_call: empty/ });
+  await t.rejects(ask('hi', { principal: { kind: 'agent', id: 'ghost', role: 'admin' } }), { code: 'unknown-caller' });
+  await t.rejects(ask('hi', { agent: 'ops', principal: { kind: 'agent', id: 'main', acting_for: 'vic', role: 'viewer', allowed_agents: ['dev'] } }), {
+    code: 'agent-not-allowed',
+  });
+  const refused = agentsOf(d.bus).ask({ agent: 'dev', transport: 'api', chat_id: 1, topic_id: null, text: 'hi', kind: 'foreground' }, { ...TOKEN_USER, ...vic });
+  t.match(await refused.accepted, { accepted: false, code: 'agent-not-allowed' }, 'refused before anything is queued');
+  t.equal(turns(), 0, 'no refused request ran a turn');
+
+  t.equal((await ask('hi', { agent: 'ops', principal: vic })).status, 'completed', 'an allowed agent answers');
+  t.equal((await ask('hi', { principal: { kind: 'agent', id: 'dev', role: 'admin' } })).status, 'completed', 'can_call allows main');
+  const warned = firstValueFrom(d.bus.transient$.pipe(filter((m) => m.type === 'log.line' && /"old" has no can_call list/.test((m.data as { msg: string }).msg))));
+  t.equal((await ask('hi', { agent: 'ops', principal: { kind: 'agent', id: 'old', role: 'admin' } })).status, 'completed', 'legacy: no can_call list');
+  await warned;
+
+  const names = async (p: Partial<Principal>) => (await agentsOf(d.bus).list({ ...TOKEN_USER, ...p })).map((a) => a.name).sort();
+  t.same(await names(vic), ['ops']);
+  t.same(await names({ kind: 'agent', id: 'dev' }), ['main'], 'an agent sees what it may call, never itself');
+  t.same(await names({}), ['dev', 'main', 'old', 'ops']);
+});
+
+t.test('one session key holds at most 32 messages; more are refused at once, and /stop drops them all', async (t) => {
+  const { d, ask } = await boot(t, { FAKE_CLI_HANG: '1' });
+  const held = Array.from({ length: 32 }, (_, i) => ask(`m${i}`, { chat_id: 50 }));
+  const refused = agentsOf(d.bus).ask({ agent: 'main', transport: 'api', chat_id: 50, topic_id: null, text: 'one more', kind: 'foreground' }, TOKEN_USER);
+  t.match(await refused.accepted, { accepted: false, code: 'session-busy', message: /32 messages are already waiting/ });
+  t.equal((await ask('another chat', { chat_id: 51, text: '/new' })).status, 'completed', 'other sessions are not held up');
+  await until('the first CLI runs', () => d.log.read({ types: ['turn.spawned'] }).length === 1);
+  t.equal((await agentsOf(d.bus).abort(50, TOKEN_USER)).killed, 1);
+  const outcomes = await Promise.all(held);
+  t.equal(outcomes.filter((o) => o.status === 'aborted').length, 32);
+  t.equal(d.log.read({ types: ['turn.started'] }).length, 1, 'only the running one ever started');
 });

@@ -45,6 +45,9 @@ t.test('svc ask streams a reply from the running daemon; ask_agent.py reaches a 
   t.equal(sub.code, 0, sub.stderr);
   t.match(sub.stdout, /echo: hi helper/);
   t.equal(svc(home, ['ask', '--agent', 'nobody', 'x']).code, 1);
+  const empty = svc(home, ['ask', '@opus']);
+  t.equal(empty.code, 1, 'a directive with nothing to ask is refused');
+  t.match(empty.stderr, /the message is empty/, 'with its reason, not an internal error');
 
   // An agent's tool script, with the environment the runtime gives the main agent's CLI.
   const token = JSON.parse(readFileSync(join(home, '_secrets', 'main_agent_token.json'), 'utf8')).token as string;

@@ -152,3 +152,41 @@ t.test('stream, files both ways, notifications, and abort against the real runti
   t.equal(slow.d.log.read({ types: ['turn.aborted'] }).length, 1, 'and is recorded as aborted');
   s.ws.close();
 });
+
+t.test('/stop over /ws also drops the messages queued behind the turn it kills', async (t) => {
+  const { d, token } = await bootApi(t, 'stop', { FAKE_CLI_HANG: '1' });
+  const s = await connect(d.apiPort!, token);
+  s.send({ type: 'message', text: 'take your time' });
+  await until('the CLI to run', () => d.log.read({ types: ['turn.spawned'] }).length > 0);
+  s.send({ type: 'message', text: 'queued behind it' });
+  s.send({ type: 'message', text: 'and this one too' });
+  s.send({ type: 'message', text: '/stop' });
+  t.equal((await s.next('abort_ok')).killed, 1);
+  const results = [await s.next('result'), await s.next('result'), await s.next('result')];
+  t.equal(results.filter((r) => r.text === 'Cancelled by /stop.').length, 2, 'the queued messages are answered as cancelled');
+  // Had a queued message survived the stop, its turn would start (and hang) right after the kill.
+  const other = await connect(d.apiPort!, token, 8);
+  other.send({ type: 'message', text: '/new' });
+  await other.next('result');
+  t.equal(d.log.read({ types: ['turn.started'] }).length, 1, 'no second turn.started follows');
+  s.ws.close();
+  other.ws.close();
+});
+
+t.test('a message the runtime refuses reaches the client with its own code, not internal_error', async (t) => {
+  const { d, token } = await bootApi(t, 'refuse');
+  const errors: { level: string; msg: string }[] = [];
+  d.bus.transient$.subscribe((m) => {
+    if (m.type === 'log.line' && (m.data as { level: string }).level === 'error') errors.push(m.data as { level: string; msg: string });
+  });
+  const s = await connect(d.apiPort!, token);
+  s.send({ type: 'message', text: '@opus   ' });
+  t.match(await s.next('error'), { code: 'empty', message: /empty/ }, 'a directive and nothing to ask');
+  s.send({ type: 'message', text: 'x'.repeat(300 * 1024) });
+  t.match(await s.next('error'), { code: 'message_too_large', message: /limit is 262144/ });
+  s.send({ type: 'message', text: 'still works' });
+  t.match(await s.next('result'), { text: 'echo: still works' });
+  t.same(errors, [], 'nothing logged at ERROR');
+  t.equal(d.log.read({ types: ['turn.started'] }).length, 1, 'only the good message ran a turn');
+  s.ws.close();
+});

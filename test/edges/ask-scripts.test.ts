@@ -67,11 +67,11 @@ t.test('ask_agent.py and ask_agent_async.py', async (t) => {
 
   let r = await ask(['bob', 'how', 'are', 'you'], env('main', MAIN_TOKEN));
   t.same(r, { code: 0, stdout: 'bob heard: how are you\n', stderr: '' });
-  t.match(rt!.received[0], { agent: 'bob', new_session: false, source: { userRole: 'admin' } });
+  t.match(rt!.received[0], { agent: 'bob', new_session: false, principal: { role: 'admin', acting_for: null } });
 
   r = await ask(['--new-session', 'main', '-'], env('bob', BOB_TOKEN, { SVC_CALLER_USER_ID: 'alice' }), 'from stdin\n');
   t.equal(r.code, 0);
-  t.match(rt!.received[1], { agent: 'main', new_session: true, caller_user_id: 'alice' });
+  t.match(rt!.received[1], { agent: 'main', new_session: true, principal: { acting_for: 'alice' } });
 
   r = await ask(['bob', 'x'], env('main', MAIN_TOKEN, { SVC_CALLER_USER_ID: 'vic' }));
   t.equal(r.code, 1);

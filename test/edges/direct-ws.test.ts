@@ -6,11 +6,11 @@ import nacl from 'tweetnacl';
 import { createActor, type AnyStateMachine } from 'xstate';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { setImmediate as tick } from 'node:timers/promises';
-import { Bus } from '../../bus/index.js';
+import { Bus, serveAgents, turnStreamOf } from '../../bus/index.js';
 import type { DirectLimits } from '../../edges/index.js';
 import { startDirectApi, type DirectApiServer } from '../fixtures/direct-api.js';
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
-import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnOutcome } from '../../schemas/index.js';
+import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnChunk, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
 
@@ -33,13 +33,11 @@ interface Runtime {
 
 function fakeRuntime(bus: Bus): Runtime {
   const rt: Runtime = { calls: [], trace: [], completed: [], held: new Map(), mode: 'normal' };
-  bus.handle<AgentMessage, TurnOutcome>('agent.message', 'fake-runtime', async (cmd) => {
-    const m = cmd.data;
+  const out = turnStreamOf(bus);
+  const run = async (m: AgentMessage, key: string): Promise<TurnOutcome> => {
     rt.calls.push(m);
-    if (rt.mode === 'throw') throw new Error('runtime exploded');
-    const key = m.topic_id === null ? `api:${m.chat_id}` : `api:${m.chat_id}:${m.topic_id}`;
     const base = { request_id: m.request_id, turn_id: `t-${m.request_id}`, agent: 'main', session_key: key, transport: 'api', chat_id: m.chat_id, topic_id: m.topic_id };
-    const chunk = (type: string, data: Record<string, unknown>) => bus.emitTransient({ stream: `turn:${base.turn_id}`, type, data: { ...base, ...data } });
+    const chunk = (type: TurnChunk['type'], data: Record<string, unknown>) => out.chunk({ stream: `turn:${base.turn_id}`, type, data: { ...base, ...data } } as TurnChunk);
     rt.trace.push(`start ${m.text}`);
     let text = `echo: ${m.text}`;
     let status: TurnOutcome['status'] = 'completed';
@@ -74,16 +72,31 @@ function fakeRuntime(bus: Bus): Runtime {
       stream_fallback: false, files: text.includes('<file:') ? [{ path: '/tmp/x.png', name: 'x.png', is_image: true }] : [],
       provider: 'claude', model: 'opus', session_id: null, usage: null, cost_usd: null, duration_ms: 1, reason: null,
     };
-  });
-  bus.handle<{ chat_id: number }, { killed: number }>('agent.abort', 'fake-runtime', (cmd) => {
-    let killed = 0;
-    for (const h of [...rt.held.values()]) {
-      if (h.chat_id === cmd.data.chat_id) {
-        killed++;
-        h.release('aborted');
+  };
+  // One turn at a time per session key, as the real runtime's lanes run them.
+  const lanes = new Map<string, Promise<unknown>>();
+  serveAgents(bus, 'fake-runtime', {
+    accept: (m) => {
+      if (rt.mode === 'throw') {
+        rt.calls.push(m);
+        throw new Error('runtime exploded');
       }
-    }
-    return { killed };
+      const key = m.topic_id === null ? `api:${m.chat_id}` : `api:${m.chat_id}:${m.topic_id}`;
+      const outcome = (lanes.get(key) ?? Promise.resolve()).then(() => run(m, key));
+      lanes.set(key, outcome.catch(() => undefined));
+      return { outcome };
+    },
+    abort: ({ chat_id }) => {
+      let killed = 0;
+      for (const h of [...rt.held.values()]) {
+        if (h.chat_id === chat_id) {
+          killed++;
+          h.release('aborted');
+        }
+      }
+      return { killed };
+    },
+    list: () => [],
   });
   return rt;
 }
@@ -285,7 +298,7 @@ t.test('handshake, streamed turn in order, facts without contents', async (t) =>
     { type: 'system_status', data: null },
     { type: 'result', text: 'd0d1d2d3d4 <file:/tmp/x.png>', stream_fallback: false, files: [{ path: '/tmp/x.png', name: 'x.png', is_image: true }] },
   ]);
-  t.match(env.rt!.calls[0], { agent: 'main', transport: 'api', chat_id: 5, topic_id: 9, text: secret, source: { kind: 'none' }, kind: 'foreground' });
+  t.match(env.rt!.calls[0], { agent: 'main', transport: 'api', chat_id: 5, topic_id: 9, text: secret, principal: { role: null, allowed_agents: [] }, kind: 'foreground' });
   t.equal(c.undecryptable, 0);
 
   const health = await fetch(`http://127.0.0.1:${env.server.port}/health`, { headers: { connection: 'close' } });

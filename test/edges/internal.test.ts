@@ -21,8 +21,8 @@ t.test('POST /interagent/send: main and sub-agents ask, with and without a calle
   t.equal(status, 200);
   t.same(reply, { sender: 'bob', text: 'bob heard: ping', success: true, error: null });
   const m = rt!.received[0]!;
-  t.match(m, { agent: 'bob', transport: 'internal', kind: 'interagent', chat_id: 0, topic_id: null, new_session: false, source: { kind: 'interagent', userRole: 'admin' } });
-  t.notOk('caller_user_id' in m, 'no caller header: a system call with the admin role');
+  t.match(m, { agent: 'bob', transport: 'internal', kind: 'interagent', chat_id: 0, topic_id: null, new_session: false, principal: { kind: 'agent', id: 'main', role: 'admin' } });
+  t.equal(m.principal.acting_for, null, 'no caller header: a system call with the admin role');
   t.match(m.text, /from agent "main"/, 'the recipient is told who asks');
 
   [status, reply] = await body(
@@ -33,7 +33,7 @@ t.test('POST /interagent/send: main and sub-agents ask, with and without a calle
     }),
   );
   t.same([status, reply.success], [200, true]);
-  t.match(rt!.received[1], { agent: 'main', chat_id: 42, topic_id: 7, new_session: true, caller_user_id: 'alice', source: { kind: 'interagent', callerUserId: 'alice' } });
+  t.match(rt!.received[1], { agent: 'main', chat_id: 42, topic_id: 7, new_session: true, principal: { kind: 'agent', id: 'bob', acting_for: 'alice', role: 'admin' } });
   t.same(logs.filter((l) => l.level === 'warn'), [], 'token and can_call present: no legacy warnings');
 
   [status, reply] = await body(await call('/interagent/send', { token: MAIN_TOKEN, body: { from: 'main', to: 'carol', message: 'please FAIL' } }));
@@ -173,7 +173,7 @@ t.test('POST /ask streams the turn as NDJSON, in order, then the result', async 
   ]);
   t.equal(lines.length, 6, "another turn's chunk never leaks in");
   t.match(lines[5], { type: 'result', status: 'completed', text: 'main heard: hello there', agent: 'main', request_id: 'id1' });
-  t.match(rt!.received[0], { agent: 'main', transport: 'cli', kind: 'foreground', chat_id: 0, text: 'hello there', new_session: false, source: { kind: 'system' } });
+  t.match(rt!.received[0], { agent: 'main', transport: 'cli', kind: 'foreground', chat_id: 0, text: 'hello there', new_session: false, principal: { role: 'admin' } });
 
   const r2 = await call('/ask', { token: MAIN_TOKEN, body: { agent: 'carol', text: 'FAIL now', chat_id: 5, new: true } });
   const last = JSON.parse((await r2.text()).trimEnd().split('\n').pop()!) as Json;
