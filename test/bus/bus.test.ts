@@ -16,6 +16,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
       return log.append(events, at);
     },
     read: (q) => log.read(q),
+    version: (s) => log.version(s),
     lastSeq: () => log.lastSeq(),
     close: () => log.close(),
   };
@@ -37,7 +38,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
 
 t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
   const log = new MemoryEventLog();
-  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), lastSeq: () => 0, close: () => {} };
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
   let delivered = 0;
   bus.subscribe('spy', () => void delivered++);
