@@ -1,4 +1,4 @@
-import type { Bus } from '../bus/index.js';
+import { followsFrom, type Bus, type Cause } from '../bus/index.js';
 import {
   INTERRUPTED_REASON,
   TURN_TRACE_TYPES,
@@ -63,7 +63,9 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
     report.processesEnded += ended;
     const text = capped(partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] })));
     if (turn.prompt !== null) opts.owe?.(owed(turn, text));
-    await bus.publish({
+    // The failure follows from the last thing the turn recorded, and serves the same request.
+    const last = log.read({ stream: turn.stream, descending: true, limit: 1 })[0]!;
+    const failed = await bus.publish({
       stream: turn.stream,
       type: 'turn.failed',
       data: {
@@ -76,9 +78,10 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
         pid: turn.groups.at(-1)?.pgid ?? null,
         ended_processes: ended,
       },
+      ...followsFrom(last),
     });
     report.failed.push(turn.stream);
-    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text });
+    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text }, followsFrom(failed));
   }
   if (open.length > 0) {
     bus.emitLog(
@@ -101,13 +104,14 @@ function owed(t: TurnTrace, text: string): InterruptedTurn {
 }
 
 /** The warning notification for an answer a restart cut off (a crash, or svc stopping mid-turn). */
-export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }): Promise<void> {
+export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }, cause: Cause = {}): Promise<void> {
   const { title, body } = interruptedNotification(turn, turn.text);
   try {
     await bus.send({
       type: NOTIFICATION_COMMANDS.create,
       data: { source: 'system', outcome: 'error', title, body, agent: turn.agent.slice(0, 200), source_id: turn.stream.slice(0, 200), status: INTERRUPTED_REASON },
       by: 'system',
+      ...cause,
     });
   } catch (e) {
     bus.emitLog('warn', `turn ${turn.stream}: could not notify about the interrupted answer: ${describeError(e)}`);

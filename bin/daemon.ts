@@ -50,7 +50,7 @@ import {
   type HomePaths,
   type PidLock,
 } from '../store/index.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { VERSION } from './package-info.js';
@@ -134,8 +134,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     if (lock.tookOver) bus.emitLog('info', lock.tookOver);
     bus.subscribe('log-events', (e) => bus.emitLog('debug', `${e.type} ${e.stream}`, { seq: e.seq }));
 
+    // What svc does on its own during this run (start, reloads, recovery, stop) serves this start.
+    const startCorrelation = `start:${randomUUID()}`;
     const daemon = host.spawn('daemon', daemonMachine, {
       stream: 'daemon',
+      correlation: startCorrelation,
       input: {
         pid: process.pid,
         version: VERSION,
@@ -154,16 +157,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       stream: 'config',
       type: 'config.loaded',
       data: { file: paths.configFile, created: loaded.created, keys_added: loaded.keysAdded },
+      correlation: startCorrelation,
     });
 
     const interval = opts.watchIntervalMs;
     const config = host.spawn('config', configMachine.provide({ actors: { watcher: configWatcher } }), {
       stream: 'config',
+      correlation: startCorrelation,
       input: { config: loaded.config, file: paths.configFile, ...(interval ? { intervalMs: interval } : {}) },
     });
     const currentConfig = () => config.getSnapshot().context.config;
     const registry = host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
       stream: 'registry',
+      correlation: startCorrelation,
       input: {
         entries: loadRegistry(paths),
         file: registryLocation(paths) ?? paths.agentsRegistry,
@@ -203,7 +209,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     const chatSessions = startChatSessions({ bus, readModel: chatSessionReadModel(log.projectionDb()) });
     teardown.push(() => chatSessions.unsubscribe());
     // Before anything new starts: what a crashed run left of its own helper processes.
-    await recoverOrphanProcesses(log, bus);
+    await recoverOrphanProcesses(log, bus, { cause: { correlation: startCorrelation } });
     const transcriber = startTranscriber({ bus, paths, config: () => currentConfig().transcription, env: hostEnv });
     teardown.push(() => transcriber.unsubscribe());
 

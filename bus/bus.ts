@@ -1,17 +1,27 @@
+import { randomUUID } from 'node:crypto';
 import { Observable, Subject, config as rxConfig, filter, firstValueFrom, map, timeout, type OperatorFunction, type Subscription } from 'rxjs';
 import { SvcError, describeError, isSvcError, type Envelope, type NewEvent, type Transient } from '../schemas/index.js';
 import { versionConflict, type EventLog } from '../store/index.js';
+import { followsFrom } from './cause.js';
 
-/** An imperative request to whoever handles `type`; answered once, by correlation id. */
+/** An imperative request to whoever handles `type`; answered once, by its id. */
 export interface Command<T extends string = string, D = unknown> {
   type: T;
   data: D;
   /** Who asked: a user name, `system`, or an agent; recorded on the events the handler causes. */
   by?: string;
+  /**
+   * The user request this command serves (see cause.ts). A handler passes it on to every fact and
+   * command it causes; `send` mints one when the sender starts a new request.
+   */
+  correlation?: string;
+  /** The seq of the fact that led to this command, if one did. */
+  causation?: number;
 }
 
 interface CommandEnvelope extends Command {
   id: string;
+  correlation: string;
 }
 
 interface Pending {
@@ -61,7 +71,7 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 30_000;
 export class Bus {
   readonly events$: Observable<Envelope>;
   readonly transient$: Observable<Transient>;
-  readonly commands$: Observable<Command & { id: string }>;
+  readonly commands$: Observable<Command & { id: string; correlation: string }>;
 
   private readonly eventLog: EventLog;
   private readonly clock: () => number;
@@ -235,18 +245,19 @@ export class Bus {
       stream: 'bus',
       type: 'bus.subscriber_failed',
       data: { subscriber, seq: e?.seq ?? null, type: e?.type ?? null, error },
+      ...(e ? followsFrom(e) : {}),
     }).catch(() => undefined);
   }
 
   /** Register the one handler for a command type; its return value (or SvcError) is the reply. */
-  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D>) => R | Promise<R>): Subscription {
+  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D> & { correlation: string }) => R | Promise<R>): Subscription {
     if (this.handlers.has(type)) {
       throw new SvcError('handler-exists', `command ${type} already handled by ${this.handlers.get(type)}`);
     }
     this.handlers.set(type, name);
     const sub = this.commandsSubject.pipe(filter((c) => c.type === type)).subscribe((cmd) => {
       Promise.resolve()
-        .then(() => handler(cmd as Command<string, D>))
+        .then(() => handler(cmd as Command<string, D> & { correlation: string }))
         .then(
           (value) => this.repliesSubject.next({ id: cmd.id, ok: true, value }),
           (error) => this.repliesSubject.next({ id: cmd.id, ok: false, error }),
@@ -279,7 +290,7 @@ export class Bus {
           )
         : mine,
     );
-    this.commandsSubject.next({ ...cmd, id });
+    this.commandsSubject.next({ ...cmd, id, correlation: cmd.correlation ?? randomUUID() });
     const r = await reply;
     if (!r.ok) throw r.error;
     return r.value as R;

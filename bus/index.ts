@@ -1,1 +1,2 @@
 export * from './bus.js';
+export * from './cause.js';

@@ -151,3 +151,13 @@ t.test('helper process groups svc tracked (transcription backends) are ended aft
   t.same(await recoverOrphanProcesses(log, bus, { selfStartTime: null }), { groupsEnded: 0, processesEnded: 0 }, 'each is recovered once');
   bus.close();
 });
+
+t.test('the failure recovery records follows from the turn’s last fact and serves the turn’s request', async (t) => {
+  const { log, bus } = setup();
+  await bus.publish({ stream: 'turn:q', type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' }, correlation: 'req-9' });
+  const progressed = await bus.publish({ stream: 'turn:q', type: 'turn.progressed', data: { text: 'half' }, correlation: 'req-9' });
+  await recoverOrphanTurns(log, bus);
+  const failed = log.read({ stream: 'turn:q', types: ['turn.failed'] })[0]!;
+  t.same([failed.causation, failed.correlation], [progressed.seq, 'req-9']);
+  bus.close();
+});
