@@ -47,7 +47,7 @@ export interface RestoreSpec<M extends AnyStateMachine> {
   /** Only these types are read (the fold's inputs), so a restore does not load every chunk of every stream. */
   types?: readonly string[];
   machine: M;
-  fold(events: Envelope[]): { value: string; context: Record<string, unknown> } | null;
+  fold(events: Envelope[]): { value: string; context: object } | null;
 }
 
 /**

@@ -33,8 +33,8 @@ export interface RecoveryReport {
 
 export interface RecoveryOptions {
   /**
-   * Told of every interrupted turn that still owes its chat a notice or a /retry (from this crash
-   * and earlier ones), in log order; a new one before its `turn.failed` is published.
+   * Told of every turn this recovery cuts, in log order, before its `turn.failed` is published.
+   * Turns an earlier run cut come back through `InterruptedTurns.restore` (ActorHost.restore).
    */
   owe?: (turn: InterruptedTurn) => void;
 }
@@ -47,9 +47,8 @@ export interface RecoveryOptions {
  * and /retry go through `opts.owe`).
  */
 export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: RecoveryOptions = {}): Promise<RecoveryReport> {
-  const { open, owing } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
+  const { open } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
   const report: RecoveryReport = { failed: [], groupsEnded: 0, processesEnded: 0 };
-  for (const t of owing) opts.owe?.(owed(t, t.interrupted!.text));
   let snapshot: ProcSnapshot | null = null;
   for (const turn of open) {
     let ended = 0;

@@ -17,3 +17,4 @@ export * from './connection.machine.js';
 export * from './transcription.logic.js';
 export * from './orphan-group.logic.js';
 export * from './interrupted-turn.logic.js';
+export * from './interrupted-turn.machine.js';
