@@ -20,3 +20,4 @@ export * from './orphan-groups.js';
 export * from './chat-sessions.js';
 export * from './transcriber.js';
 export * from './interrupted-turns.js';
+export * from './machine-replay.js';
