@@ -55,7 +55,6 @@ export class InterruptedTurns {
   /** Recovery hands over each turn it cuts now, oldest first; a newer one supersedes an older one's /retry. */
   owe(turn: InterruptedTurn): void {
     const id = PREFIX + turn.stream;
-    if (this.host.get(id)) return;
     if (!turn.retried) for (const other of this.live()) if (this.sameChat(other, turn)) this.host.send(other, { type: 'retry.superseded' });
     const context: InterruptedTurnContext = {
       agent: turn.agent,

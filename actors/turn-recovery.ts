@@ -64,21 +64,25 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
     if (turn.prompt !== null) opts.owe?.(owed(turn, text));
     // The failure follows from the last thing the turn recorded, and serves the same request.
     const last = log.read({ stream: turn.stream, descending: true, limit: 1 })[0]!;
-    const failed = await bus.publish({
-      stream: turn.stream,
-      type: 'turn.failed',
-      data: {
-        reason: INTERRUPTED_REASON,
-        error: 'svc stopped while this turn was running',
-        text,
-        session_key: turn.sessionKey,
-        session_id: null,
-        stream_fallback: false,
-        pid: turn.groups.at(-1)?.pgid ?? null,
-        ended_processes: ended,
+    const failed = await bus.publish(
+      {
+        stream: turn.stream,
+        type: 'turn.failed',
+        data: {
+          reason: INTERRUPTED_REASON,
+          error: 'svc stopped while this turn was running',
+          text,
+          session_key: turn.sessionKey,
+          session_id: null,
+          stream_fallback: false,
+          pid: turn.groups.at(-1)?.pgid ?? null,
+          ended_processes: ended,
+        },
+        ...followsFrom(last),
       },
-      ...followsFrom(last),
-    });
+      // Turn streams have two writers, the turn and recovery: recovery decided on what it read.
+      { expectedVersion: last.seq },
+    );
     report.failed.push(turn.stream);
     if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text }, followsFrom(failed));
   }
