@@ -4,7 +4,7 @@ import { createActor, type Actor, type AnyStateMachine, type InputFrom, type Sna
 export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
 import type { Subscription } from 'rxjs';
 import { SvcError, describeError, type Envelope, type EventData } from '../schemas/index.js';
-import type { Bus } from '../bus/index.js';
+import type { Bus, Cause } from '../bus/index.js';
 import type { EventLog } from '../store/index.js';
 
 /** What a machine hands to `emit(...)`: the host turns it into a persisted fact on the actor's stream. */
@@ -21,8 +21,14 @@ export interface SpawnOptions<M extends AnyStateMachine> {
   snapshot?: SnapshotFrom<M>;
   /** Recorded as `by` on every fact, e.g. the user who caused the actor. */
   by?: string;
-  /** Recorded as `correlation` on every fact: the request the actor serves. */
+  /**
+   * The request the actor serves (cause.ts): stamped on every fact it emits on its own (on start,
+   * from its timers and invoked watchers). A fact emitted while handling `host.send(id, event,
+   * cause)` carries that cause instead.
+   */
   correlation?: string;
+  /** The seq of the fact that made the actor exist, stamped with `correlation`. */
+  causation?: number;
   /** Drives the machine's delays; tests pass a SimulatedClock. */
   clock?: ActorClock;
 }
@@ -31,13 +37,17 @@ interface Hosted {
   actor: Actor<AnyStateMachine>;
   stream: string;
   subs: { unsubscribe(): void }[];
+  /** What the event being handled right now was caused by; xstate emits synchronously inside `send`. */
+  handling: Cause | undefined;
 }
 
 /** How to bring a kind of actor back after a restart: fold its stream into a state, or null when finished. */
 export interface RestoreSpec<M extends AnyStateMachine> {
   streamPrefix: string;
+  /** Only these types are read (the fold's inputs), so a restore does not load every chunk of every stream. */
+  types?: readonly string[];
   machine: M;
-  fold(events: Envelope[]): { value: string; context: Record<string, unknown> } | null;
+  fold(events: Envelope[]): { value: string; context: object } | null;
 }
 
 /**
@@ -46,6 +56,8 @@ export interface RestoreSpec<M extends AnyStateMachine> {
  */
 export class ActorHost {
   private readonly actors = new Map<string, Hosted>();
+  /** Facts emitted and not yet committed, so a caller can wait for what its `send` caused. */
+  private readonly recording = new Set<Promise<unknown>>();
 
   constructor(private readonly bus: Bus) {}
 
@@ -58,17 +70,25 @@ export class ActorHost {
       ...(opts.clock ? { clock: opts.clock } : {}),
     }) as Actor<M>;
     const subs: { unsubscribe(): void }[] = [];
+    const own: Cause = {
+      ...(opts.causation !== undefined ? { causation: opts.causation } : {}),
+      ...(opts.correlation !== undefined ? { correlation: opts.correlation } : {}),
+    };
+    const hosted: Hosted = { actor: actor as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined };
     subs.push(
       actor.on('*', (fact: EmittedFact) => {
-        void this.bus
+        const why = hosted.handling ?? own;
+        const recorded = this.bus
           .publish({
             stream: opts.stream,
             type: fact.type,
             data: fact.data ?? {},
+            ...why,
             ...(opts.by ? { by: opts.by } : {}),
-            ...(opts.correlation ? { correlation: opts.correlation } : {}),
           })
-          .catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`));
+          .catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`))
+          .finally(() => this.recording.delete(recorded));
+        this.recording.add(recorded);
       }),
     );
     subs.push(
@@ -76,7 +96,7 @@ export class ActorHost {
         error: (err) => {
           this.actors.delete(id);
           void this.bus
-            .publish({ stream: opts.stream, type: 'actor.crashed', data: { id, error: describeError(err) } })
+            .publish({ stream: opts.stream, type: 'actor.crashed', data: { id, error: describeError(err) }, ...(hosted.handling ?? own) })
             .catch(() => undefined);
         },
         complete: () => {
@@ -84,9 +104,30 @@ export class ActorHost {
         },
       }),
     );
-    this.actors.set(id, { actor: actor as Actor<AnyStateMachine>, stream: opts.stream, subs });
+    this.actors.set(id, hosted);
     actor.start();
     return actor;
+  }
+
+  /**
+   * Deliver an event to a hosted actor, stamping `cause` (a command's, or a fact's via
+   * `followsFrom`) on the facts the actor emits while handling it.
+   */
+  send<E extends { type: string }>(id: string, event: E, cause?: Cause): void {
+    const hosted = this.actors.get(id);
+    if (!hosted) throw new SvcError('no-actor', `no actor named ${id} is running`);
+    const outer = hosted.handling;
+    hosted.handling = cause ?? outer;
+    try {
+      hosted.actor.send(event);
+    } finally {
+      hosted.handling = outer;
+    }
+  }
+
+  /** Resolves once every fact emitted so far is committed (or reported as not recordable). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.recording]);
   }
 
   get<M extends AnyStateMachine = AnyStateMachine>(id: string): Actor<M> | undefined {
@@ -115,7 +156,7 @@ export class ActorHost {
    */
   restore<M extends AnyStateMachine>(log: EventLog, spec: RestoreSpec<M>, idOf: (stream: string) => string): string[] {
     const byStream = new Map<string, Envelope[]>();
-    for (const e of log.read({ streamPrefix: spec.streamPrefix })) {
+    for (const e of log.read({ streamPrefix: spec.streamPrefix, ...(spec.types ? { types: spec.types } : {}) })) {
       let list = byStream.get(e.stream);
       if (!list) byStream.set(e.stream, (list = []));
       list.push(e);
@@ -126,7 +167,9 @@ export class ActorHost {
       if (!state) continue;
       const snapshot = spec.machine.resolveState(state as never) as SnapshotFrom<M>;
       const id = idOf(stream);
-      this.spawn(id, spec.machine, { stream, snapshot });
+      // What it does on its own from now on follows from the last fact it was restored from.
+      const last = events.at(-1)!;
+      this.spawn(id, spec.machine, { stream, snapshot, causation: last.seq, ...(last.correlation !== undefined ? { correlation: last.correlation } : {}) });
       restored.push(id);
     }
     return restored;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subscription } from 'rxjs';
-import { serveAgents, type Bus } from '../bus/index.js';
+import { causedBy, serveAgents, type Bus } from '../bus/index.js';
 import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../machines/index.js';
 import {
   AGENT_COMMANDS,
@@ -66,13 +66,14 @@ export class AgentSupervisor {
   readonly cliSlots = new CliSlots(() => this.d.mainConfig().max_concurrent_cli);
 
   constructor(private readonly d: SupervisorDeps) {
-    this.interrupted = new InterruptedTurns(d.bus);
+    this.interrupted = new InterruptedTurns(d.host);
   }
 
   async start(): Promise<void> {
     const { bus } = this.d;
     // Registered before recovery records anything, so a chat already connected could be told at once.
-    this.subs.push(bus.handle(AGENT_COMMANDS.takeInterrupted, 'agents', (cmd) => this.interrupted.takeNotices(cmd.data)));
+    this.subs.push(bus.handle(AGENT_COMMANDS.takeInterrupted, 'agents', (cmd) => this.interrupted.takeNotices(cmd.data, causedBy(cmd))));
+    this.interrupted.restore(this.d.log);
     await recoverOrphanTurns(this.d.log, bus, { owe: (turn) => this.interrupted.owe(turn) });
     this.startAgent(MAIN_AGENT);
     for (const entry of this.d.registry()) this.tryStart(entry.name);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
-import type { Bus, Command } from '../bus/index.js';
+import { causedBy, type Bus, type Command } from '../bus/index.js';
 import {
   parseWith,
   CHAT_SESSION_COMMANDS,
@@ -53,7 +53,6 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
     tail = run.catch(() => undefined);
     return run;
   };
-  const by = (cmd: Command<string, unknown>) => (cmd.by ? { by: cmd.by } : {});
 
   const create = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
     const d = parseWith(CreateChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
@@ -69,7 +68,7 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
       stream: chatSessionStream(id),
       type: CHAT_SESSION_EVENTS.created,
       data: { id, agent: d.agent, title, created_at: at, updated_at: at },
-      ...by(cmd),
+      ...causedBy(cmd),
     });
     return readModel.get(id) ?? { id, agent: d.agent, title, created_at: at, updated_at: at, provider_override: null, model_override: null, archived: false };
   };
@@ -81,14 +80,14 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
     // The same title again changes nothing, so nothing is recorded.
     if (current.title === title) return current;
     const at = new Date(bus.now()).toISOString();
-    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.renamed, data: { id, title, updated_at: at }, ...by(cmd) });
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.renamed, data: { id, title, updated_at: at }, ...causedBy(cmd) });
     return readModel.get(id) ?? { ...current, title, updated_at: at };
   };
 
   const remove = async (cmd: Command<string, unknown>): Promise<DeleteChatSessionResult> => {
     const { id } = parseWith(DeleteChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     if (!readModel.get(id)) throw notFound(id);
-    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.deleted, data: { id }, ...by(cmd) });
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.deleted, data: { id }, ...causedBy(cmd) });
     return { id, deleted: true };
   };
 

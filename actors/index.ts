@@ -21,3 +21,4 @@ export * from './chat-sessions.js';
 export * from './transcriber.js';
 export * from './interrupted-turns.js';
 export * from './config-warnings.js';
+export * from './machine-replay.js';

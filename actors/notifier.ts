@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import * as v from 'valibot';
-import type { Bus, Command } from '../bus/index.js';
+import { causedBy, type Bus, type Command } from '../bus/index.js';
 import {
   EMPTY_THROTTLE_STATE,
   NOTIFICATION_OUTCOMES,
@@ -132,7 +132,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
       stream: notificationStream(id),
       type: NOTIFICATION_EVENTS.created,
       data: { ...notification },
-      ...(cmd.by ? { by: cmd.by } : {}),
+      ...causedBy(cmd),
     });
     return { persisted: true, notification, throttled: t.throttled };
   };
@@ -142,7 +142,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
     const current = readModel.get(id);
     if (!current) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
     if (current.read) return current;
-    await bus.publish({ stream: notificationStream(id), type: NOTIFICATION_EVENTS.read, data: { id }, ...(cmd.by ? { by: cmd.by } : {}) });
+    await bus.publish({ stream: notificationStream(id), type: NOTIFICATION_EVENTS.read, data: { id }, ...causedBy(cmd) });
     return readModel.get(id) ?? { ...current, read: true };
   };
 
@@ -150,7 +150,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
     parseWith(MarkAllReadSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
     const ids = readModel.unreadIds();
     if (ids.length === 0) return { ids: [] };
-    await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.allRead, data: { ids }, ...(cmd.by ? { by: cmd.by } : {}) });
+    await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.allRead, data: { ids }, ...causedBy(cmd) });
     return { ids };
   };
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '../bus/index.js';
+import { followsFrom, type Bus, type Cause } from '../bus/index.js';
 import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { describeError, hasExited, type ProcSnapshot } from '../schemas/index.js';
+import { describeError, hasExited, type Envelope, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
 
 /*
@@ -18,17 +18,20 @@ const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
  * Records a started group; the returned function records its end. Both are best effort: a group
  * that could not be recorded still runs, it only cannot be recovered after a crash.
  */
-export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startTime: number | null): () => void {
+export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startTime: number | null, cause: Cause = {}): () => void {
   const stream = `proc:${randomUUID()}`;
-  const record = (type: string, data: Record<string, string | number | null>) =>
-    bus.publish({ stream, type, data }).catch((e) => bus.emitLog('warn', `could not record ${type} of ${purpose} pid ${pid}: ${describeError(e)}`));
-  const spawned = record(PROCESS_SPAWNED, { purpose, pid, start_time: startTime, boot_id: readBootId() });
+  const record = (type: string, data: Record<string, string | number | null>, why: Cause) =>
+    bus.publish({ stream, type, data, ...why }).catch((e) => {
+      bus.emitLog('warn', `could not record ${type} of ${purpose} pid ${pid}: ${describeError(e)}`);
+      return undefined;
+    });
+  const spawned = record(PROCESS_SPAWNED, { purpose, pid, start_time: startTime, boot_id: readBootId() }, cause);
   let ended = false;
   return () => {
     if (ended) return;
     ended = true;
     // After the spawn fact, so the stream never reads exited-then-spawned.
-    void spawned.then(() => record(PROCESS_EXITED, { reason: 'exited' }));
+    void spawned.then((e) => record(PROCESS_EXITED, { reason: 'exited' }, e ? { ...cause, ...followsFrom(e) } : cause));
   };
 }
 
@@ -37,9 +40,13 @@ export async function recoverOrphanProcesses(
   log: EventLog,
   bus: Bus,
   /** Tests recover in the process that made the "orphans", so it started before them: null lifts that bound. */
-  opts: { selfStartTime?: number | null } = {},
+  opts: {
+    selfStartTime?: number | null;
+    /** Stamped where the spawn fact has no correlation of its own (recorded by an older svc). */
+    cause?: Cause;
+  } = {},
 ): Promise<{ groupsEnded: number; processesEnded: number }> {
-  const open = new Map<string, { purpose: string; group: RecordedGroup }>();
+  const open = new Map<string, { purpose: string; group: RecordedGroup; spawned: Envelope }>();
   for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_SPAWNED, PROCESS_EXITED] })) {
     if (e.type === PROCESS_EXITED) {
       open.delete(e.stream);
@@ -50,16 +57,17 @@ export async function recoverOrphanProcesses(
     open.set(e.stream, {
       purpose: String(d.purpose ?? 'process'),
       group: { pgid: d.pid, startTime: typeof d.start_time === 'number' ? d.start_time : null, bootId: typeof d.boot_id === 'string' ? d.boot_id : null },
+      spawned: e,
     });
   }
   const report = { groupsEnded: 0, processesEnded: 0 };
   if (open.size === 0) return report;
   const snapshot = { ...procSnapshot(), ...(opts.selfStartTime !== undefined ? { selfStartTime: opts.selfStartTime } : {}) };
-  for (const [stream, { purpose, group }] of open) {
+  for (const [stream, { purpose, group, spawned }] of open) {
     const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
     if (n > 0) report.groupsEnded++;
     report.processesEnded += n;
-    await bus.publish({ stream, type: PROCESS_EXITED, data: { reason: 'daemon-restarted', ended_processes: n } });
+    await bus.publish({ stream, type: PROCESS_EXITED, data: { reason: 'daemon-restarted', ended_processes: n }, ...opts.cause, ...followsFrom(spawned) });
   }
   if (report.groupsEnded > 0) {
     bus.emitLog('warn', `ended ${report.groupsEnded} orphaned process group(s) (${report.processesEnded} process(es)) that svc had started before it stopped`);

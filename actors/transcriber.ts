@@ -4,7 +4,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Subscription } from 'rxjs';
 import * as v from 'valibot';
-import type { Bus, Command } from '../bus/index.js';
+import { causedBy, type Bus, type Command } from '../bus/index.js';
 import {
   DEFAULT_TRANSCRIPTION_API_BASE,
   DEFAULT_TRANSCRIPTION_API_MODEL,
@@ -309,7 +309,7 @@ export function startTranscriber(deps: TranscriberDeps & { bus: Bus }): Subscrip
           bus.emitLog('info', `transcription: ${TRANSCRIPTION_BACKEND_LABELS[a.backend]} ${a.outcome}: ${a.reason}`, { backend: a.backend, outcome: a.outcome });
           deps.onAttempt?.(a);
         },
-        trackGroup: (pid, startTime) => trackProcessGroup(bus, 'transcription', pid, startTime),
+        trackGroup: (pid, startTime) => trackProcessGroup(bus, 'transcription', pid, startTime, causedBy(cmd)),
       },
       data.file_path,
     );

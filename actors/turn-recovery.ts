@@ -1,4 +1,4 @@
-import type { Bus } from '../bus/index.js';
+import { followsFrom, type Bus, type Cause } from '../bus/index.js';
 import {
   INTERRUPTED_REASON,
   TURN_TRACE_TYPES,
@@ -33,8 +33,8 @@ export interface RecoveryReport {
 
 export interface RecoveryOptions {
   /**
-   * Told of every interrupted turn that still owes its chat a notice or a /retry (from this crash
-   * and earlier ones), in log order; a new one before its `turn.failed` is published.
+   * Told of every turn this recovery cuts, in log order, before its `turn.failed` is published.
+   * Turns an earlier run cut come back through `InterruptedTurns.restore` (ActorHost.restore).
    */
   owe?: (turn: InterruptedTurn) => void;
 }
@@ -47,9 +47,8 @@ export interface RecoveryOptions {
  * and /retry go through `opts.owe`).
  */
 export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: RecoveryOptions = {}): Promise<RecoveryReport> {
-  const { open, owing } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
+  const { open } = traceTurns(log.read({ streamPrefix: 'turn:', types: TURN_TRACE_TYPES }));
   const report: RecoveryReport = { failed: [], groupsEnded: 0, processesEnded: 0 };
-  for (const t of owing) opts.owe?.(owed(t, t.interrupted!.text));
   let snapshot: ProcSnapshot | null = null;
   for (const turn of open) {
     let ended = 0;
@@ -63,22 +62,29 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
     report.processesEnded += ended;
     const text = capped(partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] })));
     if (turn.prompt !== null) opts.owe?.(owed(turn, text));
-    await bus.publish({
-      stream: turn.stream,
-      type: 'turn.failed',
-      data: {
-        reason: INTERRUPTED_REASON,
-        error: 'svc stopped while this turn was running',
-        text,
-        session_key: turn.sessionKey,
-        session_id: null,
-        stream_fallback: false,
-        pid: turn.groups.at(-1)?.pgid ?? null,
-        ended_processes: ended,
+    // The failure follows from the last thing the turn recorded, and serves the same request.
+    const last = log.read({ stream: turn.stream, descending: true, limit: 1 })[0]!;
+    const failed = await bus.publish(
+      {
+        stream: turn.stream,
+        type: 'turn.failed',
+        data: {
+          reason: INTERRUPTED_REASON,
+          error: 'svc stopped while this turn was running',
+          text,
+          session_key: turn.sessionKey,
+          session_id: null,
+          stream_fallback: false,
+          pid: turn.groups.at(-1)?.pgid ?? null,
+          ended_processes: ended,
+        },
+        ...followsFrom(last),
       },
-    });
+      // Turn streams have two writers, the turn and recovery: recovery decided on what it read.
+      { expectedVersion: last.seq },
+    );
     report.failed.push(turn.stream);
-    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text });
+    if (turn.prompt !== null) await notifyInterrupted(bus, { ...turn, text }, followsFrom(failed));
   }
   if (open.length > 0) {
     bus.emitLog(
@@ -101,13 +107,14 @@ function owed(t: TurnTrace, text: string): InterruptedTurn {
 }
 
 /** The warning notification for an answer a restart cut off (a crash, or svc stopping mid-turn). */
-export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }): Promise<void> {
+export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }, cause: Cause = {}): Promise<void> {
   const { title, body } = interruptedNotification(turn, turn.text);
   try {
     await bus.send({
       type: NOTIFICATION_COMMANDS.create,
       data: { source: 'system', outcome: 'error', title, body, agent: turn.agent.slice(0, 200), source_id: turn.stream.slice(0, 200), status: INTERRUPTED_REASON },
       by: 'system',
+      ...cause,
     });
   } catch (e) {
     bus.emitLog('warn', `turn ${turn.stream}: could not notify about the interrupted answer: ${describeError(e)}`);

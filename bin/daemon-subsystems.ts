@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -89,6 +89,8 @@ export class DaemonContext {
   daemon!: DaemonActor;
   /** The reason the daemon's actor records when it stops; a stop that never got one was a failed start. */
   endReason = 'start failed';
+  /** What svc does on its own during this run (start, reloads, recovery, stop) serves this start. */
+  readonly startCorrelation = `start:${randomUUID()}`;
   /** config, registry */
   config!: () => AgentConfig;
   registry!: () => SubAgentConfig[];
@@ -203,6 +205,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       const { paths, loaded } = ctx;
       const daemon = ctx.host.spawn('daemon', daemonMachine, {
         stream: 'daemon',
+        correlation: ctx.startCorrelation,
         input: {
           pid: process.pid,
           version: VERSION,
@@ -221,6 +224,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         await ctx.bus.publish({
           stream: 'config',
           type: 'config.loaded',
+          correlation: ctx.startCorrelation,
           data: {
             file: paths.configFile,
             created: loaded.created,
@@ -241,6 +245,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       const interval = ctx.opts.watchIntervalMs;
       const config = ctx.host.spawn('config', configMachine.provide({ actors: { watcher: configWatcher } }), {
         stream: 'config',
+        correlation: ctx.startCorrelation,
         input: { config: ctx.loaded.config, file: ctx.paths.configFile, unknownKeys: ctx.loaded.unknownKeys, ...(interval ? { intervalMs: interval } : {}) },
       });
       ctx.config = () => config.getSnapshot().context.config;
@@ -256,6 +261,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       const interval = ctx.opts.watchIntervalMs;
       const registry = ctx.host.spawn('registry', registryMachine.provide({ actors: { watcher: registryWatcher } }), {
         stream: 'registry',
+        correlation: ctx.startCorrelation,
         input: {
           entries: loadRegistry(paths),
           file: registryLocation(paths) ?? paths.agentsRegistry,
@@ -306,7 +312,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     // Before anything new starts: what a crashed run left of its own helper processes.
     name: 'orphan-recovery',
     async start(ctx) {
-      await recoverOrphanProcesses(ctx.log, ctx.bus);
+      await recoverOrphanProcesses(ctx.log, ctx.bus, { cause: { correlation: ctx.startCorrelation } });
     },
   },
   {

@@ -1,17 +1,46 @@
+import { randomUUID } from 'node:crypto';
 import { Observable, Subject, config as rxConfig, filter, firstValueFrom, map, timeout, type OperatorFunction, type Subscription } from 'rxjs';
-import { SvcError, describeError, type Envelope, type NewEvent, type Transient } from '../schemas/index.js';
-import type { EventLog } from '../store/index.js';
+import { SvcError, describeError, isSvcError, type Envelope, type NewEvent, type Transient } from '../schemas/index.js';
+import { versionConflict, type EventLog } from '../store/index.js';
+import { followsFrom } from './cause.js';
 
-/** An imperative request to whoever handles `type`; answered once, by correlation id. */
+/** An imperative request to whoever handles `type`; answered once, by its id. */
 export interface Command<T extends string = string, D = unknown> {
   type: T;
   data: D;
   /** Who asked: a user name, `system`, or an agent; recorded on the events the handler causes. */
   by?: string;
+  /**
+   * The user request this command serves (see cause.ts). A handler passes it on to every fact and
+   * command it causes; `send` mints one when the sender starts a new request.
+   */
+  correlation?: string;
+  /** The seq of the fact that led to this command, if one did. */
+  causation?: number;
 }
 
 interface CommandEnvelope extends Command {
   id: string;
+  correlation: string;
+}
+
+interface Pending {
+  event: NewEvent;
+  expected: number | undefined;
+  resolve: (e: Envelope) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Outcome {
+  committed: Envelope[];
+  /** The publishes `committed` answers, index for index. */
+  kept: Pending[];
+  refused: [Pending, unknown][];
+}
+
+export interface PublishOptions {
+  /** Optimistic concurrency: the version of `event.stream` the publisher decided on. */
+  expectedVersion?: number;
 }
 
 type Reply = { id: string; ok: true; value: unknown } | { id: string; ok: false; error: unknown };
@@ -42,7 +71,7 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 30_000;
 export class Bus {
   readonly events$: Observable<Envelope>;
   readonly transient$: Observable<Transient>;
-  readonly commands$: Observable<Command & { id: string }>;
+  readonly commands$: Observable<Command & { id: string; correlation: string }>;
 
   private readonly eventLog: EventLog;
   private readonly clock: () => number;
@@ -52,7 +81,7 @@ export class Bus {
   private readonly commandsSubject = new Subject<CommandEnvelope>();
   private readonly repliesSubject = new Subject<Reply>();
   private readonly handlers = new Map<string, string>();
-  private pending: { event: NewEvent; resolve: (e: Envelope) => void; reject: (e: unknown) => void }[] = [];
+  private pending: Pending[] = [];
   private flushScheduled = false;
   private nextCommandId = 1;
   private closed = false;
@@ -75,11 +104,15 @@ export class Bus {
     return this.clock();
   }
 
-  /** Append one fact; resolves with its envelope once committed and delivered. */
-  publish(event: NewEvent): Promise<Envelope> {
+  /**
+   * Append one fact; resolves with its envelope once committed and delivered. With
+   * `expectedVersion` (the seq of the stream's last event the publisher decided on, 0 for none)
+   * it rejects with `version-conflict` when the stream moved on, and only this publish fails.
+   */
+  publish(event: NewEvent, opts: PublishOptions = {}): Promise<Envelope> {
     if (this.closed) return Promise.reject(new SvcError('bus-closed', `bus is closed; cannot publish ${event.type}`));
     return new Promise((resolve, reject) => {
-      this.pending.push({ event, resolve, reject });
+      this.pending.push({ event, expected: opts.expectedVersion, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         queueMicrotask(() => this.flush());
@@ -97,21 +130,83 @@ export class Bus {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
-    let committed: Envelope[];
+    const at = new Date(this.clock()).toISOString();
+    const outcome = batch.some((p) => p.expected !== undefined) ? this.appendExpecting(batch, at) : this.appendAll(batch, at);
+    if (!outcome) return;
+    outcome.committed.forEach((env, i) => {
+      this.eventsSubject.next(env);
+      outcome.kept[i]!.resolve(env);
+    });
+    for (const [p, err] of outcome.refused) p.reject(err);
+  }
+
+  private appendAll(batch: Pending[], at: string): Outcome | undefined {
     try {
-      committed = this.eventLog.append(
-        batch.map((p) => p.event),
-        new Date(this.clock()).toISOString(),
-      );
+      return {
+        committed: this.eventLog.append(
+          batch.map((p) => p.event),
+          at,
+        ),
+        kept: batch,
+        refused: [],
+      };
     } catch (err) {
       for (const p of batch) p.reject(err);
       this.emitLog('error', `event log append failed: ${describeError(err)}`, { count: batch.length });
-      return;
+      return undefined;
     }
-    committed.forEach((env, i) => {
-      this.eventsSubject.next(env);
-      batch[i]!.resolve(env);
-    });
+  }
+
+  /**
+   * One transaction for the tick even when some publishers expect a version: a publish whose
+   * stream already got an earlier event of this tick conflicts (it cannot have seen that event),
+   * the rest go to the log with their expectations, and a publish the log reports stale is taken
+   * out and the batch retried. Each retry removes one publish, so it ends. Only the publishers
+   * that lost see the conflict; everyone else's events commit.
+   */
+  private appendExpecting(batch: Pending[], at: string): Outcome | undefined {
+    const stale = new Map<Pending, unknown>();
+    for (;;) {
+      const kept: Pending[] = [];
+      const lateInTick: Pending[] = [];
+      const expected = new Map<string, number>();
+      const expecting = new Map<string, Pending>();
+      const touched = new Set<string>();
+      for (const p of batch) {
+        if (stale.has(p)) continue;
+        const stream = p.event.stream;
+        if (p.expected !== undefined) {
+          if (touched.has(stream)) {
+            lateInTick.push(p);
+            continue;
+          }
+          expected.set(stream, p.expected);
+          expecting.set(stream, p);
+        }
+        touched.add(stream);
+        kept.push(p);
+      }
+      let committed: Envelope[];
+      try {
+        committed = this.eventLog.append(
+          kept.map((p) => p.event),
+          at,
+          expected,
+        );
+      } catch (err) {
+        const loser = isSvcError(err, 'version-conflict') ? expecting.get(String(err.details?.stream)) : undefined;
+        if (loser) {
+          stale.set(loser, err);
+          continue;
+        }
+        for (const p of [...kept, ...lateInTick, ...stale.keys()]) p.reject(err);
+        this.emitLog('error', `event log append failed: ${describeError(err)}`, { count: batch.length });
+        return undefined;
+      }
+      const refused: [Pending, unknown][] = [...stale];
+      for (const p of lateInTick) refused.push([p, versionConflict(p.event.stream, p.expected!, this.eventLog.version(p.event.stream))]);
+      return { committed, kept, refused };
+    }
   }
 
   /** A stream chunk for live listeners only; never persisted. */
@@ -150,18 +245,19 @@ export class Bus {
       stream: 'bus',
       type: 'bus.subscriber_failed',
       data: { subscriber, seq: e?.seq ?? null, type: e?.type ?? null, error },
+      ...(e ? followsFrom(e) : {}),
     }).catch(() => undefined);
   }
 
   /** Register the one handler for a command type; its return value (or SvcError) is the reply. */
-  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D>) => R | Promise<R>): Subscription {
+  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D> & { correlation: string }) => R | Promise<R>): Subscription {
     if (this.handlers.has(type)) {
       throw new SvcError('handler-exists', `command ${type} already handled by ${this.handlers.get(type)}`);
     }
     this.handlers.set(type, name);
     const sub = this.commandsSubject.pipe(filter((c) => c.type === type)).subscribe((cmd) => {
       Promise.resolve()
-        .then(() => handler(cmd as Command<string, D>))
+        .then(() => handler(cmd as Command<string, D> & { correlation: string }))
         .then(
           (value) => this.repliesSubject.next({ id: cmd.id, ok: true, value }),
           (error) => this.repliesSubject.next({ id: cmd.id, ok: false, error }),
@@ -194,7 +290,7 @@ export class Bus {
           )
         : mine,
     );
-    this.commandsSubject.next({ ...cmd, id });
+    this.commandsSubject.next({ ...cmd, id, correlation: cmd.correlation ?? randomUUID() });
     const r = await reply;
     if (!r.ok) throw r.error;
     return r.value as R;

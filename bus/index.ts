@@ -1,2 +1,3 @@
 export * from './bus.js';
 export * from './agents.js';
+export * from './cause.js';

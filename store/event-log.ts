@@ -1,4 +1,5 @@
 import type { Envelope, NewEvent } from '../schemas/index.js';
+import type { ExpectedVersions } from './expected-version.js';
 
 export interface ReadQuery {
   /** Exact stream name, e.g. `task:42`. */
@@ -21,8 +22,15 @@ export interface ReadQuery {
  * either every event of the batch is committed with consecutive seqs, or none is.
  */
 export interface EventLog {
-  /** Commit a batch in one transaction; `at` comes from the injected clock, seq from the log. */
-  append(events: readonly NewEvent[], at: string): Envelope[];
+  /**
+   * Commit a batch in one transaction; `at` comes from the injected clock, seq from the log.
+   * `expected` maps streams to the version the writer decided on (see expected-version.ts); it is
+   * checked inside the transaction against each stream's version before the batch, and a mismatch
+   * throws `version-conflict` with nothing committed.
+   */
+  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[];
+  /** The stream's version: the seq of its last event, 0 when it has none. */
+  version(stream: string): number;
   read(query?: ReadQuery): Envelope[];
   /** Highest committed seq, 0 when empty. */
   lastSeq(): number;

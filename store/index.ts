@@ -1,4 +1,5 @@
 export * from './event-log.js';
+export * from './expected-version.js';
 export * from './home.js';
 export * from './event-validation.js';
 export * from './projection.js';

@@ -2,6 +2,7 @@ import { SvcError } from '../schemas/index.js';
 import type { Envelope, NewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
+import { assertVersions, checkExpected, type ExpectedVersions } from './expected-version.js';
 
 interface Row {
   seq: number;
@@ -21,22 +22,38 @@ interface Row {
  */
 export class MemoryEventLog implements EventLog {
   #rows: Row[] = [];
+  /** Stream → seq of its last event: the version `append` checks expectations against. */
+  #heads = new Map<string, number>();
   #closed = false;
 
-  append(events: readonly NewEvent[], at: string): Envelope[] {
+  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[] {
     this.#open();
     const checked = checkBatch(events, at);
+    const expect = checkExpected(expected);
+    assertVersions(expect, (stream) => this.#heads.get(stream) ?? 0);
     const base = this.lastSeq();
     const rows = checked.map((e, i) => ({ seq: base + 1 + i, at, atMs: Date.parse(at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by }));
-    this.#rows.push(...rows);
+    this.#push(rows);
     return rows.map(toEnvelope);
+  }
+
+  version(stream: string): number {
+    this.#open();
+    return this.#heads.get(stream) ?? 0;
+  }
+
+  #push(rows: readonly Row[]): void {
+    for (const r of rows) {
+      this.#rows.push(r);
+      this.#heads.set(r.stream, r.seq);
+    }
   }
 
   /** Imports envelopes as they are (golden logs), keeping their seq and at. */
   appendRaw(envelopes: readonly Envelope[]): number {
     this.#open();
     const checked = checkEnvelopes(envelopes, this.lastSeq());
-    this.#rows.push(...checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by })));
+    this.#push(checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by })));
     return checked.length;
   }
 

@@ -5,6 +5,7 @@ import { SvcError } from '../schemas/index.js';
 import type { Envelope, NewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
+import { assertVersions, checkExpected, type ExpectedVersions } from './expected-version.js';
 import type { Projection } from './projection.js';
 import { WAL_TRUNCATE_BYTES, WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 import { applyProjections, checkProjections, createProjectionTables } from './projection.js';
@@ -120,8 +121,9 @@ export class SqliteEventLog implements EventLog {
   readonly #insert: Database.Statement | undefined;
   readonly #insertRaw: Database.Statement | undefined;
   readonly #lastSeq: Database.Statement;
+  readonly #version: Database.Statement;
   readonly #reads = new Map<string, Database.Statement>();
-  readonly #appendTx: ((events: ReturnType<typeof checkBatch>, at: string) => Envelope[]) | undefined;
+  readonly #appendTx: ((events: ReturnType<typeof checkBatch>, at: string, expected: ExpectedVersions | undefined) => Envelope[]) | undefined;
   readonly #appendRawTx: ((envs: ReturnType<typeof checkEnvelopes>) => number) | undefined;
 
   private constructor(path: string, db: Database.Database, projections: readonly Projection[], readonly: boolean) {
@@ -130,24 +132,28 @@ export class SqliteEventLog implements EventLog {
     this.#projections = projections;
     this.readonly = readonly;
     this.#lastSeq = db.prepare(`SELECT coalesce(max(seq), 0) AS seq FROM events`);
+    // One seek to the end of the stream's run in the (stream, seq) index.
+    this.#version = db.prepare(`SELECT seq FROM events WHERE stream = ? ORDER BY seq DESC LIMIT 1`).pluck();
     if (readonly) return;
     this.#insert = db.prepare(`INSERT INTO events (at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?)`);
     this.#insertRaw = db.prepare(`INSERT INTO events (seq, at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
-    const appendTx = db.transaction((events: ReturnType<typeof checkBatch>, at: string): Envelope[] => {
+    const appendTx = db.transaction((events: ReturnType<typeof checkBatch>, at: string, expect: ExpectedVersions | undefined): Envelope[] => {
+      // Inside the IMMEDIATE transaction: no other connection can append between check and insert.
+      assertVersions(expect, (stream) => this.#versionOf(stream));
       const out: Envelope[] = [];
-      let expected = 0;
+      let next = 0;
       for (const e of events) {
         const seq = Number(this.#insert!.run(at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null).lastInsertRowid);
         // AUTOINCREMENT under an IMMEDIATE transaction is consecutive; check rather than trust.
-        if (expected !== 0 && seq !== expected) throw new SvcError('seq-gap', `${this.path}: seq ${seq} follows ${expected - 1} inside one batch`);
-        expected = seq + 1;
+        if (next !== 0 && seq !== next) throw new SvcError('seq-gap', `${this.path}: seq ${seq} follows ${next - 1} inside one batch`);
+        next = seq + 1;
         const env = toEnvelope({ seq, at, stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by });
         applyProjections(db, this.#projections, env);
         out.push(env);
       }
       return out;
     });
-    this.#appendTx = (events, at) => appendTx.immediate(events, at);
+    this.#appendTx = (events, at, expected) => appendTx.immediate(events, at, expected);
     const rawTx = db.transaction((envs: ReturnType<typeof checkEnvelopes>): number => {
       for (const e of envs) {
         this.#insertRaw!.run(e.seq, e.at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null);
@@ -239,12 +245,23 @@ export class SqliteEventLog implements EventLog {
     return false;
   }
 
-  append(events: readonly NewEvent[], at: string): Envelope[] {
+  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[] {
     const db = this.#open();
     if (!this.#appendTx) throw new SvcError('log-readonly', `${this.path}: opened read-only; only the daemon appends`);
     const checked = checkBatch(events, at);
-    if (checked.length === 0) return [];
-    return this.#guard(db, () => this.#appendTx!(checked, at));
+    const expect = checkExpected(expected);
+    // An empty batch with an expectation still answers whether the expectation holds.
+    if (checked.length === 0 && !expect) return [];
+    return this.#guard(db, () => this.#appendTx!(checked, at, expect));
+  }
+
+  version(stream: string): number {
+    const db = this.#open();
+    return this.#guard(db, () => this.#versionOf(stream));
+  }
+
+  #versionOf(stream: string): number {
+    return (this.#version.get(stream) as number | undefined) ?? 0;
   }
 
   /** Imports envelopes as they are (golden logs, replay), keeping seq and at; one transaction. */

@@ -131,3 +131,25 @@ t.test('a machine that throws is reported as actor.crashed', async (t) => {
   t.same(host.ids(), []);
   bus.close();
 });
+
+t.test('every fact carries its cause: the actor’s own by default, the sender’s while it handles an event', async (t) => {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log, clock });
+  const host = new ActorHost(bus);
+  host.spawn('daemon', daemonMachine, {
+    stream: 'daemon',
+    input: { pid: 1, version: '0', home: '/h', node: 'v20', previous: null },
+    correlation: 'start:1',
+  });
+  host.send('daemon', { type: 'ready', subsystems: ['daemon'] }, { causation: 1, correlation: 'req-7' });
+  host.send('daemon', { type: 'stop', reason: 'SIGTERM' });
+  await host.settled();
+  const facts = log.read({ stream: 'daemon' }).map((e) => [e.type, e.causation ?? null, e.correlation ?? null]);
+  t.same(facts, [
+    ['daemon.started', null, 'start:1'],
+    ['daemon.ready', 1, 'req-7'],
+    ['daemon.stopping', null, 'start:1'],
+  ]);
+  t.throws(() => host.send('nobody', { type: 'stop' }), { code: 'no-actor' }, 'sending to an actor that is not running is refused');
+  bus.close();
+});

@@ -2,7 +2,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import { startChatSessions } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { CHAT_SESSION_COMMANDS, SvcError } from '../../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -183,4 +183,14 @@ t.test('replay: folding the log again gives the same rows', async (t) => {
     { stream: 'chat:z', type: 'chat.session_deleted', data: {} },
   ]);
   t.same(listChatSessions(s.db), live, 'malformed facts change nothing');
+});
+
+t.test('each fact a command causes carries the command’s correlation (minted when the sender starts a request) and causation', async (t) => {
+  const { bus, log } = setup(t);
+  await bus.send({ type: CHAT_SESSION_COMMANDS.create, data: { agent: 'main' }, by: 'anna', correlation: 'req-1', causation: 1 });
+  await bus.send({ type: CHAT_SESSION_COMMANDS.create, data: { agent: 'main' }, by: 'anna' });
+  const [first, second] = log.read({ streamPrefix: 'chat:' });
+  t.same([first!.correlation, first!.causation, first!.by], ['req-1', 1, 'anna'], 'passed on from the command');
+  t.match(second!.correlation, /^[0-9a-f-]{36}$/, 'a command without one starts a new request');
+  t.equal(second!.causation, undefined, 'no fact led to it');
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { InterruptedTurns, recoverOrphanProcesses, recoverOrphanTurns, trackProcessGroup } from '../../actors/index.js';
+import { ActorHost, InterruptedTurns, recoverOrphanProcesses, recoverOrphanTurns, trackProcessGroup } from '../../actors/index.js';
 import { procSnapshot, readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
@@ -75,7 +75,9 @@ t.test('what a cut-off turn owes its chat is handed out once: notices per chat, 
   await turn('turn:b', 'api:7', 'second question', '');
   await turn('turn:c', 'api:8', 'other chat', 'x');
   const boot = async () => {
-    const index = new InterruptedTurns(bus);
+    // Each boot is a restart: a new host, earlier cuts restored from the log, then recovery.
+    const index = new InterruptedTurns(new ActorHost(bus));
+    index.restore(log);
     await recoverOrphanTurns(log, bus, { owe: (x) => index.owe(x) });
     return index;
   };
@@ -149,5 +151,39 @@ t.test('helper process groups svc tracked (transcription backends) are ended aft
   t.ok(lines.some((l) => /^transcription pid \d+: left alone \(the pid now belongs to another process\)$/.test(l.msg)));
   t.ok(lines.some((l) => l.msg === 'ended 1 orphaned process group(s) (2 process(es)) that svc had started before it stopped'));
   t.same(await recoverOrphanProcesses(log, bus, { selfStartTime: null }), { groupsEnded: 0, processesEnded: 0 }, 'each is recovered once');
+  bus.close();
+});
+
+t.test('the failure recovery records follows from the turn’s last fact and serves the turn’s request', async (t) => {
+  const { log, bus } = setup();
+  await bus.publish({ stream: 'turn:q', type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' }, correlation: 'req-9' });
+  const progressed = await bus.publish({ stream: 'turn:q', type: 'turn.progressed', data: { text: 'half' }, correlation: 'req-9' });
+  await recoverOrphanTurns(log, bus);
+  const failed = log.read({ stream: 'turn:q', types: ['turn.failed'] })[0]!;
+  t.same([failed.causation, failed.correlation], [progressed.seq, 'req-9']);
+  bus.close();
+});
+
+t.test('after a restart, the turns still owing come back as actors restored from their streams, and their facts carry the asking command’s cause', async (t) => {
+  const { log, bus } = setup();
+  await bus.publish({ stream: 'turn:x', type: 'turn.started', data: { agent: 'main', session_key: 'api:5', prompt: 'q' } });
+  const first = new InterruptedTurns(new ActorHost(bus));
+  first.restore(log);
+  await recoverOrphanTurns(log, bus, { owe: (x) => first.owe(x) });
+
+  const host = new ActorHost(bus);
+  const again = new InterruptedTurns(host);
+  again.restore(log);
+  t.same(host.ids(), ['interrupted:turn:x'], 'restored by ActorHost.restore, not rebuilt by hand');
+  t.equal(host.get('interrupted:turn:x')!.getSnapshot().value, 'owing');
+  const notices = await again.takeNotices({ session_key: 'api:5' }, { correlation: 'req-3', causation: 1 });
+  t.equal(notices.length, 1);
+  const delivered = log.read({ stream: 'turn:x', types: ['turn.notice_delivered'] })[0]!;
+  t.same([delivered.correlation, delivered.causation], ['req-3', 1]);
+  t.equal(await again.takeRetry('main', 'api:5', 'r9'), 'q');
+  t.same(host.ids(), [], 'nothing owed any more: the actor ended and left the host');
+  const third = new ActorHost(bus);
+  new InterruptedTurns(third).restore(log);
+  t.same(third.ids(), [], 'and a further restart restores nothing');
   bus.close();
 });

@@ -64,12 +64,15 @@ export function readEvents(db: string, stream?: string): Envelope[] {
   }
 }
 
-export function loadGolden(name: string, db: string): Envelope[] {
+/** Imports a golden log into a new database; `alter` edits it first (to prove a check catches the change). */
+export function loadGolden(name: string, db: string, alter: (events: Envelope[]) => Envelope[] = (e) => e): Envelope[] {
   const file = fileURLToPath(new URL(`../fixtures/golden/${name}`, import.meta.url));
-  const events = readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Envelope);
+  const events = alter(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Envelope),
+  );
   const log = SqliteEventLog.open(db, { projections: PROJECTIONS });
   log.appendRaw(events);
   log.close();

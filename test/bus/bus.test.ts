@@ -16,6 +16,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
       return log.append(events, at);
     },
     read: (q) => log.read(q),
+    version: (s) => log.version(s),
     lastSeq: () => log.lastSeq(),
     close: () => log.close(),
   };
@@ -37,7 +38,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
 
 t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
   const log = new MemoryEventLog();
-  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), lastSeq: () => 0, close: () => {} };
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
   let delivered = 0;
   bus.subscribe('spy', () => void delivered++);
@@ -123,5 +124,59 @@ t.test('ofStream matches exact names and prefixes', async (t) => {
   await bus.publishAll([ev('t.a', 'task:1'), ev('t.b', 'run:1'), ev('t.c', 'task:2')]);
   t.same((await tasks).map((e) => e.type), ['t.a', 't.c']);
   t.equal((await one).type, 't.c');
+  bus.close();
+});
+
+t.test('publish with an expected version: a stale publisher alone gets the conflict, the tick still commits', async (t) => {
+  const log = new MemoryEventLog();
+  const appends: number[] = [];
+  const counting: EventLog = {
+    append: (events, at, expected) => {
+      appends.push(events.length);
+      return log.append(events, at, expected);
+    },
+    read: (q) => log.read(q),
+    version: (s) => log.version(s),
+    lastSeq: () => log.lastSeq(),
+    close: () => log.close(),
+  };
+  const bus = new Bus({ log: counting, clock });
+  const seen: string[] = [];
+  bus.subscribe('spy', (e) => void seen.push(`${e.stream} ${e.type}`));
+  await bus.publish(ev('turn.started', 'turn:1'));
+  await bus.publish(ev('task.created', 'task:1'));
+  appends.length = 0;
+
+  const r = await Promise.allSettled([
+    bus.publish(ev('noise.made', 'other:1')),
+    bus.publish(ev('turn.finished', 'turn:1'), { expectedVersion: 1 }),
+    bus.publish(ev('task.started', 'task:1'), { expectedVersion: 1 }), // stale: task:1 is at 2
+    bus.publish(ev('turn.aborted', 'turn:1'), { expectedVersion: 1 }), // lost the race inside this tick
+    bus.publish(ev('task.noted', 'task:1')), // no expectation: commits regardless
+  ]);
+  t.same(r.map((x) => x.status), ['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+  const stale = (r[2] as PromiseRejectedResult).reason;
+  t.ok(isSvcError(stale, 'version-conflict'), 'stale against the log');
+  t.same(stale.details, { stream: 'task:1', expected: 1, actual: 2 }, 'the error names stream, expected and actual');
+  const raced = (r[3] as PromiseRejectedResult).reason;
+  t.ok(isSvcError(raced, 'version-conflict'), 'second writer of the tick to the same stream');
+  t.match(raced.message, /turn:1 is at version \d+, not 1/);
+  t.same(seen.slice(2), ['other:1 noise.made', 'turn:1 turn.finished', 'task:1 task.noted'], 'the others committed and were delivered, in order');
+  t.same(log.read({ stream: 'turn:1' }).map((e) => e.type), ['turn.started', 'turn.finished'], 'the loser left no trace');
+  t.equal(appends.at(-1), 3, 'the winners still share one append');
+  t.ok(appends.length <= 2, 'one retry for the one stale expectation');
+
+  const ok = await bus.publish(ev('task.started', 'task:1'), { expectedVersion: log.version('task:1') });
+  t.equal(ok.seq, 6, 'rereading the version and publishing again succeeds');
+  bus.close();
+});
+
+t.test('publish with an expected version: a broken log still rejects every publish of the tick', async (t) => {
+  const log = new MemoryEventLog();
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
+  const bus = new Bus({ log: broken, clock });
+  const r = await Promise.allSettled([bus.publish(ev('a.one'), { expectedVersion: 0 }), bus.publish(ev('a.two')), bus.publish(ev('a.three'), { expectedVersion: 0 })]);
+  t.same(r.map((x) => x.status), ['rejected', 'rejected', 'rejected']);
+  t.ok(r.every((x) => isSvcError((x as PromiseRejectedResult).reason, 'disk-full') || isSvcError((x as PromiseRejectedResult).reason, 'version-conflict')), 'each gets a clear reason');
   bus.close();
 });

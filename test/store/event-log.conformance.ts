@@ -203,6 +203,107 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.ok(contiguous, 'each batch occupies consecutive seqs');
   });
 
+  t.test(`${name}: a stream's version is the seq of its last event, 0 before any`, async (t) => {
+    const log = make(t.testdir());
+    t.teardown(() => log.close());
+    t.equal(log.version('task:1'), 0, 'no events yet');
+    log.append([ev('task:1', 'task.created'), ev('task:2', 'task.created'), ev('task:1', 'task.waiting')], AT);
+    t.equal(log.version('task:1'), 3);
+    t.equal(log.version('task:2'), 2);
+    t.equal(log.version('task:'), 0, 'a prefix is not a stream');
+    t.equal(log.version('TASK:1'), 0, 'stream names are case-sensitive');
+  });
+
+  t.test(`${name}: an append that expects the current version commits; a stale one conflicts and commits nothing`, async (t) => {
+    const log = make(t.testdir());
+    t.teardown(() => log.close());
+    const [created] = log.append([ev('task:1', 'task.created')], AT, new Map([['task:1', 0]]));
+    t.equal(created!.seq, 1, 'expecting 0 creates the stream');
+    log.append([ev('other:1', 'other.noise')], at(1));
+    const [next] = log.append([ev('task:1', 'task.waiting')], at(2), new Map([['task:1', 1]]));
+    t.equal(next!.seq, 3, 'writes to other streams do not move this stream');
+    const before = log.read();
+    throwsCode(t, () => log.append([ev('task:1', 'task.finished')], at(3), new Map([['task:1', 1]])), 'version-conflict', 'stale version', /task:1 is at version 3, not 1/);
+    throwsCode(t, () => log.append([ev('task:9', 'task.created')], at(3), new Map([['task:9', 4]])), 'version-conflict', 'expecting events on an empty stream', /task:9 is at version 0, not 4/);
+    throwsCode(t, () => log.append([ev('task:1', 'task.created')], at(3), new Map([['task:1', 0]])), 'version-conflict', 'creating a stream that exists');
+    try {
+      log.append([ev('task:1', 'task.finished')], at(3), new Map([['task:1', 2]]));
+    } catch (err) {
+      t.same((err as { details?: unknown }).details, { stream: 'task:1', expected: 2, actual: 3 }, 'the error names stream, expected and actual');
+    }
+    t.same(log.read(), before, 'conflicts change nothing');
+    t.same(log.append([ev('task:1', 'task.finished')], at(4)).map((e) => e.seq), [4], 'an append without expectation still works, and no seq was used up');
+  });
+
+  t.test(`${name}: a batch over several streams commits only when every expectation holds`, async (t) => {
+    const log = make(t.testdir());
+    t.teardown(() => log.close());
+    log.append([ev('a:1', 'a.made'), ev('b:1', 'b.made')], AT);
+    const before = log.read();
+    const batch = [ev('a:1', 'a.moved'), ev('c:1', 'c.noted'), ev('b:1', 'b.moved'), ev('a:1', 'a.moved')];
+    throwsCode(t, () => log.append(batch, at(1), new Map([['a:1', 1], ['b:1', 1]])), 'version-conflict', 'one stale stream among good ones', /b:1 is at version 2, not 1/);
+    t.same(log.read(), before, 'none of the batch was committed, not even the streams whose expectation held');
+    const ok = log.append(batch, at(2), new Map([['a:1', 1], ['b:1', 2], ['c:1', 0]]));
+    t.same(ok.map((e) => e.seq), [3, 4, 5, 6], 'every expectation holds: the whole batch commits');
+    t.equal(log.version('a:1'), 6, 'several events to one stream: the version is the last of them');
+    t.same(log.append([], at(3), new Map([['a:1', 6]])), [], 'an empty batch whose expectation holds commits nothing');
+    throwsCode(t, () => log.append([], at(3), new Map([['a:1', 5]])), 'version-conflict', 'an empty batch still checks its expectation');
+  });
+
+  t.test(`${name}: malformed expectations are refused before anything is written`, async (t) => {
+    const log = make(t.testdir());
+    t.teardown(() => log.close());
+    log.append([ev('a:1', 'a.made')], AT);
+    const good = [ev('a:1', 'a.moved')];
+    const bad: [string, unknown, RegExp][] = [
+      ['not a Map', { 'a:1': 1 }, /Map/],
+      ['negative version', new Map([['a:1', -1]]), /a:1.*-1/],
+      ['fractional version', new Map([['a:1', 1.5]]), /1\.5/],
+      ['string version', new Map([['a:1', '1']]), /"1"/],
+      ['empty stream name', new Map([['', 0]]), /non-empty/],
+      ['non-string stream', new Map([[7, 0]]), /stream/],
+    ];
+    for (const [what, expected, match] of bad) {
+      throwsCode(t, () => log.append(good, at(1), expected as Map<string, number>), 'invalid-event', what, match);
+    }
+    t.equal(log.lastSeq(), 1, 'nothing was committed');
+  });
+
+  t.test(`${name}: concurrent writers that decided on the same version: exactly one wins per round`, async (t) => {
+    const log = make(t.testdir());
+    t.teardown(() => log.close());
+    // Each writer reads the version, yields (as a real decider awaiting I/O would), then appends
+    // expecting what it read; a loser rereads and retries. Bounded in rounds.
+    const writers = 8;
+    const perWriter = 5;
+    const conflicts: number[] = Array(writers).fill(0);
+    const writer = async (w: number) => {
+      for (let done = 0, rounds = 0; done < perWriter; rounds++) {
+        if (rounds > writers * perWriter * 4) throw new Error(`writer ${w} starved`);
+        const seen = log.version('counter:1');
+        await new Promise<void>((r) => setImmediate(r));
+        try {
+          log.append([ev('counter:1', 'counter.bumped', { w, after: seen })], at(done), new Map([['counter:1', seen]]));
+          done++;
+        } catch (err) {
+          if (!isSvcError(err, 'version-conflict')) throw err;
+          conflicts[w]!++;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
+    const events = log.read({ stream: 'counter:1' });
+    t.equal(events.length, writers * perWriter, 'every writer got all its events in');
+    t.ok(conflicts.reduce((a, b) => a + b, 0) > 0, 'the writers did collide');
+    let prev = 0;
+    let chained = true;
+    for (const e of events) {
+      if (e.data.after !== prev) chained = false;
+      prev = e.seq;
+    }
+    t.ok(chained, 'each committed event was decided on the version right before it: no lost update');
+  });
+
   t.test(`${name}: appendRaw imports envelopes keeping seq and at`, async (t) => {
     const log = make(t.testdir()) as WithRaw;
     t.teardown(() => log.close());

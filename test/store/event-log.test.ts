@@ -179,6 +179,26 @@ t.test('sqlite: damaged or foreign files are reported, never reset', async (t) =
   }
 });
 
+t.test('sqlite: two connections to one file: the expectation is checked inside the write transaction', async (t) => {
+  const dir = t.testdir();
+  const a = openIn(dir);
+  const b = openIn(dir);
+  t.teardown(() => {
+    b.close();
+    a.close();
+  });
+  a.append([{ stream: 'turn:1', type: 'turn.started', data: {} }], AT);
+  const seenByA = a.version('turn:1');
+  const seenByB = b.version('turn:1');
+  t.equal(seenByB, seenByA, 'both writers decided on the same version');
+  b.append([{ stream: 'turn:1', type: 'turn.finished', data: { by: 'b' } }], AT, new Map([['turn:1', seenByB]]));
+  const err = errorOf(() => a.append([{ stream: 'turn:1', type: 'turn.finished', data: { by: 'a' } }], AT, new Map([['turn:1', seenByA]])));
+  t.ok(isSvcError(err, 'version-conflict'), 'the second writer, on another connection, gets the conflict');
+  t.same((err as { details?: unknown }).details, { stream: 'turn:1', expected: 1, actual: 2 });
+  t.same(a.read({ stream: 'turn:1' }).map((e) => e.data.by ?? null), [null, 'b'], 'only the winner is in the log');
+  t.same(readStreamHeads(a.projectionDb()).find((h) => h.stream === 'turn:1')?.count, 2, 'the projection saw only the winner');
+});
+
 t.test('sqlite: a newer schema version is refused', async (t) => {
   const p = dbIn(t.testdir());
   SqliteEventLog.open(p).close();

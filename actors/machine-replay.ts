@@ -1,0 +1,175 @@
+import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
+import {
+  INTERRUPTED_REASON,
+  SHUTDOWN_ABORT,
+  TURN_NOTICE_DELIVERED,
+  TURN_RETRIED,
+  daemonMachine,
+  interruptedTurnMachine,
+  previousRun,
+  restoreInterruptedTurn,
+} from '../machines/index.js';
+import type { Envelope } from '../schemas/index.js';
+import type { EmittedFact } from './actor-host.js';
+
+/*
+ * Replay as a test (DESIGN.md §8): re-drive a machine from the inputs its stream records and
+ * compare what it emits with the facts the log holds, as Temporal replays a workflow's history.
+ *
+ * How inputs are recovered: the log does not store the events a machine was sent, so each spec
+ * reads them back from the facts. A machine's facts record what it was given (`daemon.started`
+ * holds the run's input, `daemon.stopping` the stop reason, `turn.notice_delivered` the chat that
+ * asked), and a fact some other writer recorded on the stream can start an actor (the
+ * `turn.failed` recovery records opens an interrupted turn). What the check then proves is that
+ * the machine, given those inputs, emits exactly the log's facts in the log's order — nothing
+ * missing (a `daemon.recovered` the log lacks), nothing extra, no payload that contradicts the
+ * machine's state (a `daemon.stopped` whose reason is not the stop's).
+ *
+ * Machines whose inputs are outside the log are not re-driven: config and registry (the file's
+ * text), turns (the CLI's output, of which the log keeps only checkpoints), connections (frames).
+ */
+
+/** What one fact tells the replay: the machine was started or sent something, and whether the fact is the machine's own. */
+export interface RecordedInput<M extends AnyStateMachine> {
+  start?: InputFrom<M> | { snapshot: { value: string; context: object } };
+  send?: EventFrom<M>;
+  /** The machine emits this fact (compare it); false for facts other writers put on the stream. */
+  own: boolean;
+}
+
+export interface MachineReplay<M extends AnyStateMachine = AnyStateMachine> {
+  name: string;
+  machine: M;
+  /** The streams this machine's actors write. */
+  streams(stream: string): boolean;
+  /** `prior` is the stream's facts before `fact`, in order. */
+  inputOf(fact: Envelope, prior: readonly Envelope[]): RecordedInput<M>;
+}
+
+export interface ReplayDiff {
+  machine: string;
+  stream: string;
+  /** The fact where the machine and the log first part ways. */
+  seq: number | null;
+  line: string;
+}
+
+const daemonReplay: MachineReplay<typeof daemonMachine> = {
+  name: 'daemon',
+  machine: daemonMachine,
+  streams: (s) => s === 'daemon',
+  inputOf(fact, prior) {
+    const d = fact.data;
+    switch (fact.type) {
+      case 'daemon.started':
+        return {
+          start: { pid: Number(d.pid), version: String(d.version), home: String(d.home), node: String(d.node), previous: previousRun(prior) },
+          own: true,
+        };
+      case 'daemon.ready':
+        return { send: { type: 'ready', subsystems: Array.isArray(d.subsystems) ? d.subsystems.map(String) : [] }, own: true };
+      case 'daemon.stopping':
+        return { send: { type: 'stop', reason: String(d.reason) }, own: true };
+      case 'daemon.stopped':
+        return { send: { type: 'stopped' }, own: true };
+      default:
+        // daemon.recovered follows from the start; anything else the daemon machine would have to explain.
+        return { own: true };
+    }
+  },
+};
+
+const interruptedTurnReplay: MachineReplay<typeof interruptedTurnMachine> = {
+  name: 'interrupted-turn',
+  machine: interruptedTurnMachine,
+  streams: (s) => s.startsWith('turn:'),
+  inputOf(fact, prior) {
+    const d = fact.data;
+    const cut = (fact.type === 'turn.failed' && d.reason === INTERRUPTED_REASON) || (fact.type === 'turn.aborted' && d.cause === SHUTDOWN_ABORT);
+    if (cut) {
+      const state = restoreInterruptedTurn([...prior, fact]);
+      return state ? { start: { snapshot: state }, own: false } : { own: false };
+    }
+    if (fact.type === TURN_NOTICE_DELIVERED) return { send: { type: 'notice.take', session_key: String(d.session_key) }, own: true };
+    if (fact.type === TURN_RETRIED) return { send: { type: 'retry.take', request_id: String(d.request_id) }, own: true };
+    return { own: false };
+  },
+};
+
+/** Every machine the log holds enough to re-drive. */
+export const MACHINE_REPLAYS: readonly MachineReplay[] = [daemonReplay as unknown as MachineReplay, interruptedTurnReplay as unknown as MachineReplay];
+
+/** Key order does not matter: a hand-written golden and the machine may build objects differently. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const show = (f: { type: string; data?: unknown }) => `${f.type} ${canonical(f.data ?? {})}`;
+
+/** Re-drives one stream; returns where the machine and the log disagree (empty when they agree). */
+export function redriveStream(spec: MachineReplay, stream: string, facts: readonly Envelope[]): ReplayDiff[] {
+  const diffs: ReplayDiff[] = [];
+  const diff = (seq: number | null, line: string) => diffs.push({ machine: spec.name, stream, seq, line });
+  let actor: ReturnType<typeof createActor<AnyStateMachine>> | undefined;
+  let emitted: EmittedFact[] = [];
+  const leftover = (after: number) => {
+    for (const e of emitted) diff(after, `after seq ${after} the machine emitted ${show(e)}, which the log does not hold`);
+    emitted = [];
+  };
+  try {
+    for (let i = 0; i < facts.length; i++) {
+      const fact = facts[i]!;
+      // Written by the host when an actor throws, not emitted by the machine.
+      if (fact.type === 'actor.crashed') continue;
+      const recorded = spec.inputOf(fact, facts.slice(0, i));
+      if (recorded.start !== undefined) {
+        leftover(facts[i - 1]?.seq ?? 0);
+        actor?.stop();
+        const start = recorded.start as { snapshot?: { value: string; context: object } };
+        actor = createActor(
+          spec.machine,
+          start.snapshot ? { snapshot: spec.machine.resolveState(start.snapshot as never) } : { input: recorded.start },
+        );
+        actor.on('*', (e: EmittedFact) => void emitted.push(e));
+        actor.start();
+      } else if (recorded.send !== undefined) {
+        if (!actor) diff(fact.seq, `seq ${fact.seq} ${show(fact)}: no ${spec.name} actor was running to be sent ${recorded.send.type}`);
+        else actor.send(recorded.send);
+      }
+      if (!recorded.own) continue;
+      const next = emitted.shift();
+      if (!next) {
+        if (actor || recorded.send === undefined) diff(fact.seq, `seq ${fact.seq}: the log has ${show(fact)}, the machine emitted nothing`);
+      } else if (show(next) !== show(fact)) {
+        diff(fact.seq, `seq ${fact.seq}: the log has ${show(fact)}, the machine emitted ${show(next)}`);
+      }
+    }
+    leftover(facts.at(-1)?.seq ?? 0);
+  } catch (err) {
+    diff(null, `the machine threw while being re-driven: ${(err as Error).message}`);
+  } finally {
+    actor?.stop();
+  }
+  return diffs;
+}
+
+/** Re-drives every machine over every stream it writes in `events` (any order of streams, log order within). */
+export function redriveMachines(events: Iterable<Envelope>, specs: readonly MachineReplay[] = MACHINE_REPLAYS): { streams: number; diffs: ReplayDiff[] } {
+  const byStream = new Map<string, Envelope[]>();
+  for (const e of events) {
+    if (!specs.some((s) => s.streams(e.stream))) continue;
+    let list = byStream.get(e.stream);
+    if (!list) byStream.set(e.stream, (list = []));
+    list.push(e);
+  }
+  const diffs: ReplayDiff[] = [];
+  for (const [stream, facts] of byStream) for (const spec of specs) if (spec.streams(stream)) diffs.push(...redriveStream(spec, stream, facts));
+  return { streams: byStream.size, diffs };
+}

@@ -1,0 +1,75 @@
+// `svc events replay --check` as a test of the machines: each golden log under test/fixtures/golden
+// re-drives its machines to exactly its facts, and a golden altered against a machine fails.
+import t from 'tap';
+import { join } from 'node:path';
+import type { Envelope } from '../../schemas/index.js';
+import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
+
+t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson']) {
+    const home = join(t.testdir(), golden);
+    loadGolden(golden, join(home, 'events.db'));
+    const r = svc(home, ['events', 'replay', '--check']);
+    t.equal(r.code, 0, `${golden}: ${r.stdout}${r.stderr}`);
+    t.match(r.stdout, /ok: \d+ machines re-driven over [1-9]\d* streams emit exactly the facts the log holds/, golden);
+  }
+});
+
+t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
+  const cases: [string, string, (es: Envelope[]) => Envelope[], RegExp][] = [
+    [
+      'daemon.ndjson',
+      'a recovery that names the wrong previous run',
+      (es) => es.map((e) => (e.type === 'daemon.recovered' ? { ...e, data: { ...e.data, previous_pid: 4100 } } : e)),
+      /daemon on daemon: seq 11: the log has daemon\.recovered \{"previous_pid":4100,[^\n]*, the machine emitted daemon\.recovered \{"previous_pid":5300,/,
+    ],
+    [
+      'daemon.ndjson',
+      'a crash recovery the log lost',
+      (es) => es.filter((e) => e.type !== 'daemon.recovered').map((e, i) => ({ ...e, seq: i + 1 })),
+      /seq 11: the log has daemon\.ready [^\n]*, the machine emitted daemon\.recovered/,
+    ],
+    [
+      'daemon.ndjson',
+      'a stop whose recorded reason contradicts the one the daemon was given',
+      (es) => es.map((e) => (e.seq === 4 ? { ...e, data: { reason: 'SIGKILL' } } : e)),
+      /seq 4: the log has daemon\.stopped \{"reason":"SIGKILL"\}, the machine emitted daemon\.stopped \{"reason":"SIGTERM"\}/,
+    ],
+    [
+      'interrupted-turn.ndjson',
+      'a notice handed out twice',
+      (es) => [...es, { ...es.find((e) => e.type === 'turn.notice_delivered')!, seq: es.length + 1 }],
+      /interrupted-turn on turn:a: seq 15: the log has turn\.notice_delivered \{"session_key":"api:7"\}, the machine emitted nothing/,
+    ],
+    [
+      'interrupted-turn.ndjson',
+      'a notice for a turn that was never cut',
+      (es) => [...es, { seq: es.length + 1, at: '2026-11-21T08:00:00.000Z', stream: 'turn:d', type: 'turn.notice_delivered', data: { session_key: 'api:9' } }],
+      /turn:d: seq 15 [^\n]*no interrupted-turn actor was running/,
+    ],
+  ];
+  for (const [golden, what, alter, expected] of cases) {
+    const home = join(t.testdir(), `case-${cases.findIndex((c) => c[1] === what)}`);
+    loadGolden(golden, join(home, 'events.db'), alter);
+    const r = svc(home, ['events', 'replay', '--check']);
+    t.equal(r.code, 1, `${what}: exit 1`);
+    t.match(r.stdout, /divergence: re-driven from their recorded inputs, machines emit other facts than the log holds/, what);
+    t.match(r.stdout, expected, `${what}: the diff names the fact`);
+  }
+});
+
+t.test('a daemon run’s own log passes replay --check, and every fact of its start carries one correlation', async (t) => {
+  const home = join(t.testdir(), 'home');
+  const daemon = startSvc(home);
+  const db = join(home, 'events.db');
+  await until('daemon.ready', () => readEvents(db).some((e) => e.type === 'daemon.ready'));
+  daemon.kill('SIGTERM');
+  t.equal(await exited(daemon), 0);
+  const r = svc(home, ['events', 'replay', '--check']);
+  t.equal(r.code, 0, r.stdout + r.stderr);
+  const own = readEvents(db).filter((e) => e.stream === 'daemon' || e.stream === 'config');
+  t.ok(own.length >= 5, 'daemon and config facts were recorded');
+  const correlations = new Set(own.map((e) => e.correlation));
+  t.equal(correlations.size, 1, 'one start, one correlation');
+  t.match([...correlations][0], /^start:[0-9a-f-]{36}$/);
+});
