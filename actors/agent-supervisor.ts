@@ -9,6 +9,7 @@ import {
   AGENT_COMMANDS,
   AgentAbortSchema,
   AgentMessageSchema,
+  MAIN_AGENT,
   SvcError,
   describeError,
   type AbortOutcome,
@@ -51,7 +52,6 @@ export interface SupervisorDeps {
   clock?: ActorClock;
 }
 
-export const MAIN_AGENT = 'main';
 
 /**
  * Owns every agent: the main one and one per registry entry. Answers the runtime's bus commands

@@ -1,6 +1,5 @@
 import { and, assign, emit, enqueueActions, fromCallback, sendTo, setup, stateIn, type EventObject } from 'xstate';
-import type { StreamEvent } from '../actors/index.js';
-import type { TurnFile, TurnKind, TurnStatus, TurnUsage } from '../schemas/index.js';
+import type { StreamEvent, TurnFile, TurnKind, TurnStatus, TurnUsage } from '../schemas/index.js';
 import type { Fact } from './fact.js';
 import {
   CHECKPOINT_INTERVAL_MS,

@@ -9,3 +9,4 @@ export * from './chat-sessions.schema.js';
 export * from './parse.js';
 export * from './proc-stat.js';
 export * from './principal.schema.js';
+export * from './cli-stream.js';

@@ -40,6 +40,8 @@ function sources(dir: string): string[] {
 const IMPORT = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
 const violations: string[] = [];
+/** file → files it imports (type-only imports included: a cycle of types still ties the layers together). */
+const edges = new Map<string, string[]>();
 for (const folder of FOLDERS) {
   let files: string[];
   try {
@@ -50,9 +52,9 @@ for (const folder of FOLDERS) {
   for (const file of files) {
     const rel = relative(ROOT, file);
     const text = readFileSync(file, 'utf8');
+    edges.set(rel, []);
     if (/^\s*export\s+default\b/m.test(text)) violations.push(`${rel}: default export (use named exports)`);
     for (const m of text.matchAll(IMPORT)) {
-      const isTypeOnly = !!m[2];
       const spec = m[3] ?? m[4] ?? m[5]!;
       if (spec.startsWith('node:')) {
         if (folder === 'machines') violations.push(`${rel}: machines must not do I/O (${spec})`);
@@ -65,9 +67,10 @@ for (const folder of FOLDERS) {
       }
       if (!spec.endsWith('.js')) violations.push(`${rel}: relative import '${spec}' must end in .js (NodeNext)`);
       const target = relative(ROOT, join(file, '..', spec));
+      edges.get(rel)!.push(target.replace(/\.js$/, '.ts'));
       const targetFolder = target.split(sep)[0] as Folder;
       if (targetFolder === folder || !FOLDERS.includes(targetFolder)) continue;
-      const allowed = MAY_IMPORT[folder].includes(targetFolder) || (folder === 'machines' && targetFolder === 'actors' && isTypeOnly);
+      const allowed = MAY_IMPORT[folder].includes(targetFolder);
       if (!allowed) violations.push(`${rel}: ${folder}/ may not import ${targetFolder}/ (${spec})`);
       if (target !== join(targetFolder, 'index.js')) violations.push(`${rel}: deep import '${spec}'; import ${targetFolder}/index.js`);
     }
@@ -92,4 +95,56 @@ t.test('each folder exposes an index.ts', async (t) => {
   for (const folder of ['schemas', 'machines', 'actors', 'bus', 'store'] as const) {
     t.ok(statSync(join(ROOT, folder, 'index.ts')).isFile(), `${folder}/index.ts`);
   }
+});
+
+/** Every strongly connected component of more than one file (Tarjan), each as the files in it. */
+function importCycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const scc: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      scc.push(w);
+    } while (w !== v);
+    if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(scc.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+t.test('no import cycle anywhere in the tree', async (t) => {
+  const cycles = importCycles(edges);
+  t.same(cycles, [], cycles.map((c) => c.join(' -> ')).join('\n'));
+});
+
+t.test('the cycle finder sees a cycle through index files', async (t) => {
+  const g = new Map([
+    ['machines/index.ts', ['machines/a.ts']],
+    ['machines/a.ts', ['actors/index.ts']],
+    ['actors/index.ts', ['actors/b.ts']],
+    ['actors/b.ts', ['machines/index.ts']],
+    ['schemas/index.ts', []],
+  ]);
+  t.same(importCycles(g), [['actors/b.ts', 'actors/index.ts', 'machines/a.ts', 'machines/index.ts']]);
 });

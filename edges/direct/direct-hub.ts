@@ -3,6 +3,7 @@ import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
+  MAIN_AGENT,
   describeError,
   type AbortOutcome,
   type AgentConfig,
@@ -272,7 +273,7 @@ export class DirectHub {
       try {
         const data: AgentMessage = {
           request_id: requestId,
-          agent: 'main',
+          agent: MAIN_AGENT,
           transport: 'api',
           chat_id: chatId,
           topic_id: topicId,

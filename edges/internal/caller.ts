@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { SvcError, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
+import { MAIN_AGENT, SvcError, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
 
 /*
  * Who is calling the internal API and whether they may reach the recipient (SPEC.md "Inter-agent
@@ -8,8 +8,7 @@ import { SvcError, type SubAgentConfig, type UserRecord } from '../../schemas/in
  * SVC_CALLER_USER_ID, which the framework set from the authenticated transport).
  */
 
-/** `SVC_AGENT_NAME` of the main agent (store/workspace.ts uses the same name). */
-export const MAIN_AGENT = 'main';
+export { MAIN_AGENT };
 export const CALLER_USER_HEADER = 'x-svc-caller-user-id';
 
 export interface CallerDirectory {
