@@ -1,4 +1,6 @@
+export * from './error-codes.js';
 export * from './error.js';
+export * from './command.js';
 export * from './event.schema.js';
 export * from './secrets.js';
 export * from './config.schema.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { Bus, ofType, ofStream } from '../../bus/index.js';
-import { SvcError, isSvcError, type Envelope, type NewEvent } from '../../schemas/index.js';
+import { SvcError, isSvcError, type Envelope, type ErrorCode, type NewEvent } from '../../schemas/index.js';
 import { MemoryEventLog, type EventLog } from '../../store/index.js';
 
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
@@ -37,7 +37,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
 
 t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
   const log = new MemoryEventLog();
-  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), lastSeq: () => 0, close: () => {} };
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full' as ErrorCode, 'no space'); }, read: (q) => log.read(q), lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
   let delivered = 0;
   bus.subscribe('spy', () => void delivered++);
@@ -86,7 +86,7 @@ t.test('a raw events$ observer that throws does not crash the process', async (t
 t.test('send: request/reply by correlation id, rejections, no handler, timeout', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   bus.handle<{ n: number }, number>('math.double', 'doubler', async ({ data }) => {
-    if (data.n < 0) throw new SvcError('negative', 'n must be >= 0');
+    if (data.n < 0) throw new SvcError('negative' as ErrorCode, 'n must be >= 0');
     return data.n * 2;
   });
   const [a, b] = await Promise.all([

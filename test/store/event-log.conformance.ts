@@ -1,6 +1,6 @@
 import type tap from 'tap';
 import { isSvcError } from '../../schemas/index.js';
-import type { Envelope, NewEvent } from '../../schemas/index.js';
+import type { Envelope, ErrorCode, NewEvent } from '../../schemas/index.js';
 import { MAX_EVENT_DATA_BYTES } from '../../store/index.js';
 import type { EventLog } from '../../store/index.js';
 
@@ -13,7 +13,7 @@ const AT = '2024-05-01T12:00:00.000Z';
 const at = (s: number) => new Date(Date.parse(AT) + s * 1000).toISOString();
 const ev = (stream: string, type: string, data: Record<string, unknown> = {}): NewEvent => ({ stream, type, data: data as NewEvent['data'] });
 
-function throwsCode(t: T, fn: () => unknown, code: string, msg: string, match?: RegExp): void {
+function throwsCode(t: T, fn: () => unknown, code: ErrorCode, msg: string, match?: RegExp): void {
   try {
     fn();
     t.fail(`${msg}: expected SvcError ${code}, nothing thrown`);
@@ -137,7 +137,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     log.append([ev('a:1', 'a.done', { ok: 1 })], AT);
     const before = log.read();
     const good = ev('a:1', 'a.done');
-    const bad: [string, unknown, string, RegExp?][] = [
+    const bad: [string, unknown, ErrorCode, RegExp?][] = [
       ['type not dot-named', ev('a:1', 'Done'), 'invalid-event', /#1.*type/],
       ['empty stream', ev('', 'a.done'), 'invalid-event', /stream/],
       ['stream over 200 chars', ev('s'.repeat(201), 'a.done'), 'invalid-event'],
