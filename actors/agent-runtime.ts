@@ -32,7 +32,9 @@ import {
   type TurnResult,
 } from '../machines/index.js';
 import {
+  SESSION_EVENTS,
   SvcError,
+  TURN_CHUNKS,
   describeError,
   type AgentConfig,
   type AgentMessage,
@@ -229,7 +231,7 @@ export class AgentRuntime {
     this.sessions.set(key, s);
     await this.d.bus.publish({
       stream: sessionStream(this.d.name, key),
-      type: 'session.started',
+      type: SESSION_EVENTS.started,
       data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
     });
     return s;
@@ -278,7 +280,7 @@ export class AgentRuntime {
     if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
     if (!slot.queued) return slot;
     const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
-    const status = (text: string | null) => this.d.bus.emitTransient({ stream: `turn:${turnId}`, type: 'turn.system_status', data: { ...base, status: text } });
+    const status = (text: string | null) => this.d.bus.emitTransient({ stream: `turn:${turnId}`, type: TURN_CHUNKS.system_status, data: { ...base, status: text } });
     this.queued.set(msg.request_id, { chat_id: msg.chat_id, slot });
     status(queuedStatus(slot.queued));
     const granted = await slot.granted;
@@ -399,7 +401,7 @@ export class AgentRuntime {
     const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
     const recorded = await this.d.bus.publish({
       stream: sessionStream(this.d.name, key),
-      type: 'session.turn_recorded',
+      type: SESSION_EVENTS.turn_recorded,
       data: {
         turn_id: turnId,
         provider,
@@ -469,7 +471,7 @@ export class AgentRuntime {
     const stream = `turn:${base.turn_id}`;
     let text = '';
     const flushText = () => {
-      if (text) this.d.bus.emitTransient({ stream, type: 'turn.text_delta', data: { ...base, text } });
+      if (text) this.d.bus.emitTransient({ stream, type: TURN_CHUNKS.text_delta, data: { ...base, text } });
       text = '';
     };
     for (const e of events) {
@@ -478,8 +480,8 @@ export class AgentRuntime {
         continue;
       }
       flushText();
-      if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
-      else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
+      if (e.kind === 'tool') this.d.bus.emitTransient({ stream, type: TURN_CHUNKS.tool_activity, data: { ...base, tool: e.name } });
+      else if (e.kind === 'status') this.d.bus.emitTransient({ stream, type: TURN_CHUNKS.system_status, data: { ...base, status: e.status } });
       else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
     }
     flushText();

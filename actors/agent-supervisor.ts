@@ -5,13 +5,14 @@ import type { Subscription } from 'rxjs';
 import type { Bus } from '../bus/index.js';
 import { SHUTDOWN_ABORT, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel } from '../machines/index.js';
 import {
-  parseWith,
   AGENT_COMMANDS,
   AgentAbortSchema,
   AgentMessageSchema,
   MAIN_AGENT,
+  REGISTRY_EVENTS,
   SvcError,
   describeError,
+  parseWith,
   type AbortOutcome,
   type AgentConfig,
   type AgentSummary,
@@ -80,7 +81,10 @@ export class AgentSupervisor {
       bus.handle(AGENT_COMMANDS.message, 'agents', (cmd) => this.message(cmd.data)),
       bus.handle(AGENT_COMMANDS.abort, 'agents', (cmd) => this.abort(cmd.data)),
       bus.handle(AGENT_COMMANDS.list, 'agents', () => this.list()),
-      bus.subscribe('agents:registry', (e) => this.onRegistry(e.type, String(e.data.name ?? ''), e.data.restart === true), (e) => e.stream === 'registry'),
+      bus.subscribe('agents:registry', (e) => {
+        if (e.type === REGISTRY_EVENTS.agent_added || e.type === REGISTRY_EVENTS.agent_removed) this.onRegistry(e.type, e.data.name, false);
+        else if (e.type === REGISTRY_EVENTS.agent_changed) this.onRegistry(e.type, e.data.name, e.data.restart);
+      }),
     );
   }
 
@@ -169,9 +173,9 @@ export class AgentSupervisor {
 
   private onRegistry(type: string, name: string, restart: boolean): void {
     if (!name || name === MAIN_AGENT) return;
-    if (type === 'registry.agent_added') this.tryStart(name);
-    else if (type === 'registry.agent_removed') void this.stopAgent(name, 'removed from the registry');
-    else if (type === 'registry.agent_changed' && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
+    if (type === REGISTRY_EVENTS.agent_added) this.tryStart(name);
+    else if (type === REGISTRY_EVENTS.agent_removed) void this.stopAgent(name, 'removed from the registry');
+    else if (type === REGISTRY_EVENTS.agent_changed && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
   }
 
   private async message(raw: unknown): Promise<TurnOutcome> {

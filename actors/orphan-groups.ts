@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/index.js';
 import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { describeError, hasExited, type ProcSnapshot } from '../schemas/index.js';
+import { PROCESS_EVENTS, describeError, hasExited, type Fact, type TypesOf, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
 
 /*
@@ -10,8 +10,6 @@ import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../sto
  * the way it ends a crashed turn's CLI: by group id, leader start time and boot id.
  */
 
-const PROCESS_SPAWNED = 'process.spawned';
-const PROCESS_EXITED = 'process.exited';
 const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
 
 /**
@@ -20,15 +18,15 @@ const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
  */
 export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startTime: number | null): () => void {
   const stream = `proc:${randomUUID()}`;
-  const record = (type: string, data: Record<string, string | number | null>) =>
-    bus.publish({ stream, type, data }).catch((e) => bus.emitLog('warn', `could not record ${type} of ${purpose} pid ${pid}: ${describeError(e)}`));
-  const spawned = record(PROCESS_SPAWNED, { purpose, pid, start_time: startTime, boot_id: readBootId() });
+  const record = (fact: Fact<TypesOf<typeof PROCESS_EVENTS>>) =>
+    bus.publish({ ...fact, stream }).catch((e) => bus.emitLog('warn', `could not record ${fact.type} of ${purpose} pid ${pid}: ${describeError(e)}`));
+  const spawned = record({ type: PROCESS_EVENTS.spawned, data: { purpose, pid, start_time: startTime, boot_id: readBootId() } });
   let ended = false;
   return () => {
     if (ended) return;
     ended = true;
     // After the spawn fact, so the stream never reads exited-then-spawned.
-    void spawned.then(() => record(PROCESS_EXITED, { reason: 'exited' }));
+    void spawned.then(() => record({ type: PROCESS_EVENTS.exited, data: { reason: 'exited' } }));
   };
 }
 
@@ -40,8 +38,8 @@ export async function recoverOrphanProcesses(
   opts: { selfStartTime?: number | null } = {},
 ): Promise<{ groupsEnded: number; processesEnded: number }> {
   const open = new Map<string, { purpose: string; group: RecordedGroup }>();
-  for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_SPAWNED, PROCESS_EXITED] })) {
-    if (e.type === PROCESS_EXITED) {
+  for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_EVENTS.spawned, PROCESS_EVENTS.exited] })) {
+    if (e.type === PROCESS_EVENTS.exited) {
       open.delete(e.stream);
       continue;
     }
@@ -59,7 +57,7 @@ export async function recoverOrphanProcesses(
     const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
     if (n > 0) report.groupsEnded++;
     report.processesEnded += n;
-    await bus.publish({ stream, type: PROCESS_EXITED, data: { reason: 'daemon-restarted', ended_processes: n } });
+    await bus.publish({ stream, type: PROCESS_EVENTS.exited, data: { reason: 'daemon-restarted', ended_processes: n } });
   }
   if (report.groupsEnded > 0) {
     bus.emitLog('warn', `ended ${report.groupsEnded} orphaned process group(s) (${report.processesEnded} process(es)) that svc had started before it stopped`);

@@ -32,7 +32,7 @@ import {
   type Listening,
 } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { SvcError, describeError, type AgentConfig } from '../schemas/index.js';
+import { CONFIG_EVENTS, SvcError, describeError, type AgentConfig } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -152,7 +152,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     });
     await bus.publish({
       stream: 'config',
-      type: 'config.loaded',
+      type: CONFIG_EVENTS.loaded,
       data: { file: paths.configFile, created: loaded.created, keys_added: loaded.keysAdded },
     });
 
@@ -173,7 +173,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     });
     const currentRegistry = () => registry.getSnapshot().context.entries;
     bus.subscribe('log-level', (e) => {
-      if (e.type === 'config.reloaded' && !opts.verbose) sink.level = parseLogLevel(currentConfig().log_level);
+      if (e.type === CONFIG_EVENTS.reloaded && !opts.verbose) sink.level = parseLogLevel(currentConfig().log_level);
     });
 
     const hostEnv = opts.env ?? process.env;

@@ -1,5 +1,5 @@
 import { emit, enqueueActions, fromCallback, setup, type EventObject } from 'xstate';
-import type { AgentConfig } from '../schemas/index.js';
+import { CONFIG_EVENTS, type AgentConfig, type Fact } from '../schemas/index.js';
 import { applyHotFields, diffConfig, parseConfigText, pendingRestartFields } from './config.logic.js';
 
 export interface ConfigMachineInput {
@@ -29,9 +29,7 @@ export interface ConfigFileChanged {
   existingDirs: string[];
 }
 
-export type ConfigFact =
-  | { type: 'config.reloaded'; data: { hot_applied: string[]; restart_required: string[] } }
-  | { type: 'config.rejected'; data: { file: string; errors: string[] } };
+export type ConfigFact = Fact<typeof CONFIG_EVENTS.reloaded | typeof CONFIG_EVENTS.rejected>;
 
 /**
  * Holds the last good config.json. A bad edit is reported and changes nothing; a good one applies
@@ -69,7 +67,7 @@ export const configMachine = setup({
           actions: enqueueActions(({ context, event, enqueue }) => {
             const checked = parseConfigText(event.text, context.file, event.existingDirs);
             if (!checked.ok) {
-              enqueue(emit({ type: 'config.rejected', data: { file: context.file, errors: checked.errors } }));
+              enqueue(emit({ type: CONFIG_EVENTS.rejected, data: { file: context.file, errors: checked.errors } }));
               return;
             }
             const next = checked.config;
@@ -80,7 +78,7 @@ export const configMachine = setup({
             // A restart-required field edited back to its running value needs nothing.
             const restartRequired = restart.filter((f) => pendingRestart.includes(f));
             if (hot.length === 0 && restartRequired.length === 0) return;
-            enqueue(emit({ type: 'config.reloaded', data: { hot_applied: hot, restart_required: restartRequired } }));
+            enqueue(emit({ type: CONFIG_EVENTS.reloaded, data: { hot_applied: hot, restart_required: restartRequired } }));
           }),
         },
       },

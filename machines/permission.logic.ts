@@ -1,10 +1,4 @@
-import {
-  ROLES,
-  type AgentConfig,
-  type PermissionMode,
-  type Role,
-  type UserRecord,
-} from '../schemas/index.js';
+import { ROLES, type AgentConfig, type PermissionMode, type Role, type UserRecord } from '../schemas/index.js';
 
 /*
  * CLI permission mode by role (SPEC.md "CLI permission mode by role"): every entry point turns its

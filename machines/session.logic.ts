@@ -1,10 +1,4 @@
-import {
-  PROVIDERS,
-  REASONING_EFFORTS,
-  SvcError,
-  type AgentConfig,
-  type Provider,
-} from '../schemas/index.js';
+import { PROVIDERS, REASONING_EFFORTS, SvcError, type AgentConfig, type Provider } from '../schemas/index.js';
 import { resolveProvider } from './config.logic.js';
 
 /*

@@ -1,4 +1,6 @@
 import * as v from 'valibot';
+import { defineCommand } from './command.js';
+import { TURN_KINDS, TURN_STATUSES, TurnFileSchema, TurnUsageSchema } from './events/turn.events.js';
 
 /**
  * The contract between edges and the agent runtime. Edges send `agent.message` / `agent.abort` /
@@ -6,8 +8,6 @@ import * as v from 'valibot';
  * the caller's `request_id`, and replies to `agent.message` once the turn has finished.
  */
 
-export const TURN_KINDS = ['foreground', 'background', 'task', 'interagent', 'cron'] as const;
-export type TurnKind = (typeof TURN_KINDS)[number];
 
 /** Who is asking, for the permission mode (SPEC.md "CLI permission mode by role"). */
 export const PermissionSourceSchema = v.variant('kind', [
@@ -46,77 +46,42 @@ export const AgentAbortSchema = v.object({
 });
 export type AgentAbort = v.InferOutput<typeof AgentAbortSchema>;
 
-export const TURN_STATUSES = ['completed', 'failed', 'timed_out', 'aborted'] as const;
-export type TurnStatus = (typeof TURN_STATUSES)[number];
 
-export interface TurnFile {
-  path: string;
-  name: string;
-  is_image: boolean;
-}
-
-export interface TurnUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens?: number;
-}
 
 /** The reply to `agent.message`. A chat command (`/new`, `/model`, ...) answers with status completed and no turn. */
-export interface TurnOutcome {
-  request_id: string;
-  turn_id: string | null;
-  agent: string;
-  session_key: string;
-  status: TurnStatus;
-  text: string;
-  is_error: boolean;
-  stream_fallback: boolean;
-  files: TurnFile[];
-  provider: string | null;
-  model: string | null;
-  session_id: string | null;
-  usage: TurnUsage | null;
-  cost_usd: number | null;
-  duration_ms: number | null;
+export const TurnOutcomeSchema = v.object({
+  request_id: v.string(),
+  turn_id: v.nullable(v.string()),
+  agent: v.string(),
+  session_key: v.string(),
+  status: v.picklist(TURN_STATUSES),
+  text: v.string(),
+  is_error: v.boolean(),
+  stream_fallback: v.boolean(),
+  files: v.array(TurnFileSchema),
+  provider: v.nullable(v.string()),
+  model: v.nullable(v.string()),
+  session_id: v.nullable(v.string()),
+  usage: v.nullable(TurnUsageSchema),
+  cost_usd: v.nullable(v.number()),
+  duration_ms: v.nullable(v.number()),
   /** Machine-readable reason when status is not completed (`timeout`, `exit-code`, `spawn-failed`, `aborted`, ...). */
-  reason: string | null;
-}
+  reason: v.nullable(v.string()),
+});
+export type TurnOutcome = v.InferOutput<typeof TurnOutcomeSchema>;
 
-export interface AbortOutcome {
-  killed: number;
-}
+export const AbortOutcomeSchema = v.object({ killed: v.number() });
+export type AbortOutcome = v.InferOutput<typeof AbortOutcomeSchema>;
 
-export interface AgentSummary {
-  name: string;
-  provider: string;
-  model: string;
-  online: boolean;
-  is_main: boolean;
-}
+export const AgentSummarySchema = v.object({
+  name: v.string(),
+  provider: v.string(),
+  model: v.string(),
+  online: v.boolean(),
+  is_main: v.boolean(),
+});
+export type AgentSummary = v.InferOutput<typeof AgentSummarySchema>;
 
-/** Fields every streamed chunk carries, so an edge can route it without knowing the turn. */
-export interface TurnChunkBase {
-  request_id: string;
-  turn_id: string;
-  agent: string;
-  session_key: string;
-  transport: string;
-  chat_id: number;
-  topic_id: number | null;
-}
-
-export type TurnChunk =
-  | { type: 'turn.text_delta'; data: TurnChunkBase & { text: string } }
-  | { type: 'turn.tool_activity'; data: TurnChunkBase & { tool: string } }
-  | { type: 'turn.system_status'; data: TurnChunkBase & { status: string | null } };
-
-export const AGENT_COMMANDS = {
-  message: 'agent.message',
-  abort: 'agent.abort',
-  list: 'agent.list',
-  /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
-  takeInterrupted: 'agent.take_interrupted',
-} as const;
 
 export const TakeInterruptedSchema = v.strictObject({
   session_key: v.pipe(v.string(), v.minLength(1), v.maxLength(80)),
@@ -124,8 +89,14 @@ export const TakeInterruptedSchema = v.strictObject({
 export type TakeInterrupted = v.InferOutput<typeof TakeInterruptedSchema>;
 
 /** An answer a restart cut off: `text` is what the chat shows in its place (the partial answer and how to retry). */
-export interface InterruptedNotice {
-  turn_id: string;
-  agent: string;
-  text: string;
-}
+export const InterruptedNoticeSchema = v.object({ turn_id: v.string(), agent: v.string(), text: v.string() });
+export type InterruptedNotice = v.InferOutput<typeof InterruptedNoticeSchema>;
+
+export const AGENT_COMMANDS = {
+  /** Answered once the turn has finished; its chunks stream meanwhile, tagged with the request id. */
+  message: defineCommand('agent.message', AgentMessageSchema, TurnOutcomeSchema, { invalidCode: 'invalid-body' }),
+  abort: defineCommand('agent.abort', AgentAbortSchema, AbortOutcomeSchema, { invalidCode: 'invalid-body' }),
+  list: defineCommand('agent.list', v.object({}), v.array(AgentSummarySchema)),
+  /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
+  takeInterrupted: defineCommand('agent.take_interrupted', TakeInterruptedSchema, v.array(InterruptedNoticeSchema)),
+} as const;

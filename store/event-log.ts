@@ -1,4 +1,4 @@
-import type { Envelope, NewEvent } from '../schemas/index.js';
+import type { AnyEnvelope, AnyNewEvent } from '../schemas/index.js';
 
 export interface ReadQuery {
   /** Exact stream name, e.g. `task:42`. */
@@ -22,8 +22,8 @@ export interface ReadQuery {
  */
 export interface EventLog {
   /** Commit a batch in one transaction; `at` comes from the injected clock, seq from the log. */
-  append(events: readonly NewEvent[], at: string): Envelope[];
-  read(query?: ReadQuery): Envelope[];
+  append(events: readonly AnyNewEvent[], at: string): AnyEnvelope[];
+  read(query?: ReadQuery): AnyEnvelope[];
   /** Highest committed seq, 0 when empty. */
   lastSeq(): number;
   close(): void;

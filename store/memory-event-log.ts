@@ -1,5 +1,4 @@
-import { SvcError } from '../schemas/index.js';
-import type { Envelope, NewEvent } from '../schemas/index.js';
+import { SvcError, type AnyEnvelope, type AnyNewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
 
@@ -23,7 +22,7 @@ export class MemoryEventLog implements EventLog {
   #rows: Row[] = [];
   #closed = false;
 
-  append(events: readonly NewEvent[], at: string): Envelope[] {
+  append(events: readonly AnyNewEvent[], at: string): AnyEnvelope[] {
     this.#open();
     const checked = checkBatch(events, at);
     const base = this.lastSeq();
@@ -33,14 +32,14 @@ export class MemoryEventLog implements EventLog {
   }
 
   /** Imports envelopes as they are (golden logs), keeping their seq and at. */
-  appendRaw(envelopes: readonly Envelope[]): number {
+  appendRaw(envelopes: readonly AnyEnvelope[]): number {
     this.#open();
     const checked = checkEnvelopes(envelopes, this.lastSeq());
     this.#rows.push(...checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by })));
     return checked.length;
   }
 
-  read(query?: ReadQuery): Envelope[] {
+  read(query?: ReadQuery): AnyEnvelope[] {
     this.#open();
     const q = checkQuery(query);
     const types = q.types ? new Set(q.types) : undefined;
@@ -50,7 +49,7 @@ export class MemoryEventLog implements EventLog {
       (types === undefined || types.has(r.type)) &&
       (q.after === undefined || r.seq > q.after) &&
       (q.sinceMs === undefined || r.atMs >= q.sinceMs);
-    const out: Envelope[] = [];
+    const out: AnyEnvelope[] = [];
     const limit = q.limit ?? Infinity;
     const n = this.#rows.length;
     for (let k = 0; k < n && out.length < limit; k++) {

@@ -4,17 +4,19 @@ import type { Bus, LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
   MAIN_AGENT,
+  NOTIFICATION_EVENTS,
+  TURN_CHUNKS,
+  TURN_EVENTS,
   describeError,
-  type AbortOutcome,
+  type AgentAbort,
   type AgentConfig,
   type AgentMessage,
-  type AgentAbort,
+  type ConnectionEventType,
   type Envelope,
-  type EventData,
-  type InterruptedNotice,
+  type Fact,
+  type Notification,
   type Transient,
   type TurnChunk,
-  type TurnOutcome,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
@@ -110,15 +112,15 @@ export interface HubConnection {
   shutdown(): void;
 }
 
-const TURN_TYPES = new Set(['turn.text_delta', 'turn.tool_activity', 'turn.system_status']);
+const TURN_TYPES = new Set<string>([TURN_CHUNKS.text_delta, TURN_CHUNKS.tool_activity, TURN_CHUNKS.system_status]);
 
 function chunkFrame(chunk: TurnChunk): ServerFrame {
   switch (chunk.type) {
-    case 'turn.text_delta':
+    case TURN_CHUNKS.text_delta:
       return { type: 'text_delta', data: chunk.data.text };
-    case 'turn.tool_activity':
+    case TURN_CHUNKS.tool_activity:
       return { type: 'tool_activity', data: chunk.data.tool };
-    case 'turn.system_status':
+    case TURN_CHUNKS.system_status:
       return { type: 'system_status', data: chunk.data.status };
   }
 }
@@ -181,9 +183,9 @@ export class DirectHub {
         sink?.(m as TurnChunk);
       }),
       deps.bus.events$.subscribe((e: Envelope) => {
-        if (e.type === 'notification.created') this.pushNotification(e.data);
+        if (e.type === NOTIFICATION_EVENTS.created) this.pushNotification(e.data);
         // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
-        else if (e.type === 'turn.failed' && e.data.reason === 'daemon-restarted' && typeof e.data.session_key === 'string') {
+        else if (e.type === TURN_EVENTS.failed && e.data.reason === 'daemon-restarted' && typeof e.data.session_key === 'string') {
           this.deliverInterrupted(e.data.session_key, null);
         }
       }),
@@ -253,9 +255,9 @@ export class DirectHub {
   }
 
   /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */
-  record(connId: string, fact: { type: string; data?: EventData }): void {
+  record(connId: string, fact: Fact<ConnectionEventType>): void {
     this.deps.bus
-      .publish({ stream: `conn:${connId}`, type: fact.type, data: fact.data ?? {} })
+      .publish({ ...fact, stream: `conn:${connId}` })
       .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
   }
 
@@ -282,10 +284,10 @@ export class DirectHub {
           kind: 'foreground',
         };
         // No deadline here: the turn has its own CLI timeout and always answers.
-        const outcome = await this.deps.bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data, by: 'api' }, { timeoutMs: 0 });
+        const outcome = await this.deps.bus.send(AGENT_COMMANDS.message, data, { by: 'api', timeoutMs: 0 });
         conn.sendSealed({ type: 'result', text: outcome.text, stream_fallback: outcome.stream_fallback, files: outcome.files ?? [] });
       } catch (e) {
-        this.replyError(conn, e, 'agent.message');
+        this.replyError(conn, e, AGENT_COMMANDS.message.type);
       } finally {
         this.sinks.delete(requestId);
       }
@@ -302,9 +304,9 @@ export class DirectHub {
   /** Chat-scoped (SPEC.md): kills the chat's work on every channel; not queued behind the turn it stops. */
   abort(conn: HubConnection): void {
     const data: AgentAbort = { chat_id: conn.chatId! };
-    this.deps.bus.send<AbortOutcome>({ type: AGENT_COMMANDS.abort, data, by: 'api' }).then(
+    this.deps.bus.send(AGENT_COMMANDS.abort, data, { by: 'api' }).then(
       (r) => conn.sendSealed({ type: 'abort_ok', killed: r.killed }),
-      (e) => this.replyError(conn, e, 'agent.abort'),
+      (e) => this.replyError(conn, e, AGENT_COMMANDS.abort.type),
     );
   }
 
@@ -315,7 +317,7 @@ export class DirectHub {
   private deliverInterrupted(key: string, to: HubConnection | null): void {
     const targets = () => (to ? [to] : [...this.connections].filter((c) => c.authenticated && sessionKeyOf(c) === key));
     if (targets().length === 0) return;
-    this.deps.bus.send<InterruptedNotice[]>({ type: AGENT_COMMANDS.takeInterrupted, data: { session_key: key }, by: 'api' }).then(
+    this.deps.bus.send(AGENT_COMMANDS.takeInterrupted, { session_key: key }, { by: 'api' }).then(
       (notices) => {
         for (const n of notices) for (const c of targets()) c.sendSealed({ type: 'result', text: n.text, stream_fallback: false, files: [], interrupted: true });
       },
@@ -333,7 +335,7 @@ export class DirectHub {
     conn.sendSealed({ type: 'error', code: err.code, message: err.message });
   }
 
-  private pushNotification(data: EventData): void {
+  private pushNotification(data: Notification): void {
     const id = typeof data.id === 'number' || typeof data.id === 'string' ? data.id : String(data.id ?? '');
     const frame: ServerFrame = {
       type: 'notification',

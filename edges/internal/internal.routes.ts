@@ -3,13 +3,13 @@ import { filter, type Subscription } from 'rxjs';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
+  INTERAGENT_EVENTS,
   SvcError,
+  TURN_CHUNKS,
   describeError,
   isSvcError,
   type AgentMessage,
-  type AgentSummary,
   type SubAgentConfig,
-  type TurnChunk,
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
@@ -126,7 +126,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
 
   /** Runs one inter-agent turn; every failure after dispatch is an answer with success false. */
   async function dispatch(body: InteragentSend, user: UserRecord | null, timeoutS: number, sent?: (p: Promise<TurnOutcome>) => void): Promise<InteragentReply> {
-    const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: messageFor(body, user), by: body.from }, { timeoutMs: timeoutS * 1000 });
+    const p = bus.send(AGENT_COMMANDS.message, messageFor(body, user), { by: body.from, timeoutMs: timeoutS * 1000 });
     sent?.(p);
     try {
       return outcomeReply(body.to, await p);
@@ -166,7 +166,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       const base = { task_id: taskId, from: body.from, to: body.to };
       await bus.publish({
         stream,
-        type: 'interagent.requested',
+        type: INTERAGENT_EVENTS.requested,
         data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: user?.username ?? null },
         by: body.from,
       });
@@ -174,7 +174,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
         .then((r) =>
           bus.publish({
             stream,
-            type: 'interagent.completed',
+            type: INTERAGENT_EVENTS.completed,
             data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
             by: body.from,
           }),
@@ -192,7 +192,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       const from = q.from ?? MAIN_AGENT;
       const entry = authenticateAgent(deps, from, req.headers, warn);
       const user = callerUser(deps, req.headers);
-      const list = await bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data: {}, by: from });
+      const list = await bus.send(AGENT_COMMANDS.list, {}, { by: from });
       const visible = visibleAgents(list.map((a) => a.name), { from, entry, user });
       return json(200, list.filter((a) => visible.has(a.name)));
     },
@@ -212,11 +212,10 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       const lines = new LineQueue(() => sub?.unsubscribe());
       // Subscribe before sending: the runtime may stream the first chunk before send() returns.
       sub = bus.transient$.pipe(filter((m) => m.type.startsWith('turn.') && (m.data as { request_id?: unknown })?.request_id === requestId)).subscribe({
-        next: (m) => {
-          const chunk = m as unknown as TurnChunk;
-          if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
-          else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
-          else if (chunk.type === 'turn.system_status') lines.push({ type: 'system_status', status: chunk.data.status });
+        next: (chunk) => {
+          if (chunk.type === TURN_CHUNKS.text_delta) lines.push({ type: 'text_delta', text: chunk.data.text });
+          else if (chunk.type === TURN_CHUNKS.tool_activity) lines.push({ type: 'tool_activity', tool: chunk.data.tool });
+          else if (chunk.type === TURN_CHUNKS.system_status) lines.push({ type: 'system_status', status: chunk.data.status });
         },
         complete: () => lines.end(),
       });
@@ -233,7 +232,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
         new_session: body.new,
       };
       // No bus timeout: the turn has its own deadline (TimeoutConfig) and always replies.
-      const p = bus.send<TurnOutcome>({ type: AGENT_COMMANDS.message, data: message, by: 'owner' }, { timeoutMs: 0 });
+      const p = bus.send(AGENT_COMMANDS.message, message, { by: 'owner', timeoutMs: 0 });
       const refused = await refusedAtOnce(p);
       if (refused !== undefined) {
         lines.end();

@@ -10,6 +10,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { rawCommand } from '../fixtures/any-event.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
@@ -47,11 +48,9 @@ async function boot(t: T, env: Record<string, string> = {}, opts: { clock?: () =
     existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Recorded) : [];
   let n = 0;
   const ask = (text: string, over: Partial<AgentMessage> = {}) =>
-    d.bus.send<TurnOutcome>(
-      {
-        type: 'agent.message',
-        data: { request_id: `r${++n}`, agent: 'main', transport: 'api', chat_id: 1, topic_id: null, text, source: { kind: 'none' }, kind: 'foreground', ...over },
-      },
+    d.bus.send(
+      rawCommand<TurnOutcome>('agent.message'),
+      { request_id: `r${++n}`, agent: 'main', transport: 'api', chat_id: 1, topic_id: null, text, source: { kind: 'none' }, kind: 'foreground', ...over },
       { timeoutMs: 0 },
     );
   return { d, paths, ask, recorded, stop };
@@ -139,12 +138,12 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   const queued = hang.ask('waiting', { chat_id: 20, topic_id: 1 });
   const other = hang.ask('other chat', { chat_id: 21 });
   await spawned;
-  const { killed } = await hang.d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 20 } });
+  const { killed } = await hang.d.bus.send(rawCommand<{ killed: number }>('agent.abort'), { chat_id: 20 });
   t.equal(killed, 2, 'both channels of the chat, not the other chat');
   t.same((await inTopic1).status, 'aborted');
   t.same((await inTopic2).status, 'aborted');
   t.same((await queued).status, 'aborted', 'queued work of the chat is dropped');
-  await hang.d.bus.send({ type: 'agent.abort', data: { chat_id: 21 } });
+  await hang.d.bus.send(rawCommand('agent.abort'), { chat_id: 21 });
   t.equal((await other).status, 'aborted');
 });
 
@@ -220,7 +219,7 @@ t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, ar
   t.same(queuedOf('r3'), ['queued: 2 CLI processes are running (max_concurrent_cli); yours starts when one ends']);
   t.same(queuedOf('r5'), ['queued: 2 CLI processes are running (max_concurrent_cli), 2 turns ahead of yours; yours starts when one ends']);
 
-  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 105 } });
+  const { killed } = await d.bus.send(rawCommand<{ killed: number }>('agent.abort'), { chat_id: 105 });
   t.equal(killed, 1, 'aborting a queued turn counts it');
   const aborted = await turns[4]!;
   t.same([aborted.status, aborted.turn_id], ['aborted', null], 'and it ends without a CLI');
@@ -281,7 +280,7 @@ t.test('sub-agents follow the registry: start in their own workspace with the sa
   t.equal(rec.envKeys.SVC_AGENT_NAME, 'research');
   t.equal(argOf(rec.argv, '--model'), 'sonnet');
   t.ok(existsSync(join(paths.agentsDir, 'research', 'workspace', '.claude', 'hooks', 'sandbox_hook.py')));
-  const list = await d.bus.send<{ name: string }[]>({ type: 'agent.list', data: {} });
+  const list = await d.bus.send(rawCommand<{ name: string }[]>('agent.list'), {});
   t.same(list.map((a) => a.name).sort(), ['main', 'research']);
 
   const stopped = firstValueFrom(d.bus.events$.pipe(ofType('agent.stopped')));
@@ -362,7 +361,7 @@ t.test('a turn a user was already stopping when svc stops is owed no notice and 
   // The CLI ignores SIGTERM: the user's /stop is still killing it (300 ms grace) when svc stops.
   const facts: { type: string; data: Record<string, unknown> }[] = [];
   d.bus.events$.subscribe((e) => facts.push(e));
-  const { killed } = await d.bus.send<{ killed: number }>({ type: 'agent.abort', data: { chat_id: 1 } });
+  const { killed } = await d.bus.send(rawCommand<{ killed: number }>('agent.abort'), { chat_id: 1 });
   t.equal(killed, 1);
   await stop();
   t.equal((await turn).status, 'aborted');

@@ -5,6 +5,7 @@ import { procSnapshot, readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { until } from '../bin/cli-helpers.js';
+import { anyEvent } from '../fixtures/any-event.js';
 
 const alive = (pid: number) => {
   const s = readProcStat(pid);
@@ -19,8 +20,8 @@ function groupLeader(t: { teardown(f: () => unknown): void }): ChildProcess & { 
 }
 
 async function recordTurn(bus: Bus, stream: string, spawned: Record<string, unknown>) {
-  await bus.publish({ stream, type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' } });
-  await bus.publish({ stream, type: 'turn.spawned', data: { attempt: 1, streaming: true, ...spawned } });
+  await bus.publish(anyEvent({ stream, type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' } }));
+  await bus.publish(anyEvent({ stream, type: 'turn.spawned', data: { attempt: 1, streaming: true, ...spawned } }));
 }
 
 function setup() {
@@ -68,8 +69,8 @@ t.test('the recorded group itself is ended, and counted', async (t) => {
 t.test('what a cut-off turn owes its chat is handed out once: notices per chat, /retry of the last one, across restarts', async (t) => {
   const { log, bus } = setup();
   const turn = async (stream: string, key: string, prompt: string, text: string) => {
-    await bus.publish({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } });
-    await bus.publish({ stream, type: 'turn.progressed', data: { text } });
+    await bus.publish(anyEvent({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } }));
+    await bus.publish(anyEvent({ stream, type: 'turn.progressed', data: { text } }));
   };
   await turn('turn:a', 'api:7', 'first question', 'first half');
   await turn('turn:b', 'api:7', 'second question', '');

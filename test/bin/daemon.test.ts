@@ -6,6 +6,7 @@ import { ofType } from '../../bus/index.js';
 import { homePaths } from '../../store/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { type EventType } from '../../schemas/index.js';
 
 const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
   const c = JSON.parse(readFileSync(file, 'utf8'));
@@ -38,7 +39,7 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
   });
   e = await next;
   t.equal(e.type, 'config.rejected');
-  t.match((e.data.errors as string[]).join('\n'), /permission_mode.*yolo/);
+  t.match(('errors' in e.data ? e.data.errors : []).join('\n'), /permission_mode.*yolo/);
   t.equal(d.config().model, 'sonnet', 'an invalid edit changes nothing');
 
   next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
@@ -57,7 +58,7 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
 
-  const nextOf = (type: string) => firstValueFrom(d.bus.events$.pipe(ofType(type)));
+  const nextOf = (type: EventType) => firstValueFrom(d.bus.events$.pipe(ofType(type)));
   let next = nextOf('registry.agent_added');
   writeFileSync(paths.agentsRegistry, JSON.stringify([entry]));
   t.same((await next).data, { name: 'research' });

@@ -9,9 +9,10 @@ import { setImmediate as tick } from 'node:timers/promises';
 import { Bus } from '../../bus/index.js';
 import { startDirectApi, type DirectApiServer, type DirectLimits } from '../../edges/index.js';
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
-import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnOutcome } from '../../schemas/index.js';
+import { AGENT_COMMANDS, defaultConfig, type AgentConfig, type AgentMessage, type AnyEnvelope, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
+import { anyChunk, anyEvent } from '../fixtures/any-event.js';
 
 type T = Test;
 type Frame = Record<string, any>;
@@ -32,13 +33,13 @@ interface Runtime {
 
 function fakeRuntime(bus: Bus): Runtime {
   const rt: Runtime = { calls: [], trace: [], completed: [], held: new Map(), mode: 'normal' };
-  bus.handle<AgentMessage, TurnOutcome>('agent.message', 'fake-runtime', async (cmd) => {
+  bus.handle(AGENT_COMMANDS.message, 'fake-runtime', async (cmd) => {
     const m = cmd.data;
     rt.calls.push(m);
     if (rt.mode === 'throw') throw new Error('runtime exploded');
     const key = m.topic_id === null ? `api:${m.chat_id}` : `api:${m.chat_id}:${m.topic_id}`;
     const base = { request_id: m.request_id, turn_id: `t-${m.request_id}`, agent: 'main', session_key: key, transport: 'api', chat_id: m.chat_id, topic_id: m.topic_id };
-    const chunk = (type: string, data: Record<string, unknown>) => bus.emitTransient({ stream: `turn:${base.turn_id}`, type, data: { ...base, ...data } });
+    const chunk = (type: string, data: Record<string, unknown>) => bus.emitTransient(anyChunk({ stream: `turn:${base.turn_id}`, type, data: { ...base, ...data } }));
     rt.trace.push(`start ${m.text}`);
     let text = `echo: ${m.text}`;
     let status: TurnOutcome['status'] = 'completed';
@@ -74,7 +75,7 @@ function fakeRuntime(bus: Bus): Runtime {
       provider: 'claude', model: 'opus', session_id: null, usage: null, cost_usd: null, duration_ms: 1, reason: null,
     };
   });
-  bus.handle<{ chat_id: number }, { killed: number }>('agent.abort', 'fake-runtime', (cmd) => {
+  bus.handle(AGENT_COMMANDS.abort, 'fake-runtime', (cmd) => {
     let killed = 0;
     for (const h of [...rt.held.values()]) {
       if (h.chat_id === cmd.data.chat_id) {
@@ -258,7 +259,7 @@ class Client {
   }
 }
 
-const facts = (env: Env, stream?: string) => env.log.read().filter((e: Envelope) => e.stream.startsWith('conn:') && (!stream || e.stream === stream));
+const facts = (env: Env, stream?: string) => env.log.read().filter((e: AnyEnvelope) => e.stream.startsWith('conn:') && (!stream || e.stream === stream));
 const pk = (c: Client) => Buffer.from(c.keys.publicKey).toString('base64');
 
 // ------------------------------------------------------------------ tests
@@ -649,7 +650,7 @@ t.test('notifications are pushed to authenticated connections only', async (t) =
   const a = await Client.authed(env.url, { chat_id: 1 });
   const b = await Client.authed(env.url, { chat_id: 2, channel_id: 3 });
   const pending = await Client.open(env.url);
-  await env.bus.publish({ stream: 'notification:n1', type: 'notification.created', data: { id: 'n1', title: 'Build', body: 'done', read: false, severity: 'info', type: 'task' } });
+  await env.bus.publish(anyEvent({ stream: 'notification:n1', type: 'notification.created', data: { id: 'n1', title: 'Build', body: 'done', read: false, severity: 'info', type: 'task' } }));
   for (const c of [a, b]) {
     t.same(await c.next((f) => f.type === 'notification'), { type: 'notification', notification: { id: 'n1', title: 'Build', body: 'done', read: false } });
   }
@@ -742,7 +743,7 @@ t.test('an answer a restart cut off reaches its chat once: on its next connectio
   const { bus, url } = await serve(t);
   const owed = new Map<string, string[]>([['api:7', ['part one\n\n[cut off]']]]);
   const asked: string[] = [];
-  bus.handle<{ session_key: string }, unknown>('agent.take_interrupted', 'test', (cmd) => {
+  bus.handle(AGENT_COMMANDS.takeInterrupted, 'test', (cmd) => {
     asked.push(cmd.data.session_key);
     const texts = owed.get(cmd.data.session_key) ?? [];
     owed.delete(cmd.data.session_key);
@@ -759,11 +760,11 @@ t.test('an answer a restart cut off reaches its chat once: on its next connectio
 
   owed.set('api:7', ['cut while you watched']);
   const [from1, from2] = [first.frames.length, second.frames.length];
-  await bus.publish({ stream: 'turn:z', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 'api:7', text: '' } });
+  await bus.publish(anyEvent({ stream: 'turn:z', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 'api:7', text: '' } }));
   for (const c of [first, second]) t.equal((await c.next((f) => f.type === 'result', c === first ? from1 : from2)).text, 'cut while you watched');
   // Hostile or unrelated facts ask nothing.
-  await bus.publish({ stream: 'turn:y', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 7 } });
-  await bus.publish({ stream: 'turn:x', type: 'turn.failed', data: { reason: 'exit-code', session_key: 'api:7' } });
+  await bus.publish(anyEvent({ stream: 'turn:y', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 7 } }));
+  await bus.publish(anyEvent({ stream: 'turn:x', type: 'turn.failed', data: { reason: 'exit-code', session_key: 'api:7' } }));
   other.sendSealed({ type: 'message', text: 'still here' });
   t.equal((await other.next((f) => f.type === 'result')).text, 'echo: still here');
   t.notOk(other.frames.some((f) => f.type === 'result' && f.interrupted), 'another chat hears nothing of it');

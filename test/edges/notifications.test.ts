@@ -4,8 +4,9 @@ import { startNotifier } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { NOTIFICATION_STATUSES, notificationRoutes } from '../../edges/direct/notifications.routes.js';
 import { Router, createApp, listen, mountHttp, type HttpRequest } from '../../edges/index.js';
-import { SvcError } from '../../schemas/index.js';
-import { PROJECTIONS, SqliteEventLog, notificationReadModel, type Notification } from '../../store/index.js';
+import { SvcError, type Notification } from '../../schemas/index.js';
+import { PROJECTIONS, SqliteEventLog, notificationReadModel } from '../../store/index.js';
+import { rawCommand } from '../fixtures/any-event.js';
 
 const TOKEN = 'test-token-0123456789';
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -47,7 +48,7 @@ async function serve(t: TT) {
     return { status: r.status, body: text ? (JSON.parse(text) as unknown) : null };
   };
   const create = async (data: Record<string, unknown>) => {
-    await bus.send({ type: 'notification.create', data });
+    await bus.send(rawCommand('notification.create'), data);
     now += 1000;
   };
   return { call, create, log, internal };
