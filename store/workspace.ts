@@ -30,7 +30,7 @@ export const INSTRUCTION_FILES = ['CLAUDE.md', 'AGENTS.md', 'GEMINI.md'] as cons
 export const MEMORY_DIR = 'memory_system';
 export const MEMORY_ROOT_FILES = ['MAINMEMORY.md', 'SHAREDMEMORY.md'] as const;
 export const WORKSPACE_DIRS = [`${MEMORY_DIR}/modules`, 'output_to_user', 'api_files', 'tools', 'skills'] as const;
-/** Bundled skills are mirrored into the global skills directory by skill sync (SPEC.md), never per agent. */
+/** Bundled skills are copied into the global skills directory by skill sync (SPEC.md), never per agent. */
 const NOT_SEEDED = new Set(['skills']);
 
 export interface SeedResult {

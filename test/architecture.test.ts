@@ -3,6 +3,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
+import * as schemas from '../schemas/index.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const FOLDERS = ['schemas', 'machines', 'actors', 'bus', 'store', 'edges', 'bin'] as const;
@@ -147,4 +148,67 @@ t.test('the cycle finder sees a cycle through index files', async (t) => {
     ['schemas/index.ts', []],
   ]);
   t.same(importCycles(g), [['actors/b.ts', 'actors/index.ts', 'machines/a.ts', 'machines/index.ts']]);
+});
+
+/** Every event, chunk and command type schemas/ declares. */
+function declaredTypes(): Set<string> {
+  const types = new Set<string>([...Object.keys(schemas.EVENT_SCHEMAS), ...Object.keys(schemas.CHUNK_SCHEMAS)]);
+  const isCommand = (x: unknown): x is schemas.AnyCommandDef =>
+    typeof x === 'object' && x !== null && typeof (x as { type?: unknown }).type === 'string' && 'data' in x && 'reply' in x && 'invalidCode' in x;
+  for (const value of Object.values(schemas)) {
+    if (isCommand(value)) types.add(value.type);
+    else if (typeof value === 'object' && value !== null) for (const inner of Object.values(value)) if (isCommand(inner)) types.add(inner.type);
+  }
+  return types;
+}
+
+/**
+ * Declared types spelled as a string literal: a dot-named quoted string (no interpolation) whose
+ * content is a type schemas/ declares. Dot-named strings that are not declared types (xstate's
+ * `cli.exited`, file names, config keys) are left alone.
+ */
+function literalTypes(source: string, declared: Set<string>): string[] {
+  const found: string[] = [];
+  // Comments may name a type (`turn.failed` in a doc comment); only code spells it.
+  const text = source.replace(/('(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`)|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (all, str) => str ?? '');
+  for (const m of text.matchAll(/(['"`])([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+)\1/g)) if (declared.has(m[2]!)) found.push(m[2]!);
+  return found;
+}
+
+/** Another program's vocabulary that happens to share a name: codex's JSON events are not ours. */
+const FOREIGN_NAMES: Record<string, string[]> = {
+  'actors/providers/codex.ts': ['turn.started', 'turn.completed', 'turn.failed'],
+};
+
+t.test('no layer but schemas/ spells a command, event or chunk type as a string', async (t) => {
+  const declared = declaredTypes();
+  t.ok(declared.has('turn.completed') && declared.has('agent.message') && declared.has('log.line'), 'events, commands and chunks are all found');
+  const spelled: string[] = [];
+  for (const folder of FOLDERS.filter((f) => f !== 'schemas')) {
+    for (const file of sources(join(ROOT, folder))) {
+      const rel = relative(ROOT, file);
+      const allowed = new Set(FOREIGN_NAMES[rel] ?? []);
+      for (const type of literalTypes(readFileSync(file, 'utf8'), declared)) if (!allowed.has(type)) spelled.push(`${rel}: '${type}'`);
+    }
+  }
+  t.same(spelled, [], spelled.join('\n'));
+});
+
+t.test('the literal finder catches quotes of every kind and leaves undeclared names alone', async (t) => {
+  const declared = new Set(['turn.failed', 'agent.message']);
+  const sample = `emit({ type: 'turn.failed' }); send("agent.message"); x(\`turn.failed\`); y('cli.exited'); z(\`turn.\${kind}\`); w('turn.failed_x')
+    // a comment naming 'turn.failed' is documentation
+    /** as is \`agent.message\` in a doc comment */ v('http://x/y'); u('turn.failed')`;
+  t.same(literalTypes(sample, declared), ['turn.failed', 'agent.message', 'turn.failed', 'turn.failed']);
+});
+
+t.test('no comment says a shape is mirrored or restated: it is declared once', async (t) => {
+  const copies: string[] = [];
+  for (const folder of FOLDERS) {
+    for (const file of sources(join(ROOT, folder))) {
+      const text = readFileSync(file, 'utf8');
+      if (/\b(mirror(s|ed)?|restate[sd]?)\b/i.test(text)) copies.push(relative(ROOT, file));
+    }
+  }
+  t.same(copies, [], copies.join('\n'));
 });

@@ -73,7 +73,7 @@ export function authenticateAgent(dir: CallerDirectory, from: string, headers: R
   return entry;
 }
 
-/** Mirrors machines' agentAllowed (edges may not import machines/): empty list or `*` is every agent. */
+/** A second copy of machines' agentAllowed, until authorization moves where commands are handled: empty list or `*` is every agent. */
 function userMayUse(user: Pick<UserRecord, 'active' | 'allowed_agents'>, agent: string): boolean {
   if (!user.active) return false;
   const list = user.allowed_agents;
