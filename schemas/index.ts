@@ -33,3 +33,4 @@ export * from './commands/chat-session.commands.js';
 export * from './commands/transcription.commands.js';
 export * from './cli-stream.js';
 export * from './connection-machine.js';
+export * from './direct-frames.schema.js';

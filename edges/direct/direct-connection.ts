@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createActor, type AnyActorRef } from 'xstate';
-import type { ConnectionContext, ConnectionEvent, ConnectionEventType, ConnectionState, Fact } from '../../schemas/index.js';
-import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
+import * as v from 'valibot';
+import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type ConnectionEventType, type ConnectionState, type Fact } from '../../schemas/index.js';
+import { classifyClientPayload, jsonObjectOf, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
 
@@ -132,16 +133,10 @@ export class DirectConnection implements HubConnection, WaitingConnection {
   }
 
   private onAuthFrame(text: string | null): void {
-    let frame: Record<string, unknown> | null = null;
-    if (text !== null) {
-      try {
-        const v: unknown = JSON.parse(text);
-        if (typeof v === 'object' && v !== null && !Array.isArray(v)) frame = v as Record<string, unknown>;
-      } catch {
-        frame = null;
-      }
-    }
-    if (!frame || frame.type !== 'auth') return this.dispatch({ type: 'frame', nonce: null });
+    const parsed = text === null ? null : jsonObjectOf(text);
+    const auth = parsed ? v.safeParse(AuthFrameSchema, parsed) : null;
+    if (!auth?.success) return this.dispatch({ type: 'frame', nonce: null });
+    const frame = auth.output;
     const { config } = this.hub.deps;
     const tokenValid = apiTokenMatches(frame.token, this.hub.deps.token);
     // Two X25519 operations (about a millisecond of CPU): only for a caller who holds the token.
