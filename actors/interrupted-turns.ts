@@ -1,6 +1,6 @@
 import type { Bus } from '../bus/index.js';
-import { TURN_NOTICE_DELIVERED, TURN_RETRIED, interruptedReplyText } from '../machines/index.js';
-import { TakeInterruptedSchema, parseWith, type InterruptedNotice } from '../schemas/index.js';
+import { interruptedReplyText } from '../machines/index.js';
+import { TURN_EVENTS, TakeInterruptedSchema, parseWith, type InterruptedNotice } from '../schemas/index.js';
 import type { InterruptedTurn } from './turn-recovery.js';
 
 /**
@@ -28,7 +28,7 @@ export class InterruptedTurns {
     // Marked before the first await: a second connection asking meanwhile gets nothing.
     for (const t of due) t.noticeDelivered = true;
     this.prune();
-    await Promise.all(due.map((t) => this.bus.publish({ stream: t.stream, type: TURN_NOTICE_DELIVERED, data: { session_key } })));
+    await Promise.all(due.map((t) => this.bus.publish({ stream: t.stream, type: TURN_EVENTS.notice_delivered, data: { session_key } })));
     return due.map((t) => ({ turn_id: t.stream.slice('turn:'.length), agent: t.agent, text: interruptedReplyText(t.text) }));
   }
 
@@ -38,7 +38,7 @@ export class InterruptedTurns {
     if (!last) return null;
     last.retried = true;
     this.prune();
-    await this.bus.publish({ stream: last.stream, type: TURN_RETRIED, data: { request_id: requestId } });
+    await this.bus.publish({ stream: last.stream, type: TURN_EVENTS.retried, data: { request_id: requestId } });
     return last.prompt;
   }
 

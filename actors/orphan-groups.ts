@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/index.js';
 import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { PROCESS_EVENTS, describeError, hasExited, type Fact, type TypesOf, type ProcSnapshot } from '../schemas/index.js';
+import { INTERRUPTED_REASON, PROCESS_EVENTS, describeError, hasExited, type Fact, type TypesOf, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
 
 /*
@@ -57,7 +57,7 @@ export async function recoverOrphanProcesses(
     const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
     if (n > 0) report.groupsEnded++;
     report.processesEnded += n;
-    await bus.publish({ stream, type: PROCESS_EVENTS.exited, data: { reason: 'daemon-restarted', ended_processes: n } });
+    await bus.publish({ stream, type: PROCESS_EVENTS.exited, data: { reason: INTERRUPTED_REASON, ended_processes: n } });
   }
   if (report.groupsEnded > 0) {
     bus.emitLog('warn', `ended ${report.groupsEnded} orphaned process group(s) (${report.processesEnded} process(es)) that svc had started before it stopped`);

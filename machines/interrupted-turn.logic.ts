@@ -1,4 +1,4 @@
-import { TURN_EVENTS, type AnyEnvelope } from '../schemas/index.js';
+import { INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope } from '../schemas/index.js';
 import type { RecordedGroup } from './orphan-group.logic.js';
 
 /*
@@ -7,16 +7,12 @@ import type { RecordedGroup } from './orphan-group.logic.js';
  * chat a notice or a `/retry`. Pure folds over envelopes; actors/turn-recovery.ts does the I/O.
  */
 
-export const INTERRUPTED_REASON = 'daemon-restarted';
-/** The abort cause of turns svc itself ended because it was stopping (`turn.aborted {cause}`). */
-export const SHUTDOWN_ABORT = 'shutdown';
+// Declared with the turn events; the runtime and recovery still import them from here.
+export { INTERRUPTED_REASON, SHUTDOWN_ABORT };
 
 export const TURN_TERMINAL_TYPES: readonly string[] = [TURN_EVENTS.completed, TURN_EVENTS.failed, TURN_EVENTS.timed_out, TURN_EVENTS.aborted];
-/** Facts after an interruption: the chat was shown it, the user asked it again. */
-export const TURN_NOTICE_DELIVERED = TURN_EVENTS.notice_delivered;
-export const TURN_RETRIED = TURN_EVENTS.retried;
 /** What a recovery scan reads of every turn stream; checkpoints are read per open turn only. */
-export const TURN_TRACE_TYPES: readonly string[] = [TURN_EVENTS.started, TURN_EVENTS.spawned, ...TURN_TERMINAL_TYPES, TURN_NOTICE_DELIVERED, TURN_RETRIED];
+export const TURN_TRACE_TYPES: readonly string[] = [TURN_EVENTS.started, TURN_EVENTS.spawned, ...TURN_TERMINAL_TYPES, TURN_EVENTS.notice_delivered, TURN_EVENTS.retried];
 
 export interface TurnTrace {
   stream: string;
@@ -69,8 +65,8 @@ export function traceTurns(events: Iterable<AnyEnvelope>): { open: TurnTrace[]; 
         for (const o of turns.values()) if (o.interrupted && o.agent === t.agent && o.sessionKey === t.sessionKey) o.retried = true;
         t.interrupted = { text: str(d.text) ?? '', seq: e.seq };
       } else if (!t.interrupted) turns.delete(e.stream);
-    } else if (e.type === TURN_NOTICE_DELIVERED) t.noticeDelivered = true;
-    else if (e.type === TURN_RETRIED) t.retried = true;
+    } else if (e.type === TURN_EVENTS.notice_delivered) t.noticeDelivered = true;
+    else if (e.type === TURN_EVENTS.retried) t.retried = true;
     if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(e.stream);
   }
   for (const [stream, t] of turns) if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(stream);

@@ -3,6 +3,7 @@ import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
+  INTERRUPTED_REASON,
   MAIN_AGENT,
   NOTIFICATION_EVENTS,
   TURN_CHUNKS,
@@ -185,7 +186,7 @@ export class DirectHub {
       deps.bus.events$.subscribe((e: Envelope) => {
         if (e.type === NOTIFICATION_EVENTS.created) this.pushNotification(e.data);
         // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
-        else if (e.type === TURN_EVENTS.failed && e.data.reason === 'daemon-restarted' && typeof e.data.session_key === 'string') {
+        else if (e.type === TURN_EVENTS.failed && e.data.reason === INTERRUPTED_REASON && typeof e.data.session_key === 'string') {
           this.deliverInterrupted(e.data.session_key, null);
         }
       }),

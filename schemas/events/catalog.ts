@@ -1,4 +1,5 @@
 import type * as v from 'valibot';
+import type { EventData } from '../event.schema.js';
 import { ACTOR_EVENT_SCHEMAS } from './actor.events.js';
 import { AGENT_EVENT_SCHEMAS } from './agent.events.js';
 import { BUS_EVENT_SCHEMAS } from './bus.events.js';
@@ -68,3 +69,8 @@ export type ChunkPayload<T extends ChunkType> = v.InferOutput<(typeof CHUNK_SCHE
 
 /** A stream chunk that travels on the bus but is never persisted (text deltas, tool activity, logs). */
 export type Transient<T extends ChunkType = ChunkType> = { [K in T]: { stream: string; type: K; data: ChunkPayload<K> } }[T];
+
+/** Types whose payload is not JSON-safe (a Date, a function, ...): must stay empty, the log replays and diffs payloads. */
+type NotJsonSafe = { [K in EventType]: EventPayload<K> extends EventData ? never : K }[EventType];
+// Fails to compile, naming the type, when a payload schema admits something JSON cannot hold.
+export const PAYLOADS_ARE_JSON: [NotJsonSafe] extends [never] ? true : NotJsonSafe = true;

@@ -18,6 +18,11 @@ export type TurnFile = v.InferOutput<typeof TurnFileSchema>;
 export const TurnUsageSchema = v.object({ input_tokens: v.number(), output_tokens: v.number(), cached_tokens: v.optional(v.number()) });
 export type TurnUsage = v.InferOutput<typeof TurnUsageSchema>;
 
+/** `turn.failed {reason}` of a turn a restart of svc cut off. */
+export const INTERRUPTED_REASON = 'daemon-restarted';
+/** `turn.aborted {cause}` of a turn svc itself ended because it was stopping. */
+export const SHUTDOWN_ABORT = 'shutdown';
+
 const Ended = { text: v.string(), session_id: v.nullable(v.string()), stream_fallback: v.boolean() };
 
 export const TURN_EVENT_SCHEMAS = {
