@@ -6,7 +6,6 @@ import { TRANSCRIPTION_BACKENDS, type TranscriptionBackend } from '../schemas/in
  * (actors/transcriber.ts) gathers the facts (PATH, keys, model files) and runs what this plans.
  */
 
-
 export const TRANSCRIPTION_BACKEND_LABELS: Readonly<Record<TranscriptionBackend, string>> = {
   command: 'custom command (transcription.command)',
   api: 'hosted speech-to-text API',

@@ -8,7 +8,6 @@ import { TURN_KINDS, TURN_STATUSES, TurnFileSchema, TurnUsageSchema } from './ev
  * the caller's `request_id`, and replies to `agent.message` once the turn has finished.
  */
 
-
 /** Who is asking, for the permission mode (SPEC.md "CLI permission mode by role"). */
 export const PermissionSourceSchema = v.variant('kind', [
   v.object({ kind: v.literal('token'), role: v.nullable(v.string()) }),
@@ -46,8 +45,6 @@ export const AgentAbortSchema = v.object({
 });
 export type AgentAbort = v.InferOutput<typeof AgentAbortSchema>;
 
-
-
 /** The reply to `agent.message`. A chat command (`/new`, `/model`, ...) answers with status completed and no turn. */
 export const TurnOutcomeSchema = v.object({
   request_id: v.string(),
@@ -81,7 +78,6 @@ export const AgentSummarySchema = v.object({
   is_main: v.boolean(),
 });
 export type AgentSummary = v.InferOutput<typeof AgentSummarySchema>;
-
 
 export const TakeInterruptedSchema = v.strictObject({
   session_key: v.pipe(v.string(), v.minLength(1), v.maxLength(80)),

@@ -2,7 +2,6 @@ import type Database from 'better-sqlite3';
 import { NOTIFICATION_EVENTS, NOTIFICATION_SEVERITIES, SvcError, type AnyEnvelope, type Notification, type Severity } from '../schemas/index.js';
 import type { Projection } from './projection.js';
 
-
 export interface ListNotificationsQuery {
   /** Default 50 (SPEC.md Limits). */
   limit?: number;
