@@ -3,15 +3,9 @@ import { createActor, type Actor, type AnyStateMachine, type InputFrom, type Sna
 /** xstate's scheduler clock (not exported by name): what delays run on. */
 export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
 import type { Subscription } from 'rxjs';
-import { SvcError, describeError, type Envelope, type EventData } from '../schemas/index.js';
+import { ACTOR_EVENTS, SvcError, describeError, type AnyEnvelope, type Fact } from '../schemas/index.js';
 import type { Bus, Cause } from '../bus/index.js';
 import type { EventLog } from '../store/index.js';
-
-/** What a machine hands to `emit(...)`: the host turns it into a persisted fact on the actor's stream. */
-export interface EmittedFact {
-  type: string;
-  data?: EventData;
-}
 
 export interface SpawnOptions<M extends AnyStateMachine> {
   /** Stream the actor's facts go to, e.g. `task:42`. */
@@ -47,7 +41,7 @@ export interface RestoreSpec<M extends AnyStateMachine> {
   /** Only these types are read (the fold's inputs), so a restore does not load every chunk of every stream. */
   types?: readonly string[];
   machine: M;
-  fold(events: Envelope[]): { value: string; context: object } | null;
+  fold(events: AnyEnvelope[]): { value: string; context: Record<string, unknown> } | null;
 }
 
 /**
@@ -76,13 +70,13 @@ export class ActorHost {
     };
     const hosted: Hosted = { actor: actor as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined };
     subs.push(
-      actor.on('*', (fact: EmittedFact) => {
+      // What a machine hands to `emit(...)` becomes a persisted fact on the actor's stream.
+      actor.on('*', (fact: Fact) => {
         const why = hosted.handling ?? own;
         const recorded = this.bus
           .publish({
+            ...fact,
             stream: opts.stream,
-            type: fact.type,
-            data: fact.data ?? {},
             ...why,
             ...(opts.by ? { by: opts.by } : {}),
           })
@@ -96,7 +90,7 @@ export class ActorHost {
         error: (err) => {
           this.actors.delete(id);
           void this.bus
-            .publish({ stream: opts.stream, type: 'actor.crashed', data: { id, error: describeError(err) }, ...(hosted.handling ?? own) })
+            .publish({ stream: opts.stream, type: ACTOR_EVENTS.crashed, data: { id, error: describeError(err) }, ...(hosted.handling ?? own) })
             .catch(() => undefined);
         },
         complete: () => {
@@ -155,7 +149,7 @@ export class ActorHost {
    * restored; the caller decides what to tell them (e.g. that the process they ran is gone).
    */
   restore<M extends AnyStateMachine>(log: EventLog, spec: RestoreSpec<M>, idOf: (stream: string) => string): string[] {
-    const byStream = new Map<string, Envelope[]>();
+    const byStream = new Map<string, AnyEnvelope[]>();
     for (const e of log.read({ streamPrefix: spec.streamPrefix, ...(spec.types ? { types: spec.types } : {}) })) {
       let list = byStream.get(e.stream);
       if (!list) byStream.set(e.stream, (list = []));

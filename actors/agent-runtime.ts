@@ -33,7 +33,9 @@ import {
   type TurnResult,
 } from '../machines/index.js';
 import {
+  SESSION_EVENTS,
   SvcError,
+  TURN_CHUNKS,
   describeError,
   type AgentConfig,
   type AgentMessage,
@@ -240,7 +242,7 @@ export class AgentRuntime {
     this.sessions.set(key, s);
     await this.d.bus.publish({
       stream: sessionStream(this.d.name, key),
-      type: 'session.started',
+      type: SESSION_EVENTS.started,
       data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
       correlation: msg.request_id,
     });
@@ -290,7 +292,7 @@ export class AgentRuntime {
     if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
     if (!slot.queued) return slot;
     const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
-    const status = (text: string | null) => this.out.chunk({ stream: `turn:${turnId}`, type: 'turn.system_status', data: { ...base, status: text } });
+    const status = (text: string | null) => this.out.chunk({ stream: `turn:${turnId}`, type: TURN_CHUNKS.system_status, data: { ...base, status: text } });
     this.queued.set(msg.request_id, { chat_id: msg.chat_id, slot });
     status(queuedStatus(slot.queued));
     const granted = await slot.granted;
@@ -411,7 +413,7 @@ export class AgentRuntime {
     const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
     const recorded = await this.d.bus.publish({
       stream: sessionStream(this.d.name, key),
-      type: 'session.turn_recorded',
+      type: SESSION_EVENTS.turn_recorded,
       data: {
         turn_id: turnId,
         provider,
@@ -478,9 +480,9 @@ export class AgentRuntime {
   private forward(base: TurnChunkBase, events: StreamEvent[]): void {
     const stream = `turn:${base.turn_id}`;
     for (const e of events) {
-      if (e.kind === 'text') this.out.chunk({ stream, type: 'turn.text_delta', data: { ...base, text: e.text } });
-      else if (e.kind === 'tool') this.out.chunk({ stream, type: 'turn.tool_activity', data: { ...base, tool: e.name } });
-      else if (e.kind === 'status') this.out.chunk({ stream, type: 'turn.system_status', data: { ...base, status: e.status } });
+      if (e.kind === 'text') this.out.chunk({ stream, type: TURN_CHUNKS.text_delta, data: { ...base, text: e.text } });
+      else if (e.kind === 'tool') this.out.chunk({ stream, type: TURN_CHUNKS.tool_activity, data: { ...base, tool: e.name } });
+      else if (e.kind === 'status') this.out.chunk({ stream, type: TURN_CHUNKS.system_status, data: { ...base, status: e.status } });
       else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
     }
   }

@@ -5,6 +5,8 @@ import { causedBy, serveAgents, type Bus } from '../bus/index.js';
 import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../machines/index.js';
 import {
   AGENT_COMMANDS,
+  MAIN_AGENT,
+  REGISTRY_EVENTS,
   SvcError,
   describeError,
   type AbortOutcome,
@@ -50,7 +52,6 @@ export interface SupervisorDeps {
   clock?: ActorClock;
 }
 
-export const MAIN_AGENT = 'main';
 
 /**
  * Owns every agent: the main one and one per registry entry. Serves the agent contract
@@ -79,7 +80,10 @@ export class AgentSupervisor {
     for (const entry of this.d.registry()) this.tryStart(entry.name);
     this.subs.push(
       serveAgents(bus, 'agents', { accept: (msg) => this.accept(msg), abort: (req) => this.abort(req), list: (req) => this.list(req) }),
-      bus.subscribe('agents:registry', (e) => this.onRegistry(e.type, String(e.data.name ?? ''), e.data.restart === true), (e) => e.stream === 'registry'),
+      bus.subscribe('agents:registry', (e) => {
+        if (e.type === REGISTRY_EVENTS.agent_added || e.type === REGISTRY_EVENTS.agent_removed) this.onRegistry(e.type, e.data.name, false);
+        else if (e.type === REGISTRY_EVENTS.agent_changed) this.onRegistry(e.type, e.data.name, e.data.restart);
+      }),
     );
   }
 
@@ -168,9 +172,9 @@ export class AgentSupervisor {
 
   private onRegistry(type: string, name: string, restart: boolean): void {
     if (!name || name === MAIN_AGENT) return;
-    if (type === 'registry.agent_added') this.tryStart(name);
-    else if (type === 'registry.agent_removed') void this.stopAgent(name, 'removed from the registry');
-    else if (type === 'registry.agent_changed' && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
+    if (type === REGISTRY_EVENTS.agent_added) this.tryStart(name);
+    else if (type === REGISTRY_EVENTS.agent_removed) void this.stopAgent(name, 'removed from the registry');
+    else if (type === REGISTRY_EVENTS.agent_changed && restart && this.runtimes.has(name)) void this.restart(name, 'registry change');
   }
 
   private accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } {

@@ -2,18 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus, type Command } from '../bus/index.js';
 import {
-  parseWith,
   CHAT_SESSION_COMMANDS,
   CHAT_SESSION_EVENTS,
-  CreateChatSessionSchema,
   DEFAULT_CHAT_SESSION_TITLE,
-  DeleteChatSessionSchema,
   MAX_CHAT_SESSION_ID_CHARS,
-  RenameChatSessionSchema,
   SvcError,
   chatSessionStream,
+  type ChatSession,
+  type CommandData,
+  type DeleteChatSessionResult,
 } from '../schemas/index.js';
-import type { ChatSession, ChatSessionReadModel } from '../store/index.js';
+import type { ChatSessionReadModel } from '../store/index.js';
 
 /*
  * Chat sessions: a command-handling actor like the notifier. It holds no lifecycle worth a
@@ -28,11 +27,6 @@ export interface ChatSessionsDeps {
   newId?: () => string;
   /** When given, creating a session for an agent it rejects is 'not-found'. */
   agentExists?: (name: string) => boolean;
-}
-
-export interface DeleteChatSessionResult {
-  id: string;
-  deleted: true;
 }
 
 function notFound(id: string): SvcError {
@@ -54,8 +48,8 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
     return run;
   };
 
-  const create = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
-    const d = parseWith(CreateChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const create = async (cmd: Command<string, CommandData<typeof CHAT_SESSION_COMMANDS.create>>): Promise<ChatSession> => {
+    const d = cmd.data;
     if (deps.agentExists && !deps.agentExists(d.agent)) throw new SvcError('not-found', `agent ${JSON.stringify(d.agent)} does not exist`);
     const id = newId();
     if (typeof id !== 'string' || id.length === 0 || id.length > MAX_CHAT_SESSION_ID_CHARS) {
@@ -66,28 +60,28 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
     const title = d.title ?? DEFAULT_CHAT_SESSION_TITLE;
     await bus.publish({
       stream: chatSessionStream(id),
-      type: CHAT_SESSION_EVENTS.created,
+      type: CHAT_SESSION_EVENTS.session_created,
       data: { id, agent: d.agent, title, created_at: at, updated_at: at },
       ...causedBy(cmd),
     });
     return readModel.get(id) ?? { id, agent: d.agent, title, created_at: at, updated_at: at, provider_override: null, model_override: null, archived: false };
   };
 
-  const rename = async (cmd: Command<string, unknown>): Promise<ChatSession> => {
-    const { id, title } = parseWith(RenameChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const rename = async (cmd: Command<string, CommandData<typeof CHAT_SESSION_COMMANDS.rename>>): Promise<ChatSession> => {
+    const { id, title } = cmd.data;
     const current = readModel.get(id);
     if (!current) throw notFound(id);
     // The same title again changes nothing, so nothing is recorded.
     if (current.title === title) return current;
     const at = new Date(bus.now()).toISOString();
-    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.renamed, data: { id, title, updated_at: at }, ...causedBy(cmd) });
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.session_renamed, data: { id, title, updated_at: at }, ...causedBy(cmd) });
     return readModel.get(id) ?? { ...current, title, updated_at: at };
   };
 
-  const remove = async (cmd: Command<string, unknown>): Promise<DeleteChatSessionResult> => {
-    const { id } = parseWith(DeleteChatSessionSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const remove = async (cmd: Command<string, CommandData<typeof CHAT_SESSION_COMMANDS.delete>>): Promise<DeleteChatSessionResult> => {
+    const { id } = cmd.data;
     if (!readModel.get(id)) throw notFound(id);
-    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.deleted, data: { id }, ...causedBy(cmd) });
+    await bus.publish({ stream: chatSessionStream(id), type: CHAT_SESSION_EVENTS.session_deleted, data: { id }, ...causedBy(cmd) });
     return { id, deleted: true };
   };
 

@@ -1,5 +1,6 @@
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../bus/index.js';
+import { CONFIG_EVENTS, REGISTRY_EVENTS } from '../schemas/index.js';
 
 /*
  * A rejected edit or an unknown key is something the operator must see where they look — the
@@ -7,14 +8,14 @@ import type { Bus } from '../bus/index.js';
  * warning lines.
  */
 
-const WATCHED = new Set(['config.loaded', 'config.reloaded', 'config.rejected', 'registry.rejected']);
+const WATCHED = new Set<string>([CONFIG_EVENTS.loaded, CONFIG_EVENTS.reloaded, CONFIG_EVENTS.rejected, REGISTRY_EVENTS.rejected]);
 
 export function logConfigWarnings(bus: Bus): Subscription {
   return bus.subscribe(
     'config-warnings',
     (e) => {
       const data = e.data as { file?: string; errors?: string[]; unknown_keys?: string[] };
-      if (e.type === 'config.rejected' || e.type === 'registry.rejected') {
+      if (e.type === CONFIG_EVENTS.rejected || e.type === REGISTRY_EVENTS.rejected) {
         const errors = data.errors ?? [];
         bus.emitLog('warn', `${data.file ?? 'config'}: edit rejected, the last good configuration stays in force: ${errors.join('; ')}`, { file: data.file ?? null });
         return;

@@ -3,6 +3,7 @@ import { basename, dirname } from 'node:path';
 import { filter, type Subscription } from 'rxjs';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
 import type { Bus, LogLevel, LogLine } from '../bus/index.js';
+import { LOG_CHUNKS } from '../schemas/index.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -64,7 +65,7 @@ export class LogSink {
       this.fileFailed = true;
     });
     const toStderr = opts.stderr ?? true;
-    this.sub = bus.transient$.pipe(filter((m) => m.type === 'log.line')).subscribe((m) => {
+    this.sub = bus.transient$.pipe(filter((m) => m.type === LOG_CHUNKS.line)).subscribe((m) => {
       const line = m.data as LogLine;
       if (RANK[line.level] < RANK[this.level]) return;
       const text = formatLogLine(bus.now(), line);

@@ -1,16 +1,9 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import {
-  INTERRUPTED_REASON,
-  SHUTDOWN_ABORT,
-  TURN_NOTICE_DELIVERED,
-  TURN_RETRIED,
-  daemonMachine,
-  interruptedTurnMachine,
-  previousRun,
-  restoreInterruptedTurn,
-} from '../machines/index.js';
-import type { Envelope } from '../schemas/index.js';
-import type { EmittedFact } from './actor-host.js';
+import { daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn } from '../machines/index.js';
+import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope } from '../schemas/index.js';
+
+/** What a machine hands to `emit(...)`, as the replay collects it. */
+type EmittedFact = { type: string; data?: unknown };
 
 /*
  * Replay as a test (DESIGN.md §8): re-drive a machine from the inputs its stream records and
@@ -43,7 +36,7 @@ export interface MachineReplay<M extends AnyStateMachine = AnyStateMachine> {
   /** The streams this machine's actors write. */
   streams(stream: string): boolean;
   /** `prior` is the stream's facts before `fact`, in order. */
-  inputOf(fact: Envelope, prior: readonly Envelope[]): RecordedInput<M>;
+  inputOf(fact: AnyEnvelope, prior: readonly AnyEnvelope[]): RecordedInput<M>;
 }
 
 export interface ReplayDiff {
@@ -61,16 +54,16 @@ const daemonReplay: MachineReplay<typeof daemonMachine> = {
   inputOf(fact, prior) {
     const d = fact.data;
     switch (fact.type) {
-      case 'daemon.started':
+      case DAEMON_EVENTS.started:
         return {
           start: { pid: Number(d.pid), version: String(d.version), home: String(d.home), node: String(d.node), previous: previousRun(prior) },
           own: true,
         };
-      case 'daemon.ready':
+      case DAEMON_EVENTS.ready:
         return { send: { type: 'ready', subsystems: Array.isArray(d.subsystems) ? d.subsystems.map(String) : [] }, own: true };
-      case 'daemon.stopping':
+      case DAEMON_EVENTS.stopping:
         return { send: { type: 'stop', reason: String(d.reason) }, own: true };
-      case 'daemon.stopped':
+      case DAEMON_EVENTS.stopped:
         return { send: { type: 'stopped' }, own: true };
       default:
         // daemon.recovered follows from the start; anything else the daemon machine would have to explain.
@@ -85,13 +78,13 @@ const interruptedTurnReplay: MachineReplay<typeof interruptedTurnMachine> = {
   streams: (s) => s.startsWith('turn:'),
   inputOf(fact, prior) {
     const d = fact.data;
-    const cut = (fact.type === 'turn.failed' && d.reason === INTERRUPTED_REASON) || (fact.type === 'turn.aborted' && d.cause === SHUTDOWN_ABORT);
+    const cut = (fact.type === TURN_EVENTS.failed && d.reason === INTERRUPTED_REASON) || (fact.type === TURN_EVENTS.aborted && d.cause === SHUTDOWN_ABORT);
     if (cut) {
       const state = restoreInterruptedTurn([...prior, fact]);
       return state ? { start: { snapshot: state }, own: false } : { own: false };
     }
-    if (fact.type === TURN_NOTICE_DELIVERED) return { send: { type: 'notice.take', session_key: String(d.session_key) }, own: true };
-    if (fact.type === TURN_RETRIED) return { send: { type: 'retry.take', request_id: String(d.request_id) }, own: true };
+    if (fact.type === TURN_EVENTS.notice_delivered) return { send: { type: 'notice.take', session_key: String(d.session_key) }, own: true };
+    if (fact.type === TURN_EVENTS.retried) return { send: { type: 'retry.take', request_id: String(d.request_id) }, own: true };
     return { own: false };
   },
 };
@@ -114,7 +107,7 @@ function canonical(value: unknown): string {
 const show = (f: { type: string; data?: unknown }) => `${f.type} ${canonical(f.data ?? {})}`;
 
 /** Re-drives one stream; returns where the machine and the log disagree (empty when they agree). */
-export function redriveStream(spec: MachineReplay, stream: string, facts: readonly Envelope[]): ReplayDiff[] {
+export function redriveStream(spec: MachineReplay, stream: string, facts: readonly AnyEnvelope[]): ReplayDiff[] {
   const diffs: ReplayDiff[] = [];
   const diff = (seq: number | null, line: string) => diffs.push({ machine: spec.name, stream, seq, line });
   let actor: ReturnType<typeof createActor<AnyStateMachine>> | undefined;
@@ -127,7 +120,7 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
     for (let i = 0; i < facts.length; i++) {
       const fact = facts[i]!;
       // Written by the host when an actor throws, not emitted by the machine.
-      if (fact.type === 'actor.crashed') continue;
+      if (fact.type === ACTOR_EVENTS.crashed) continue;
       const recorded = spec.inputOf(fact, facts.slice(0, i));
       if (recorded.start !== undefined) {
         leftover(facts[i - 1]?.seq ?? 0);
@@ -161,8 +154,8 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
 }
 
 /** Re-drives every machine over every stream it writes in `events` (any order of streams, log order within). */
-export function redriveMachines(events: Iterable<Envelope>, specs: readonly MachineReplay[] = MACHINE_REPLAYS): { streams: number; diffs: ReplayDiff[] } {
-  const byStream = new Map<string, Envelope[]>();
+export function redriveMachines(events: Iterable<AnyEnvelope>, specs: readonly MachineReplay[] = MACHINE_REPLAYS): { streams: number; diffs: ReplayDiff[] } {
+  const byStream = new Map<string, AnyEnvelope[]>();
   for (const e of events) {
     if (!specs.some((s) => s.streams(e.stream))) continue;
     let list = byStream.get(e.stream);

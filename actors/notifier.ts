@@ -1,78 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
-import * as v from 'valibot';
 import { causedBy, type Bus, type Command } from '../bus/index.js';
+import { EMPTY_THROTTLE_STATE, classify, shouldThrottle, truncateBody, type ThrottleState } from '../machines/index.js';
 import {
-  EMPTY_THROTTLE_STATE,
-  NOTIFICATION_OUTCOMES,
-  NOTIFICATION_SOURCES,
-  classify,
-  shouldThrottle,
-  truncateBody,
+  MAX_NOTIFICATION_ID_CHARS,
+  NOTIFICATIONS_STREAM,
+  NOTIFICATION_COMMANDS,
+  NOTIFICATION_EVENTS,
+  SvcError,
+  notificationStream,
+  type CommandData,
+  type CreateNotificationResult,
+  type MarkAllReadResult,
+  type Notification,
   type Severity,
-  type ThrottleState,
-} from '../machines/index.js';
-import { SvcError, parseWith } from '../schemas/index.js';
-import type { Notification, NotificationReadModel } from '../store/index.js';
+} from '../schemas/index.js';
+import type { NotificationReadModel } from '../store/index.js';
 
 /*
  * The notifier: a small command-handling actor, not an xstate machine, because it holds no
  * lifecycle — only the throttle memory, which is advisory (logged, never suppressing anything).
  * The rules live in machines/notification.logic.ts; this file does the I/O around them.
  */
-
-export const NOTIFICATION_COMMANDS = {
-  create: 'notification.create',
-  markRead: 'notification.mark_read',
-  markAllRead: 'notification.mark_all_read',
-} as const;
-
-export const NOTIFICATION_EVENTS = {
-  created: 'notification.created',
-  read: 'notification.read',
-  allRead: 'notification.all_read',
-} as const;
-
-/** Stream of read-all facts, which span many notifications. */
-export const NOTIFICATIONS_STREAM = 'notifications';
-export const notificationStream = (id: string): string => `notification:${id}`;
-
-export const MAX_NOTIFICATION_TITLE_CHARS = 500;
-export const MAX_NOTIFICATION_ID_CHARS = 200;
-const MAX_FIELD_CHARS = 200;
-
-const optionalText = (what: string) =>
-  v.optional(v.nullable(v.pipe(v.string(`${what} must be a string`), v.maxLength(MAX_FIELD_CHARS, `${what} must be at most ${MAX_FIELD_CHARS} characters`))));
-
-export const CreateNotificationSchema = v.strictObject({
-  source: v.picklist(NOTIFICATION_SOURCES, `must be one of ${NOTIFICATION_SOURCES.join(', ')}`),
-  outcome: v.picklist(NOTIFICATION_OUTCOMES, `must be one of ${NOTIFICATION_OUTCOMES.join(', ')}`),
-  title: v.pipe(
-    v.string('must be a string'),
-    v.trim(),
-    v.minLength(1, 'must not be empty'),
-    v.maxLength(MAX_NOTIFICATION_TITLE_CHARS, `must be at most ${MAX_NOTIFICATION_TITLE_CHARS} characters`),
-  ),
-  // Oversized bodies are cut, not refused: losing a failure notice over its length would be worse.
-  body: v.optional(v.nullable(v.string('must be a string')), ''),
-  agent: optionalText('agent'),
-  source_id: optionalText('source_id'),
-  status: optionalText('status'),
-});
-export type CreateNotification = v.InferInput<typeof CreateNotificationSchema>;
-
-const NotificationIdSchema = v.pipe(
-  v.string('must be a string'),
-  v.minLength(1, 'must not be empty'),
-  v.maxLength(MAX_NOTIFICATION_ID_CHARS, `must be at most ${MAX_NOTIFICATION_ID_CHARS} characters`),
-);
-export const MarkReadSchema = v.strictObject({ id: NotificationIdSchema });
-export const MarkAllReadSchema = v.strictObject({});
-
-export type CreateNotificationResult = { persisted: false } | { persisted: true; notification: Notification; throttled: boolean };
-export interface MarkAllReadResult {
-  ids: string[];
-}
 
 export interface NotifierDeps {
   bus: Bus;
@@ -97,8 +46,8 @@ export function startNotifier(deps: NotifierDeps): Subscription {
     return run;
   };
 
-  const create = async (cmd: Command<string, unknown>): Promise<CreateNotificationResult> => {
-    const d = parseWith(CreateNotificationSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const create = async (cmd: Command<string, CommandData<typeof NOTIFICATION_COMMANDS.create>>): Promise<CreateNotificationResult> => {
+    const d = cmd.data;
     const c = classify({ source: d.source, outcome: d.outcome, body: d.body });
     if (!c.persist) {
       bus.emitLog('info', `notification not persisted: ${d.source} ${d.outcome} with an empty body (${JSON.stringify(d.title)})`, {
@@ -137,8 +86,8 @@ export function startNotifier(deps: NotifierDeps): Subscription {
     return { persisted: true, notification, throttled: t.throttled };
   };
 
-  const markRead = async (cmd: Command<string, unknown>): Promise<Notification> => {
-    const { id } = parseWith(MarkReadSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const markRead = async (cmd: Command<string, CommandData<typeof NOTIFICATION_COMMANDS.markRead>>): Promise<Notification> => {
+    const { id } = cmd.data;
     const current = readModel.get(id);
     if (!current) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
     if (current.read) return current;
@@ -146,11 +95,10 @@ export function startNotifier(deps: NotifierDeps): Subscription {
     return readModel.get(id) ?? { ...current, read: true };
   };
 
-  const markAllRead = async (cmd: Command<string, unknown>): Promise<MarkAllReadResult> => {
-    parseWith(MarkAllReadSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  const markAllRead = async (cmd: Command): Promise<MarkAllReadResult> => {
     const ids = readModel.unreadIds();
     if (ids.length === 0) return { ids: [] };
-    await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.allRead, data: { ids }, ...causedBy(cmd) });
+    await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.all_read, data: { ids }, ...causedBy(cmd) });
     return { ids };
   };
 

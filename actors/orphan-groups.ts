@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { followsFrom, type Bus, type Cause } from '../bus/index.js';
 import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { describeError, hasExited, type Envelope, type ProcSnapshot } from '../schemas/index.js';
+import { INTERRUPTED_REASON, PROCESS_EVENTS, describeError, hasExited, type AnyEnvelope, type Fact, type TypesOf, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
 
 /*
@@ -10,8 +10,6 @@ import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../sto
  * the way it ends a crashed turn's CLI: by group id, leader start time and boot id.
  */
 
-const PROCESS_SPAWNED = 'process.spawned';
-const PROCESS_EXITED = 'process.exited';
 const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
 
 /**
@@ -20,18 +18,18 @@ const CLI_NAMES = ['claude', 'codex', 'gemini', 'docker'];
  */
 export function trackProcessGroup(bus: Bus, purpose: string, pid: number, startTime: number | null, cause: Cause = {}): () => void {
   const stream = `proc:${randomUUID()}`;
-  const record = (type: string, data: Record<string, string | number | null>, why: Cause) =>
-    bus.publish({ stream, type, data, ...why }).catch((e) => {
-      bus.emitLog('warn', `could not record ${type} of ${purpose} pid ${pid}: ${describeError(e)}`);
+  const record = (fact: Fact<TypesOf<typeof PROCESS_EVENTS>>, why: Cause) =>
+    bus.publish({ ...fact, stream, ...why }).catch((e) => {
+      bus.emitLog('warn', `could not record ${fact.type} of ${purpose} pid ${pid}: ${describeError(e)}`);
       return undefined;
     });
-  const spawned = record(PROCESS_SPAWNED, { purpose, pid, start_time: startTime, boot_id: readBootId() }, cause);
+  const spawned = record({ type: PROCESS_EVENTS.spawned, data: { purpose, pid, start_time: startTime, boot_id: readBootId() } }, cause);
   let ended = false;
   return () => {
     if (ended) return;
     ended = true;
     // After the spawn fact, so the stream never reads exited-then-spawned.
-    void spawned.then((e) => record(PROCESS_EXITED, { reason: 'exited' }, e ? { ...cause, ...followsFrom(e) } : cause));
+    void spawned.then((e) => record({ type: PROCESS_EVENTS.exited, data: { reason: 'exited' } }, e ? { ...cause, ...followsFrom(e) } : cause));
   };
 }
 
@@ -46,9 +44,9 @@ export async function recoverOrphanProcesses(
     cause?: Cause;
   } = {},
 ): Promise<{ groupsEnded: number; processesEnded: number }> {
-  const open = new Map<string, { purpose: string; group: RecordedGroup; spawned: Envelope }>();
-  for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_SPAWNED, PROCESS_EXITED] })) {
-    if (e.type === PROCESS_EXITED) {
+  const open = new Map<string, { purpose: string; group: RecordedGroup; spawned: AnyEnvelope }>();
+  for (const e of log.read({ streamPrefix: 'proc:', types: [PROCESS_EVENTS.spawned, PROCESS_EVENTS.exited] })) {
+    if (e.type === PROCESS_EVENTS.exited) {
       open.delete(e.stream);
       continue;
     }
@@ -67,7 +65,7 @@ export async function recoverOrphanProcesses(
     const n = endGroup(group, snapshot, (why) => bus.emitLog('info', `${purpose} pid ${group.pgid}: left alone (${why})`));
     if (n > 0) report.groupsEnded++;
     report.processesEnded += n;
-    await bus.publish({ stream, type: PROCESS_EXITED, data: { reason: 'daemon-restarted', ended_processes: n }, ...opts.cause, ...followsFrom(spawned) });
+    await bus.publish({ stream, type: PROCESS_EVENTS.exited, data: { reason: INTERRUPTED_REASON, ended_processes: n }, ...opts.cause, ...followsFrom(spawned) });
   }
   if (report.groupsEnded > 0) {
     bus.emitLog('warn', `ended ${report.groupsEnded} orphaned process group(s) (${report.processesEnded} process(es)) that svc had started before it stopped`);

@@ -3,8 +3,7 @@ import * as fsp from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Subscription } from 'rxjs';
-import * as v from 'valibot';
-import { causedBy, type Bus, type Command } from '../bus/index.js';
+import { causedBy, type Bus } from '../bus/index.js';
 import {
   DEFAULT_TRANSCRIPTION_API_BASE,
   DEFAULT_TRANSCRIPTION_API_MODEL,
@@ -27,11 +26,10 @@ import {
   whisperCppModelFiles,
   whisperOutputName,
   type TranscriptionAttempt,
-  type TranscriptionBackend,
   type TranscriptionFacts,
   type TranscriptionSettings,
 } from '../machines/index.js';
-import { SvcError, describeError, parseWith } from '../schemas/index.js';
+import { SvcError, TRANSCRIPTION_COMMANDS, describeError, type TranscriptionBackend } from '../schemas/index.js';
 import { readDotEnv, type HomePaths } from '../store/index.js';
 import { trackProcessGroup } from './orphan-groups.js';
 import { runProcess } from './process-group.js';
@@ -43,7 +41,6 @@ import { displayPath, findExecutable } from './providers/discovery.js';
  * machines/transcription.logic.ts; this file does the spawning, reading and fetching.
  */
 
-export const TRANSCRIPTION_COMMAND = 'transcription.transcribe';
 /** Per backend: a run past this is killed (its whole process group) and the chain moves on. */
 export const DEFAULT_TRANSCRIPTION_TIMEOUT_MS = 300_000;
 const MAX_TRANSCRIPT_CHARS = 4 * 1024 * 1024;
@@ -290,18 +287,14 @@ export async function transcribe(deps: TranscriberDeps, audioPath: string): Prom
   throw new SvcError('transcription-unavailable', unavailableMessage(attempts, displayPath(deps.paths.envFile, homedir())), { attempts });
 }
 
-export const TranscribeCommandSchema = v.strictObject({
-  file_path: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(4096, 'must be at most 4096 characters')),
-});
-
 /**
  * Registers `transcription.transcribe {file_path}` → `{transcript, backend}` on the bus. Send it
  * with `timeoutMs: 0`: every backend has its own deadline, and a chain may run several.
  */
 export function startTranscriber(deps: TranscriberDeps & { bus: Bus }): Subscription {
   const { bus } = deps;
-  return bus.handle(TRANSCRIPTION_COMMAND, 'transcriber', async (cmd: Command<string, unknown>) => {
-    const data = parseWith(TranscribeCommandSchema, cmd.data ?? {}, 'invalid-command', `${cmd.type} data`);
+  return bus.handle(TRANSCRIPTION_COMMANDS.transcribe, 'transcriber', async (cmd) => {
+    const { data } = cmd;
     const result = await transcribe(
       {
         ...deps,

@@ -7,9 +7,8 @@ import {
   traceTurns,
   type TurnTrace,
 } from '../machines/index.js';
-import { describeError, type ProcSnapshot } from '../schemas/index.js';
+import { NOTIFICATION_COMMANDS, TURN_EVENTS, describeError, type ProcSnapshot } from '../schemas/index.js';
 import { procSnapshot, type EventLog } from '../store/index.js';
-import { NOTIFICATION_COMMANDS } from './notifier.js';
 import { endGroup } from './orphan-groups.js';
 
 /** An interrupted turn that still owes its chat the notice or a `/retry`. */
@@ -60,14 +59,14 @@ export async function recoverOrphanTurns(log: EventLog, bus: Bus, opts: Recovery
       ended += n;
     }
     report.processesEnded += ended;
-    const text = capped(partialText(log.read({ stream: turn.stream, types: ['turn.progressed', 'turn.recovering', 'turn.fallback'] })));
+    const text = capped(partialText(log.read({ stream: turn.stream, types: [TURN_EVENTS.progressed, TURN_EVENTS.recovering, TURN_EVENTS.fallback] })));
     if (turn.prompt !== null) opts.owe?.(owed(turn, text));
     // The failure follows from the last thing the turn recorded, and serves the same request.
     const last = log.read({ stream: turn.stream, descending: true, limit: 1 })[0]!;
     const failed = await bus.publish(
       {
         stream: turn.stream,
-        type: 'turn.failed',
+        type: TURN_EVENTS.failed,
         data: {
           reason: INTERRUPTED_REASON,
           error: 'svc stopped while this turn was running',
@@ -110,12 +109,11 @@ function owed(t: TurnTrace, text: string): InterruptedTurn {
 export async function notifyInterrupted(bus: Bus, turn: { stream: string; agent: string; sessionKey: string; text: string }, cause: Cause = {}): Promise<void> {
   const { title, body } = interruptedNotification(turn, turn.text);
   try {
-    await bus.send({
-      type: NOTIFICATION_COMMANDS.create,
-      data: { source: 'system', outcome: 'error', title, body, agent: turn.agent.slice(0, 200), source_id: turn.stream.slice(0, 200), status: INTERRUPTED_REASON },
-      by: 'system',
-      ...cause,
-    });
+    await bus.send(
+      NOTIFICATION_COMMANDS.create,
+      { source: 'system', outcome: 'error', title, body, agent: turn.agent.slice(0, 200), source_id: turn.stream.slice(0, 200), status: INTERRUPTED_REASON },
+      { by: 'system', ...cause },
+    );
   } catch (e) {
     bus.emitLog('warn', `turn ${turn.stream}: could not notify about the interrupted answer: ${describeError(e)}`);
   }

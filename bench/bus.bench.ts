@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Bus } from '../bus/index.js';
+import { anyEvent } from '../test/fixtures/any-event.js';
 import { PROJECTIONS, SqliteEventLog } from '../store/index.js';
 import type { BenchReport } from './report.js';
 
@@ -43,7 +44,7 @@ async function busSingle(dir: string): Promise<number> {
   bus.subscribe('count', () => void delivered++);
   const n = N / 5;
   const t0 = performance.now();
-  for (let i = 0; i < n; i++) await bus.publish({ stream: 'task:1', type: 'task.progressed', data });
+  for (let i = 0; i < n; i++) await bus.publish(anyEvent({ stream: 'task:1', type: 'task.progressed', data }));
   const secs = (performance.now() - t0) / 1000;
   if (delivered !== n) throw new Error(`delivered ${delivered} of ${n}`);
   bus.close();
@@ -60,7 +61,7 @@ async function busBatched(dir: string, batch: number): Promise<number> {
   const t0 = performance.now();
   for (let done = 0; done < N; done += batch) {
     const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < batch; i++) pending.push(bus.publish({ stream: `task:${i % 50}`, type: 'task.progressed', data }));
+    for (let i = 0; i < batch; i++) pending.push(bus.publish(anyEvent({ stream: `task:${i % 50}`, type: 'task.progressed', data })));
     await Promise.all(pending);
   }
   const secs = (performance.now() - t0) / 1000;
@@ -78,7 +79,7 @@ async function steadyLatency(dir: string, rate: number, seconds: number) {
   const sentAt = new Map<number, number>();
   let next = 0;
   bus.subscribe('latency', (e) => {
-    const t = sentAt.get(e.data.i as number);
+    const t = sentAt.get((e.data as { i?: number }).i ?? -1);
     if (t !== undefined) latencies.push(performance.now() - t);
   });
   const stall = monitorEventLoopDelay({ resolution: 1 });
@@ -91,14 +92,14 @@ async function steadyLatency(dir: string, rate: number, seconds: number) {
       while (next < due) {
         const i = next++;
         sentAt.set(i, performance.now());
-        void bus.publish({ stream: `task:${i % 50}`, type: 'task.progressed', data: { ...data, i } });
+        void bus.publish(anyEvent({ stream: `task:${i % 50}`, type: 'task.progressed', data: { ...data, i } }));
       }
       if (next >= total) setImmediate(resolve);
       else setTimeout(tick, 1);
     };
     tick();
   });
-  await bus.publish({ stream: 'bench', type: 'bench.done', data: {} });
+  await bus.publish(anyEvent({ stream: 'bench', type: 'bench.done', data: {} }));
   stall.disable();
   bus.close();
   await log.stopCheckpoints();

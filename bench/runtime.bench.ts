@@ -13,6 +13,7 @@ import { agentMachine, turnMachine } from '../machines/index.js';
 import { defaultConfig, type Principal } from '../schemas/index.js';
 import { MemoryEventLog, homePaths, initWorkspace } from '../store/index.js';
 import type { BenchReport } from './report.js';
+import { anyChunk } from '../test/fixtures/any-event.js';
 
 const SCRIPT = fileURLToPath(new URL('../../bench/fixtures/timed-claude.mjs', import.meta.url));
 const wall = () => performance.timeOrigin + performance.now();
@@ -56,7 +57,7 @@ async function svcLatency() {
     actors: { cli },
     actions: {
       forward: (_, p: { events: StreamEvent[] }) => {
-        for (const e of p.events) if (e.kind === 'text') bus.emitTransient({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } });
+        for (const e of p.events) if (e.kind === 'text') bus.emitTransient(anyChunk({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } }));
       },
     },
   });

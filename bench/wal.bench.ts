@@ -9,6 +9,7 @@ import { connectionMachine } from '../machines/index.js';
 import { defaultConfig } from '../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, WAL_TRUNCATE_BYTES, homePaths } from '../store/index.js';
 import type { BenchReport } from './report.js';
+import { anyEvent } from '../test/fixtures/any-event.js';
 
 const REJECTED = 10_000;
 const ACCEPTED = 100_000;
@@ -97,7 +98,7 @@ async function acceptedRun(dir: string, name: string, truncateAtBytes?: number) 
   const t0 = performance.now();
   for (let done = 0; done < ACCEPTED; done += BATCH) {
     const b0 = performance.now();
-    await Promise.all(Array.from({ length: BATCH }, (_, i) => bus.publish({ stream: `turn:${(done + i) % 500}`, type: 'turn.completed', data })));
+    await Promise.all(Array.from({ length: BATCH }, (_, i) => bus.publish(anyEvent({ stream: `turn:${(done + i) % 500}`, type: 'turn.completed', data }))));
     slowestBatchMs = Math.max(slowestBatchMs, performance.now() - b0);
     peak = Math.max(peak, walBytes(db));
   }

@@ -21,7 +21,7 @@ import {
 import { Bus } from '../bus/index.js';
 import { apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -223,7 +223,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       try {
         await ctx.bus.publish({
           stream: 'config',
-          type: 'config.loaded',
+          type: CONFIG_EVENTS.loaded,
           correlation: ctx.startCorrelation,
           data: {
             file: paths.configFile,
@@ -250,7 +250,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       });
       ctx.config = () => config.getSnapshot().context.config;
       ctx.bus.subscribe('log-level', (e) => {
-        if (e.type === 'config.reloaded' && !ctx.opts.verbose) ctx.sink.level = parseLogLevel(ctx.config().log_level);
+        if (e.type === CONFIG_EVENTS.reloaded && !ctx.opts.verbose) ctx.sink.level = parseLogLevel(ctx.config().log_level);
       });
     },
   },

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { SvcError, type Envelope } from '../schemas/index.js';
+import { SvcError, type AnyEnvelope } from '../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, acquirePidLock, diffProjections, rebuildProjections, type HomePaths, type ReadQuery } from '../store/index.js';
 import { MACHINE_REPLAYS, redriveMachines } from '../actors/index.js';
 import { parse, parseSince } from './cli-args.js';
@@ -48,7 +48,7 @@ function openExisting(paths: HomePaths, readonly = true): SqliteEventLog {
   return SqliteEventLog.open(paths.eventsDb, { readonly, projections: readonly ? [] : PROJECTIONS });
 }
 
-export function formatEvent(e: Envelope, json: boolean): string {
+export function formatEvent(e: AnyEnvelope, json: boolean): string {
   if (json) return JSON.stringify(e);
   const by = e.by ? ` by=${e.by}` : '';
   return `${String(e.seq).padStart(6)}  ${e.at}  ${e.stream}  ${e.type}${by}  ${JSON.stringify(e.data)}`;

@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import {
+  AGENT_CHUNKS,
   AGENT_COMMANDS,
-  AGENT_REPLIED,
-  AgentAbortSchema,
-  AgentListSchema,
-  AgentMessageSchema,
   SvcError,
-  TURN_CHUNK_TYPES,
+  TURN_CHUNKS,
   describeError,
-  parseWith,
   type AbortOutcome,
   type Admission,
   type AgentAbort,
@@ -28,7 +24,7 @@ import type { Bus } from './bus.js';
 /*
  * The one agent contract (DESIGN.md §2): every surface asks through `AgentClient.ask`, the runtime
  * answers through `serveAgents`. Routing by request id, the merging of text deltas and the one
- * batching stage live here, so no edge restates them.
+ * batching stage live here and nowhere else.
  */
 
 /** A merged delta stays a modest frame: far below any socket's backpressure cap and any client's frame limit. */
@@ -61,7 +57,7 @@ interface Route {
   settle(reply: Reply): void;
 }
 
-const CHUNK_TYPES = new Set<string>(TURN_CHUNK_TYPES);
+const CHUNK_TYPES = new Set<string>(Object.values(TURN_CHUNKS));
 
 /** Who a command is recorded as coming from. */
 function byOf(p: Principal): string {
@@ -76,10 +72,10 @@ export class AgentClient {
   constructor(private readonly bus: Bus) {
     this.sub = bus.transient$.subscribe({
       next: (m) => {
-        if (m.type !== AGENT_REPLIED && !CHUNK_TYPES.has(m.type)) return;
+        if (m.type !== AGENT_CHUNKS.replied && !CHUNK_TYPES.has(m.type)) return;
         const route = this.routes.get((m.data as { request_id?: string } | null)?.request_id ?? '');
         if (!route) return;
-        if (m.type === AGENT_REPLIED) route.settle(m.data as Reply);
+        if (m.type === AGENT_CHUNKS.replied) route.settle(m.data);
         else route.chunks.next(m as TurnChunk);
       },
       // The bus closed: no reply can come any more.
@@ -110,7 +106,7 @@ export class AgentClient {
     // Registered before sending: the runtime may answer before send() returns.
     this.routes.set(requestId, { chunks, settle });
     const data: AgentMessage = { ...message, request_id: requestId, principal };
-    const accepted = this.bus.send<unknown>({ type: AGENT_COMMANDS.message, data, by: byOf(principal) }).then(
+    const accepted = this.bus.send(AGENT_COMMANDS.message, data, { by: byOf(principal) }).then(
       (): Admission => ({ accepted: true }),
       (e): Admission => {
         const code = e instanceof SvcError ? e.code : 'internal-error';
@@ -125,13 +121,13 @@ export class AgentClient {
   /** Chat-scoped: ends the chat's running turns (on `agent` only, when given) and drops what waits behind them. */
   abort(chatId: number, principal: Principal, agent?: string): Promise<AbortOutcome> {
     const data: AgentAbort = { chat_id: chatId, principal, ...(agent ? { agent } : {}) };
-    return this.bus.send<AbortOutcome>({ type: AGENT_COMMANDS.abort, data, by: byOf(principal) });
+    return this.bus.send(AGENT_COMMANDS.abort, data, { by: byOf(principal) });
   }
 
   /** The agents this principal may use. */
   list(principal: Principal): Promise<AgentSummary[]> {
     const data: AgentList = { principal };
-    return this.bus.send<AgentSummary[]>({ type: AGENT_COMMANDS.list, data, by: byOf(principal) });
+    return this.bus.send(AGENT_COMMANDS.list, data, { by: byOf(principal) });
   }
 
   /** Ends every request still waiting with `bus-closed`. */
@@ -161,16 +157,16 @@ export interface AgentService {
 export function serveAgents(bus: Bus, name: string, service: AgentService): Subscription {
   const out = turnStreamOf(bus);
   const sub = bus.handle(AGENT_COMMANDS.message, name, async (cmd) => {
-    const msg = parseWith(AgentMessageSchema, cmd.data, 'invalid-body', 'agent.message data');
+    const msg = cmd.data;
     const { outcome } = await service.accept(msg);
     outcome.then(
       (o) => out.reply({ request_id: msg.request_id, outcome: o }),
       (e) => out.reply({ request_id: msg.request_id, error: e instanceof SvcError ? { code: e.code, message: e.message } : { code: 'internal-error', message: describeError(e) } }),
     );
-    return { request_id: msg.request_id };
+    return { accepted: true as const };
   });
-  sub.add(bus.handle(AGENT_COMMANDS.abort, name, (cmd) => service.abort(parseWith(AgentAbortSchema, cmd.data, 'invalid-body', 'agent.abort data'))));
-  sub.add(bus.handle(AGENT_COMMANDS.list, name, (cmd) => service.list(parseWith(AgentListSchema, cmd.data ?? {}, 'invalid-body', 'agent.list data'))));
+  sub.add(bus.handle(AGENT_COMMANDS.abort, name, (cmd) => service.abort(cmd.data)));
+  sub.add(bus.handle(AGENT_COMMANDS.list, name, (cmd) => service.list(cmd.data)));
   return sub;
 }
 
@@ -189,8 +185,8 @@ export class TurnStream {
   chunk(c: TurnChunk): void {
     const last = this.batch.at(-1) as TurnChunk | undefined;
     if (
-      c.type === 'turn.text_delta' &&
-      last?.type === 'turn.text_delta' &&
+      c.type === TURN_CHUNKS.text_delta &&
+      last?.type === TURN_CHUNKS.text_delta &&
       last.data.request_id === c.data.request_id &&
       last.data.text.length + c.data.text.length <= MAX_MERGED_DELTA_CHARS
     ) {
@@ -201,7 +197,7 @@ export class TurnStream {
   }
 
   reply(r: Reply): void {
-    this.push({ stream: `request:${r.request_id}`, type: AGENT_REPLIED, data: r });
+    this.push({ stream: `request:${r.request_id}`, type: AGENT_CHUNKS.replied, data: r });
   }
 
   private push(m: Transient): void {

@@ -1,8 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { Observable, Subject, config as rxConfig, filter, firstValueFrom, map, timeout, type OperatorFunction, type Subscription } from 'rxjs';
-import { SvcError, describeError, isSvcError, type Envelope, type NewEvent, type Transient } from '../schemas/index.js';
+import { Observable, Subject, config as rxConfig, filter, firstValueFrom, timeout, type OperatorFunction, type Subscription } from 'rxjs';
+import {
+  BUS_EVENTS,
+  LOG_CHUNKS,
+  SvcError,
+  describeError,
+  isSvcError,
+  parseWith,
+  type AnyCommandDef,
+  type AnyNewEvent,
+  type ChunkPayload,
+  type CommandData,
+  type CommandInput,
+  type CommandReply,
+  type Envelope,
+  type EventType,
+  type LogLevel,
+  type NewEvent,
+  type Transient,
+} from '../schemas/index.js';
 import { versionConflict, type EventLog } from '../store/index.js';
-import { followsFrom } from './cause.js';
+import { followsFrom, type Cause } from './cause.js';
 
 /** An imperative request to whoever handles `type`; answered once, by its id. */
 export interface Command<T extends string = string, D = unknown> {
@@ -25,7 +43,7 @@ interface CommandEnvelope extends Command {
 }
 
 interface Pending {
-  event: NewEvent;
+  event: AnyNewEvent;
   expected: number | undefined;
   resolve: (e: Envelope) => void;
   reject: (e: unknown) => void;
@@ -45,13 +63,8 @@ export interface PublishOptions {
 
 type Reply = { id: string; ok: true; value: unknown } | { id: string; ok: false; error: unknown };
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-export interface LogLine {
-  level: LogLevel;
-  msg: string;
-  [field: string]: unknown;
-}
+export type { LogLevel };
+export type LogLine = ChunkPayload<typeof LOG_CHUNKS.line>;
 
 export interface BusOptions {
   log: EventLog;
@@ -109,10 +122,11 @@ export class Bus {
    * `expectedVersion` (the seq of the stream's last event the publisher decided on, 0 for none)
    * it rejects with `version-conflict` when the stream moved on, and only this publish fails.
    */
-  publish(event: NewEvent, opts: PublishOptions = {}): Promise<Envelope> {
+  publish<T extends EventType>(event: NewEvent<T>, opts: PublishOptions = {}): Promise<Envelope<T>> {
     if (this.closed) return Promise.reject(new SvcError('bus-closed', `bus is closed; cannot publish ${event.type}`));
-    return new Promise((resolve, reject) => {
-      this.pending.push({ event, expected: opts.expectedVersion, resolve, reject });
+    return new Promise<Envelope<T>>((resolve, reject) => {
+      // The log holds any event; what it gives back for this one has this one's type and payload.
+      this.pending.push({ event, expected: opts.expectedVersion, resolve: resolve as (e: Envelope) => void, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         queueMicrotask(() => this.flush());
@@ -120,7 +134,7 @@ export class Bus {
     });
   }
 
-  publishAll(events: readonly NewEvent[]): Promise<Envelope[]> {
+  publishAll<T extends EventType>(events: readonly NewEvent<T>[]): Promise<Envelope<T>[]> {
     return Promise.all(events.map((e) => this.publish(e)));
   }
 
@@ -142,11 +156,12 @@ export class Bus {
 
   private appendAll(batch: Pending[], at: string): Outcome | undefined {
     try {
+      // Every event in the batch was a typed NewEvent, so what the log stamped back is an Envelope.
       return {
         committed: this.eventLog.append(
           batch.map((p) => p.event),
           at,
-        ),
+        ) as Envelope[],
         kept: batch,
         refused: [],
       };
@@ -192,7 +207,7 @@ export class Bus {
           kept.map((p) => p.event),
           at,
           expected,
-        );
+        ) as Envelope[];
       } catch (err) {
         const loser = isSvcError(err, 'version-conflict') ? expecting.get(String(err.details?.stream)) : undefined;
         if (loser) {
@@ -215,7 +230,7 @@ export class Bus {
   }
 
   emitLog(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
-    this.transientSubject.next({ stream: 'log', type: 'log.line', data: { level, msg, ...fields } satisfies LogLine });
+    this.transientSubject.next({ stream: 'log', type: LOG_CHUNKS.line, data: { level, msg, ...fields } satisfies LogLine });
   }
 
   /**
@@ -240,24 +255,33 @@ export class Bus {
     const error = describeError(err);
     this.emitLog('error', `subscriber ${subscriber} failed: ${error}`, { seq: e?.seq ?? null });
     // A failure while handling a failure report would loop; the log line above is enough.
-    if (this.closed || e?.type === 'bus.subscriber_failed') return;
+    if (this.closed || e?.type === BUS_EVENTS.subscriber_failed) return;
     void this.publish({
       stream: 'bus',
-      type: 'bus.subscriber_failed',
+      type: BUS_EVENTS.subscriber_failed,
       data: { subscriber, seq: e?.seq ?? null, type: e?.type ?? null, error },
       ...(e ? followsFrom(e) : {}),
     }).catch(() => undefined);
   }
 
-  /** Register the one handler for a command type; its return value (or SvcError) is the reply. */
-  handle<D, R>(type: string, name: string, handler: (cmd: Command<string, D> & { correlation: string }) => R | Promise<R>): Subscription {
+  /**
+   * Register the one handler for a declared command; its return value (or SvcError) is the reply.
+   * The data is parsed by the declaration's schema first: a refused payload is answered with the
+   * declaration's `invalidCode` and never reaches the handler.
+   */
+  handle<C extends AnyCommandDef>(
+    command: C,
+    name: string,
+    handler: (cmd: Command<C['type'], CommandData<C>> & { correlation: string }) => CommandReply<C> | Promise<CommandReply<C>>,
+  ): Subscription {
+    const { type } = command;
     if (this.handlers.has(type)) {
       throw new SvcError('handler-exists', `command ${type} already handled by ${this.handlers.get(type)}`);
     }
     this.handlers.set(type, name);
     const sub = this.commandsSubject.pipe(filter((c) => c.type === type)).subscribe((cmd) => {
       Promise.resolve()
-        .then(() => handler(cmd as Command<string, D> & { correlation: string }))
+        .then(() => handler({ ...cmd, type, data: parseWith(command.data, cmd.data ?? {}, command.invalidCode, `${type} data`) }))
         .then(
           (value) => this.repliesSubject.next({ id: cmd.id, ok: true, value }),
           (error) => this.repliesSubject.next({ id: cmd.id, ok: false, error }),
@@ -270,12 +294,15 @@ export class Bus {
   /**
    * Send a command and await its reply; rejects with `no-handler` or `command-timeout`.
    * `timeoutMs: 0` (or Infinity) waits as long as the handler takes: a CLI turn has its own deadline.
+   * The cause (`by`, `correlation`, `causation`; see cause.ts) rides on the command to the handler.
    */
-  async send<R = unknown>(cmd: Command, opts: { timeoutMs?: number } = {}): Promise<R> {
+  async send<C extends AnyCommandDef>(command: C, data: CommandInput<C>, opts: { timeoutMs?: number } & Cause = {}): Promise<CommandReply<C>> {
+    const { timeoutMs, ...cause } = opts;
+    const cmd: Command = { type: command.type, data, ...cause };
     if (this.closed) throw new SvcError('bus-closed', `bus is closed; cannot send ${cmd.type}`);
     if (!this.handlers.has(cmd.type)) throw new SvcError('no-handler', `nothing handles ${cmd.type}`);
     const id = `c${this.nextCommandId++}`;
-    const waitMs = opts.timeoutMs ?? this.commandTimeoutMs;
+    const waitMs = timeoutMs ?? this.commandTimeoutMs;
     const mine = this.repliesSubject.pipe(filter((r) => r.id === id));
     const bounded = waitMs > 0 && Number.isFinite(waitMs);
     const reply = firstValueFrom(
@@ -293,7 +320,7 @@ export class Bus {
     this.commandsSubject.next({ ...cmd, id, correlation: cmd.correlation ?? randomUUID() });
     const r = await reply;
     if (!r.ok) throw r.error;
-    return r.value as R;
+    return r.value as CommandReply<C>;
   }
 
   /** Commit what is queued, then refuse further work; subscribers see completion. */
@@ -310,18 +337,15 @@ export class Bus {
 }
 
 /** Keep only events of the given types, narrowing the type for the consumer. */
-export function ofType<T extends string>(...types: T[]): OperatorFunction<Envelope, Envelope<T>> {
+export function ofType<T extends EventType>(...types: T[]): OperatorFunction<Envelope, Envelope<T>> {
   const set = new Set<string>(types);
-  return (source) => source.pipe(filter((e): e is Envelope<T> => set.has(e.type)));
+  // TypeScript cannot narrow a union by a generic type parameter; the set check is that narrowing.
+  return filter((e) => set.has(e.type)) as OperatorFunction<Envelope, Envelope<T>>;
 }
 
 /** Keep only events of one stream, or of every stream with a prefix when it ends with `:`. */
 export function ofStream(stream: string): OperatorFunction<Envelope, Envelope> {
   return (source) => source.pipe(filter((e) => (stream.endsWith(':') ? e.stream.startsWith(stream) : e.stream === stream)));
-}
-
-export function dataOf<D>(): OperatorFunction<Envelope, D> {
-  return map((e) => e.data as unknown as D);
 }
 
 /**

@@ -1,6 +1,3 @@
-import type { Envelope } from '../schemas/index.js';
-import type { Command } from './bus.js';
-
 /**
  * Why a fact exists, stamped on its envelope. `correlation` names the user request (or the daemon
  * start, for what svc does on its own) the fact serves, and is carried unchanged from the first
@@ -15,7 +12,7 @@ export interface Cause {
 }
 
 /** The stamp a handler puts on every fact its command causes. */
-export function causedBy(cmd: Pick<Command, 'by' | 'causation' | 'correlation'>): Cause {
+export function causedBy(cmd: Cause): Cause {
   return {
     ...(cmd.causation !== undefined ? { causation: cmd.causation } : {}),
     ...(cmd.correlation !== undefined ? { correlation: cmd.correlation } : {}),
@@ -24,6 +21,6 @@ export function causedBy(cmd: Pick<Command, 'by' | 'causation' | 'correlation'>)
 }
 
 /** The stamp for a fact (or a command) that follows from `e`: it serves the same request. */
-export function followsFrom(e: Pick<Envelope, 'seq' | 'correlation'>): Cause {
+export function followsFrom(e: { seq: number; correlation?: string | undefined }): Cause {
   return { causation: e.seq, ...(e.correlation !== undefined ? { correlation: e.correlation } : {}) };
 }

@@ -1,4 +1,4 @@
-import type { Envelope } from '../schemas/index.js';
+import { SESSION_EVENTS, type AnyEnvelope } from '../schemas/index.js';
 import { resetProvider, withSessionId, type ProviderSessions } from './provider-sessions.logic.js';
 
 /** One chat/topic session of one agent, as its `session:` stream says it is. */
@@ -27,12 +27,12 @@ export function newSession(key: string, where: { transport: string; chat_id: num
  * (replacing the old one after /new or an expiry), `session.turn_recorded` advances it. Unknown
  * events are ignored so new facts can be added without breaking restore.
  */
-export function applySessionEvent(s: SessionState | null, e: Envelope): SessionState | null {
+export function applySessionEvent(s: SessionState | null, e: AnyEnvelope): SessionState | null {
   const d = e.data as Record<string, unknown>;
-  if (e.type === 'session.started') {
+  if (e.type === SESSION_EVENTS.started) {
     return newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));
   }
-  if (!s || e.type !== 'session.turn_recorded') return s;
+  if (!s || e.type !== SESSION_EVENTS.turn_recorded) return s;
   const provider = d.provider as keyof ProviderSessions;
   let providerSessions = d.session_reset === true ? resetProvider(s.providerSessions, provider) : s.providerSessions;
   if (typeof d.session_id === 'string' && d.session_id) providerSessions = withSessionId(providerSessions, provider, d.session_id);
@@ -46,6 +46,6 @@ export function applySessionEvent(s: SessionState | null, e: Envelope): SessionS
 }
 
 /** A whole session stream folded (restore at start-up). */
-export function foldSession(events: readonly Envelope[]): SessionState | null {
+export function foldSession(events: readonly AnyEnvelope[]): SessionState | null {
   return events.reduce(applySessionEvent, null);
 }

@@ -1,5 +1,5 @@
 import { emit, setup } from 'xstate';
-import type { Fact } from './fact.js';
+import { AGENT_EVENTS, type Fact } from '../schemas/index.js';
 
 export interface AgentInput {
   name: string;
@@ -27,13 +27,13 @@ export const agentMachine = setup({
   states: {
     online: {
       entry: emit(({ context: c }) => ({
-        type: 'agent.started',
+        type: AGENT_EVENTS.started,
         data: { name: c.name, is_main: c.is_main, provider: c.provider, model: c.model, workspace: c.workspace },
       })),
       on: {
         stop: {
           target: 'offline',
-          actions: emit(({ context, event }) => ({ type: 'agent.stopped', data: { name: context.name, reason: event.reason } })),
+          actions: emit(({ context, event }) => ({ type: AGENT_EVENTS.stopped, data: { name: context.name, reason: event.reason } })),
         },
       },
     },

@@ -1,5 +1,5 @@
 import { emit, enqueueActions, fromCallback, setup, type EventObject } from 'xstate';
-import type { AgentConfig } from '../schemas/index.js';
+import { CONFIG_EVENTS, type AgentConfig, type Fact } from '../schemas/index.js';
 import { applyHotFields, diffConfig, parseConfigText, pendingRestartFields } from './config.logic.js';
 
 export interface ConfigMachineInput {
@@ -33,9 +33,7 @@ export interface ConfigFileChanged {
   existingDirs: string[];
 }
 
-export type ConfigFact =
-  | { type: 'config.reloaded'; data: { hot_applied: string[]; restart_required: string[]; unknown_keys?: string[] } }
-  | { type: 'config.rejected'; data: { file: string; errors: string[] } };
+export type ConfigFact = Fact<typeof CONFIG_EVENTS.reloaded | typeof CONFIG_EVENTS.rejected>;
 
 /**
  * Holds the last good config.json. A bad edit is reported and changes nothing; a good one applies
@@ -74,7 +72,7 @@ export const configMachine = setup({
           actions: enqueueActions(({ context, event, enqueue }) => {
             const checked = parseConfigText(event.text, context.file, event.existingDirs);
             if (!checked.ok) {
-              enqueue(emit({ type: 'config.rejected', data: { file: context.file, errors: checked.errors } }));
+              enqueue(emit({ type: CONFIG_EVENTS.rejected, data: { file: context.file, errors: checked.errors } }));
               return;
             }
             const next = checked.config;
@@ -89,7 +87,7 @@ export const configMachine = setup({
             if (unknownChanged) enqueue.assign({ unknownKeys: checked.unknownKeys });
             if (hot.length === 0 && restartRequired.length === 0 && !unknownChanged) return;
             const unknown = checked.unknownKeys.length ? { unknown_keys: checked.unknownKeys } : {};
-            enqueue(emit({ type: 'config.reloaded', data: { hot_applied: hot, restart_required: restartRequired, ...unknown } }));
+            enqueue(emit({ type: CONFIG_EVENTS.reloaded, data: { hot_applied: hot, restart_required: restartRequired, ...unknown } }));
           }),
         },
       },

@@ -1,5 +1,14 @@
 import { assign, emit, setup } from 'xstate';
 import { apiSessionTarget } from './session-key.logic.js';
+import {
+  CONNECTION_EVENTS,
+  type AuthRejection,
+  type ConnectionContext,
+  type ConnectionEvent,
+  type ConnectionEventType,
+  type ConnectionInput,
+  type Fact,
+} from '../schemas/index.js';
 
 /*
  * One direct-API WebSocket connection (SPEC.md "Direct API connection"): plaintext until a valid
@@ -23,57 +32,7 @@ import { apiSessionTarget } from './session-key.logic.js';
  */
 export const CONNECTION_NONCE_CAP = 100_000;
 
-export type AuthRejection = 'auth_timeout' | 'auth_required' | 'auth_failed';
-export type ConnectionCloseReason = AuthRejection | 'client' | 'nonce_limit' | 'backpressure' | 'shutdown';
-export type FrameVerdict = 'accepted' | 'decrypt_failed';
-
-/** The host records the facts on `conn:<id>`; the machine needs no id of its own. */
-export interface ConnectionInput {
-  nonceCap?: number;
-}
-
-export interface ConnectionContext {
-  chatId: number | null;
-  channelId: number | null;
-  nonceCap: number;
-  /**
-   * Mutated in place: copying up to 100k entries per frame would make a long session quadratic.
-   * Nothing else holds a reference, so the snapshot stays the only owner. Null until the first
-   * accepted frame: most connections sit idle, and an empty Set still costs a hash table each.
-   */
-  seenNonces: Set<string> | null;
-  lastFrame: FrameVerdict | null;
-  rejection: AuthRejection | null;
-  /** Set when the server decided to close; the edge then closes the socket and reports `close`. */
-  closeReason: ConnectionCloseReason | null;
-}
-
-export type ConnectionEvent =
-  /** A parsed auth frame: the edge compared the token and checked the key; chat/channel are raw frame values. */
-  | {
-      type: 'auth';
-      tokenValid: boolean;
-      keyValid: boolean;
-      chatId?: unknown;
-      channelId?: unknown;
-      configChatId: number;
-      allowedUserIds: readonly number[];
-    }
-  /**
-   * Any other frame. Before auth: a frame that is not an auth frame. After auth: the nonce of a frame
-   * that decrypted, or null for one that did not (bad base64, too short, failed box, binary, too large).
-   */
-  | { type: 'frame'; nonce: string | null }
-  /** The edge's auth timer fired. */
-  | { type: 'timeout' }
-  /** The server must drop the connection (slow reader, shutdown). */
-  | { type: 'drop'; reason: 'backpressure' | 'shutdown' }
-  /** The socket is gone, whoever closed it. */
-  | { type: 'close'; code: number };
-
-export type ConnectionFact =
-  | { type: 'connection.authenticated'; data: { chat_id: number; channel_id: number | null } }
-  | { type: 'connection.closed'; data: { reason: ConnectionCloseReason; code: number } };
+export type ConnectionFact = Fact<ConnectionEventType>;
 
 type AuthEvent = Extract<ConnectionEvent, { type: 'auth' }>;
 type FrameEvent = Extract<ConnectionEvent, { type: 'frame' }>;
@@ -117,7 +76,7 @@ export const connectionMachine = setup({
         guard: 'wasAuthenticated',
         target: '.closed',
         actions: emit(({ context, event }) => ({
-          type: 'connection.closed' as const,
+          type: CONNECTION_EVENTS.closed,
           data: { reason: context.closeReason ?? 'client', code: event.code },
         })),
       },
@@ -142,7 +101,7 @@ export const connectionMachine = setup({
                 return { chatId: target.chatId, channelId: target.topicId };
               }),
               emit(({ context }) => ({
-                type: 'connection.authenticated' as const,
+                type: CONNECTION_EVENTS.authenticated,
                 data: { chat_id: context.chatId!, channel_id: context.channelId },
               })),
             ],

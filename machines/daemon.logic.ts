@@ -1,4 +1,4 @@
-import type { Envelope } from '../schemas/index.js';
+import { DAEMON_EVENTS, type AnyEnvelope } from '../schemas/index.js';
 
 export interface PreviousRun {
   pid: number;
@@ -8,11 +8,11 @@ export interface PreviousRun {
 }
 
 /** What the `daemon` stream says about the last run, or null on the first start of a home. */
-export function previousRun(events: readonly Envelope[]): PreviousRun | null {
+export function previousRun(events: readonly AnyEnvelope[]): PreviousRun | null {
   let run = null as PreviousRun | null;
   for (const e of events) {
-    if (e.type === 'daemon.started') run = { pid: Number(e.data.pid), started_at: e.at, clean: false };
-    else if (e.type === 'daemon.stopped' && run) run = { ...run, clean: true };
+    if (e.type === DAEMON_EVENTS.started) run = { pid: Number(e.data.pid), started_at: e.at, clean: false };
+    else if (e.type === DAEMON_EVENTS.stopped && run) run = { ...run, clean: true };
   }
   return run;
 }

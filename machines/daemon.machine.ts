@@ -1,6 +1,6 @@
 import { assign, emit, enqueueActions, setup } from 'xstate';
 import type { PreviousRun } from './daemon.logic.js';
-import type { Fact } from './fact.js';
+import { DAEMON_EVENTS, type Fact } from '../schemas/index.js';
 
 export interface DaemonInput {
   pid: number;
@@ -34,12 +34,12 @@ export const daemonMachine = setup({
     starting: {
       entry: enqueueActions(({ context, enqueue }) => {
         enqueue.emit({
-          type: 'daemon.started',
+          type: DAEMON_EVENTS.started,
           data: { pid: context.pid, version: context.version, home: context.home, node: context.node },
         });
         if (context.previous && !context.previous.clean) {
           enqueue.emit({
-            type: 'daemon.recovered',
+            type: DAEMON_EVENTS.recovered,
             data: { previous_pid: context.previous.pid, previous_started_at: context.previous.started_at },
           });
         }
@@ -47,7 +47,7 @@ export const daemonMachine = setup({
       on: {
         ready: {
           target: 'running',
-          actions: emit(({ event }) => ({ type: 'daemon.ready', data: { subsystems: event.subsystems } })),
+          actions: emit(({ event }) => ({ type: DAEMON_EVENTS.ready, data: { subsystems: event.subsystems } })),
         },
         stop: { target: 'stopping', actions: 'rememberReason' },
       },
@@ -56,12 +56,12 @@ export const daemonMachine = setup({
       on: { stop: { target: 'stopping', actions: 'rememberReason' } },
     },
     stopping: {
-      entry: emit(({ context }) => ({ type: 'daemon.stopping', data: { reason: context.reason } })),
+      entry: emit(({ context }) => ({ type: DAEMON_EVENTS.stopping, data: { reason: context.reason } })),
       on: { stopped: 'stopped' },
     },
     stopped: {
       type: 'final',
-      entry: emit(({ context }) => ({ type: 'daemon.stopped', data: { reason: context.reason } })),
+      entry: emit(({ context }) => ({ type: DAEMON_EVENTS.stopped, data: { reason: context.reason } })),
     },
   },
 });

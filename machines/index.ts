@@ -1,4 +1,3 @@
-export * from './fact.js';
 export * from './daemon.logic.js';
 export * from './daemon.machine.js';
 export * from './config.logic.js';

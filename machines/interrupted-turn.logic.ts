@@ -1,4 +1,4 @@
-import type { Envelope } from '../schemas/index.js';
+import { INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope } from '../schemas/index.js';
 import type { RecordedGroup } from './orphan-group.logic.js';
 
 /*
@@ -7,16 +7,12 @@ import type { RecordedGroup } from './orphan-group.logic.js';
  * chat a notice or a `/retry`. Pure folds over envelopes; actors/turn-recovery.ts does the I/O.
  */
 
-export const INTERRUPTED_REASON = 'daemon-restarted';
-/** The abort cause of turns svc itself ended because it was stopping (`turn.aborted {cause}`). */
-export const SHUTDOWN_ABORT = 'shutdown';
+// Declared with the turn events; the runtime and recovery still import them from here.
+export { INTERRUPTED_REASON, SHUTDOWN_ABORT };
 
-export const TURN_TERMINAL_TYPES: readonly string[] = ['turn.completed', 'turn.failed', 'turn.timed_out', 'turn.aborted'];
-/** Facts after an interruption: the chat was shown it, the user asked it again. */
-export const TURN_NOTICE_DELIVERED = 'turn.notice_delivered';
-export const TURN_RETRIED = 'turn.retried';
+export const TURN_TERMINAL_TYPES: readonly string[] = [TURN_EVENTS.completed, TURN_EVENTS.failed, TURN_EVENTS.timed_out, TURN_EVENTS.aborted];
 /** What a recovery scan reads of every turn stream; checkpoints are read per open turn only. */
-export const TURN_TRACE_TYPES: readonly string[] = ['turn.started', 'turn.spawned', ...TURN_TERMINAL_TYPES, TURN_NOTICE_DELIVERED, TURN_RETRIED];
+export const TURN_TRACE_TYPES: readonly string[] = [TURN_EVENTS.started, TURN_EVENTS.spawned, ...TURN_TERMINAL_TYPES, TURN_EVENTS.notice_delivered, TURN_EVENTS.retried];
 
 export interface TurnTrace {
   stream: string;
@@ -40,11 +36,11 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
  * still owe something. Finished turns are dropped as soon as they end, so memory follows the
  * turns that matter, not the log's length.
  */
-export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owing: TurnTrace[] } {
+export function traceTurns(events: Iterable<AnyEnvelope>): { open: TurnTrace[]; owing: TurnTrace[] } {
   const turns = new Map<string, TurnTrace>();
   for (const e of events) {
     const d = e.data as Record<string, unknown>;
-    if (e.type === 'turn.started') {
+    if (e.type === TURN_EVENTS.started) {
       turns.set(e.stream, {
         stream: e.stream,
         agent: str(d.agent) ?? '',
@@ -59,18 +55,18 @@ export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owi
     }
     const t = turns.get(e.stream);
     if (!t) continue;
-    if (e.type === 'turn.spawned' && !t.interrupted) {
+    if (e.type === TURN_EVENTS.spawned && !t.interrupted) {
       const pgid = num(d.pid);
       if (pgid !== null && pgid > 0) t.groups.push({ pgid, startTime: num(d.start_time), bootId: str(d.boot_id) });
     } else if (TURN_TERMINAL_TYPES.includes(e.type)) {
-      const cut = (e.type === 'turn.failed' && d.reason === INTERRUPTED_REASON) || (e.type === 'turn.aborted' && d.cause === SHUTDOWN_ABORT);
+      const cut = (e.type === TURN_EVENTS.failed && d.reason === INTERRUPTED_REASON) || (e.type === TURN_EVENTS.aborted && d.cause === SHUTDOWN_ABORT);
       if (cut && !t.interrupted && t.prompt !== null) {
         // /retry asks the chat's last cut-off question only: a newer one retires the older ones' retry.
         for (const o of turns.values()) if (o.interrupted && o.agent === t.agent && o.sessionKey === t.sessionKey) o.retried = true;
         t.interrupted = { text: str(d.text) ?? '', seq: e.seq };
       } else if (!t.interrupted) turns.delete(e.stream);
-    } else if (e.type === TURN_NOTICE_DELIVERED) t.noticeDelivered = true;
-    else if (e.type === TURN_RETRIED) t.retried = true;
+    } else if (e.type === TURN_EVENTS.notice_delivered) t.noticeDelivered = true;
+    else if (e.type === TURN_EVENTS.retried) t.retried = true;
     if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(e.stream);
   }
   for (const [stream, t] of turns) if (t.interrupted && t.noticeDelivered && t.retried) turns.delete(stream);
@@ -82,11 +78,11 @@ export function traceTurns(events: Iterable<Envelope>): { open: TurnTrace[]; owi
  * The text an open turn had checkpointed (`turn.progressed`), for its current attempt: a recovery
  * or fallback retry starts its answer over, as the turn machine does.
  */
-export function partialText(events: Iterable<Envelope>): string {
+export function partialText(events: Iterable<AnyEnvelope>): string {
   let text = '';
   for (const e of events) {
-    if (e.type === 'turn.progressed') text += str((e.data as Record<string, unknown>).text) ?? '';
-    else if (e.type === 'turn.recovering' || e.type === 'turn.fallback') text = '';
+    if (e.type === TURN_EVENTS.progressed) text += str((e.data as Record<string, unknown>).text) ?? '';
+    else if (e.type === TURN_EVENTS.recovering || e.type === TURN_EVENTS.fallback) text = '';
   }
   return text;
 }

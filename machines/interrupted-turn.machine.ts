@@ -1,7 +1,6 @@
 import { assign, emit, setup } from 'xstate';
-import type { Envelope } from '../schemas/index.js';
-import type { Fact } from './fact.js';
-import { TURN_NOTICE_DELIVERED, TURN_RETRIED, TURN_TRACE_TYPES, traceTurns } from './interrupted-turn.logic.js';
+import { TURN_EVENTS, type AnyEnvelope, type Fact } from '../schemas/index.js';
+import { TURN_TRACE_TYPES, traceTurns } from './interrupted-turn.logic.js';
 
 /** A turn a restart cut off, as long as it still owes its chat the notice or one `/retry`. */
 export interface InterruptedTurnContext {
@@ -45,11 +44,11 @@ export const interruptedTurnMachine = setup({
       on: {
         'notice.take': {
           guard: ({ context }) => !context.noticeDelivered,
-          actions: [assign({ noticeDelivered: true }), emit(({ event }) => ({ type: TURN_NOTICE_DELIVERED, data: { session_key: event.session_key } }))],
+          actions: [assign({ noticeDelivered: true }), emit(({ event }) => ({ type: TURN_EVENTS.notice_delivered, data: { session_key: event.session_key } }))],
         },
         'retry.take': {
           guard: ({ context }) => !context.retried,
-          actions: [assign({ retried: true }), emit(({ event }) => ({ type: TURN_RETRIED, data: { request_id: event.request_id } }))],
+          actions: [assign({ retried: true }), emit(({ event }) => ({ type: TURN_EVENTS.retried, data: { request_id: event.request_id } }))],
         },
         'retry.superseded': { actions: assign({ retried: true }) },
       },
@@ -66,7 +65,7 @@ export const INTERRUPTED_TURN_RESTORE_TYPES = TURN_TRACE_TYPES;
  * interrupted or owes nothing more. The cross-chat rule (a newer cut turn supersedes an older one's
  * /retry) needs every stream and is applied by whoever restores the set.
  */
-export function restoreInterruptedTurn(events: readonly Envelope[]): { value: 'owing'; context: InterruptedTurnContext } | null {
+export function restoreInterruptedTurn(events: readonly AnyEnvelope[]): { value: 'owing'; context: InterruptedTurnContext } | null {
   const t = traceTurns(events).owing[0];
   if (!t || t.prompt === null || !t.interrupted) return null;
   return {

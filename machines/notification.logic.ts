@@ -1,21 +1,19 @@
-import { SvcError } from '../schemas/index.js';
+import {
+  NOTIFICATION_OUTCOMES,
+  NOTIFICATION_SEVERITIES,
+  NOTIFICATION_SOURCES,
+  SvcError,
+  type NotificationOutcome,
+  type NotificationSource,
+  type NotificationType,
+  type Severity,
+} from '../schemas/index.js';
 
 /*
  * Notification rules (SPEC.md "Notification"): which outcomes become notifications and how loud
  * they are, what counts toward the unread badge, and the throttle helper. Pure: time arrives as
  * an argument and the throttle's memory is passed in and handed back.
  */
-
-export const NOTIFICATION_SEVERITIES = ['critical', 'warning', 'info', 'silent'] as const;
-export type Severity = (typeof NOTIFICATION_SEVERITIES)[number];
-
-export const NOTIFICATION_SOURCES = ['cron', 'task', 'webhook', 'system'] as const;
-export type NotificationSource = (typeof NOTIFICATION_SOURCES)[number];
-/** The notification's `type` is the UI's filter value, which is the source itself. */
-export type NotificationType = NotificationSource;
-
-export const NOTIFICATION_OUTCOMES = ['success', 'failed', 'error'] as const;
-export type NotificationOutcome = (typeof NOTIFICATION_OUTCOMES)[number];
 
 /** SPEC.md Limits: "throttle window 60 seconds". */
 export const THROTTLE_WINDOW_MS = 60_000;

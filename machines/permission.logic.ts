@@ -1,12 +1,4 @@
-import {
-  ROLES,
-  type AgentConfig,
-  type PermissionMode,
-  type Principal,
-  type Role,
-  type SubAgentConfig,
-  type UserRecord,
-} from '../schemas/index.js';
+import { ROLES, type AgentConfig, type PermissionMode, type Principal, type Role, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 
 /*
  * CLI permission mode by role (SPEC.md "CLI permission mode by role") and agent-scoped access. Every

@@ -1,5 +1,5 @@
 import { emit, enqueueActions, fromCallback, setup, type EventObject } from 'xstate';
-import type { SubAgentConfig } from '../schemas/index.js';
+import { REGISTRY_EVENTS, type Fact, type TypesOf, type SubAgentConfig } from '../schemas/index.js';
 import { diffRegistry, parseRegistryText } from './config.logic.js';
 
 export interface RegistryMachineInput {
@@ -31,11 +31,7 @@ export interface RegistryFileChanged {
   file?: string;
 }
 
-export type RegistryFact =
-  | { type: 'registry.agent_added'; data: { name: string } }
-  | { type: 'registry.agent_removed'; data: { name: string } }
-  | { type: 'registry.agent_changed'; data: { name: string; restart: boolean; fields: string[] } }
-  | { type: 'registry.rejected'; data: { file: string; errors: string[] } };
+export type RegistryFact = Fact<TypesOf<typeof REGISTRY_EVENTS>>;
 
 /**
  * Holds the last good sub-agent registry and reports each agent that appeared, disappeared or
@@ -71,15 +67,15 @@ export const registryMachine = setup({
             const file = event.file ?? context.file;
             const checked = parseRegistryText(event.text, file);
             if (!checked.ok) {
-              enqueue(emit({ type: 'registry.rejected', data: { file, errors: checked.errors } }));
+              enqueue(emit({ type: REGISTRY_EVENTS.rejected, data: { file, errors: checked.errors } }));
               return;
             }
             const diff = diffRegistry(context.entries, checked.entries);
             enqueue.assign({ file, entries: checked.entries });
-            for (const name of diff.removed) enqueue(emit({ type: 'registry.agent_removed', data: { name } }));
-            for (const name of diff.added) enqueue(emit({ type: 'registry.agent_added', data: { name } }));
+            for (const name of diff.removed) enqueue(emit({ type: REGISTRY_EVENTS.agent_removed, data: { name } }));
+            for (const name of diff.added) enqueue(emit({ type: REGISTRY_EVENTS.agent_added, data: { name } }));
             for (const c of diff.changed) {
-              enqueue(emit({ type: 'registry.agent_changed', data: { name: c.name, restart: c.restart, fields: c.fields } }));
+              enqueue(emit({ type: REGISTRY_EVENTS.agent_changed, data: { name: c.name, restart: c.restart, fields: c.fields } }));
             }
           }),
         },

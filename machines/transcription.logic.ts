@@ -1,11 +1,10 @@
+import { TRANSCRIPTION_BACKENDS, type TranscriptionBackend } from '../schemas/index.js';
+
 /*
  * SPEC.md "TranscriptionConfig": the backend chain as pure rules. Which backends apply, in which
  * order, with which arguments, and what to tell the user when none worked. The transcriber
  * (actors/transcriber.ts) gathers the facts (PATH, keys, model files) and runs what this plans.
  */
-
-export const TRANSCRIPTION_BACKENDS = ['command', 'api', 'whisper', 'whisper-cpp'] as const;
-export type TranscriptionBackend = (typeof TRANSCRIPTION_BACKENDS)[number];
 
 export const TRANSCRIPTION_BACKEND_LABELS: Readonly<Record<TranscriptionBackend, string>> = {
   command: 'custom command (transcription.command)',

@@ -1,5 +1,4 @@
-import type { StreamEvent } from '../actors/index.js';
-import type { TurnFile, TurnStatus, TurnUsage } from '../schemas/index.js';
+import type { StreamEvent, TurnFile, TurnStatus, TurnUsage } from '../schemas/index.js';
 
 /** What a turn has gathered from the CLI so far; folded from stream events, one at a time. */
 export interface TurnProgress {

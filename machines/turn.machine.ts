@@ -1,7 +1,13 @@
 import { and, assign, emit, enqueueActions, fromCallback, sendTo, setup, stateIn, type EventObject } from 'xstate';
-import type { StreamEvent } from '../actors/index.js';
-import type { TurnFile, TurnKind, TurnStatus, TurnUsage } from '../schemas/index.js';
-import type { Fact } from './fact.js';
+import {
+  TURN_EVENTS,
+  type Fact,
+  type StreamEvent,
+  type TurnFile,
+  type TurnKind,
+  type TurnStatus,
+  type TurnUsage,
+} from '../schemas/index.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   EMPTY_PROGRESS,
@@ -126,15 +132,15 @@ const resultFact = (r: TurnResult, abortCause: string | null): Fact => {
   switch (r.status) {
     case 'completed':
       return {
-        type: 'turn.completed',
+        type: TURN_EVENTS.completed,
         data: { ...base, files: r.files.map((f) => ({ ...f })), usage: r.usage ? { ...r.usage } : null, cost_usd: r.cost_usd, duration_ms: r.duration_ms },
       };
     case 'failed':
-      return { type: 'turn.failed', data: { ...base, reason: r.reason ?? 'unknown', error: r.error ?? '' } };
+      return { type: TURN_EVENTS.failed, data: { ...base, reason: r.reason ?? 'unknown', error: r.error ?? '' } };
     case 'timed_out':
-      return { type: 'turn.timed_out', data: { ...base, reason: 'timeout' } };
+      return { type: TURN_EVENTS.timed_out, data: { ...base, reason: 'timeout' } };
     case 'aborted':
-      return { type: 'turn.aborted', data: { ...base, reason: r.reason ?? 'aborted', cause: abortCause } };
+      return { type: TURN_EVENTS.aborted, data: { ...base, reason: r.reason ?? 'aborted', cause: abortCause } };
   }
 };
 
@@ -165,7 +171,7 @@ export const turnMachine = setup({
     checkpoint: enqueueActions(({ context, enqueue }) => {
       const text = context.progress.streamed.slice(context.saved);
       if (!text) return;
-      enqueue.emit({ type: 'turn.progressed', data: { text } });
+      enqueue.emit({ type: TURN_EVENTS.progressed, data: { text } });
       enqueue.assign({ saved: context.progress.streamed.length });
     }),
   },
@@ -198,7 +204,7 @@ export const turnMachine = setup({
     heardInWindow: 0,
   }),
   entry: emit(({ context: c }) => ({
-    type: 'turn.started',
+    type: TURN_EVENTS.started,
     data: {
       agent: c.agent,
       session_key: c.session_key,
@@ -229,7 +235,7 @@ export const turnMachine = setup({
             assign({ pid: ({ event }) => event.pid }),
             // `pid` is also the group id; with the leader's start time and the boot id it names the group for a restart.
             emit(({ context, event }) => ({
-              type: 'turn.spawned',
+              type: TURN_EVENTS.spawned,
               data: { pid: event.pid, start_time: event.startTime, boot_id: event.bootId, attempt: context.attempt, streaming: context.streaming },
             })),
           ],
@@ -252,7 +258,7 @@ export const turnMachine = setup({
                         reenter: true,
                         actions: [
                           assign({ extensions: ({ context }) => context.extensions + 1 }),
-                          emit(({ context }) => ({ type: 'turn.extended', data: { extensions: context.extensions } })),
+                          emit(({ context }) => ({ type: TURN_EVENTS.extended, data: { extensions: context.extensions } })),
                         ],
                       },
                       { target: '#turn.attempt.killing', actions: assign({ killReason: 'timeout' }) },
@@ -305,7 +311,7 @@ export const turnMachine = setup({
                 target: '#turn.attempt',
                 reenter: true,
                 actions: [
-                  emit(({ context, event }) => ({ type: 'turn.recovering', data: { provider: context.provider, signal: event.exit.signal ?? 'SIGKILL' } })),
+                  emit(({ context, event }) => ({ type: TURN_EVENTS.recovering, data: { provider: context.provider, signal: event.exit.signal ?? 'SIGKILL' } })),
                   { type: 'forward', params: { events: [{ kind: 'status', status: 'recovering' }] } },
                   assign(({ context }) => ({ recovered: true, ...freshAttempt(context) })),
                 ],
@@ -315,7 +321,7 @@ export const turnMachine = setup({
                 target: '#turn.attempt',
                 reenter: true,
                 actions: [
-                  emit({ type: 'turn.fallback', data: { reason: 'no-output' } }),
+                  emit({ type: TURN_EVENTS.fallback, data: { reason: 'no-output' } }),
                   assign(({ context }) => ({ fellBack: true, streaming: false, ...freshAttempt(context) })),
                 ],
               },

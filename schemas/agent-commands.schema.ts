@@ -1,4 +1,7 @@
 import * as v from 'valibot';
+import { defineCommand } from './command.js';
+import { ERROR_CODES } from './error-codes.js';
+import { TURN_KINDS, TURN_STATUSES, TurnFileSchema, TurnUsageSchema } from './events/turn.events.js';
 import { PrincipalSchema } from './principal.schema.js';
 
 /**
@@ -8,9 +11,6 @@ import { PrincipalSchema } from './principal.schema.js';
  * tagged with the message's `request_id`, which is also the correlation id of every fact it causes.
  * Each command carries the caller's Principal: what it may do is decided where the command is handled.
  */
-
-export const TURN_KINDS = ['foreground', 'background', 'task', 'interagent', 'cron'] as const;
-export type TurnKind = (typeof TURN_KINDS)[number];
 
 const ChatId = v.pipe(v.number(), v.integer());
 const AgentName = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ and - only'), v.maxLength(64));
@@ -47,86 +47,52 @@ export const AgentListSchema = v.object({ principal: PrincipalSchema });
 export type AgentList = v.InferOutput<typeof AgentListSchema>;
 
 /** The reply to `agent.message`: queued (its outcome follows as `agent.replied`), or refused with a code. */
-export type Admission = { accepted: true } | { accepted: false; code: string; message: string };
+export const AdmissionSchema = v.variant('accepted', [
+  v.object({ accepted: v.literal(true) }),
+  v.object({ accepted: v.literal(false), code: v.picklist(ERROR_CODES), message: v.string() }),
+]);
+export type Admission = v.InferOutput<typeof AdmissionSchema>;
 
-/** How a turn ended, or why it could not (`internal-error` for a failure that is not an SvcError). */
-export type Reply = { request_id: string; outcome: TurnOutcome } | { request_id: string; error: { code: string; message: string } };
-
-export const TURN_STATUSES = ['completed', 'failed', 'timed_out', 'aborted'] as const;
-export type TurnStatus = (typeof TURN_STATUSES)[number];
-
-export interface TurnFile {
-  path: string;
-  name: string;
-  is_image: boolean;
-}
-
-export interface TurnUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens?: number;
-}
-
-/** The reply to `agent.message`. A chat command (`/new`, `/model`, ...) answers with status completed and no turn. */
-export interface TurnOutcome {
-  request_id: string;
-  turn_id: string | null;
-  agent: string;
-  session_key: string;
-  status: TurnStatus;
-  text: string;
-  is_error: boolean;
-  stream_fallback: boolean;
-  files: TurnFile[];
-  provider: string | null;
-  model: string | null;
-  session_id: string | null;
-  usage: TurnUsage | null;
-  cost_usd: number | null;
-  duration_ms: number | null;
+/** How a turn ended. A chat command (`/new`, `/model`, ...) ends with status completed and no turn. */
+export const TurnOutcomeSchema = v.object({
+  request_id: v.string(),
+  turn_id: v.nullable(v.string()),
+  agent: v.string(),
+  session_key: v.string(),
+  status: v.picklist(TURN_STATUSES),
+  text: v.string(),
+  is_error: v.boolean(),
+  stream_fallback: v.boolean(),
+  files: v.array(TurnFileSchema),
+  provider: v.nullable(v.string()),
+  model: v.nullable(v.string()),
+  session_id: v.nullable(v.string()),
+  usage: v.nullable(TurnUsageSchema),
+  cost_usd: v.nullable(v.number()),
+  duration_ms: v.nullable(v.number()),
   /** Machine-readable reason when status is not completed (`timeout`, `exit-code`, `spawn-failed`, `aborted`, ...). */
-  reason: string | null;
-}
+  reason: v.nullable(v.string()),
+});
+export type TurnOutcome = v.InferOutput<typeof TurnOutcomeSchema>;
 
-export interface AbortOutcome {
-  killed: number;
-}
+/** The `agent.replied` chunk: how a request ended, or why it could not (`internal-error` for a failure that is not an SvcError). */
+export const ReplySchema = v.union([
+  v.object({ request_id: v.string(), outcome: TurnOutcomeSchema }),
+  v.object({ request_id: v.string(), error: v.object({ code: v.picklist(ERROR_CODES), message: v.string() }) }),
+]);
+export type Reply = v.InferOutput<typeof ReplySchema>;
 
-export interface AgentSummary {
-  name: string;
-  provider: string;
-  model: string;
-  online: boolean;
-  is_main: boolean;
-}
+export const AbortOutcomeSchema = v.object({ killed: v.number() });
+export type AbortOutcome = v.InferOutput<typeof AbortOutcomeSchema>;
 
-/** Fields every streamed chunk carries, so an edge can route it without knowing the turn. */
-export interface TurnChunkBase {
-  request_id: string;
-  turn_id: string;
-  agent: string;
-  session_key: string;
-  transport: string;
-  chat_id: number;
-  topic_id: number | null;
-}
-
-export type TurnChunk =
-  | { stream: string; type: 'turn.text_delta'; data: TurnChunkBase & { text: string } }
-  | { stream: string; type: 'turn.tool_activity'; data: TurnChunkBase & { tool: string } }
-  | { stream: string; type: 'turn.system_status'; data: TurnChunkBase & { status: string | null } };
-
-export const TURN_CHUNK_TYPES = ['turn.text_delta', 'turn.tool_activity', 'turn.system_status'] as const;
-/** The transient that ends a request's stream: its Reply. */
-export const AGENT_REPLIED = 'agent.replied';
-
-export const AGENT_COMMANDS = {
-  message: 'agent.message',
-  abort: 'agent.abort',
-  list: 'agent.list',
-  /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
-  takeInterrupted: 'agent.take_interrupted',
-} as const;
+export const AgentSummarySchema = v.object({
+  name: v.string(),
+  provider: v.string(),
+  model: v.string(),
+  online: v.boolean(),
+  is_main: v.boolean(),
+});
+export type AgentSummary = v.InferOutput<typeof AgentSummarySchema>;
 
 export const TakeInterruptedSchema = v.strictObject({
   session_key: v.pipe(v.string(), v.minLength(1), v.maxLength(80)),
@@ -134,8 +100,14 @@ export const TakeInterruptedSchema = v.strictObject({
 export type TakeInterrupted = v.InferOutput<typeof TakeInterruptedSchema>;
 
 /** An answer a restart cut off: `text` is what the chat shows in its place (the partial answer and how to retry). */
-export interface InterruptedNotice {
-  turn_id: string;
-  agent: string;
-  text: string;
-}
+export const InterruptedNoticeSchema = v.object({ turn_id: v.string(), agent: v.string(), text: v.string() });
+export type InterruptedNotice = v.InferOutput<typeof InterruptedNoticeSchema>;
+
+export const AGENT_COMMANDS = {
+  /** Answered once the message is queued or refused; the turn's chunks and its `agent.replied` follow. */
+  message: defineCommand('agent.message', AgentMessageSchema, AdmissionSchema, { invalidCode: 'invalid-body' }),
+  abort: defineCommand('agent.abort', AgentAbortSchema, AbortOutcomeSchema, { invalidCode: 'invalid-body' }),
+  list: defineCommand('agent.list', AgentListSchema, v.array(AgentSummarySchema), { invalidCode: 'invalid-body' }),
+  /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
+  takeInterrupted: defineCommand('agent.take_interrupted', TakeInterruptedSchema, v.array(InterruptedNoticeSchema)),
+} as const;

@@ -5,18 +5,6 @@ import * as v from 'valibot';
  * serves the HTTP bodies and the bus commands, so an edge and the actor can never disagree on it.
  */
 
-export const CHAT_SESSION_COMMANDS = {
-  create: 'chat.session_create',
-  rename: 'chat.session_rename',
-  delete: 'chat.session_delete',
-} as const;
-
-export const CHAT_SESSION_EVENTS = {
-  created: 'chat.session_created',
-  renamed: 'chat.session_renamed',
-  deleted: 'chat.session_deleted',
-} as const;
-
 export const chatSessionStream = (id: string): string => `chat:${id}`;
 
 export const MAX_CHAT_SESSION_TITLE_CHARS = 200;
@@ -66,3 +54,24 @@ export const CreateChatSessionBodySchema = v.object({
   title: v.optional(v.nullable(ChatSessionTitleSchema)),
 });
 export const RenameChatSessionBodySchema = v.object({ title: ChatSessionTitleSchema });
+
+/**
+ * A chat session as the read model holds it: the stored part of WIRE.md §2's session shape.
+ * `last_read_message_id` and `unread_count` are per caller and come from elsewhere (chat_reads.json,
+ * messages); the override and archive columns are filled by the admin API's events once it exists.
+ */
+export const ChatSessionSchema = v.object({
+  id: v.string(),
+  agent: v.string(),
+  title: v.string(),
+  /** ISO-8601 UTC, from the bus clock. */
+  created_at: v.string(),
+  updated_at: v.string(),
+  provider_override: v.nullable(v.string()),
+  model_override: v.nullable(v.string()),
+  archived: v.boolean(),
+});
+export type ChatSession = v.InferOutput<typeof ChatSessionSchema>;
+
+export const DeleteChatSessionResultSchema = v.object({ id: v.string(), deleted: v.literal(true) });
+export type DeleteChatSessionResult = v.InferOutput<typeof DeleteChatSessionResultSchema>;

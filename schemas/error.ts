@@ -1,12 +1,14 @@
+import type { ErrorCode } from './error-codes.js';
+
 /**
  * A broken invariant or a rejected request. `code` is stable kebab-case: edges map it to an
  * HTTP status or an error frame in one table each, so wording can change without breaking clients.
  */
 export class SvcError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, details?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
     super(message);
     this.name = 'SvcError';
     this.code = code;
@@ -14,7 +16,7 @@ export class SvcError extends Error {
   }
 }
 
-export function isSvcError(e: unknown, code?: string): e is SvcError {
+export function isSvcError(e: unknown, code?: ErrorCode): e is SvcError {
   return e instanceof SvcError && (code === undefined || e.code === code);
 }
 

@@ -30,23 +30,17 @@ export const EnvelopeSchema = v.object({
 
 export type EventData = { [key: string]: Json };
 
-export interface NewEvent<T extends string = string, D extends EventData = EventData> {
+/** Any event the log may hold, read back without knowing its type: replay, projections, `svc events`. */
+export interface AnyNewEvent {
   stream: string;
-  type: T;
-  data: D;
+  type: string;
+  data: EventData;
   causation?: number;
   correlation?: string;
   by?: string;
 }
 
-export interface Envelope<T extends string = string, D extends EventData = EventData> extends NewEvent<T, D> {
+export interface AnyEnvelope extends AnyNewEvent {
   seq: number;
   at: string;
-}
-
-/** A stream chunk that travels on the bus but is never persisted (text deltas, tool activity, logs). */
-export interface Transient<T extends string = string, D = unknown> {
-  stream: string;
-  type: T;
-  data: D;
 }

@@ -24,7 +24,9 @@ export const AGENT_NAME_PATTERN = /^[a-z0-9_-]+$/;
 /** A sub-agent's name is a directory name (`agents/<name>/`) and a word on CLI command lines. */
 export const MAX_AGENT_NAME_LENGTH = 64;
 /** The main agent's name: a sub-agent by that name would be confused with it everywhere (workspace, routing, can_call). */
-export const RESERVED_AGENT_NAMES: readonly string[] = ['main'];
+/** `SVC_AGENT_NAME` of the main agent: the one agent without a registry entry. */
+export const MAIN_AGENT = 'main';
+export const RESERVED_AGENT_NAMES: readonly string[] = [MAIN_AGENT];
 export const MIN_INTERAGENT_TOKEN_LENGTH = 32;
 
 const F = AgentConfigShape.entries;

@@ -1,24 +1,6 @@
 import type Database from 'better-sqlite3';
-import { CHAT_SESSION_EVENTS } from '../schemas/index.js';
-import type { Envelope } from '../schemas/index.js';
+import { CHAT_SESSION_EVENTS, type AnyEnvelope, type ChatSession } from '../schemas/index.js';
 import type { Projection } from './projection.js';
-
-/**
- * A chat session as the read model holds it: the stored part of WIRE.md §2's session shape.
- * `last_read_message_id` and `unread_count` are per caller and come from elsewhere (chat_reads.json,
- * messages); the override and archive columns are filled by the admin API's events once it exists.
- */
-export interface ChatSession {
-  id: string;
-  agent: string;
-  title: string;
-  /** ISO-8601 UTC, from the bus clock. */
-  created_at: string;
-  updated_at: string;
-  provider_override: string | null;
-  model_override: string | null;
-  archived: boolean;
-}
 
 interface Row {
   id: string;
@@ -82,9 +64,9 @@ export const chatSessionsProjection: Projection = {
      )`,
     `CREATE INDEX IF NOT EXISTS chat_sessions_by_agent ON chat_sessions (agent, updated_at)`,
   ],
-  apply(db: Database.Database, e: Envelope): void {
+  apply(db: Database.Database, e: AnyEnvelope): void {
     switch (e.type) {
-      case CHAT_SESSION_EVENTS.created: {
+      case CHAT_SESSION_EVENTS.session_created: {
         const d = e.data;
         const id = text(d.id);
         const agent = text(d.agent);
@@ -93,13 +75,13 @@ export const chatSessionsProjection: Projection = {
         prepared(db).insert.run(id, e.seq, agent, text(d.title) ?? '', created, text(d.updated_at) ?? created);
         return;
       }
-      case CHAT_SESSION_EVENTS.renamed: {
+      case CHAT_SESSION_EVENTS.session_renamed: {
         const id = text(e.data.id);
         const title = text(e.data.title);
         if (id && title !== null) prepared(db).rename.run(title, text(e.data.updated_at) ?? e.at, id);
         return;
       }
-      case CHAT_SESSION_EVENTS.deleted: {
+      case CHAT_SESSION_EVENTS.session_deleted: {
         const id = text(e.data.id);
         if (id) prepared(db).remove.run(id);
         return;

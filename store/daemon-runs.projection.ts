@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Envelope } from '../schemas/index.js';
+import { DAEMON_EVENTS, type AnyEnvelope } from '../schemas/index.js';
 import type { Projection } from './projection.js';
 
 /** One row per daemon start: when it became ready, how it ended, whether it followed a crash. */
@@ -18,10 +18,10 @@ export const daemonRunsProjection: Projection = {
        after_crash INTEGER NOT NULL DEFAULT 0
      )`,
   ],
-  apply(db: Database.Database, e: Envelope): void {
+  apply(db: Database.Database, e: AnyEnvelope): void {
     if (e.stream !== 'daemon') return;
     switch (e.type) {
-      case 'daemon.started':
+      case DAEMON_EVENTS.started:
         db.prepare('INSERT INTO daemon_runs (started_seq, pid, version, started_at) VALUES (?, ?, ?, ?)').run(
           e.seq,
           Number(e.data.pid),
@@ -29,13 +29,13 @@ export const daemonRunsProjection: Projection = {
           e.at,
         );
         break;
-      case 'daemon.recovered':
+      case DAEMON_EVENTS.recovered:
         latest(db, 'after_crash = 1');
         break;
-      case 'daemon.ready':
+      case DAEMON_EVENTS.ready:
         latest(db, 'ready_at = ?', e.at);
         break;
-      case 'daemon.stopped':
+      case DAEMON_EVENTS.stopped:
         latest(db, 'stopped_at = ?, stop_reason = ?', e.at, String(e.data.reason));
         break;
     }

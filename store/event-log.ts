@@ -1,4 +1,4 @@
-import type { Envelope, NewEvent } from '../schemas/index.js';
+import type { AnyEnvelope, AnyNewEvent } from '../schemas/index.js';
 import type { ExpectedVersions } from './expected-version.js';
 
 export interface ReadQuery {
@@ -28,10 +28,10 @@ export interface EventLog {
    * checked inside the transaction against each stream's version before the batch, and a mismatch
    * throws `version-conflict` with nothing committed.
    */
-  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[];
+  append(events: readonly AnyNewEvent[], at: string, expected?: ExpectedVersions): AnyEnvelope[];
   /** The stream's version: the seq of its last event, 0 when it has none. */
   version(stream: string): number;
-  read(query?: ReadQuery): Envelope[];
+  read(query?: ReadQuery): AnyEnvelope[];
   /** Highest committed seq, 0 when empty. */
   lastSeq(): number;
   close(): void;

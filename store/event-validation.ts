@@ -1,5 +1,4 @@
-import { EnvelopeSchema, NewEventSchema, SvcError } from '../schemas/index.js';
-import type { Envelope, EventData, NewEvent } from '../schemas/index.js';
+import { EnvelopeSchema, NewEventSchema, SvcError, type AnyEnvelope, type AnyNewEvent, type EventData } from '../schemas/index.js';
 import type { ReadQuery } from './event-log.js';
 
 /** Cap per event: a payload this big belongs in a file the event points to, not in the log. */
@@ -90,7 +89,7 @@ function checkOptionals(e: { causation?: unknown; correlation?: unknown; by?: un
 }
 
 /** Validates a whole batch before anything is written, so a bad event leaves the log unchanged. */
-export function checkBatch(events: readonly NewEvent[], at: string): CheckedEvent[] {
+export function checkBatch(events: readonly AnyNewEvent[], at: string): CheckedEvent[] {
   if (!Array.isArray(events)) throw new SvcError('invalid-event', `append expects an array of events, got ${typeof events}`);
   checkAt(at);
   return events.map((e, i) => {
@@ -110,7 +109,7 @@ export function checkBatch(events: readonly NewEvent[], at: string): CheckedEven
 }
 
 /** Imported envelopes (golden logs) keep seq and at; they must be valid and strictly increasing. */
-export function checkEnvelopes(envelopes: readonly Envelope[], lastSeq: number): (CheckedEvent & { seq: number; at: string })[] {
+export function checkEnvelopes(envelopes: readonly AnyEnvelope[], lastSeq: number): (CheckedEvent & { seq: number; at: string })[] {
   if (!Array.isArray(envelopes)) throw new SvcError('invalid-event', `appendRaw expects an array of envelopes, got ${typeof envelopes}`);
   let prev = lastSeq;
   return envelopes.map((e, i) => {
@@ -146,8 +145,8 @@ export function toEnvelope(row: {
   causation: number | null | undefined;
   correlation: string | null | undefined;
   by: string | null | undefined;
-}): Envelope {
-  const env: Envelope = { seq: row.seq, at: row.at, stream: row.stream, type: row.type, data: JSON.parse(row.data) as EventData };
+}): AnyEnvelope {
+  const env: AnyEnvelope = { seq: row.seq, at: row.at, stream: row.stream, type: row.type, data: JSON.parse(row.data) as EventData };
   if (row.causation != null) env.causation = row.causation;
   if (row.correlation != null) env.correlation = row.correlation;
   if (row.by != null) env.by = row.by;

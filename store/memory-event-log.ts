@@ -1,5 +1,4 @@
-import { SvcError } from '../schemas/index.js';
-import type { Envelope, NewEvent } from '../schemas/index.js';
+import { SvcError, type AnyEnvelope, type AnyNewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
 import { assertVersions, checkExpected, type ExpectedVersions } from './expected-version.js';
@@ -26,7 +25,7 @@ export class MemoryEventLog implements EventLog {
   #heads = new Map<string, number>();
   #closed = false;
 
-  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[] {
+  append(events: readonly AnyNewEvent[], at: string, expected?: ExpectedVersions): AnyEnvelope[] {
     this.#open();
     const checked = checkBatch(events, at);
     const expect = checkExpected(expected);
@@ -50,14 +49,14 @@ export class MemoryEventLog implements EventLog {
   }
 
   /** Imports envelopes as they are (golden logs), keeping their seq and at. */
-  appendRaw(envelopes: readonly Envelope[]): number {
+  appendRaw(envelopes: readonly AnyEnvelope[]): number {
     this.#open();
     const checked = checkEnvelopes(envelopes, this.lastSeq());
     this.#push(checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by })));
     return checked.length;
   }
 
-  read(query?: ReadQuery): Envelope[] {
+  read(query?: ReadQuery): AnyEnvelope[] {
     this.#open();
     const q = checkQuery(query);
     const types = q.types ? new Set(q.types) : undefined;
@@ -67,7 +66,7 @@ export class MemoryEventLog implements EventLog {
       (types === undefined || types.has(r.type)) &&
       (q.after === undefined || r.seq > q.after) &&
       (q.sinceMs === undefined || r.atMs >= q.sinceMs);
-    const out: Envelope[] = [];
+    const out: AnyEnvelope[] = [];
     const limit = q.limit ?? Infinity;
     const n = this.#rows.length;
     for (let k = 0; k < n && out.length < limit; k++) {

@@ -1,26 +1,6 @@
 import type Database from 'better-sqlite3';
-import { SvcError } from '../schemas/index.js';
-import type { Envelope } from '../schemas/index.js';
+import { NOTIFICATION_EVENTS, NOTIFICATION_SEVERITIES, SvcError, type AnyEnvelope, type Notification, type Severity } from '../schemas/index.js';
 import type { Projection } from './projection.js';
-
-// store/ may not import machines/: this mirrors NOTIFICATION_SEVERITIES there (same four values).
-export const SEVERITY_VALUES = ['critical', 'warning', 'info', 'silent'] as const;
-export type NotificationSeverity = (typeof SEVERITY_VALUES)[number];
-
-/** A notification as the read model (and the admin API, WIRE.md §2) shows it. */
-export interface Notification {
-  id: string;
-  title: string;
-  body: string;
-  read: boolean;
-  severity: NotificationSeverity;
-  type: string;
-  agent: string | null;
-  status: string | null;
-  source_id: string | null;
-  /** ISO-8601 UTC, from the notifier's clock. */
-  created_at: string;
-}
 
 export interface ListNotificationsQuery {
   /** Default 50 (SPEC.md Limits). */
@@ -28,7 +8,7 @@ export interface ListNotificationsQuery {
   /** Only notifications whose `read` flag is false (silent ones too, unless `severity` leaves them out). */
   unread_only?: boolean;
   /** Only these severities; absent means all four, silent included. */
-  severity?: readonly NotificationSeverity[];
+  severity?: readonly Severity[];
 }
 
 export const DEFAULT_NOTIFICATION_LIMIT = 50;
@@ -39,7 +19,7 @@ interface Row {
   title: string;
   body: string;
   read: number;
-  severity: NotificationSeverity;
+  severity: Severity;
   type: string;
   agent: string | null;
   status: string | null;
@@ -57,7 +37,7 @@ interface Statements {
 const statements = new WeakMap<Database.Database, Statements>();
 const queries = new WeakMap<Database.Database, { list: Database.Statement; count: Database.Statement; get: Database.Statement; unreadIds: Database.Statement }>();
 
-const SEVERITY_SET = new Set<string>(SEVERITY_VALUES);
+const SEVERITY_SET = new Set<string>(NOTIFICATION_SEVERITIES);
 
 function prepared(db: Database.Database): Statements {
   let s = statements.get(db);
@@ -102,9 +82,9 @@ export const notificationsProjection: Projection = {
      )`,
     `CREATE INDEX IF NOT EXISTS notifications_unread ON notifications (read, severity)`,
   ],
-  apply(db: Database.Database, e: Envelope): void {
+  apply(db: Database.Database, e: AnyEnvelope): void {
     switch (e.type) {
-      case 'notification.created': {
+      case NOTIFICATION_EVENTS.created: {
         const d = e.data;
         const id = text(d.id);
         const severity = text(d.severity);
@@ -123,12 +103,12 @@ export const notificationsProjection: Projection = {
         );
         return;
       }
-      case 'notification.read': {
+      case NOTIFICATION_EVENTS.read: {
         const id = text(e.data.id);
         if (id) prepared(db).markOne.run(id);
         return;
       }
-      case 'notification.all_read': {
+      case NOTIFICATION_EVENTS.all_read: {
         const ids = Array.isArray(e.data.ids) ? e.data.ids.filter((x): x is string => typeof x === 'string') : [];
         if (ids.length > 0) prepared(db).markMany.run(JSON.stringify(ids));
         return;
@@ -173,7 +153,7 @@ export function listNotifications(db: Database.Database, query: ListNotification
   const severities = query.severity;
   if (severities !== undefined) {
     const bad = severities.find((s) => !SEVERITY_SET.has(s));
-    if (bad !== undefined) throw new SvcError('invalid-query', `severity ${JSON.stringify(bad)} is not one of ${SEVERITY_VALUES.join(', ')}`);
+    if (bad !== undefined) throw new SvcError('invalid-query', `severity ${JSON.stringify(bad)} is not one of ${NOTIFICATION_SEVERITIES.join(', ')}`);
   }
   const sev = severities === undefined ? null : JSON.stringify(severities);
   const rows = readQueries(db).list.all(query.unread_only ? 1 : 0, sev, sev, limit) as Row[];

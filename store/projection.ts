@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3';
-import { SvcError } from '../schemas/index.js';
-import type { Envelope } from '../schemas/index.js';
+import { SvcError, type AnyEnvelope } from '../schemas/index.js';
 
 /**
  * A read model folded from events, applied inside the append transaction so it can never
@@ -14,7 +13,7 @@ export interface Projection {
   /** `CREATE TABLE IF NOT EXISTS ...` (and index) statements. */
   ddl: string[];
   /** Must touch nothing but its own tables and depend on nothing but the event and those tables. */
-  apply(db: Database.Database, e: Envelope): void;
+  apply(db: Database.Database, e: AnyEnvelope): void;
 }
 
 /** Refuses duplicate names/tables up front: two projections writing one table would corrupt both. */
@@ -45,7 +44,7 @@ export function createProjectionTables(db: Database.Database, projections: reado
 }
 
 /** Applies one event to every projection, naming the projection and event when one fails. */
-export function applyProjections(db: Database.Database, projections: readonly Projection[], e: Envelope): void {
+export function applyProjections(db: Database.Database, projections: readonly Projection[], e: AnyEnvelope): void {
   for (const p of projections) {
     try {
       p.apply(db, e);
@@ -60,7 +59,7 @@ export function applyProjections(db: Database.Database, projections: readonly Pr
  * Creates the projections' tables in `db`, empties them and folds `events` into them in one
  * transaction. Returns how many events were applied.
  */
-export function rebuildProjections(db: Database.Database, projections: readonly Projection[], events: Iterable<Envelope>): number {
+export function rebuildProjections(db: Database.Database, projections: readonly Projection[], events: Iterable<AnyEnvelope>): number {
   createProjectionTables(db, projections);
   let n = 0;
   db.transaction(() => {

@@ -1,8 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { SvcError } from '../schemas/index.js';
-import type { Envelope, NewEvent } from '../schemas/index.js';
+import { SvcError, type AnyEnvelope, type AnyNewEvent } from '../schemas/index.js';
 import type { EventLog, ReadQuery } from './event-log.js';
 import { checkBatch, checkEnvelopes, checkQuery, toEnvelope } from './event-validation.js';
 import { assertVersions, checkExpected, type ExpectedVersions } from './expected-version.js';
@@ -123,7 +122,7 @@ export class SqliteEventLog implements EventLog {
   readonly #lastSeq: Database.Statement;
   readonly #version: Database.Statement;
   readonly #reads = new Map<string, Database.Statement>();
-  readonly #appendTx: ((events: ReturnType<typeof checkBatch>, at: string, expected: ExpectedVersions | undefined) => Envelope[]) | undefined;
+  readonly #appendTx: ((events: ReturnType<typeof checkBatch>, at: string, expected: ExpectedVersions | undefined) => AnyEnvelope[]) | undefined;
   readonly #appendRawTx: ((envs: ReturnType<typeof checkEnvelopes>) => number) | undefined;
 
   private constructor(path: string, db: Database.Database, projections: readonly Projection[], readonly: boolean) {
@@ -137,10 +136,10 @@ export class SqliteEventLog implements EventLog {
     if (readonly) return;
     this.#insert = db.prepare(`INSERT INTO events (at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?)`);
     this.#insertRaw = db.prepare(`INSERT INTO events (seq, at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
-    const appendTx = db.transaction((events: ReturnType<typeof checkBatch>, at: string, expect: ExpectedVersions | undefined): Envelope[] => {
+    const appendTx = db.transaction((events: ReturnType<typeof checkBatch>, at: string, expect: ExpectedVersions | undefined): AnyEnvelope[] => {
       // Inside the IMMEDIATE transaction: no other connection can append between check and insert.
       assertVersions(expect, (stream) => this.#versionOf(stream));
-      const out: Envelope[] = [];
+      const out: AnyEnvelope[] = [];
       let next = 0;
       for (const e of events) {
         const seq = Number(this.#insert!.run(at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null).lastInsertRowid);
@@ -245,7 +244,7 @@ export class SqliteEventLog implements EventLog {
     return false;
   }
 
-  append(events: readonly NewEvent[], at: string, expected?: ExpectedVersions): Envelope[] {
+  append(events: readonly AnyNewEvent[], at: string, expected?: ExpectedVersions): AnyEnvelope[] {
     const db = this.#open();
     if (!this.#appendTx) throw new SvcError('log-readonly', `${this.path}: opened read-only; only the daemon appends`);
     const checked = checkBatch(events, at);
@@ -265,7 +264,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   /** Imports envelopes as they are (golden logs, replay), keeping seq and at; one transaction. */
-  appendRaw(envelopes: readonly Envelope[]): number {
+  appendRaw(envelopes: readonly AnyEnvelope[]): number {
     const db = this.#open();
     if (!this.#appendRawTx) throw new SvcError('log-readonly', `${this.path}: opened read-only; only the daemon appends`);
     return this.#guard(db, () => {
@@ -275,7 +274,7 @@ export class SqliteEventLog implements EventLog {
     });
   }
 
-  read(query?: ReadQuery): Envelope[] {
+  read(query?: ReadQuery): AnyEnvelope[] {
     const db = this.#open();
     const q = checkQuery(query);
     const where: string[] = [];
@@ -325,7 +324,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   /** Streams every event in seq order without loading the log into memory (replay, export). */
-  *iterate(query: Pick<ReadQuery, 'after'> = {}): IterableIterator<Envelope> {
+  *iterate(query: Pick<ReadQuery, 'after'> = {}): IterableIterator<AnyEnvelope> {
     const db = this.#open();
     const q = checkQuery(query);
     const stmt = db.prepare(`SELECT seq, at, stream, type, data, causation, correlation, by FROM events WHERE seq > ? ORDER BY seq`);

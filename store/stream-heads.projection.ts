@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Envelope } from '../schemas/index.js';
+import type { AnyEnvelope } from '../schemas/index.js';
 import type { Projection } from './projection.js';
 
 export interface StreamHead {
@@ -26,7 +26,7 @@ export const streamHeadsProjection: Projection = {
       count INTEGER NOT NULL
     )`,
   ],
-  apply(db: Database.Database, e: Envelope): void {
+  apply(db: Database.Database, e: AnyEnvelope): void {
     let stmt = upserts.get(db);
     if (!stmt) {
       stmt = db.prepare(`

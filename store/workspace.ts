@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AGENT_NAME_PATTERN, SvcError, isPlainObject } from '../schemas/index.js';
+import { AGENT_NAME_PATTERN, MAIN_AGENT, SvcError, isPlainObject } from '../schemas/index.js';
 import { readContainedFileSync, within } from './contained-file.js';
 import { agentHomeRoot, type HomePaths } from './home.js';
 import { writeJsonAtomicSync } from './json-file.js';
@@ -30,7 +30,7 @@ export const INSTRUCTION_FILES = ['CLAUDE.md', 'AGENTS.md', 'GEMINI.md'] as cons
 export const MEMORY_DIR = 'memory_system';
 export const MEMORY_ROOT_FILES = ['MAINMEMORY.md', 'SHAREDMEMORY.md'] as const;
 export const WORKSPACE_DIRS = [`${MEMORY_DIR}/modules`, 'output_to_user', 'api_files', 'tools', 'skills'] as const;
-/** Bundled skills are mirrored into the global skills directory by skill sync (SPEC.md), never per agent. */
+/** Bundled skills are copied into the global skills directory by skill sync (SPEC.md), never per agent. */
 const NOT_SEEDED = new Set(['skills']);
 
 export interface SeedResult {
@@ -113,16 +113,16 @@ function checkAgentName(agentName: string): void {
 }
 
 /** `~/.svc/workspace` for the main agent, `~/.svc/agents/<name>/workspace` for a sub-agent. */
-export function workspaceDir(paths: HomePaths, agentName: 'main' | string): string {
+export function workspaceDir(paths: HomePaths, agentName: string): string {
   checkAgentName(agentName);
-  return agentName === 'main' ? paths.workspace : join(agentHomeRoot(paths, agentName), 'workspace');
+  return agentName === MAIN_AGENT ? paths.workspace : join(agentHomeRoot(paths, agentName), 'workspace');
 }
 
 /**
  * Creates the agent's workspace from home-defaults/workspace plus the working directories. Safe to
  * run on every start: existing files (edited or not) are never touched; only what is missing is created.
  */
-export function initWorkspace(paths: HomePaths, agentName: 'main' | string): SeedResult {
+export function initWorkspace(paths: HomePaths, agentName: string): SeedResult {
   const workspace = workspaceDir(paths, agentName);
   const created: string[] = [];
   seedTree(join(homeDefaultsDir(), 'workspace'), workspace, workspace, created, true);
@@ -365,7 +365,7 @@ export function mergeSandboxHookSettings(settings: Record<string, unknown>, file
  * registers it in `.claude/settings.json`. The main agent is not sandboxed (SPEC.md).
  */
 export function installSandboxHook(paths: HomePaths, agentName: string): SandboxHookResult {
-  if (agentName === 'main') throw new SvcError('invalid-agent-name', 'the main agent gets no sandbox hook (its sandbox is the home plus additional_directories)');
+  if (agentName === MAIN_AGENT) throw new SvcError('invalid-agent-name', 'the main agent gets no sandbox hook (its sandbox is the home plus additional_directories)');
   const workspace = workspaceDir(paths, agentName);
   const claudeDir = join(workspace, '.claude');
   const settingsFile = join(claudeDir, 'settings.json');

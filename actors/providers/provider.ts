@@ -58,32 +58,8 @@ export interface Invocation {
   tempFiles: TempFile[];
 }
 
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens?: number;
-}
-
-export type AgentStatus = 'thinking' | 'compacting' | 'recovering' | null;
-
-export type StreamEvent =
-  | { kind: 'init'; sessionId: string }
-  | { kind: 'text'; text: string }
-  | { kind: 'tool'; name: string }
-  | { kind: 'status'; status: AgentStatus }
-  | {
-      kind: 'result';
-      sessionId: string;
-      text: string;
-      isError: boolean;
-      usage: Usage;
-      costUsd?: number;
-      durationMs?: number;
-      numTurns?: number;
-    }
-  | { kind: 'malformed'; reason: string; sample: string };
-
-export type ResultEvent = Extract<StreamEvent, { kind: 'result' }>;
+export type { AgentStatus, ResultEvent, StreamEvent, Usage } from '../../schemas/index.js';
+import type { StreamEvent } from '../../schemas/index.js';
 
 /**
  * Parses one turn's stdout. Stateful because some CLIs spread a turn's facts over lines

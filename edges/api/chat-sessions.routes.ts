@@ -3,10 +3,10 @@ import {
   CHAT_SESSION_COMMANDS,
   CreateChatSessionBodySchema,
   RenameChatSessionBodySchema,
+  type ChatSession,
   type CreateChatSession,
   type RenameChatSession,
 } from '../../schemas/index.js';
-import type { ChatSession } from '../../store/index.js';
 import { json, parseJsonBody, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
@@ -48,7 +48,7 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       handler: async (req) => {
         const body = parseJsonBody(req, CreateChatSessionBodySchema);
         const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
-        const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.create, data });
+        const session = await bus.send(CHAT_SESSION_COMMANDS.create, data);
         return json(201, wireSession(session));
       },
     },
@@ -60,7 +60,7 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       handler: async (req) => {
         const { title } = parseJsonBody(req, RenameChatSessionBodySchema);
         const data: RenameChatSession = { id: req.params.id ?? '', title };
-        const session = await bus.send<ChatSession>({ type: CHAT_SESSION_COMMANDS.rename, data });
+        const session = await bus.send(CHAT_SESSION_COMMANDS.rename, data);
         return json(200, wireSession(session));
       },
     },

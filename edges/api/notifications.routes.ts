@@ -1,13 +1,7 @@
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
-import { SvcError } from '../../schemas/index.js';
-import {
-  DEFAULT_NOTIFICATION_LIMIT,
-  MAX_NOTIFICATION_LIMIT,
-  SEVERITY_VALUES,
-  type NotificationReadModel,
-  type NotificationSeverity,
-} from '../../store/index.js';
+import { NOTIFICATION_COMMANDS, NOTIFICATION_SEVERITIES, SvcError, type Severity } from '../../schemas/index.js';
+import { DEFAULT_NOTIFICATION_LIMIT, MAX_NOTIFICATION_LIMIT, type NotificationReadModel } from '../../store/index.js';
 import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
@@ -22,7 +16,7 @@ export interface NotificationRoutesDeps {
   bus: Pick<Bus, 'send'>;
 }
 
-const SEVERITY_MESSAGE = `must be a comma-separated list of ${SEVERITY_VALUES.join(', ')}`;
+const SEVERITY_MESSAGE = `must be a comma-separated list of ${NOTIFICATION_SEVERITIES.join(', ')}`;
 
 const ListQuerySchema = v.object({
   limit: v.optional(
@@ -46,8 +40,8 @@ const ListQuerySchema = v.object({
     v.pipe(
       v.string(),
       v.transform((s) => s.split(',').map((x) => x.trim())),
-      v.check((list) => list.every((x) => (SEVERITY_VALUES as readonly string[]).includes(x)), SEVERITY_MESSAGE),
-      v.transform((list) => [...new Set(list)] as NotificationSeverity[]),
+      v.check((list) => list.every((x) => (NOTIFICATION_SEVERITIES as readonly string[]).includes(x)), SEVERITY_MESSAGE),
+      v.transform((list) => [...new Set(list)] as Severity[]),
     ),
   ),
 });
@@ -94,7 +88,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       auth: API_AUTH.viewer,
       handler: async (req) => {
         const id = req.params.id ?? '';
-        await bus.send({ type: 'notification.mark_read', data: { id } });
+        await bus.send(NOTIFICATION_COMMANDS.markRead, { id });
         // Answer with the row as the read model holds it: the command's publish has been folded.
         const n = readModel.get(id);
         if (!n) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
@@ -107,7 +101,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       maxBodyBytes: 4096,
       auth: API_AUTH.viewer,
       handler: async () => {
-        const r = await bus.send<{ ids: string[] }>({ type: 'notification.mark_all_read', data: {} });
+        const r = await bus.send(NOTIFICATION_COMMANDS.markAllRead, {});
         return json(200, { status: 'ok', marked: r.ids.length, ids: r.ids });
       },
     },

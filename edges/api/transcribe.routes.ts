@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { SvcError, TRANSCRIPTION_COMMANDS } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
 import { fileAccessMode, json, openRequestedFile, parseJsonBody, type FileAccessMode, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
@@ -15,9 +15,6 @@ import { API_AUTH } from './api-auth.js';
  * answer `{transcript}`. The file must be one `/files` would serve under `file_access` (uploads land
  * in the workspace); the transcriber actor runs the backend chain on a private copy of it.
  */
-
-/** The transcriber's command (actors/transcriber.ts TRANSCRIPTION_COMMAND); edges may not import actors/. */
-export const TRANSCRIBE_COMMAND = 'transcription.transcribe';
 
 export interface TranscribeRoutesDeps {
   bus: Pick<Bus, 'send'>;
@@ -78,7 +75,7 @@ export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
         const audio = await copyAudioFile((body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
         try {
           // No bus deadline: each backend has its own, and the chain may run several.
-          const r = await bus.send<{ transcript: string }>({ type: TRANSCRIBE_COMMAND, data: { file_path: audio.path } }, { timeoutMs: 0 });
+          const r = await bus.send(TRANSCRIPTION_COMMANDS.transcribe, { file_path: audio.path }, { timeoutMs: 0 });
           return json(200, { transcript: r.transcript });
         } finally {
           await fsp.rm(audio.dir, { recursive: true, force: true }).catch(() => undefined);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createActor, type AnyActorRef } from 'xstate';
-import type { EventData } from '../../schemas/index.js';
-import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
+import * as v from 'valibot';
+import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type ConnectionEventType, type ConnectionState, type Fact } from '../../schemas/index.js';
+import { classifyClientPayload, jsonObjectOf, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
 
@@ -17,34 +18,16 @@ export interface FrameSocket {
   abort(): void;
 }
 
-/*
- * The edge's view of machines/connection.machine.ts (edges/ may not import machines/, so the shape
- * is restated here; the direct-ws tests drive the real machine through it).
- */
-type MachineEvent =
-  | { type: 'auth'; tokenValid: boolean; keyValid: boolean; chatId?: unknown; channelId?: unknown; configChatId: number; allowedUserIds: readonly number[] }
-  | { type: 'frame'; nonce: string | null }
-  | { type: 'timeout' }
-  | { type: 'drop'; reason: 'backpressure' | 'shutdown' }
-  | { type: 'close'; code: number };
-
-interface MachineView {
-  /** 'error' when an action threw: the actor has stopped (the hub's root logs why). */
-  status: 'active' | 'done' | 'error' | 'stopped';
-  value: 'plaintext' | 'encrypted' | 'closing' | 'closed';
-  context: {
-    chatId: number | null;
-    channelId: number | null;
-    lastFrame: 'accepted' | 'decrypt_failed' | null;
-    rejection: AuthErrorCode | null;
-    closeReason: string | null;
-  };
-}
-
+/** The connection machine's actor as this class drives it, typed by the machine's contract in schemas/. */
 interface ConnectionActor {
-  send(e: MachineEvent): void;
-  getSnapshot(): MachineView;
-  on(type: '*', fn: (fact: { type: string; data?: EventData }) => void): unknown;
+  send(e: ConnectionEvent): void;
+  getSnapshot(): {
+    /** 'error' when an action threw: the actor has stopped (the hub's root logs why). */
+    status: 'active' | 'done' | 'error' | 'stopped';
+    value: ConnectionState;
+    context: ConnectionContext;
+  };
+  on(type: '*', fn: (fact: Fact<ConnectionEventType>) => void): unknown;
   start(): void;
 }
 
@@ -92,7 +75,7 @@ export class DirectConnection implements HubConnection, WaitingConnection {
       // closures), about 1.9 KB that each idle connection would otherwise carry.
       parent: hub.connectionsRoot as AnyActorRef,
       input: { nonceCap: hub.limits.nonceCap },
-    }) as unknown as ConnectionActor;
+    });
     this.actor.on('*', (fact) => hub.record(this.id, fact));
   }
 
@@ -104,7 +87,7 @@ export class DirectConnection implements HubConnection, WaitingConnection {
     this.hub.waitingStarted(this);
   }
 
-  private get state(): MachineView {
+  private get state(): ReturnType<ConnectionActor['getSnapshot']> {
     return this.actor.getSnapshot();
   }
 
@@ -145,16 +128,10 @@ export class DirectConnection implements HubConnection, WaitingConnection {
   }
 
   private onAuthFrame(text: string | null): void {
-    let frame: Record<string, unknown> | null = null;
-    if (text !== null) {
-      try {
-        const v: unknown = JSON.parse(text);
-        if (typeof v === 'object' && v !== null && !Array.isArray(v)) frame = v as Record<string, unknown>;
-      } catch {
-        frame = null;
-      }
-    }
-    if (!frame || frame.type !== 'auth') return this.dispatch({ type: 'frame', nonce: null });
+    const parsed = text === null ? null : jsonObjectOf(text);
+    const auth = parsed ? v.safeParse(AuthFrameSchema, parsed) : null;
+    if (!auth?.success) return this.dispatch({ type: 'frame', nonce: null });
+    const frame = auth.output;
     const { config } = this.hub.deps;
     const tokenValid = apiTokenMatches(frame.token, this.hub.deps.token);
     // Two X25519 operations (about a millisecond of CPU): only for a caller who holds the token.
@@ -193,7 +170,7 @@ export class DirectConnection implements HubConnection, WaitingConnection {
   }
 
   /** Sends the event, then carries out a close the machine decided on. */
-  private dispatch(event: MachineEvent): void {
+  private dispatch(event: ConnectionEvent): void {
     this.actor.send(event);
     const snap = this.state;
     if (this.closing || this.gone) return;

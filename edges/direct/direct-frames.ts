@@ -1,36 +1,9 @@
-import { SvcError, type TurnFile } from '../../schemas/index.js';
+import * as v from 'valibot';
+import { ClientFrameSchema, CLIENT_FRAME_TYPES, SvcError, isPlainObject, type SessionErrorCode } from '../../schemas/index.js';
 
-/* The direct API's frames (WIRE.md §1), both ways, and its error codes. */
+/* How the direct edge reads client frames and words its error frames (WIRE.md §1). */
 
-export type AuthErrorCode = 'auth_timeout' | 'auth_required' | 'auth_failed';
-export type SessionErrorCode = 'decrypt_failed' | 'empty' | 'message_too_large' | 'unknown_type' | 'no_handler' | 'internal_error';
-
-export interface ProviderListing {
-  id: string;
-  name: string;
-  models: string[];
-}
-
-export interface AuthOkFrame {
-  type: 'auth_ok';
-  chat_id: number;
-  channel_id?: number;
-  e2e_pk: string;
-  providers: ProviderListing[];
-  active_provider: string;
-  active_model: string;
-}
-
-export type ServerFrame =
-  | AuthOkFrame
-  | { type: 'text_delta'; data: string }
-  | { type: 'tool_activity'; data: string }
-  | { type: 'system_status'; data: string | null }
-  /** `interrupted`: not an answer that ended, but what a restart of svc cut off (sent on the chat's next connection). */
-  | { type: 'result'; text: string; stream_fallback: boolean; files: TurnFile[]; interrupted?: true }
-  | { type: 'abort_ok'; killed: number }
-  | { type: 'notification'; notification: { id: string | number; title: string; body: string; read: boolean } }
-  | { type: 'error'; code: AuthErrorCode | SessionErrorCode; message: string };
+export type { AuthErrorCode, ServerFrame, SessionErrorCode, WireProvider as ProviderListing } from '../../schemas/index.js';
 
 /** A decrypted client payload, sorted into what the session does with it. */
 export type ClientRequest =
@@ -39,29 +12,37 @@ export type ClientRequest =
   | { kind: 'error'; code: SessionErrorCode; message: string };
 
 const STOP = /^\s*\/stop(?:@[A-Za-z0-9_]{1,64})?\s*$/i;
+const EXPECTED = 'expected {"type":"message","text":"..."} or {"type":"abort"}';
 
-/** `{type:"message",text}` / `{type:"abort"}`; the text `/stop` is an abort (SPEC.md). */
+/** A plaintext or decrypted frame as JSON, or null when it is not a JSON object. */
+export function jsonObjectOf(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isPlainObject(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `{type:"message",text}` / `{type:"abort"}`, parsed by ClientFrameSchema; the text `/stop` is an abort (SPEC.md). */
 export function classifyClientPayload(payload: Uint8Array): ClientRequest {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8'));
   } catch {
-    return { kind: 'error', code: 'unknown_type', message: 'payload is not JSON; expected {"type":"message","text":"..."} or {"type":"abort"}' };
+    return { kind: 'error', code: 'unknown_type', message: `payload is not JSON; ${EXPECTED}` };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { kind: 'error', code: 'unknown_type', message: 'payload is not a JSON object; expected {"type":"message","text":"..."} or {"type":"abort"}' };
-  }
-  const frame = value as Record<string, unknown>;
-  if (frame.type === 'abort') return { kind: 'abort' };
-  if (frame.type === 'message') {
-    if (typeof frame.text !== 'string' || frame.text.trim() === '') {
-      return { kind: 'error', code: 'empty', message: 'message.text is empty; send a non-empty string' };
-    }
-    if (STOP.test(frame.text)) return { kind: 'abort' };
+  // An array is an object to the schema's object check; on the wire it is not a frame.
+  if (!isPlainObject(value)) return { kind: 'error', code: 'unknown_type', message: `payload is not a JSON object; ${EXPECTED}` };
+  const r = v.safeParse(ClientFrameSchema, value);
+  if (r.success) {
+    const frame = r.output;
+    if (frame.type === 'abort' || STOP.test(frame.text)) return { kind: 'abort' };
     return { kind: 'message', text: frame.text };
   }
-  const shown = typeof frame.type === 'string' ? JSON.stringify(frame.type.slice(0, 64)) : 'missing';
-  return { kind: 'error', code: 'unknown_type', message: `type ${shown} is not allowed (one of message, abort)` };
+  if (value.type === 'message') return { kind: 'error', code: 'empty', message: 'message.text is empty; send a non-empty string' };
+  const shown = typeof value.type === 'string' ? JSON.stringify(value.type.slice(0, 64)) : 'missing';
+  return { kind: 'error', code: 'unknown_type', message: `type ${shown} is not allowed (one of ${CLIENT_FRAME_TYPES.join(', ')})` };
 }
 
 /** Refusals the client can act on, as session error codes; `internal` ones are logged, not shown. */

@@ -3,11 +3,17 @@ import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
+  INTERRUPTED_REASON,
+  MAIN_AGENT,
+  NOTIFICATION_EVENTS,
+  TURN_CHUNKS,
+  TURN_EVENTS,
   describeError,
   type AgentConfig,
+  type ConnectionEventType,
   type Envelope,
-  type EventData,
-  type InterruptedNotice,
+  type Fact,
+  type Notification,
   type Principal,
   type TurnChunk,
 } from '../../schemas/index.js';
@@ -103,11 +109,11 @@ export interface HubConnection {
 
 function chunkFrame(chunk: TurnChunk): ServerFrame {
   switch (chunk.type) {
-    case 'turn.text_delta':
+    case TURN_CHUNKS.text_delta:
       return { type: 'text_delta', data: chunk.data.text };
-    case 'turn.tool_activity':
+    case TURN_CHUNKS.tool_activity:
       return { type: 'tool_activity', data: chunk.data.tool };
-    case 'turn.system_status':
+    case TURN_CHUNKS.system_status:
       return { type: 'system_status', data: chunk.data.status };
   }
 }
@@ -170,9 +176,9 @@ export class DirectHub {
     this.now = deps.now ?? (() => deps.bus.now());
     this.subs.push(
       deps.bus.events$.subscribe((e: Envelope) => {
-        if (e.type === 'notification.created') this.pushNotification(e.data);
+        if (e.type === NOTIFICATION_EVENTS.created) this.pushNotification(e.data);
         // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
-        else if (e.type === 'turn.failed' && e.data.reason === 'daemon-restarted' && typeof e.data.session_key === 'string') {
+        else if (e.type === TURN_EVENTS.failed && e.data.reason === INTERRUPTED_REASON && typeof e.data.session_key === 'string') {
           this.deliverInterrupted(e.data.session_key, null);
         }
       }),
@@ -242,9 +248,9 @@ export class DirectHub {
   }
 
   /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */
-  record(connId: string, fact: { type: string; data?: EventData }): void {
+  record(connId: string, fact: Fact<ConnectionEventType>): void {
     this.deps.bus
-      .publish({ stream: `conn:${connId}`, type: fact.type, data: fact.data ?? {} })
+      .publish({ ...fact, stream: `conn:${connId}` })
       .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
   }
 
@@ -255,13 +261,13 @@ export class DirectHub {
    */
   submit(conn: HubConnection, text: string): void {
     const asked = this.agents.ask(
-      { agent: 'main', transport: 'api', chat_id: conn.chatId!, topic_id: conn.channelId, text, kind: 'foreground' },
+      { agent: MAIN_AGENT, transport: 'api', chat_id: conn.chatId!, topic_id: conn.channelId, text, kind: 'foreground' },
       tokenBearer(conn),
     );
     asked.chunks$.subscribe((chunk) => conn.sendSealed(chunkFrame(chunk)));
     asked.outcome.then(
       (outcome) => conn.sendSealed({ type: 'result', text: outcome.text, stream_fallback: outcome.stream_fallback, files: outcome.files ?? [] }),
-      (e) => this.replyError(conn, e, 'agent.message'),
+      (e) => this.replyError(conn, e, AGENT_COMMANDS.message.type),
     );
   }
 
@@ -269,7 +275,7 @@ export class DirectHub {
   abort(conn: HubConnection): void {
     this.agents.abort(conn.chatId!, tokenBearer(conn)).then(
       (r) => conn.sendSealed({ type: 'abort_ok', killed: r.killed }),
-      (e) => this.replyError(conn, e, 'agent.abort'),
+      (e) => this.replyError(conn, e, AGENT_COMMANDS.abort.type),
     );
   }
 
@@ -280,7 +286,7 @@ export class DirectHub {
   private deliverInterrupted(key: string, to: HubConnection | null): void {
     const targets = () => (to ? [to] : [...this.connections].filter((c) => c.authenticated && sessionKeyOf(c) === key));
     if (targets().length === 0) return;
-    this.deps.bus.send<InterruptedNotice[]>({ type: AGENT_COMMANDS.takeInterrupted, data: { session_key: key }, by: 'api' }).then(
+    this.deps.bus.send(AGENT_COMMANDS.takeInterrupted, { session_key: key }, { by: 'api' }).then(
       (notices) => {
         for (const n of notices) for (const c of targets()) c.sendSealed({ type: 'result', text: n.text, stream_fallback: false, files: [], interrupted: true });
       },
@@ -298,7 +304,7 @@ export class DirectHub {
     conn.sendSealed({ type: 'error', code: err.code, message: err.message });
   }
 
-  private pushNotification(data: EventData): void {
+  private pushNotification(data: Notification): void {
     const id = typeof data.id === 'number' || typeof data.id === 'string' ? data.id : String(data.id ?? '');
     const frame: ServerFrame = {
       type: 'notification',

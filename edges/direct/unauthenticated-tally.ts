@@ -1,5 +1,3 @@
-import type { DirectLog } from './direct-hub.js';
-
 /** One summary line per minute at most, however many sockets are refused. */
 export const TALLY_PERIOD_MS = 60_000;
 
@@ -16,7 +14,8 @@ export class UnauthenticatedTally {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly log: DirectLog,
+    /** Only warnings are written; narrower than the hub's log so this file does not import the hub. */
+    private readonly log: (level: 'warn', msg: string, fields: Record<string, unknown>) => void,
     private readonly periodMs = TALLY_PERIOD_MS,
   ) {}
 

@@ -1,5 +1,6 @@
 import { SvcError } from '../../schemas/index.js';
-import { authenticateRoute, type Authenticator, type Credential } from './authentication.js';
+import { authenticateRoute, type Authenticator } from './authentication.js';
+import type { Credential } from './route-auth.js';
 import { COMMON_STATUSES, Router, combineStatusTables, type HttpReply, type HttpRequest, type Route, type StatusTable } from './http.js';
 import { createApp, listen, mountHttp, type App, type Listening, type MountedRoute } from './uws-http.binding.js';
 

@@ -1,7 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import * as v from 'valibot';
 import { SvcError, describeError, parseWith, type Principal } from '../../schemas/index.js';
-import type { RouteAuth } from './authentication.js';
+import type { RouteAuth } from './route-auth.js';
 
 /** Everything a handler may know about a request, copied out of uWS before any await. */
 export interface HttpRequest {

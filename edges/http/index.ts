@@ -5,3 +5,4 @@ export * from './http-server.js';
 export * from './api-server.js';
 export * from './content-headers.js';
 export * from './file-access.js';
+export * from './route-auth.js';

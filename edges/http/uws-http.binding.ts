@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { SvcError, describeError, type Principal } from '../../schemas/index.js';
-import type { RouteAuth } from './authentication.js';
+import type { RouteAuth } from './route-auth.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   errorReply,

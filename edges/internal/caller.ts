@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { SvcError, type Origin, type Principal, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
+import { MAIN_AGENT, SvcError, type Origin, type Principal, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
 
 /*
  * Who is calling the internal API (SPEC.md "Inter-agent authentication"), as a Principal: the agent proves itself with its `interagent_token` as a bearer token; the
@@ -7,8 +7,7 @@ import { SvcError, type Origin, type Principal, type SubAgentConfig, type UserRe
  * SVC_CALLER_USER_ID, which the framework set from the authenticated transport).
  */
 
-/** `SVC_AGENT_NAME` of the main agent (store/workspace.ts uses the same name). */
-export const MAIN_AGENT = 'main';
+export { MAIN_AGENT };
 export const CALLER_USER_HEADER = 'x-svc-caller-user-id';
 
 export interface CallerDirectory {

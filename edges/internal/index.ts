@@ -1,6 +1,6 @@
 export * from './errors.js';
 export * from './bodies.js';
-export { MAIN_AGENT, CALLER_USER_HEADER } from './caller.js';
+export { CALLER_USER_HEADER } from './caller.js';
 export * from './internal.routes.js';
 export * from './internal-api.binding.js';
 export * from './internal-auth.js';

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
+  INTERAGENT_EVENTS,
   SvcError,
+  TURN_CHUNKS,
   describeError,
   isSvcError,
   type Principal,
@@ -164,7 +166,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       const correlation = asked.request_id;
       await bus.publish({
         stream,
-        type: 'interagent.requested',
+        type: INTERAGENT_EVENTS.requested,
         data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for },
         by: body.from,
         correlation,
@@ -173,7 +175,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
         .then((r) =>
           bus.publish({
             stream,
-            type: 'interagent.completed',
+            type: INTERAGENT_EVENTS.completed,
             data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
             by: body.from,
             correlation,
@@ -211,8 +213,8 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       // Read only once the client goes away, by then assigned.
       const lines = new LineQueue(() => sub.unsubscribe());
       const sub = asked.chunks$.subscribe((chunk) => {
-        if (chunk.type === 'turn.text_delta') lines.push({ type: 'text_delta', text: chunk.data.text });
-        else if (chunk.type === 'turn.tool_activity') lines.push({ type: 'tool_activity', tool: chunk.data.tool });
+        if (chunk.type === TURN_CHUNKS.text_delta) lines.push({ type: 'text_delta', text: chunk.data.text });
+        else if (chunk.type === TURN_CHUNKS.tool_activity) lines.push({ type: 'tool_activity', tool: chunk.data.tool });
         else lines.push({ type: 'system_status', status: chunk.data.status });
       });
       await requireAccepted(asked);

@@ -1,16 +1,16 @@
 import t from 'tap';
-import { firstValueFrom, take, toArray } from 'rxjs';
+import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { assign, emit, fromPromise, setup } from 'xstate';
 import { ActorHost } from '../../actors/index.js';
 import { Bus, ofType } from '../../bus/index.js';
-import { daemonMachine, previousRun, type Fact } from '../../machines/index.js';
+import { daemonMachine, previousRun } from '../../machines/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
 
 // A tiny job machine: the side effect (`work`) is bound by .provide(), as every real actor does.
 const jobMachine = setup({
-  types: { input: {} as { n: number }, context: {} as { n: number; out: number | null }, emitted: {} as Fact },
+  types: { input: {} as { n: number }, context: {} as { n: number; out: number | null }, emitted: {} as { type: string; data: Record<string, number | string | null> } },
   actors: { work: fromPromise<number, number>(async () => 0) },
 }).createMachine({
   id: 'job',
@@ -35,7 +35,7 @@ t.test('emitted facts are recorded on the actor stream with side effects bound b
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock });
   const host = new ActorHost(bus);
-  const finished = firstValueFrom(bus.events$.pipe(ofType('job.finished', 'job.failed'), take(2), toArray()));
+  const finished = firstValueFrom(bus.events$.pipe(filter((e) => ['job.finished', 'job.failed'].includes(e.type)), take(2), toArray()));
   host.spawn('job:1', jobMachine.provide({ actors: { work: fromPromise<number, number>(async ({ input }) => input * 10) } }), {
     stream: 'job:1',
     input: { n: 4 },

@@ -2,7 +2,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import { startChatSessions } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { CHAT_SESSION_COMMANDS, SvcError } from '../../schemas/index.js';
+import { CHAT_SESSION_COMMANDS, SvcError, type ChatSession } from '../../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -12,8 +12,8 @@ import {
   getChatSession,
   listChatSessions,
   rebuildProjections,
-  type ChatSession,
 } from '../../store/index.js';
+import { anyEvent, rawCommand } from '../fixtures/any-event.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -40,9 +40,9 @@ function setup(t: TT, opts: { ids?: () => string; agentExists?: (n: string) => b
     bus.close();
     log.close();
   });
-  const create = (data: unknown, by?: string) => bus.send<ChatSession>({ type: 'chat.session_create', data, ...(by ? { by } : {}) });
-  const rename = (data: unknown) => bus.send<ChatSession>({ type: 'chat.session_rename', data });
-  const remove = (data: unknown) => bus.send<{ id: string; deleted: true }>({ type: 'chat.session_delete', data });
+  const create = (data: unknown, by?: string) => bus.send(rawCommand<ChatSession>('chat.session_create'), data, by ? { by } : {});
+  const rename = (data: unknown) => bus.send(rawCommand<ChatSession>('chat.session_rename'), data);
+  const remove = (data: unknown) => bus.send(rawCommand<{ id: string; deleted: true }>('chat.session_delete'), data);
   const advance = (ms: number) => (now += ms);
   return { dir, file, log, bus, db, create, rename, remove, advance };
 }
@@ -178,17 +178,17 @@ t.test('replay: folding the log again gives the same rows', async (t) => {
 
   // Payloads that lack what a row needs are skipped, never thrown on (that would roll back the batch).
   await s.bus.publishAll([
-    { stream: 'chat:x', type: 'chat.session_created', data: { agent: 'main' } },
-    { stream: 'chat:y', type: 'chat.session_renamed', data: { id: 's1', title: 5 } },
-    { stream: 'chat:z', type: 'chat.session_deleted', data: {} },
+    anyEvent({ stream: 'chat:x', type: 'chat.session_created', data: { agent: 'main' } }),
+    anyEvent({ stream: 'chat:y', type: 'chat.session_renamed', data: { id: 's1', title: 5 } }),
+    anyEvent({ stream: 'chat:z', type: 'chat.session_deleted', data: {} }),
   ]);
   t.same(listChatSessions(s.db), live, 'malformed facts change nothing');
 });
 
 t.test('each fact a command causes carries the command’s correlation (minted when the sender starts a request) and causation', async (t) => {
   const { bus, log } = setup(t);
-  await bus.send({ type: CHAT_SESSION_COMMANDS.create, data: { agent: 'main' }, by: 'anna', correlation: 'req-1', causation: 1 });
-  await bus.send({ type: CHAT_SESSION_COMMANDS.create, data: { agent: 'main' }, by: 'anna' });
+  await bus.send(CHAT_SESSION_COMMANDS.create, { agent: 'main' }, { by: 'anna', correlation: 'req-1', causation: 1 });
+  await bus.send(CHAT_SESSION_COMMANDS.create, { agent: 'main' }, { by: 'anna' });
   const [first, second] = log.read({ streamPrefix: 'chat:' });
   t.same([first!.correlation, first!.causation, first!.by], ['req-1', 1, 'anna'], 'passed on from the command');
   t.match(second!.correlation, /^[0-9a-f-]{36}$/, 'a command without one starts a new request');

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { MAX_NOTIFICATION_BODY_CHARS, TRUNCATION_MARK } from '../../machines/index.js';
 import { startNotifier } from '../../actors/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
-import { PROJECTIONS, SqliteEventLog, listNotifications, notificationReadModel, type Notification } from '../../store/index.js';
+import { PROJECTIONS, SqliteEventLog, listNotifications, notificationReadModel } from '../../store/index.js';
+import { rawCommand } from '../fixtures/any-event.js';
+import type { Notification } from '../../schemas/index.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -26,7 +28,7 @@ function setup(t: TT, opts: { newId?: () => string } = {}) {
     bus.close();
     log.close();
   });
-  const send = <R = unknown>(type: string, data: unknown, by?: string) => bus.send<R>({ type, data, ...(by ? { by } : {}) });
+  const send = <R = unknown>(type: string, data: unknown, by?: string) => bus.send(rawCommand<R>(type), data, by ? { by } : {});
   const create = (data: Record<string, unknown>, by?: string) =>
     send<{ persisted: boolean; notification?: Notification; throttled?: boolean }>('notification.create', data, by);
   return { log, bus, db, send, create, logs, advance: (ms: number) => (now += ms) };
@@ -179,9 +181,9 @@ t.test('stopping the notifier releases its commands', async (t) => {
   const readModel = notificationReadModel(log.projectionDb());
   const sub = startNotifier({ bus, readModel });
   t.throws(() => startNotifier({ bus, readModel }), { code: 'handler-exists' });
-  const r = await bus.send<{ notification: Notification }>({ type: 'notification.create', data: { source: 'system', outcome: 'success', title: 'hi' } });
+  const r = await bus.send(rawCommand<{ notification: Notification }>('notification.create'), { source: 'system', outcome: 'success', title: 'hi' });
   t.match(r.notification.id, /^[0-9a-f-]{36}$/, 'default ids are UUIDs');
   sub.unsubscribe();
-  await t.rejects(bus.send({ type: 'notification.create', data: {} }), { code: 'no-handler' });
+  await t.rejects(bus.send(rawCommand('notification.create'), {}), { code: 'no-handler' });
   t.doesNotThrow(() => startNotifier({ bus, readModel }).unsubscribe());
 });

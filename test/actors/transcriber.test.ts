@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startTranscriber, transcribe, TRANSCRIPTION_COMMAND, type TranscriberDeps } from '../../actors/index.js';
+import { startTranscriber, transcribe, type TranscriberDeps } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import {
   customCommandInvocation,
@@ -13,9 +13,10 @@ import {
   whisperOutputName,
   type TranscriptionSettings,
 } from '../../machines/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { SvcError, TRANSCRIPTION_COMMANDS } from '../../schemas/index.js';
 import { until } from '../bin/cli-helpers.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
+import { rawCommand } from '../fixtures/any-event.js';
 
 const NODE = process.execPath;
 const FAKE = fileURLToPath(new URL('../fixtures/transcription/fake-transcriber.mjs', import.meta.url));
@@ -210,12 +211,12 @@ t.test('the bus command: validated data, result without the attempts', async (t)
     sub.unsubscribe();
     bus.close();
   });
-  t.same(await bus.send({ type: TRANSCRIPTION_COMMAND, data: { file_path: s.audio } }), {
+  t.same(await bus.send(TRANSCRIPTION_COMMANDS.transcribe, { file_path: s.audio }), {
     transcript: 'heard voice note.ogg language=auto model=small',
     backend: 'command',
   });
   for (const data of [{}, { file_path: 42 }, { file_path: '' }, { file_path: s.audio, extra: 1 }, null]) {
-    await t.rejects(bus.send({ type: TRANSCRIPTION_COMMAND, data }), { code: 'invalid-command', message: /^transcription\.transcribe data/ }, JSON.stringify(data));
+    await t.rejects(bus.send(rawCommand(TRANSCRIPTION_COMMANDS.transcribe.type), data), { code: 'invalid-command', message: /^transcription\.transcribe data/ }, JSON.stringify(data));
   }
   await until('the backend group recorded', () => bus.log.read({ streamPrefix: 'proc:' }).length === 2);
   const facts = bus.log.read({ streamPrefix: 'proc:' });

@@ -5,6 +5,7 @@ import { procSnapshot, readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { until } from '../bin/cli-helpers.js';
+import { anyEvent } from '../fixtures/any-event.js';
 
 const alive = (pid: number) => {
   const s = readProcStat(pid);
@@ -19,8 +20,8 @@ function groupLeader(t: { teardown(f: () => unknown): void }): ChildProcess & { 
 }
 
 async function recordTurn(bus: Bus, stream: string, spawned: Record<string, unknown>) {
-  await bus.publish({ stream, type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' } });
-  await bus.publish({ stream, type: 'turn.spawned', data: { attempt: 1, streaming: true, ...spawned } });
+  await bus.publish(anyEvent({ stream, type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' } }));
+  await bus.publish(anyEvent({ stream, type: 'turn.spawned', data: { attempt: 1, streaming: true, ...spawned } }));
 }
 
 function setup() {
@@ -68,8 +69,8 @@ t.test('the recorded group itself is ended, and counted', async (t) => {
 t.test('what a cut-off turn owes its chat is handed out once: notices per chat, /retry of the last one, across restarts', async (t) => {
   const { log, bus } = setup();
   const turn = async (stream: string, key: string, prompt: string, text: string) => {
-    await bus.publish({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } });
-    await bus.publish({ stream, type: 'turn.progressed', data: { text } });
+    await bus.publish(anyEvent({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } }));
+    await bus.publish(anyEvent({ stream, type: 'turn.progressed', data: { text } }));
   };
   await turn('turn:a', 'api:7', 'first question', 'first half');
   await turn('turn:b', 'api:7', 'second question', '');
@@ -156,7 +157,7 @@ t.test('helper process groups svc tracked (transcription backends) are ended aft
 
 t.test('the failure recovery records follows from the turn’s last fact and serves the turn’s request', async (t) => {
   const { log, bus } = setup();
-  await bus.publish({ stream: 'turn:q', type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' }, correlation: 'req-9' });
+  await bus.publish(anyEvent({ stream: 'turn:q', type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' }, correlation: 'req-9' }));
   const progressed = await bus.publish({ stream: 'turn:q', type: 'turn.progressed', data: { text: 'half' }, correlation: 'req-9' });
   await recoverOrphanTurns(log, bus);
   const failed = log.read({ stream: 'turn:q', types: ['turn.failed'] })[0]!;
@@ -166,7 +167,7 @@ t.test('the failure recovery records follows from the turn’s last fact and ser
 
 t.test('after a restart, the turns still owing come back as actors restored from their streams, and their facts carry the asking command’s cause', async (t) => {
   const { log, bus } = setup();
-  await bus.publish({ stream: 'turn:x', type: 'turn.started', data: { agent: 'main', session_key: 'api:5', prompt: 'q' } });
+  await bus.publish(anyEvent({ stream: 'turn:x', type: 'turn.started', data: { agent: 'main', session_key: 'api:5', prompt: 'q' } }));
   const first = new InterruptedTurns(new ActorHost(bus));
   first.restore(log);
   await recoverOrphanTurns(log, bus, { owe: (x) => first.owe(x) });

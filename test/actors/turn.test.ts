@@ -8,6 +8,7 @@ import { ActorHost, claudeAdapter, cliTurnLogic, codexAdapter, geminiAdapter, ty
 import { Bus } from '../../bus/index.js';
 import { CHECKPOINT_MAX_CHARS, partialText, turnMachine, type CliAttempt, type TurnEvent, type TurnInput } from '../../machines/index.js';
 import { MemoryEventLog } from '../../store/index.js';
+import { anyEvent } from '../fixtures/any-event.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
@@ -74,7 +75,7 @@ t.test('deadline: extended while output keeps coming, up to max_extensions, then
   t.equal(r.status, 'timed_out');
   t.equal(r.text, 'abcd', 'what streamed before the kill is kept');
   t.equal(script.killed, 1);
-  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
   const facts = log.read({ stream: 'turn:t1' });
   t.same(
     facts.map((e) => e.type),
@@ -87,7 +88,7 @@ t.test('deadline: extended while output keeps coming, up to max_extensions, then
 t.test('checkpoints: streamed text reaches the log a second late at most, sooner at a size cap or before a tool, never per delta', async (t) => {
   const { log, bus, clock, script, done } = await scriptedTurn('turn:cp');
   const saved = async () => {
-    await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+    await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
     return log.read({ stream: 'turn:cp', types: ['turn.progressed'] }).map((e) => e.data.text);
   };
   for (let i = 0; i < 50; i++) script.send(text(String(i % 10)));
@@ -126,7 +127,7 @@ t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix th
   clock.increment(1_000);
   script.send(exit0);
   t.equal((await done).text, 'second');
-  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
   const events = log.read({ stream: 'turn:rc' });
   t.same(events.filter((e) => e.type === 'turn.progressed').map((e) => e.data.text), ['first try', 'second']);
   t.equal(partialText(events), 'second', 'recovery folds only the current attempt');
@@ -149,7 +150,7 @@ t.test('abort while streaming kills, keeps the partial text; a second abort is h
   actor.send({ type: 'abort', reason: 'user' });
   const r = await done;
   t.same([r.status, r.text, r.reason, script.killed], ['aborted', 'partial', 'aborted', 1]);
-  await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+  await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
   t.equal(log.read({ stream: 'turn:t3', types: ['turn.aborted'] })[0]!.data.cause, 'user', 'who stopped it is recorded');
   bus.close();
 });
@@ -231,7 +232,7 @@ t.test('real CLIs stream text, tools and status in order and record the turn', a
     t.ok(chunks.some((c) => c.kind === 'tool'), `${adapter.id}: tool activity forwarded`);
     const texts = chunks.filter((c) => c.kind === 'text').map((c) => (c as { text: string }).text);
     t.equal(texts.join(''), 'Hello world', `${adapter.id}: chunks in order`);
-    await bus.publish({ stream: 'x', type: 'x.flush', data: {} });
+    await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
     const types = log.read({ stream: 'turn:real' }).map((e) => e.type);
     t.same(types, ['turn.started', 'turn.spawned', 'turn.completed'], adapter.id);
   }

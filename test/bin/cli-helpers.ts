@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqliteEventLog, PROJECTIONS } from '../../store/index.js';
-import type { Envelope } from '../../schemas/index.js';
+import type { AnyEnvelope } from '../../schemas/index.js';
 
 /** The built CLI, as a user runs it; `npm test` builds dist/ before tap starts. */
 export const SVC = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
@@ -51,7 +51,7 @@ export function exited(child: ChildProcess): Promise<number | null> {
 }
 
 /** Events on disk right now, read as a separate process would (read-only). */
-export function readEvents(db: string, stream?: string): Envelope[] {
+export function readEvents(db: string, stream?: string): AnyEnvelope[] {
   try {
     const log = SqliteEventLog.open(db, { readonly: true });
     try {
@@ -65,13 +65,13 @@ export function readEvents(db: string, stream?: string): Envelope[] {
 }
 
 /** Imports a golden log into a new database; `alter` edits it first (to prove a check catches the change). */
-export function loadGolden(name: string, db: string, alter: (events: Envelope[]) => Envelope[] = (e) => e): Envelope[] {
+export function loadGolden(name: string, db: string, alter: (events: AnyEnvelope[]) => AnyEnvelope[] = (e) => e): AnyEnvelope[] {
   const file = fileURLToPath(new URL(`../fixtures/golden/${name}`, import.meta.url));
   const events = alter(
     readFileSync(file, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as Envelope),
+      .map((l) => JSON.parse(l) as AnyEnvelope),
   );
   const log = SqliteEventLog.open(db, { projections: PROJECTIONS });
   log.appendRaw(events);

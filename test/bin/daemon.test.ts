@@ -8,6 +8,7 @@ import { homePaths } from '../../store/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { until } from './cli-helpers.js';
+import { type EventType } from '../../schemas/index.js';
 
 const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
   const c = JSON.parse(readFileSync(file, 'utf8'));
@@ -40,7 +41,7 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
   });
   e = await next;
   t.equal(e.type, 'config.rejected');
-  t.match((e.data.errors as string[]).join('\n'), /permission_mode.*yolo/);
+  t.match(('errors' in e.data ? e.data.errors : []).join('\n'), /permission_mode.*yolo/);
   t.equal(d.config().model, 'sonnet', 'an invalid edit changes nothing');
 
   next = firstValueFrom(d.bus.events$.pipe(ofType('config.reloaded', 'config.rejected')));
@@ -78,7 +79,7 @@ t.test('unknown config keys and rejected edits are warnings in svc.log, not only
   });
   const e = await next;
   t.equal(e.type, 'config.reloaded');
-  t.same(e.data.unknown_keys, ['modle', 'api.prot', 'heartbeat.intervall']);
+  t.same((e.data as { unknown_keys?: string[] }).unknown_keys, ['modle', 'api.prot', 'heartbeat.intervall']);
   await until('the new unknown key', () => /heartbeat\.intervall/.test(log()));
 });
 
@@ -90,7 +91,7 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'research', telegram_token: '1:aaa', model: 'sonnet' };
 
-  const nextOf = (type: string) => firstValueFrom(d.bus.events$.pipe(ofType(type)));
+  const nextOf = (type: EventType) => firstValueFrom(d.bus.events$.pipe(ofType(type)));
   let next = nextOf('registry.agent_added');
   writeFileSync(paths.agentsRegistry, JSON.stringify([entry]));
   t.same((await next).data, { name: 'research' });

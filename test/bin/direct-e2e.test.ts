@@ -11,6 +11,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { exited, until } from './cli-helpers.js';
+import { rawCommand } from '../fixtures/any-event.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/direct-client.mjs', import.meta.url));
@@ -112,7 +113,7 @@ t.test('stream, files both ways, notifications, and abort against the real runti
   t.equal(await down.text(), 'report body\n');
   t.equal((await fetch(`${base}/files?path=${encodeURIComponent(uploaded.path)}`, { headers: { connection: 'close' } })).status, 401);
 
-  await d.bus.send({ type: 'notification.create', data: { source: 'webhook', outcome: 'success', title: 'Deploy hook', body: 'build 42 passed', source_id: 'hook-1' } });
+  await d.bus.send(rawCommand('notification.create'), { source: 'webhook', outcome: 'success', title: 'Deploy hook', body: 'build 42 passed', source_id: 'hook-1' });
   const pushed = (await c.next('notification')).notification as Record<string, unknown>;
   t.same([pushed.title, pushed.body, pushed.read], ['Deploy hook', 'build 42 passed', false]);
   const listed = (await (await fetch(`${base}/api/notifications`, { headers: { authorization: `Bearer ${token}`, connection: 'close' } })).json()) as { id: string }[];

@@ -2,7 +2,7 @@
 // re-drives its machines to exactly its facts, and a golden altered against a machine fails.
 import t from 'tap';
 import { join } from 'node:path';
-import type { Envelope } from '../../schemas/index.js';
+import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
@@ -16,7 +16,7 @@ t.test('every golden log re-drives its machines to exactly the facts it holds', 
 });
 
 t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
-  const cases: [string, string, (es: Envelope[]) => Envelope[], RegExp][] = [
+  const cases: [string, string, (es: AnyEnvelope[]) => AnyEnvelope[], RegExp][] = [
     [
       'daemon.ndjson',
       'a recovery that names the wrong previous run',

@@ -1,11 +1,13 @@
 import t from 'tap';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { Bus, ofType, ofStream } from '../../bus/index.js';
-import { SvcError, isSvcError, type Envelope, type NewEvent } from '../../schemas/index.js';
+import * as v from 'valibot';
+import { AGENT_COMMANDS, REGISTRY_EVENTS, SvcError, defineCommand, isSvcError, type Envelope, type ErrorCode, type NewEvent } from '../../schemas/index.js';
 import { MemoryEventLog, type EventLog } from '../../store/index.js';
+import { anyChunk, anyEvent, rawCommand } from '../fixtures/any-event.js';
 
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
-const ev = (type: string, stream = 's:1', data: Record<string, string | number> = {}): NewEvent => ({ stream, type, data });
+const ev = (type: string, stream = 's:1', data: Record<string, string | number> = {}): NewEvent => anyEvent({ stream, type, data });
 
 t.test('publish appends before delivering, in order, with one transaction per tick', async (t) => {
   const log = new MemoryEventLog();
@@ -38,7 +40,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
 
 t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
   const log = new MemoryEventLog();
-  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full' as ErrorCode, 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
   let delivered = 0;
   bus.subscribe('spy', () => void delivered++);
@@ -55,10 +57,10 @@ t.test('a throwing subscriber is isolated and reported as an event', async (t) =
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const good: string[] = [];
   bus.subscribe('bad', (e) => {
-    if (e.type === 'x.boom') throw new Error('kaboom');
+    if ((e.type as string) === 'x.boom') throw new Error('kaboom');
   });
   bus.subscribe('async-bad', async (e) => {
-    if (e.type === 'x.boom') throw new Error('async kaboom');
+    if ((e.type as string) === 'x.boom') throw new Error('async kaboom');
   });
   bus.subscribe('good', (e) => void good.push(e.type));
   const failures = firstValueFrom(bus.events$.pipe(ofType('bus.subscriber_failed'), take(2), toArray()));
@@ -74,7 +76,7 @@ t.test('a throwing subscriber is isolated and reported as an event', async (t) =
 
 t.test('a raw events$ observer that throws does not crash the process', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
-  bus.events$.pipe(filter((e) => e.type === 'x.raw')).subscribe(() => {
+  bus.events$.pipe(filter((e) => (e.type as string) === 'x.raw')).subscribe(() => {
     throw new Error('raw observer broke');
   });
   const reported = firstValueFrom(bus.events$.pipe(ofType('bus.subscriber_failed')));
@@ -86,24 +88,25 @@ t.test('a raw events$ observer that throws does not crash the process', async (t
 
 t.test('send: request/reply by correlation id, rejections, no handler, timeout', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
-  bus.handle<{ n: number }, number>('math.double', 'doubler', async ({ data }) => {
-    if (data.n < 0) throw new SvcError('negative', 'n must be >= 0');
+  const double = defineCommand('math.double', v.object({ n: v.number() }), v.number());
+  bus.handle(double, 'doubler', async ({ data }) => {
+    if (data.n < 0) throw new SvcError('negative' as ErrorCode, 'n must be >= 0');
     return data.n * 2;
   });
   const [a, b] = await Promise.all([
-    bus.send<number>({ type: 'math.double', data: { n: 2 } }),
-    bus.send<number>({ type: 'math.double', data: { n: 21 } }),
+    bus.send(rawCommand<number>('math.double'), { n: 2 }),
+    bus.send(rawCommand<number>('math.double'), { n: 21 }),
   ]);
   t.equal(a, 4);
   t.equal(b, 42, 'replies are matched to their own request');
-  await t.rejects(bus.send({ type: 'math.double', data: { n: -1 } }), { code: 'negative' });
-  await t.rejects(bus.send({ type: 'math.triple', data: {} }), { code: 'no-handler' });
-  t.throws(() => bus.handle('math.double', 'other', () => 0), { code: 'handler-exists' });
-  bus.handle('slow.thing', 'sloth', () => new Promise(() => undefined));
-  const err = await bus.send({ type: 'slow.thing', data: {} }, { timeoutMs: 20 }).catch((e) => e);
+  await t.rejects(bus.send(rawCommand('math.double'), { n: -1 }), { code: 'negative' });
+  await t.rejects(bus.send(rawCommand('math.triple'), {}), { code: 'no-handler' });
+  t.throws(() => bus.handle(double, 'other', () => 0), { code: 'handler-exists' });
+  bus.handle(rawCommand('slow.thing'), 'sloth', () => new Promise(() => undefined));
+  const err = await bus.send(rawCommand('slow.thing'), {}, { timeoutMs: 20 }).catch((e) => e);
   t.ok(isSvcError(err, 'command-timeout'), 'a command nobody answers times out with a clear code');
   bus.close();
-  await t.rejects(bus.send({ type: 'math.double', data: { n: 1 } }), { code: 'bus-closed' });
+  await t.rejects(bus.send(rawCommand('math.double'), { n: 1 }), { code: 'bus-closed' });
   await t.rejects(bus.publish(ev('a.late')), { code: 'bus-closed' });
 });
 
@@ -111,7 +114,7 @@ t.test('transient messages reach listeners and never the log', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock });
   const got = firstValueFrom(bus.transient$.pipe(filter((m) => m.type === 'turn.text_delta')));
-  bus.emitTransient({ stream: 'turn:1', type: 'turn.text_delta', data: { text: 'hi' } });
+  bus.emitTransient(anyChunk({ stream: 'turn:1', type: 'turn.text_delta', data: { text: 'hi' } }));
   t.same((await got).data, { text: 'hi' });
   t.equal(log.lastSeq(), 0);
   bus.close();
@@ -173,10 +176,46 @@ t.test('publish with an expected version: a stale publisher alone gets the confl
 
 t.test('publish with an expected version: a broken log still rejects every publish of the tick', async (t) => {
   const log = new MemoryEventLog();
-  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full', 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
+  const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full' as ErrorCode, 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
   const r = await Promise.allSettled([bus.publish(ev('a.one'), { expectedVersion: 0 }), bus.publish(ev('a.two')), bus.publish(ev('a.three'), { expectedVersion: 0 })]);
   t.same(r.map((x) => x.status), ['rejected', 'rejected', 'rejected']);
-  t.ok(r.every((x) => isSvcError((x as PromiseRejectedResult).reason, 'disk-full') || isSvcError((x as PromiseRejectedResult).reason, 'version-conflict')), 'each gets a clear reason');
+  t.ok(r.every((x) => isSvcError((x as PromiseRejectedResult).reason, 'disk-full' as ErrorCode) || isSvcError((x as PromiseRejectedResult).reason, 'version-conflict')), 'each gets a clear reason');
+  bus.close();
+});
+
+t.test('handle parses the data with the declaration: a refused payload never reaches the handler', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  const seen: unknown[] = [];
+  const greet = defineCommand('greet.someone', v.strictObject({ name: v.pipe(v.string(), v.trim(), v.minLength(1)) }), v.string());
+  const strict = defineCommand('greet.strictly', v.strictObject({ name: v.string() }), v.string(), { invalidCode: 'invalid-body' });
+  bus.handle(greet, 'greeter', ({ data }) => {
+    seen.push(data);
+    return `hello ${data.name}`;
+  });
+  bus.handle(strict, 'greeter', ({ data }) => `hello ${data.name}`);
+  t.equal(await bus.send(greet, { name: '  ada ' }), 'hello ada', 'the handler gets the schema output (trimmed)');
+  for (const bad of [undefined, null, 42, 'ada', [], {}, { name: '' }, { name: 7 }, { name: 'x', extra: true }]) {
+    await t.rejects(bus.send(rawCommand('greet.someone'), bad), { code: 'invalid-command', message: /^greet\.someone data/ }, JSON.stringify(bad));
+  }
+  await t.rejects(bus.send(rawCommand('greet.strictly'), { name: 1 }), { code: 'invalid-body', message: /^greet\.strictly data\.name: / });
+  t.same(seen, [{ name: 'ada' }], 'nothing refused was handled');
+  bus.close();
+});
+
+t.test('the compiler refuses an undeclared event type, a wrong payload and a wrong command payload', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog(), clock });
+  // Never called: these lines are here for `tsc`, which fails the build if any of them compiles.
+  const neverCalled = () => {
+    // @ts-expect-error not a declared event type
+    void bus.publish({ stream: 's:1', type: 'x.unknown', data: {} });
+    // @ts-expect-error a declared type with a payload its schema does not describe
+    void bus.publish({ stream: 'registry', type: 'registry.agent_added', data: { nom: 'x' } });
+    // @ts-expect-error agent.abort takes a chat id, not text
+    void bus.send(AGENT_COMMANDS.abort, { text: 'stop' });
+  };
+  t.type(neverCalled, 'function');
+  const added = await bus.publish({ stream: 'registry', type: REGISTRY_EVENTS.agent_added, data: { name: 'x' } });
+  t.same([added.type, added.data.name], ['registry.agent_added', 'x'], 'a declared fact publishes and comes back typed');
   bus.close();
 });

@@ -10,9 +10,10 @@ import { Bus, serveAgents, turnStreamOf } from '../../bus/index.js';
 import type { DirectLimits } from '../../edges/index.js';
 import { startDirectApi, type DirectApiServer } from '../fixtures/direct-api.js';
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
-import { defaultConfig, type AgentConfig, type AgentMessage, type Envelope, type TurnChunk, type TurnOutcome } from '../../schemas/index.js';
+import { AGENT_COMMANDS, defaultConfig, type AgentConfig, type AgentMessage, type AnyEnvelope, type TurnChunk, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
+import { anyEvent } from '../fixtures/any-event.js';
 
 type T = Test;
 type Frame = Record<string, any>;
@@ -272,7 +273,7 @@ class Client {
   }
 }
 
-const facts = (env: Env, stream?: string) => env.log.read().filter((e: Envelope) => e.stream.startsWith('conn:') && (!stream || e.stream === stream));
+const facts = (env: Env, stream?: string) => env.log.read().filter((e: AnyEnvelope) => e.stream.startsWith('conn:') && (!stream || e.stream === stream));
 const pk = (c: Client) => Buffer.from(c.keys.publicKey).toString('base64');
 
 // ------------------------------------------------------------------ tests
@@ -663,7 +664,7 @@ t.test('notifications are pushed to authenticated connections only', async (t) =
   const a = await Client.authed(env.url, { chat_id: 1 });
   const b = await Client.authed(env.url, { chat_id: 2, channel_id: 3 });
   const pending = await Client.open(env.url);
-  await env.bus.publish({ stream: 'notification:n1', type: 'notification.created', data: { id: 'n1', title: 'Build', body: 'done', read: false, severity: 'info', type: 'task' } });
+  await env.bus.publish(anyEvent({ stream: 'notification:n1', type: 'notification.created', data: { id: 'n1', title: 'Build', body: 'done', read: false, severity: 'info', type: 'task' } }));
   for (const c of [a, b]) {
     t.same(await c.next((f) => f.type === 'notification'), { type: 'notification', notification: { id: 'n1', title: 'Build', body: 'done', read: false } });
   }
@@ -756,7 +757,7 @@ t.test('an answer a restart cut off reaches its chat once: on its next connectio
   const { bus, url } = await serve(t);
   const owed = new Map<string, string[]>([['api:7', ['part one\n\n[cut off]']]]);
   const asked: string[] = [];
-  bus.handle<{ session_key: string }, unknown>('agent.take_interrupted', 'test', (cmd) => {
+  bus.handle(AGENT_COMMANDS.takeInterrupted, 'test', (cmd) => {
     asked.push(cmd.data.session_key);
     const texts = owed.get(cmd.data.session_key) ?? [];
     owed.delete(cmd.data.session_key);
@@ -773,11 +774,11 @@ t.test('an answer a restart cut off reaches its chat once: on its next connectio
 
   owed.set('api:7', ['cut while you watched']);
   const [from1, from2] = [first.frames.length, second.frames.length];
-  await bus.publish({ stream: 'turn:z', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 'api:7', text: '' } });
+  await bus.publish(anyEvent({ stream: 'turn:z', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 'api:7', text: '' } }));
   for (const c of [first, second]) t.equal((await c.next((f) => f.type === 'result', c === first ? from1 : from2)).text, 'cut while you watched');
   // Hostile or unrelated facts ask nothing.
-  await bus.publish({ stream: 'turn:y', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 7 } });
-  await bus.publish({ stream: 'turn:x', type: 'turn.failed', data: { reason: 'exit-code', session_key: 'api:7' } });
+  await bus.publish(anyEvent({ stream: 'turn:y', type: 'turn.failed', data: { reason: 'daemon-restarted', session_key: 7 } }));
+  await bus.publish(anyEvent({ stream: 'turn:x', type: 'turn.failed', data: { reason: 'exit-code', session_key: 'api:7' } }));
   other.sendSealed({ type: 'message', text: 'still here' });
   t.equal((await other.next((f) => f.type === 'result')).text, 'echo: still here');
   t.notOk(other.frames.some((f) => f.type === 'result' && f.interrupted), 'another chat hears nothing of it');

@@ -2,7 +2,7 @@
 // they need; each surface has one status table; start-up conflicts are refused. Real uWS on port 0.
 import t from 'tap';
 import { COMMON_STATUSES, HttpServer, combineStatusTables, json, type Authenticator, type Credential, type Route, type Surface } from '../../edges/index.js';
-import { SvcError, isSvcError, type Principal, type Role } from '../../schemas/index.js';
+import { SvcError, isSvcError, type ErrorCode, type Principal, type Role } from '../../schemas/index.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
 
 const person = (id: string, role: Role | null): Principal => ({
@@ -104,13 +104,13 @@ t.test('an authenticator that breaks is an internal error, logged, with nothing 
 });
 
 t.test('each surface maps its errors through its own table', async (t) => {
-  const thrower = (code: string): Route => ({ method: 'GET', pattern: `/${code}`, auth: 'public', handler: () => { throw new SvcError(code, `${code} happened`); } });
+  const thrower = (code: ErrorCode): Route => ({ method: 'GET', pattern: `/${code}`, auth: 'public', handler: () => { throw new SvcError(code, `${code} happened`); } });
   const { port, internal } = await serveSurfaces(t, [
-    { name: 'tea', statuses: { 'teapot-code': 418 }, routes: [thrower('teapot-code')] },
+    { name: 'tea', statuses: { 'file-missing': 418 }, routes: [thrower('file-missing')] },
     // The same code means something else on another surface; a code no table maps is internal.
-    { name: 'other', statuses: {}, routes: [{ ...thrower('teapot-code'), pattern: '/other' }, thrower('not-found')] },
+    { name: 'other', statuses: {}, routes: [{ ...thrower('file-missing'), pattern: '/other' }, thrower('not-found')] },
   ]);
-  t.same(await call(port, '/teapot-code'), { status: 418, body: { error: 'teapot-code happened', code: 'teapot-code' } });
+  t.same(await call(port, '/file-missing'), { status: 418, body: { error: 'file-missing happened', code: 'file-missing' } });
   t.same((await call(port, '/other')).status, 500, 'unmapped on this surface');
   t.same((await call(port, '/not-found')).status, 404, 'common codes map everywhere');
   t.equal(internal.length, 1);
@@ -133,7 +133,7 @@ t.test('start-up conflicts are refused, naming them', async (t) => {
     }
     return undefined;
   };
-  const refused = (what: string, surfaces: Surface[], code: string, message: RegExp) => {
+  const refused = (what: string, surfaces: Surface[], code: ErrorCode, message: RegExp) => {
     const e = thrown(() => mountAll(surfaces));
     t.ok(isSvcError(e, code), `${what}: ${code}`);
     t.match((e as Error | undefined)?.message, message, `${what}: says which`);

@@ -6,7 +6,7 @@ import { open } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { json, parseJsonBody, type PublicRoute } from '../../edges/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { SvcError, type ErrorCode } from '../../schemas/index.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
 
 const Body = v.object({ name: v.pipe(v.string(), v.minLength(1)), count: v.optional(v.number(), 1) });
@@ -28,7 +28,7 @@ t.test('routing, params, JSON bodies and the error table', async (t) => {
   const { call, internal } = await serve(t, [
     { method: 'GET', pattern: '/items/:id', handler: (r) => json(200, { id: r.params.id, q: r.query.get('q'), h: r.headers['x-h'] }) },
     { method: 'POST', pattern: '/items', maxBodyBytes: 64, handler: (r) => json(201, parseJsonBody(r, Body)) },
-    { method: 'GET', pattern: '/teapot', handler: () => { throw new SvcError('teapot-code', 'short and stout'); } },
+    { method: 'GET', pattern: '/teapot', handler: () => { throw new SvcError('teapot-code' as ErrorCode, 'short and stout'); } },
     { method: 'GET', pattern: '/boom', handler: () => { throw new Error('secret internals'); } },
   ]);
   let r = await call('/items/a%2Fb?q=1', { headers: { 'x-h': 'yes' } });

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { Bus } from '../../bus/index.js';
 import { agentTokenAuthenticator, internalRoutes, ownerTokenAuthenticator, type HttpRequest } from '../../edges/index.js';
-import { isSvcError } from '../../schemas/index.js';
+import { isSvcError, type ErrorCode } from '../../schemas/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { BOB_TOKEN, MAIN_TOKEN, REGISTRY, USERS, attachFakeRuntime } from '../fixtures/internal-api.js';
 
@@ -31,7 +31,7 @@ t.test('agent-token: the agent named by from, acting for the caller user', async
   t.match(await auth.authenticate(request('POST', { body: { from: 'dave' } })), { kind: 'agent', id: 'dave' }, 'legacy token-less agent');
   t.match(warnings, [/legacy mode/]);
 
-  const refusals: [string, HttpRequest, string][] = [
+  const refusals: [string, HttpRequest, ErrorCode][] = [
     ['bob with main token', request('POST', { token: MAIN_TOKEN, body: { from: 'bob' } }), 'unauthorized'],
     ['no from in a body', request('POST', { token: MAIN_TOKEN, body: { to: 'bob' } }), 'invalid-body'],
     ['from of the wrong type', request('POST', { token: MAIN_TOKEN, body: { from: ['main'] } }), 'invalid-body'],

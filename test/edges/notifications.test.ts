@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { startNotifier } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { API_STATUSES, notificationRoutes } from '../../edges/index.js';
-import { PROJECTIONS, SqliteEventLog, notificationReadModel, type Notification } from '../../store/index.js';
+import type { Notification } from '../../schemas/index.js';
+import { PROJECTIONS, SqliteEventLog, notificationReadModel } from '../../store/index.js';
+import { rawCommand } from '../fixtures/any-event.js';
 import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -36,7 +38,7 @@ async function serve(t: TT) {
     return { status: r.status, body: text ? (JSON.parse(text) as unknown) : null };
   };
   const create = async (data: Record<string, unknown>) => {
-    await bus.send({ type: 'notification.create', data });
+    await bus.send(rawCommand('notification.create'), data);
     now += 1000;
   };
   return { call, create, log, internal };

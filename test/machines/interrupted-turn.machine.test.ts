@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createActor } from 'xstate';
-import { interruptedTurnMachine, restoreInterruptedTurn, type Fact, type InterruptedTurnContext } from '../../machines/index.js';
-import type { Envelope } from '../../schemas/index.js';
+import { interruptedTurnMachine, restoreInterruptedTurn, type InterruptedTurnContext } from '../../machines/index.js';
+import type { AnyEnvelope, Fact } from '../../schemas/index.js';
 
 const owing: InterruptedTurnContext = { agent: 'main', sessionKey: 'api:7', prompt: 'q', text: 'half', noticeDelivered: false, retried: false };
 
@@ -36,7 +36,7 @@ t.test('given an owing turn, when a newer cut supersedes its retry, then no fact
 });
 
 t.test('the restore fold: only a cut turn with a prompt that still owes something comes back', async (t) => {
-  const env = (seq: number, type: string, data: Record<string, unknown>): Envelope => ({ seq, at: '2026-11-21T07:00:00.000Z', stream: 'turn:a', type, data: data as Envelope['data'] });
+  const env = (seq: number, type: string, data: Record<string, unknown>): AnyEnvelope => ({ seq, at: '2026-11-21T07:00:00.000Z', stream: 'turn:a', type, data: data as AnyEnvelope['data'] });
   const started = env(1, 'turn.started', { agent: 'main', session_key: 'api:7', prompt: 'q' });
   const cut = env(2, 'turn.failed', { reason: 'daemon-restarted', text: 'half' });
   t.same(restoreInterruptedTurn([started, cut]), { value: 'owing', context: owing });

@@ -3,7 +3,6 @@ import {
   EMPTY_BODIES,
   EMPTY_THROTTLE_STATE,
   MAX_NOTIFICATION_BODY_CHARS,
-  NOTIFICATION_SEVERITIES,
   THROTTLE_WINDOW_MS,
   TRUNCATION_MARK,
   classify,
@@ -12,9 +11,8 @@ import {
   shouldThrottle,
   truncateBody,
   type NotificationOccurrence,
-  type Severity,
 } from '../../machines/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { NOTIFICATION_SEVERITIES, SvcError, type Severity } from '../../schemas/index.js';
 
 t.test('the severity table, row by row', async (t) => {
   const rows: [NotificationOccurrence, ReturnType<typeof classify>][] = [

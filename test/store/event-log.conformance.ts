@@ -1,19 +1,19 @@
 import type tap from 'tap';
 import { isSvcError } from '../../schemas/index.js';
-import type { Envelope, NewEvent } from '../../schemas/index.js';
+import type { AnyEnvelope, ErrorCode, AnyNewEvent } from '../../schemas/index.js';
 import { MAX_EVENT_DATA_BYTES } from '../../store/index.js';
 import type { EventLog } from '../../store/index.js';
 
 type T = Parameters<Parameters<typeof tap.test>[0]>[0];
 
 /** Both implementations import golden logs; it is not on the EventLog interface. */
-type WithRaw = EventLog & { appendRaw?: (envs: readonly Envelope[]) => number };
+type WithRaw = EventLog & { appendRaw?: (envs: readonly AnyEnvelope[]) => number };
 
 const AT = '2024-05-01T12:00:00.000Z';
 const at = (s: number) => new Date(Date.parse(AT) + s * 1000).toISOString();
-const ev = (stream: string, type: string, data: Record<string, unknown> = {}): NewEvent => ({ stream, type, data: data as NewEvent['data'] });
+const ev = (stream: string, type: string, data: Record<string, unknown> = {}): AnyNewEvent => ({ stream, type, data: data as AnyNewEvent['data'] });
 
-function throwsCode(t: T, fn: () => unknown, code: string, msg: string, match?: RegExp): void {
+function throwsCode(t: T, fn: () => unknown, code: ErrorCode, msg: string, match?: RegExp): void {
   try {
     fn();
     t.fail(`${msg}: expected SvcError ${code}, nothing thrown`);
@@ -52,8 +52,8 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     for (let i = 0; i < 21; i++) log.append([ev(streams[i % streams.length]!, types[i % types.length]!, { i })], at(i));
     const all = log.read();
     t.equal(all.length, 21);
-    const seqs = (es: Envelope[]) => es.map((e) => e.seq);
-    const expect = (pred: (e: Envelope) => boolean) => seqs(all.filter(pred));
+    const seqs = (es: AnyEnvelope[]) => es.map((e) => e.seq);
+    const expect = (pred: (e: AnyEnvelope) => boolean) => seqs(all.filter(pred));
 
     t.same(seqs(log.read({ stream: 'task:1' })), expect((e) => e.stream === 'task:1'), 'stream');
     t.same(log.read({ stream: 'nope' }), [], 'unknown stream');
@@ -137,7 +137,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     log.append([ev('a:1', 'a.done', { ok: 1 })], AT);
     const before = log.read();
     const good = ev('a:1', 'a.done');
-    const bad: [string, unknown, string, RegExp?][] = [
+    const bad: [string, unknown, ErrorCode, RegExp?][] = [
       ['type not dot-named', ev('a:1', 'Done'), 'invalid-event', /#1.*type/],
       ['empty stream', ev('', 'a.done'), 'invalid-event', /stream/],
       ['stream over 200 chars', ev('s'.repeat(201), 'a.done'), 'invalid-event'],
@@ -154,14 +154,14 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
       ['oversized data', ev('a:1', 'a.done', { blob: 'x'.repeat(MAX_EVENT_DATA_BYTES) }), 'event-too-large', /limit/],
     ];
     for (const [what, e, code, match] of bad) {
-      throwsCode(t, () => log.append([good, e as NewEvent, good], at(1)), code, what, match);
+      throwsCode(t, () => log.append([good, e as AnyNewEvent, good], at(1)), code, what, match);
     }
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     throwsCode(t, () => log.append([ev('a:1', 'a.done', circular)], at(1)), 'invalid-event', 'circular data', /circular/);
     throwsCode(t, () => log.append([good], 'yesterday'), 'invalid-event', 'at not ISO', /at must be/);
     throwsCode(t, () => log.append([good], '2024-05-01T12:00:00+02:00'), 'invalid-event', 'at not UTC');
-    throwsCode(t, () => log.append('nope' as unknown as NewEvent[], AT), 'invalid-event', 'batch not an array');
+    throwsCode(t, () => log.append('nope' as unknown as AnyNewEvent[], AT), 'invalid-event', 'batch not an array');
     t.same(log.read(), before, 'the log is unchanged');
     t.equal(log.lastSeq(), 1);
     t.same(log.append([good], at(2)).map((e) => e.seq), [2], 'no seq was used up by the failures');
@@ -170,7 +170,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
   t.test(`${name}: 20 interleaved producers lose nothing and keep their order`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
-    const returned: Envelope[] = [];
+    const returned: AnyEnvelope[] = [];
     const producer = async (p: number) => {
       for (let b = 0; b < 200; b++) {
         await new Promise<void>((r) => setImmediate(r));
@@ -311,7 +311,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
       t.comment('no appendRaw: import not supported by this implementation');
       return;
     }
-    const golden: Envelope[] = [
+    const golden: AnyEnvelope[] = [
       { seq: 3, at: '2023-01-01T00:00:00.000Z', stream: 'task:1', type: 'task.created', data: { a: 1 } },
       { seq: 7, at: '2023-01-01T00:00:01.000Z', stream: 'task:1', type: 'task.finished', data: {}, causation: 3, by: 'agent:x' },
     ];

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { isSvcError } from '../../schemas/index.js';
-import type { Envelope } from '../../schemas/index.js';
+import type { AnyEnvelope } from '../../schemas/index.js';
 import {
   DIFF_LINES_PER_TABLE,
   MemoryEventLog,
@@ -89,7 +89,7 @@ t.test('diffProjections names missing, extra and changed rows and caps each tabl
   const live = new Database(':memory:');
   const scratch = new Database(':memory:');
   t.teardown(() => (live.close(), scratch.close()));
-  const events: Envelope[] = Array.from({ length: 30 }, (_, i) => ({ seq: i + 1, at: AT, stream: `s:${String(i).padStart(2, '0')}`, type: 'x.done', data: {} }));
+  const events: AnyEnvelope[] = Array.from({ length: 30 }, (_, i) => ({ seq: i + 1, at: AT, stream: `s:${String(i).padStart(2, '0')}`, type: 'x.done', data: {} }));
   rebuildProjections(live, [streamHeadsProjection], events);
   rebuildProjections(scratch, [streamHeadsProjection], events);
   live.prepare(`DELETE FROM stream_heads WHERE stream = 's:00'`).run();

@@ -13,9 +13,9 @@ import {
   rebuildProjections,
   unreadNotificationCount,
   unreadNotificationIds,
-  type Notification,
 } from '../../store/index.js';
-import type { NewEvent } from '../../schemas/index.js';
+import type { NewEvent, Notification } from '../../schemas/index.js';
+import { anyEvent, rawCommand } from '../fixtures/any-event.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -34,7 +34,7 @@ function setup(t: TT, file = join(t.testdir(), 'events.db')) {
     bus.close();
     log.close();
   });
-  const create = (data: Record<string, unknown>) => bus.send<{ persisted: boolean; notification?: Notification }>({ type: 'notification.create', data });
+  const create = (data: Record<string, unknown>) => bus.send(rawCommand<{ persisted: boolean; notification?: Notification }>('notification.create'), data);
   const advance = (ms: number) => (now += ms);
   return { log, bus, db, create, advance, file };
 }
@@ -86,8 +86,8 @@ t.test('created notifications fold into rows the queries return', async (t) => {
   t.equal(unreadNotificationCount(s.db), 4, 'silent never counts');
   t.same(unreadNotificationIds(s.db), ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'], 'read-all candidates include silent, oldest first');
 
-  await s.bus.send({ type: 'notification.mark_read', data: { id: 'n4' } });
-  await s.bus.send({ type: 'notification.mark_read', data: { id: 'n2' } });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n4' });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n2' });
   t.equal(getNotification(s.db, 'n4')!.read, true);
   t.equal(unreadNotificationCount(s.db), 3, 'reading a silent one changes no count');
   t.same(ids(listNotifications(s.db, { unread_only: true })), ['n6', 'n5', 'n3', 'n1']);
@@ -95,7 +95,7 @@ t.test('created notifications fold into rows the queries return', async (t) => {
   t.same(ids(listNotifications(s.db, { unread_only: true, severity: ['warning'] })), []);
   t.same(ids(listNotifications(s.db, { unread_only: true, limit: 1 })), ['n6']);
 
-  await s.bus.send({ type: 'notification.mark_all_read', data: {} });
+  await s.bus.send(rawCommand('notification.mark_all_read'), {});
   t.equal(unreadNotificationCount(s.db), 0);
   t.same(listNotifications(s.db, { unread_only: true }), []);
   t.same(unreadNotificationIds(s.db), []);
@@ -133,15 +133,15 @@ t.test('the fold tolerates odd events from imported logs without failing the bat
   const s = setup(t);
   const good = { id: 'g1', title: 'first', body: 'b', read: false, severity: 'warning', type: 'webhook', agent: null, status: null, source_id: null, created_at: '2026-11-22T10:00:00.000Z' };
   await s.bus.publishAll([
-    { stream: 'notification:g1', type: 'notification.created', data: good },
-    { stream: 'notification:g1', type: 'notification.created', data: { ...good, title: 'second copy' } },
-    { stream: 'notification:x', type: 'notification.created', data: { title: 'no id', severity: 'info' } },
-    { stream: 'notification:y', type: 'notification.created', data: { id: 'y', title: 'bad severity', severity: 'loud' } },
-    { stream: 'notification:z', type: 'notification.created', data: { id: 'z', severity: 'info' } },
-    { stream: 'notification:zz', type: 'notification.read', data: { id: 'zz' } },
-    { stream: 'notification:zz', type: 'notification.read', data: {} },
-    { stream: 'notifications', type: 'notification.all_read', data: { ids: 'g1' } },
-    { stream: 'notifications', type: 'notification.all_read', data: { ids: [1, null, 'missing'] } },
+    anyEvent({ stream: 'notification:g1', type: 'notification.created', data: good }),
+    anyEvent({ stream: 'notification:g1', type: 'notification.created', data: { ...good, title: 'second copy' } }),
+    anyEvent({ stream: 'notification:x', type: 'notification.created', data: { title: 'no id', severity: 'info' } }),
+    anyEvent({ stream: 'notification:y', type: 'notification.created', data: { id: 'y', title: 'bad severity', severity: 'loud' } }),
+    anyEvent({ stream: 'notification:z', type: 'notification.created', data: { id: 'z', severity: 'info' } }),
+    anyEvent({ stream: 'notification:zz', type: 'notification.read', data: { id: 'zz' } }),
+    anyEvent({ stream: 'notification:zz', type: 'notification.read', data: {} }),
+    anyEvent({ stream: 'notifications', type: 'notification.all_read', data: { ids: 'g1' } }),
+    anyEvent({ stream: 'notifications', type: 'notification.all_read', data: { ids: [1, null, 'missing'] } }),
   ]);
   t.equal(s.log.lastSeq(), 9, 'every event committed');
   t.same(ids(listNotifications(s.db)), ['z', 'g1']);
@@ -155,10 +155,10 @@ t.test('replay: folding the log again gives the same rows, twice over and across
   const dir = t.testdir();
   const s = setup(t, join(dir, 'events.db'));
   await seed(s);
-  await s.bus.send({ type: 'notification.mark_read', data: { id: 'n1' } });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n1' });
   s.advance(5000);
   await s.create({ source: 'system', outcome: 'error', title: 'config reload failed', body: 'bad json' });
-  await s.bus.send({ type: 'notification.mark_all_read', data: {} });
+  await s.bus.send(rawCommand('notification.mark_all_read'), {});
   await s.create({ source: 'webhook', outcome: 'error', title: 'late', body: 'x', source_id: 'hook:stripe' });
   const live = listNotifications(s.db, { limit: 500 });
   t.equal(live.length, 8);

@@ -1,0 +1,19 @@
+import * as v from 'valibot';
+import { typeNames } from './type-names.js';
+
+/*
+ * Stream `conn:<id>`: one direct-API WebSocket connection, from authentication on (a socket that
+ * never authenticates records nothing; see machines/connection.machine.ts).
+ */
+
+export const AUTH_REJECTIONS = ['auth_timeout', 'auth_required', 'auth_failed'] as const;
+export type AuthRejection = (typeof AUTH_REJECTIONS)[number];
+export const CONNECTION_CLOSE_REASONS = [...AUTH_REJECTIONS, 'client', 'nonce_limit', 'backpressure', 'shutdown'] as const;
+export type ConnectionCloseReason = (typeof CONNECTION_CLOSE_REASONS)[number];
+
+export const CONNECTION_EVENT_SCHEMAS = {
+  'connection.authenticated': v.object({ chat_id: v.number(), channel_id: v.nullable(v.number()) }),
+  'connection.closed': v.object({ reason: v.picklist(CONNECTION_CLOSE_REASONS), code: v.number() }),
+};
+export const CONNECTION_EVENTS = typeNames(CONNECTION_EVENT_SCHEMAS);
+export type ConnectionEventType = (typeof CONNECTION_EVENTS)[keyof typeof CONNECTION_EVENTS];

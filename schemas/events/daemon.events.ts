@@ -1,0 +1,13 @@
+import * as v from 'valibot';
+import { typeNames } from './type-names.js';
+
+/** Stream `daemon`: one run of svc from start to stop. */
+export const DAEMON_EVENT_SCHEMAS = {
+  'daemon.started': v.object({ pid: v.number(), version: v.string(), home: v.string(), node: v.string() }),
+  /** The previous run ended without `daemon.stopped`: it crashed or was killed. */
+  'daemon.recovered': v.object({ previous_pid: v.number(), previous_started_at: v.string() }),
+  'daemon.ready': v.object({ subsystems: v.array(v.string()) }),
+  'daemon.stopping': v.object({ reason: v.string() }),
+  'daemon.stopped': v.object({ reason: v.string() }),
+};
+export const DAEMON_EVENTS = typeNames(DAEMON_EVENT_SCHEMAS);
