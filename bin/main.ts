@@ -20,6 +20,7 @@ commands:
   start               run the daemon in the foreground (the default command)
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
+  config reference    every config field: type, default, hot-reloadable or not (markdown)
   api enable          enable the direct API and generate its token
   ask [--agent A] [--chat N] [--new] MSG
                       send one message to the running daemon and stream the answer (MSG "-" reads stdin)
