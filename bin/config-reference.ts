@@ -192,7 +192,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   log_level: 'Log level of svc.log and stderr; `--verbose` on `svc start` overrides it with DEBUG.',
   provider: 'Default provider CLI: `claude` (Claude Code), `codex` (Codex) or `gemini` (Gemini CLI).',
   model: 'Default model id; its provider is derived from it (Claude ids, `gemini-*` and Gemini aliases, else Codex).',
-  svc_home: 'Home directory svc keeps everything in; `--home` and `$SVC_HOME` choose the home that is read.',
+  svc_home: 'Informational: the home svc runs on is `--home DIR`, else `$SVC_HOME`, else `~/.svc`; changing this field does not move it.',
   idle_timeout_minutes: 'A chat session idle this long starts afresh; 0 never expires sessions.',
   session_age_warning_hours: 'After a session is this old, every 10th answer adds a reminder to start a new one with `/new`.',
   daily_reset_hour: 'Hour (in `user_timezone`) of the daily session reset.',
@@ -350,6 +350,23 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   'agents[].description': 'What the agent is for, shown in agent lists.',
 };
 
+/**
+ * Fields (or whole blocks) this version accepts and keeps but nothing reads yet: the chat
+ * transports, the sandbox, scheduled observers and the admin panel are not built. Said in the
+ * reference so nobody sets them and waits for an effect; remove an entry when its feature lands.
+ */
+export const NOT_YET_USED: readonly string[] = [
+  'transport', 'transports', 'telegram_token', 'allowed_group_ids', 'group_mention_only', 'update_check',
+  'matrix', 'streaming', 'docker', 'heartbeat', 'cleanup', 'webhooks', 'fileshare', 'image', 'scene', 'workflow',
+  'memory.module_line_limit', 'memory.session_max_age_days', 'memory.check_hour', 'memory.vector_search',
+  'memory.vector_model', 'memory.vector_results', 'tasks.enabled', 'tasks.max_parallel', 'timeouts.subagent',
+  'timeouts.warning_intervals', 'api.jwt_secret', 'api.cors_origins',
+];
+
+export function notYetUsed(path: string): boolean {
+  return NOT_YET_USED.some((p) => path === p || path.startsWith(`${p}.`) || path.startsWith(`${p}[]`));
+}
+
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 
 function table(rows: FieldRow[], withReload: boolean): string[] {
@@ -357,7 +374,8 @@ function table(rows: FieldRow[], withReload: boolean): string[] {
   return [
     ...head,
     ...rows.map((r) => {
-      const cells = [`\`${r.path}\``, r.type, r.default, ...(withReload ? [r.reload ?? ''] : []), FIELD_NOTES[r.path] ?? ''];
+      const note = `${notYetUsed(r.path.replace(/^agents\[\]\./, '')) ? '*Not used by this version yet.* ' : ''}${FIELD_NOTES[r.path] ?? ''}`;
+      const cells = [`\`${r.path}\``, r.type, r.default, ...(withReload ? [r.reload ?? ''] : []), note];
       return `| ${cells.map(cell).join(' | ')} |`;
     }),
   ];
@@ -388,6 +406,9 @@ export function configReference(): string {
     '  with a warning (stderr and `logs/svc.log`) and the last good configuration stays in force.',
     '- Nested blocks are written as JSON objects: `api.port` is `{"api": {"port": 8741}}`. A block',
     '  may name only the keys it changes. `[]` marks the fields of each item of a list.',
+    '- Fields marked *Not used by this version yet* are accepted and kept, but nothing in this version',
+    '  of svc reads them: the Telegram and Matrix transports, the Docker sandbox, heartbeat, cleanup,',
+    '  webhooks, workflows and the admin panel are not included yet.',
     '- Timeouts: `cli_timeout` (default 1800) is copied into `timeouts.normal` only when the file sets',
     '  `cli_timeout` to a value other than 600 and does not set `timeouts.normal`; an untouched',
     '  configuration gives foreground turns 600 seconds.',
