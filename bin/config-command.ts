@@ -3,10 +3,12 @@ import { SvcError, maskSecrets } from '../schemas/index.js';
 import { parseConfigText } from '../machines/index.js';
 import { existingDirectories, loadConfig, loadRegistry, type HomePaths } from '../store/index.js';
 import { parse } from './cli-args.js';
+import { configReference } from './config-reference.js';
 
 const USAGE = `usage:
   svc config show [--json]     the effective configuration (defaults filled in), secrets as ***
-  svc config validate          check config.json and the sub-agent registry; exit 1 on the first problem`;
+  svc config validate          check config.json and the sub-agent registry; exit 1 on the first problem
+  svc config reference         every field with its type, default and reload behaviour (markdown)`;
 
 export function configCommand(args: string[], paths: HomePaths): number {
   const [sub, ...rest] = args;
@@ -24,6 +26,10 @@ export function configCommand(args: string[], paths: HomePaths): number {
     }
     case 'validate':
       return validate(paths);
+    case 'reference':
+      // Reads no file: the reference comes from the schemas alone.
+      process.stdout.write(configReference());
+      return 0;
     default:
       throw new SvcError('usage', `unknown config subcommand '${sub}'\n${USAGE}`);
   }

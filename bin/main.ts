@@ -22,6 +22,7 @@ commands:
   stop [--timeout S]  stop the daemon running on this home and wait until it has exited
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
+  config reference    every config field: type, default, hot-reloadable or not (markdown)
   api enable          enable the direct API and generate its token
   ask [--agent A] [--chat N] [--new] MSG
                       send one message to the running daemon and stream the answer (MSG "-" reads stdin)
