@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
 import { daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn } from '../machines/index.js';
-import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope } from '../schemas/index.js';
+import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };
@@ -60,7 +60,14 @@ const daemonReplay: MachineReplay<typeof daemonMachine> = {
           own: true,
         };
       case DAEMON_EVENTS.ready:
-        return { send: { type: 'ready', subsystems: Array.isArray(d.subsystems) ? d.subsystems.map(String) : [] }, own: true };
+        return {
+          send: {
+            type: 'ready',
+            subsystems: Array.isArray(d.subsystems) ? d.subsystems.map(String) : [],
+            ...(Array.isArray(d.listeners) ? { listeners: d.listeners as Listener[] } : {}),
+          },
+          own: true,
+        };
       case DAEMON_EVENTS.stopping:
         return { send: { type: 'stop', reason: String(d.reason) }, own: true };
       case DAEMON_EVENTS.stopped:

@@ -1,9 +1,11 @@
 import type { ActorHost, AgentSupervisor } from '../actors/index.js';
 import type { Bus } from '../bus/index.js';
-import { describeError, type AgentConfig } from '../schemas/index.js';
+import { transportStatuses } from '../machines/index.js';
+import { describeError, type AgentConfig, type Listener } from '../schemas/index.js';
 import type { SqliteEventLog } from '../store/index.js';
 import { DAEMON_SUBSYSTEMS, DaemonContext, type DaemonOptions } from './daemon-subsystems.js';
 import { VERSION } from './package-info.js';
+import { startBanner } from './start-banner.js';
 import { startSubsystems } from './subsystems.js';
 
 export type { DaemonOptions } from './daemon-subsystems.js';
@@ -14,6 +16,10 @@ export interface RunningDaemon {
   internalPort: number;
   /** Where the API server listens; null when no surface needs it (`api.enabled` false). */
   apiPort: number | null;
+  /** Every port this run serves. */
+  listeners: Listener[];
+  /** The start banner: home, config, listeners, transports, next step. */
+  banner(): string;
   host: ActorHost;
   agents: AgentSupervisor;
   log: SqliteEventLog;
@@ -31,7 +37,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const started = await startSubsystems(DAEMON_SUBSYSTEMS, ctx);
   const { bus } = ctx;
   const { paths } = opts;
-  ctx.daemon.send({ type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)] });
+  const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
+  if (ctx.apiServer) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
+  ctx.daemon.send({ type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
   let stopping: Promise<void> | null = null;
@@ -39,6 +47,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     bus,
     internalPort: ctx.internalApi.port,
     apiPort: ctx.apiServer?.port ?? null,
+    listeners,
+    banner: () =>
+      startBanner({
+        version: VERSION,
+        pid: process.pid,
+        paths,
+        configCreated: ctx.loaded.created,
+        listeners,
+        transports: transportStatuses(ctx.config()),
+        agents: ctx.agents.names(),
+        apiEnabled: ctx.config().api.enabled,
+      }),
     host: ctx.host,
     agents: ctx.agents,
     log: ctx.log,
@@ -55,12 +75,21 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   };
 }
 
-/** `svc start`: run until SIGINT/SIGTERM, then shut down cleanly and flush the log. */
-export async function runDaemon(opts: DaemonOptions): Promise<number> {
-  const daemon = await startDaemon(opts);
-  const signal = await new Promise<string>((resolve) => {
+/**
+ * `svc start`: run until SIGINT/SIGTERM, then shut down cleanly and flush the log. The first line
+ * is printed before anything is opened, so whoever started svc sees it at once; a signal that
+ * arrives while svc is still starting stops it as soon as the start is complete.
+ */
+export async function runDaemon(opts: DaemonOptions, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const signalled = new Promise<string>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  out.write(`svc ${VERSION} starting on ${opts.paths.root}\n`);
+  const daemon = await startDaemon(opts);
+  out.write(daemon.banner() + '\n');
+  const signal = await new Promise<string>((resolve) => {
+    void signalled.then(resolve);
     process.once('uncaughtException', (err) => {
       daemon.bus.emitLog('error', `uncaught exception: ${describeError(err)}`, { stack: err.stack ?? '' });
       resolve('crash');

@@ -1,6 +1,6 @@
 import { assign, emit, enqueueActions, setup } from 'xstate';
 import type { PreviousRun } from './daemon.logic.js';
-import { DAEMON_EVENTS, type Fact } from '../schemas/index.js';
+import { DAEMON_EVENTS, type Fact, type Listener } from '../schemas/index.js';
 
 export interface DaemonInput {
   pid: number;
@@ -10,7 +10,7 @@ export interface DaemonInput {
   previous: PreviousRun | null;
 }
 
-type DaemonEvent = { type: 'ready'; subsystems: string[] } | { type: 'stop'; reason: string } | { type: 'stopped' };
+type DaemonEvent = { type: 'ready'; subsystems: string[]; listeners?: Listener[] } | { type: 'stop'; reason: string } | { type: 'stopped' };
 
 /**
  * The daemon's own life: starting → running → stopping → stopped. Its facts open and close every
@@ -47,7 +47,7 @@ export const daemonMachine = setup({
       on: {
         ready: {
           target: 'running',
-          actions: emit(({ event }) => ({ type: DAEMON_EVENTS.ready, data: { subsystems: event.subsystems } })),
+          actions: emit(({ event }) => ({ type: DAEMON_EVENTS.ready, data: { subsystems: event.subsystems, ...(event.listeners ? { listeners: event.listeners } : {}) } })),
         },
         stop: { target: 'stopping', actions: 'rememberReason' },
       },

@@ -32,9 +32,14 @@ function missingCredentials(name: Transport, config: Pick<AgentConfig, 'telegram
   return missing.length ? `no ${missing.join(', ')} in config.json` : null;
 }
 
-export function transportStatuses(config: Pick<AgentConfig, 'transport' | 'transports' | 'telegram_token' | 'matrix'>): TransportStatus[] {
+export function transportStatuses(
+  config: Pick<AgentConfig, 'transport' | 'transports' | 'telegram_token' | 'matrix'>,
+  built: readonly Transport[] = BUILT_TRANSPORTS,
+): TransportStatus[] {
   const chosen = selected(config);
   return TRANSPORTS.map((name): TransportStatus => {
+    // Never point someone at a token for a transport this build cannot run: it would change nothing.
+    if (!built.includes(name)) return { name, on: false, why: 'not included in this version of svc yet', fix: null };
     if (!chosen.includes(name)) {
       return { name, on: false, why: 'not listed in transports', fix: `add "${name}" to transports in config.json` };
     }
@@ -43,7 +48,6 @@ export function transportStatuses(config: Pick<AgentConfig, 'transport' | 'trans
       const fix = name === 'telegram' ? 'set telegram_token (from @BotFather) in config.json' : 'set matrix.homeserver, matrix.user_id and a password or access_token in config.json';
       return { name, on: false, why: missing, fix };
     }
-    if (!BUILT_TRANSPORTS.includes(name)) return { name, on: false, why: 'configured, but this version of svc does not include it yet', fix: null };
     return { name, on: true, why: name === 'telegram' ? 'bot token set' : `as ${config.matrix.user_id} on ${config.matrix.homeserver}`, fix: null };
   });
 }

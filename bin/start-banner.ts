@@ -1,0 +1,52 @@
+import type { TransportStatus } from '../machines/index.js';
+import type { Listener } from '../schemas/index.js';
+import type { HomePaths } from '../store/index.js';
+
+/*
+ * What `svc start` tells the person who ran it, once: where its files are, what it listens on,
+ * which transports run and why the others do not, and what to do next. Plain text, no colour, so a
+ * terminal and journald read it alike.
+ */
+
+export interface BannerFacts {
+  version: string;
+  pid: number;
+  paths: Pick<HomePaths, 'root' | 'configFile' | 'logsDir' | 'eventsDb'>;
+  configCreated: boolean;
+  listeners: readonly Listener[];
+  transports: readonly TransportStatus[];
+  agents: readonly string[];
+  apiEnabled: boolean;
+}
+
+const LABEL = 12;
+const row = (label: string, value: string) => `  ${label.padEnd(LABEL)}${value}`;
+const more = (value: string) => `  ${' '.repeat(LABEL)}${value}`;
+
+function rows(label: string, values: readonly string[]): string[] {
+  return values.map((v, i) => (i === 0 ? row(label, v) : more(v)));
+}
+
+export function startBanner(f: BannerFacts): string {
+  const listeners = f.listeners.map((l) => `${l.surface.padEnd(14)}${l.host}:${l.port}`);
+  if (!f.apiEnabled) listeners.push('direct API    off (./bin/svc.js api enable turns it on, on 127.0.0.1)');
+  const transports = f.transports.map((t) => `${t.name} ${t.on ? 'on' : 'off'}: ${t.why}`);
+  const next: string[] = [];
+  const api = f.listeners.find((l) => l.surface === 'direct API');
+  if (api) next.push(`connect a client to ws://${api.host === '0.0.0.0' ? '127.0.0.1' : api.host}:${api.port}/ws with api.token from config.json (docs/direct-api.md)`);
+  else next.push('./bin/svc.js api enable, then restart, to talk to svc over its encrypted API');
+  const telegram = f.transports.find((t) => t.name === 'telegram');
+  if (telegram && !telegram.on && telegram.fix) next.push(`for Telegram: ${telegram.fix}`);
+  next.push('./bin/svc.js doctor checks the provider CLIs and their logins');
+  next.push('Ctrl-C (or ./bin/svc.js stop) stops svc; ./bin/svc.js service install runs it as a service');
+  return [
+    `svc ${f.version} running (pid ${f.pid})`,
+    row('home', f.paths.root),
+    row('config', `${f.paths.configFile}${f.configCreated ? ' (created with the defaults)' : ''}`),
+    row('log', `${f.paths.logsDir}/svc.log; events in ${f.paths.eventsDb}`),
+    ...rows('listening', listeners),
+    ...rows('transports', transports),
+    row('agents', f.agents.join(', ')),
+    ...rows('next', next),
+  ].join('\n');
+}

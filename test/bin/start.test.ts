@@ -1,0 +1,53 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readProcStat } from '../../store/index.js';
+import { exited, startSvc, until } from './cli-helpers.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function home(dir: string, config: Record<string, unknown>): string {
+  mkdirSync(join(dir, 'config'), { recursive: true });
+  writeFileSync(join(dir, 'config', 'config.json'), JSON.stringify({ interagent_port: 0, ...config }));
+  return dir;
+}
+
+t.test('svc start says where its files are, what it listens on, which transports run and what to do next', async (t) => {
+  const dir = home(join(t.testdir(), 'home'), { api: { enabled: true, host: '127.0.0.1', port: 0, token: 'tok-0123456789abcdef0123' } });
+  const daemon = startSvc(dir);
+  await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
+  const out = daemon.output();
+  t.match(out, new RegExp(`^svc \\d+\\.\\d+\\.\\d+ starting on ${dir}\\n`), 'the first line comes before anything else');
+  t.match(out, new RegExp(`\\n {2}home {8}${dir}\\n`));
+  t.match(out, new RegExp(`\\n {2}config {6}${dir}/config/config\\.json\\n`), 'an existing config is not announced as created');
+  t.match(out, /\n {2}listening {3}internal API {2}127\.0\.0\.1:\d+\n {14}direct API {4}127\.0\.0\.1:\d+\n/);
+  t.match(out, /\n {2}transports {2}telegram off: not included in this version of svc yet\n/);
+  t.match(out, /next {8}connect a client to ws:\/\/127\.0\.0\.1:\d+\/ws with api\.token/);
+  t.notMatch(out, /\u001b\[/, 'no terminal colour codes: journald gets plain text');
+  daemon.kill('SIGTERM');
+  t.equal(await exited(daemon), 0);
+});
+
+t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is left behind', async (t) => {
+  const dir = home(join(t.testdir(), 'home'), {});
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  npm.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const pid = Number((await until('the daemon runs', () => /svc \S+ running \(pid (\d+)\)/.exec(out)))[1]);
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone, as it should be
+    }
+  });
+  npm.kill('SIGTERM');
+  await exited(npm);
+  await until('the daemon has exited', () => {
+    const stat = readProcStat(pid);
+    return stat === null || stat.state === 'Z';
+  });
+  t.pass(`daemon pid ${pid} ended with its launcher`);
+});
