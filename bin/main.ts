@@ -10,6 +10,7 @@ import { eventsCommand } from './events-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { logsCommand } from './logs-command.js';
 import { serviceCommand } from './service-command.js';
+import { statusCommand } from './status-command.js';
 import { stopCommand } from './stop-command.js';
 import { VERSION } from './package-info.js';
 
@@ -19,6 +20,7 @@ usage: svc [command] [--home DIR]
 
 commands:
   start               run the daemon in the foreground (the default command)
+  status [--json]     whether the daemon runs: pid, uptime, listeners, agents, turns, last error
   stop [--timeout S]  stop the daemon running on this home and wait until it has exited
   config show         print the effective configuration, secrets masked
   config validate     check config.json and agents.json without starting
@@ -95,6 +97,8 @@ export async function main(argv: string[]): Promise<number> {
         return await askCommand(args, paths);
       case 'events':
         return await eventsCommand(args, paths);
+      case 'status':
+        return statusCommand(args, paths);
       case 'stop':
         return await stopCommand(args, paths);
       case 'doctor':

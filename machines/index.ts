@@ -26,3 +26,4 @@ export * from './interrupted-turn.logic.js';
 export * from './transport-status.logic.js';
 export * from './prompt.logic.js';
 export * from './interrupted-turn.machine.js';
+export * from './daemon-status.logic.js';

@@ -231,7 +231,7 @@ t.test('every command and subcommand answers --help with its usage and exit 0, a
   const commands = [
     [], ['start'], ['config'], ['config', 'show'], ['config', 'validate'], ['api'], ['api', 'enable'], ['ask'],
     ['auth'], ['auth', 'status'], ['auth', 'claude'], ['events'], ['events', 'tail'], ['events', 'show'], ['events', 'replay'],
-    ['doctor'], ['logs'], ['stop'], ['service'], ['service', 'install'], ['service', 'uninstall'], ['service', 'status'],
+    ['doctor'], ['logs'], ['stop'], ['status'], ['service'], ['service', 'install'], ['service', 'uninstall'], ['service', 'status'],
   ];
   for (const cmd of commands) {
     for (const flag of ['--help', '-h']) {

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readProcStat } from '../../store/index.js';
-import { exited, startSvc, until } from './cli-helpers.js';
+import { exited, startSvc, svc, until } from './cli-helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -50,4 +50,29 @@ t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is l
     return stat === null || stat.state === 'Z';
   });
   t.pass(`daemon pid ${pid} ended with its launcher`);
+});
+
+t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); how the last run ended once stopped (exit 3)', async (t) => {
+  const dir = home(join(t.testdir(), 'home'), {});
+  const before = svc(dir, ['status']);
+  t.equal(before.code, 3);
+  t.match(before.stdout, /svc is not running on .*\n {2}no run recorded yet/);
+
+  const daemon = startSvc(dir);
+  await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
+  const port = Number(/internal API {2}127\.0\.0\.1:(\d+)/.exec(daemon.output())![1]);
+  const r = svc(dir, ['status']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, new RegExp(`svc is running on ${dir} \\(pid ${daemon.pid}, up \\d+s, version \\d+\\.\\d+\\.\\d+\\)`));
+  t.match(r.stdout, new RegExp(`listening {3}internal API {2}127\\.0\\.0\\.1:${port}`));
+  t.match(r.stdout, /agents {6}main\n {2}turns {7}none running\n {2}last error {2}none/);
+  const json = JSON.parse(svc(dir, ['status', '--json']).stdout);
+  t.match(json, { running: true, pid: daemon.pid, uptime_s: Number, run: { agents: ['main'], listeners: [{ surface: 'internal API', port }] } });
+
+  daemon.kill('SIGTERM');
+  t.equal(await exited(daemon), 0);
+  const after = svc(dir, ['status']);
+  t.equal(after.code, 3);
+  t.match(after.stdout, new RegExp(`svc is not running on .*\\nlast run: pid ${daemon.pid}, .* stopped \\S+ \\(SIGTERM\\)`));
+  for (const bad of [['--jsn'], ['now']]) t.equal(svc(dir, ['status', ...bad]).code, 2, bad.join(' '));
 });
