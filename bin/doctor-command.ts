@@ -8,7 +8,7 @@ import { transportStatuses } from '../machines/index.js';
 import { SvcError, defaultConfig, parseJsonText, validateConfig, type AgentConfig } from '../schemas/index.js';
 import { listeningPortHolder, runningDaemonPid, type HomePaths } from '../store/index.js';
 import { parse } from './cli-args.js';
-import { nativeModuleProblem, nodeVersionProblem } from './runtime-check.js';
+import { NATIVE_MODULES, nativeModuleProblem, nodeVersionProblem } from './runtime-check.js';
 
 const USAGE = `usage: svc doctor [--home DIR]
 
@@ -135,7 +135,7 @@ function exposureFinding(config: AgentConfig): Finding {
 
 export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
   const node = nodeVersionProblem(process.versions.node);
-  const native = nativeModuleProblem();
+  const native = nativeModuleProblem(NATIVE_MODULES);
   const { config, finding } = readConfig(paths);
   return [
     node ? { status: 'fail', text: node, fix: 'install Node.js 20.19 or a later 20.x' } : { status: 'ok', text: `Node.js v${process.versions.node}` },

@@ -26,7 +26,8 @@ export interface NativeModule {
 
 const require = createRequire(import.meta.url);
 
-export const NATIVE_MODULES: readonly NativeModule[] = [
+/** What the daemon cannot run without. */
+export const REQUIRED_NATIVE_MODULES: readonly NativeModule[] = [
   {
     name: 'better-sqlite3',
     load: () => {
@@ -34,11 +35,13 @@ export const NATIVE_MODULES: readonly NativeModule[] = [
       new Database(':memory:').close();
     },
   },
-  { name: 'node-pty', load: () => void require('node-pty') },
 ];
 
+/** Everything native svc uses: node-pty only for the terminal of `svc auth`. */
+export const NATIVE_MODULES: readonly NativeModule[] = [...REQUIRED_NATIVE_MODULES, { name: 'node-pty', load: () => void require('node-pty') }];
+
 /** Null when every native module loads; else one line naming the first that does not, and the fix. */
-export function nativeModuleProblem(modules: readonly NativeModule[] = NATIVE_MODULES): string | null {
+export function nativeModuleProblem(modules: readonly NativeModule[] = REQUIRED_NATIVE_MODULES): string | null {
   for (const mod of modules) {
     try {
       mod.load();

@@ -1,7 +1,29 @@
-import * as pty from 'node-pty';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { PROVIDERS, SvcError, type Provider } from '../../schemas/index.js';
 import { findExecutable, PROVIDER_FACTS } from './discovery.js';
+
+/*
+ * The part of node-pty a login uses. node-pty is an optional dependency (a native build that may
+ * fail on a machine without a toolchain): svc must compile and start without it, and only
+ * `svc auth` needs it, so it is loaded on first use and typed here rather than imported.
+ */
+interface Pty {
+  onData(listener: (data: string) => void): { dispose(): void };
+  onExit(listener: (e: { exitCode: number; signal?: number }) => void): { dispose(): void };
+  resize(cols: number, rows: number): void;
+  write(data: string): void;
+}
+interface PtyModule {
+  spawn(file: string, args: string[], opts: { name: string; cols: number; rows: number; cwd: string; env: Record<string, string | undefined> }): Pty;
+}
+function loadPty(): PtyModule {
+  try {
+    return createRequire(import.meta.url)('node-pty') as PtyModule;
+  } catch (e) {
+    throw new SvcError('login-failed', `the native module node-pty did not build or does not load (${(e as Error).message.split('\n')[0]}); it needs a C/C++ toolchain and Node's headers, then npm rebuild in the svc checkout`);
+  }
+}
 
 /*
  * `svc auth <provider>`: the provider's own login, run in a pseudo-terminal so its prompts, browser
@@ -77,9 +99,9 @@ export function runLogin(provider: Provider, opts: LoginOptions): Promise<number
   let cols = size(opts.cols ?? stdout.columns, 80);
   let rows = size(opts.rows ?? stdout.rows, 24);
 
-  let term: pty.IPty;
+  let term: Pty;
   try {
-    term = pty.spawn(file, args, {
+    term = loadPty().spawn(file, args, {
       name: env.TERM && env.TERM !== 'dumb' ? env.TERM : 'xterm-256color',
       cols,
       rows,

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { nativeModuleProblem, nodeVersionProblem } from '../../bin/runtime-check.js';
+import { NATIVE_MODULES, nativeModuleProblem, nodeVersionProblem } from '../../bin/runtime-check.js';
 
 t.test('the Node.js version svc runs on, and one line naming the one it needs otherwise', async (t) => {
   for (const ok of ['20.19.0', '20.20.2', 'v20.99.1']) t.equal(nodeVersionProblem(ok), null, ok);
@@ -13,6 +13,7 @@ t.test('the Node.js version svc runs on, and one line naming the one it needs ot
 
 t.test('native modules: the real ones load here; a broken one is named in one line with the fix', async (t) => {
   t.equal(nativeModuleProblem(), null);
+  t.equal(nativeModuleProblem(NATIVE_MODULES), null, 'node-pty too, which svc auth needs');
   const line = nativeModuleProblem([
     { name: 'fine', load: () => undefined },
     {
