@@ -139,7 +139,7 @@ export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = 
   const { config, finding } = readConfig(paths);
   return [
     node ? { status: 'fail', text: node, fix: 'install Node.js 20.19 or a later 20.x' } : { status: 'ok', text: `Node.js v${process.versions.node}` },
-    native ? { status: 'fail', text: native.replace(/^svc: /, ''), fix: 'npm rebuild in the svc checkout once a toolchain is installed' } : { status: 'ok', text: 'native modules load (better-sqlite3, node-pty)' },
+    native ? { status: 'fail', text: native.replace(/^svc: /, ''), fix: 'npm install again in the svc checkout once a toolchain is installed' } : { status: 'ok', text: 'native modules load (better-sqlite3, node-pty)' },
     ...homeFindings(paths),
     finding,
     ...(await portFindings(config, paths)),

@@ -50,7 +50,7 @@ export function nativeModuleProblem(modules: readonly NativeModule[] = REQUIRED_
       return (
         `svc: the native module ${mod.name} did not build or does not load (${why}). ` +
         `It needs a C/C++ toolchain (make, g++, python3) and Node's headers (node-gyp downloads them, ` +
-        `or set npm_config_nodedir); install those and run npm rebuild in the svc checkout`
+        `or set npm_config_nodedir); install those and run npm install again in the svc checkout`
       );
     }
   }

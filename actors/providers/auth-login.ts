@@ -21,7 +21,7 @@ function loadPty(): PtyModule {
   try {
     return createRequire(import.meta.url)('node-pty') as PtyModule;
   } catch (e) {
-    throw new SvcError('login-failed', `the native module node-pty did not build or does not load (${(e as Error).message.split('\n')[0]}); it needs a C/C++ toolchain and Node's headers, then npm rebuild in the svc checkout`);
+    throw new SvcError('login-failed', `the native module node-pty did not build or does not load (${(e as Error).message.split('\n')[0]}); it needs a C/C++ toolchain and Node's headers, then npm install again in the svc checkout`);
   }
 }
 
