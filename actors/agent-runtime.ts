@@ -6,16 +6,15 @@ import { toPromise, type Actor } from 'xstate';
 import { turnStreamOf, type Bus, type TurnStream } from '../bus/index.js';
 import {
   SHUTDOWN_ABORT,
-  ageWarningDue,
+  ageWarningOnRecord,
+  decideSession,
+  evolveSession,
   buildInjection,
   callerUserOf,
   effortFor,
   expiryRulesFromConfig,
-  applySessionEvent,
   foldSession,
   memoryHookDue,
-  newSession,
-  nextCountAtThreshold,
   parseChatCommand,
   permissionModeForPrincipal,
   promptOf,
@@ -26,14 +25,13 @@ import {
   sessionIdFor,
   sessionKey,
   sessionStream,
-  shouldExpire,
   turnMachine,
+  type SessionCommand,
   type SessionState,
   type TurnInput,
   type TurnResult,
 } from '../machines/index.js';
 import {
-  SESSION_EVENTS,
   SvcError,
   TURN_CHUNKS,
   describeError,
@@ -236,23 +234,30 @@ export class AgentRuntime {
     return outcomeWithoutTurn(msg, { text, status, reason, session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id), ...this.currentModel() });
   }
 
-  private async startSession(msg: AgentMessage, key: string, reason: string): Promise<SessionState> {
-    const now = this.d.bus.now();
-    const s = newSession(key, { transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id }, now);
-    this.sessions.set(key, s);
-    await this.d.bus.publish({
-      stream: sessionStream(this.d.name, key),
-      type: SESSION_EVENTS.started,
-      data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
-      correlation: msg.request_id,
-    });
-    return s;
+  /**
+   * Runs one session command through the decider and publishes the facts it decides, with the
+   * message's correlation; the session advances only by those facts.
+   */
+  private async runSessionCommand(msg: AgentMessage, key: string, command: SessionCommand): Promise<SessionState | null> {
+    let state = this.sessions.get(key) ?? null;
+    const decision = decideSession(command, state);
+    if (!decision.ok) throw new SvcError(decision.code, decision.message);
+    for (const fact of decision.facts) {
+      await this.d.bus.publish({ stream: sessionStream(this.d.name, key), ...fact, correlation: msg.request_id });
+      state = evolveSession(state, fact);
+    }
+    if (state) this.sessions.set(key, state);
+    return state;
+  }
+
+  private where(msg: AgentMessage, key: string) {
+    return { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
   }
 
   private async process(msg: AgentMessage, key: string): Promise<TurnOutcome> {
     const cmd = parseChatCommand(msg.text);
     if (cmd?.cmd === 'new' || cmd?.cmd === 'reset') {
-      await this.startSession(msg, key, cmd.cmd);
+      await this.runSessionCommand(msg, key, { type: 'reset', where: this.where(msg, key), reason: cmd.cmd, now: this.d.bus.now() });
       return this.commandOutcome(msg, 'Started a new session.');
     }
     if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
@@ -307,15 +312,13 @@ export class AgentRuntime {
     // Checked again: `/retry` replaced the text after it was accepted.
     const { prompt, directive } = promptOf(msg.text);
 
-    const now = this.d.bus.now();
-    let session = this.sessions.get(key);
-    if (!session) session = await this.startSession(msg, key, 'first');
-    else if (msg.new_session) session = await this.startSession(msg, key, 'new');
-    else {
-      const timezone = this.timezone(config.user_timezone);
-      const expired = shouldExpire(session, now, expiryRulesFromConfig(config, timezone));
-      if (expired) session = await this.startSession(msg, key, expired);
-    }
+    const session = (await this.runSessionCommand(msg, key, {
+      type: 'begin-turn',
+      where: this.where(msg, key),
+      freshAsked: msg.new_session === true,
+      rules: expiryRulesFromConfig(config, this.timezone(config.user_timezone)),
+      now: this.d.bus.now(),
+    }))!;
 
     const current = this.currentModel();
     const { model } = resolveModel({
@@ -407,26 +410,17 @@ export class AgentRuntime {
       rmSync(tempDir, { recursive: true, force: true });
     }
 
-    const count = session.messageCount + 1;
-    const ageSession = { createdAt: session.createdAt, messageCount: count, countAtThreshold: session.countAtThreshold };
-    const warn = ageWarningDue(ageSession, this.d.bus.now(), config.session_age_warning_hours);
-    const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
-    const recorded = await this.d.bus.publish({
-      stream: sessionStream(this.d.name, key),
-      type: SESSION_EVENTS.turn_recorded,
-      data: {
-        turn_id: turnId,
-        provider,
-        session_id: result.session_id,
-        session_reset: result.session_reset,
-        message_count: count,
-        count_at_threshold: threshold,
-        at_ms: this.d.bus.now(),
-      },
-      correlation: msg.request_id,
+    const endedAt = this.d.bus.now();
+    const warn = ageWarningOnRecord(session, endedAt, config.session_age_warning_hours);
+    await this.runSessionCommand(msg, key, {
+      type: 'record-turn',
+      turn_id: turnId,
+      provider,
+      session_id: result.session_id,
+      session_reset: result.session_reset,
+      warningHours: config.session_age_warning_hours,
+      now: endedAt,
     });
-    // The fact just recorded is the only change: apply it rather than re-reading the whole stream.
-    this.sessions.set(key, applySessionEvent(session, recorded)!);
 
     let text = result.status === 'completed' || result.text ? result.text : result.error ?? '';
     if (warn && result.status === 'completed') {
