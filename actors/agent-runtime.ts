@@ -45,6 +45,7 @@ import {
 import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type EventLog, type HomePaths } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
+import { SessionLanes } from './session-lanes.js';
 import { cliTurnLogic } from './cli-turn.js';
 import { claudeAdapter } from './providers/claude.js';
 import { codexAdapter } from './providers/codex.js';
@@ -80,25 +81,11 @@ export interface AgentRuntimeDeps {
   clock?: ActorClock;
 }
 
-interface Pending {
-  msg: AgentMessage;
-  resolve(o: TurnOutcome): void;
-  reject(e: unknown): void;
-}
-
-interface Lane {
-  running: boolean;
-  queue: Pending[];
-}
-
 interface ActiveTurn {
   actor: Actor<typeof turnMachine>;
   chat_id: number;
   session_key: string;
 }
-
-/** Messages one session key may hold (running + waiting); more are refused, so a flood cannot grow memory. */
-export const MAX_QUEUED_PER_SESSION = 32;
 
 /**
  * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
@@ -107,7 +94,7 @@ export const MAX_QUEUED_PER_SESSION = 32;
  */
 export class AgentRuntime {
   private readonly sessions = new Map<string, SessionState>();
-  private readonly lanes = new Map<string, Lane>();
+  private readonly lanes = new SessionLanes<AgentMessage, TurnOutcome>((msg, key) => this.process(msg, key));
   private readonly active = new Map<string, ActiveTurn>();
   private pendingModel: { model: string; provider: string } | null = null;
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
@@ -160,30 +147,7 @@ export class AgentRuntime {
     if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     if (parseChatCommand(msg.text) === null) promptOf(msg.text);
     const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
-    let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = { running: false, queue: [] }));
-    if (lane.queue.length + (lane.running ? 1 : 0) >= MAX_QUEUED_PER_SESSION) {
-      throw new SvcError('session-busy', `${MAX_QUEUED_PER_SESSION} messages are already waiting in this session; wait for results before sending more`);
-    }
-    const outcome = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
-    this.drain(key, lane);
-    return { outcome };
-  }
-
-  private drain(key: string, lane: Lane): void {
-    if (lane.running) return;
-    const next = lane.queue.shift();
-    if (!next) {
-      this.lanes.delete(key);
-      return;
-    }
-    lane.running = true;
-    this.process(next.msg, key)
-      .then(next.resolve, next.reject)
-      .finally(() => {
-        lane.running = false;
-        this.drain(key, lane);
-      });
+    return { outcome: this.lanes.enqueue(key, msg) };
   }
 
   /** Chat-scoped: kills the running turns of `chat_id` on every topic and drops what was queued behind them. */
@@ -197,14 +161,7 @@ export class AgentRuntime {
       turn.actor.send({ type: 'abort', reason: 'user' });
       killed++;
     }
-    for (const lane of this.lanes.values()) {
-      const keep: Pending[] = [];
-      for (const p of lane.queue) {
-        if (p.msg.chat_id === chatId) p.resolve(this.commandOutcome(p.msg, 'Cancelled by /stop.', 'aborted'));
-        else keep.push(p);
-      }
-      lane.queue = keep;
-    }
+    this.lanes.drop((msg) => msg.chat_id === chatId, (msg) => this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted'));
     return killed;
   }
 
@@ -216,9 +173,7 @@ export class AgentRuntime {
   async stop(cause: string = SHUTDOWN_ABORT): Promise<void> {
     this.stopped = true;
     for (const q of this.queued.values()) q.slot.cancel();
-    for (const lane of this.lanes.values()) {
-      for (const p of lane.queue.splice(0)) p.reject(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
-    }
+    this.lanes.failAll(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
     const running = [...this.active.entries()].map(async ([turnId, t]) => {
       t.actor.send({ type: 'abort', reason: cause });
       const r = await toPromise(t.actor).catch(() => null);
