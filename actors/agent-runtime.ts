@@ -15,7 +15,6 @@ import {
   expiryRulesFromConfig,
   foldSession,
   memoryHookDue,
-  parseChatCommand,
   permissionModeForPrincipal,
   promptOf,
   resolveModel,
@@ -26,6 +25,7 @@ import {
   sessionKey,
   sessionStream,
   turnMachine,
+  type ChatCommand,
   type SessionCommand,
   type SessionState,
   type TurnInput,
@@ -46,6 +46,7 @@ import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type Ev
 import type { ActorClock, ActorHost } from './actor-host.js';
 import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
 import { SessionLanes } from './session-lanes.js';
+import { ChatCommands } from './chat-commands.js';
 import { cliTurnLogic } from './cli-turn.js';
 import { claudeAdapter } from './providers/claude.js';
 import { codexAdapter } from './providers/codex.js';
@@ -73,12 +74,20 @@ export interface AgentRuntimeDeps {
   saveModel: (model: string, provider: string) => void;
   /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
   takeRetry?: (sessionKey: string, requestId: string) => Promise<string | null>;
+  /** `/agent_restart <name>`: restarts that agent (see ChatCommandDeps.restartAgent). */
+  restartAgent?: (name: string) => Promise<'unknown' | 'restarted' | 'not-started'>;
   /** A turn svc's own shutdown cut off (its chat is told on the next start). */
   onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
   /** The daemon-wide bound on running CLIs, shared by every agent; absent: no bound. */
   cliSlots?: CliSlots;
   graceMs?: number;
   clock?: ActorClock;
+}
+
+/** A message waiting in its session's lane, with the chat command it is (parsed once, on arrival). */
+interface Queued {
+  msg: AgentMessage;
+  cmd: ChatCommand | null;
 }
 
 interface ActiveTurn {
@@ -94,7 +103,8 @@ interface ActiveTurn {
  */
 export class AgentRuntime {
   private readonly sessions = new Map<string, SessionState>();
-  private readonly lanes = new SessionLanes<AgentMessage, TurnOutcome>((msg, key) => this.process(msg, key));
+  private readonly lanes = new SessionLanes<Queued, TurnOutcome>((q, key) => this.process(q, key));
+  private readonly commands: ChatCommands;
   private readonly active = new Map<string, ActiveTurn>();
   private pendingModel: { model: string; provider: string } | null = null;
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
@@ -108,6 +118,20 @@ export class AgentRuntime {
 
   constructor(private readonly d: AgentRuntimeDeps) {
     this.out = turnStreamOf(d.bus);
+    this.commands = new ChatCommands({
+      currentModel: () => this.currentModel(),
+      setModel: (model, provider) => {
+        d.saveModel(model, provider);
+        this.pendingModel = { model, provider };
+      },
+      discoveredGemini: d.discoveredGemini,
+      resetSession: async (msg, key, reason) => {
+        await this.runSessionCommand(msg, key, { type: 'reset', where: this.where(msg, key), reason, now: d.bus.now() });
+      },
+      abortChat: (chatId) => this.abort(chatId),
+      ...(d.takeRetry ? { takeRetry: d.takeRetry } : {}),
+      ...(d.restartAgent ? { restartAgent: d.restartAgent } : {}),
+    });
     this.restoreSessions();
   }
 
@@ -143,11 +167,13 @@ export class AgentRuntime {
    * Queues a message on its session key (the only place turns are ordered) and returns the outcome
    * to come; throws, queueing nothing, when the message is refused.
    */
-  accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } {
+  accept(msg: AgentMessage, cmd: ChatCommand | null): { outcome: Promise<TurnOutcome> } {
+    const now = this.commands.immediate(cmd, msg);
+    if (now) return { outcome: now };
     if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
-    if (parseChatCommand(msg.text) === null) promptOf(msg.text);
+    if (cmd === null) promptOf(msg.text);
     const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
-    return { outcome: this.lanes.enqueue(key, msg) };
+    return { outcome: this.lanes.enqueue(key, { msg, cmd }) };
   }
 
   /** Chat-scoped: kills the running turns of `chat_id` on every topic and drops what was queued behind them. */
@@ -161,7 +187,7 @@ export class AgentRuntime {
       turn.actor.send({ type: 'abort', reason: 'user' });
       killed++;
     }
-    this.lanes.drop((msg) => msg.chat_id === chatId, (msg) => this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted'));
+    this.lanes.drop((q) => q.msg.chat_id === chatId, (q) => this.commands.reply(q.msg, 'Cancelled by /stop.', 'aborted'));
     return killed;
   }
 
@@ -185,10 +211,6 @@ export class AgentRuntime {
     await Promise.all(running);
   }
 
-  private commandOutcome(msg: AgentMessage, text: string, status: TurnOutcome['status'] = 'completed', reason: string | null = null): TurnOutcome {
-    return outcomeWithoutTurn(msg, { text, status, reason, session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id), ...this.currentModel() });
-  }
-
   /**
    * Runs one session command through the decider and publishes the facts it decides, with the
    * message's correlation; the session advances only by those facts.
@@ -209,20 +231,10 @@ export class AgentRuntime {
     return { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
   }
 
-  private async process(msg: AgentMessage, key: string): Promise<TurnOutcome> {
-    const cmd = parseChatCommand(msg.text);
-    if (cmd?.cmd === 'new' || cmd?.cmd === 'reset') {
-      await this.runSessionCommand(msg, key, { type: 'reset', where: this.where(msg, key), reason: cmd.cmd, now: this.d.bus.now() });
-      return this.commandOutcome(msg, 'Started a new session.');
-    }
-    if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
-    if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
-    if (cmd?.cmd === 'retry') {
-      const prompt = (await this.d.takeRetry?.(key, msg.request_id)) ?? null;
-      if (prompt === null) return this.commandOutcome(msg, 'Nothing to retry: no answer in this chat was cut off by a restart.', 'failed', 'nothing-to-retry');
-      // The question asked again as it was first sent, in the same session.
-      msg = { ...msg, text: prompt };
-    }
+  private async process({ msg: sent, cmd }: Queued, key: string): Promise<TurnOutcome> {
+    const answer = await this.commands.inLane(cmd, sent, key);
+    if (answer && 'outcome' in answer) return answer.outcome;
+    const msg = answer?.turn ?? sent;
 
     this.preparing.set(msg.request_id, msg.chat_id);
     const epoch = this.abortEpoch.get(msg.chat_id) ?? 0;
@@ -231,8 +243,8 @@ export class AgentRuntime {
     try {
       if (!slot) {
         // Never started, so nothing to recover or retry later: the sender is told to send it again.
-        if (this.stopped) return this.commandOutcome(msg, `${this.d.name} stopped before this message could start; send it again.`, 'aborted', 'agent-stopped');
-        return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+        if (this.stopped) return this.commands.reply(msg, `${this.d.name} stopped before this message could start; send it again.`, 'aborted', 'agent-stopped');
+        return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
       }
       return await this.runTurn(msg, key, epoch, turnId);
     } finally {
@@ -340,7 +352,7 @@ export class AgentRuntime {
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
       rmSync(tempDir, { recursive: true, force: true });
-      return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+      return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
     const caller = callerUserOf(msg.principal);
@@ -410,21 +422,6 @@ export class AgentRuntime {
     return this.tz.zone;
   }
 
-  private modelCommand(msg: AgentMessage, arg: string | undefined): TurnOutcome {
-    if (!arg) {
-      const { model, provider } = this.currentModel();
-      return this.commandOutcome(msg, `Model: ${model} (${provider}). Change it with /model <id>.`);
-    }
-    const { model } = resolveModel({ directive: arg, configModel: arg });
-    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(model)) {
-      return this.commandOutcome(msg, `"${arg}" is not a model id.`, 'failed', 'invalid-model');
-    }
-    const provider = resolveProviderForModel(model, this.d.discoveredGemini());
-    this.d.saveModel(model, provider);
-    this.pendingModel = { model, provider };
-    return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);
-  }
-
   /** One stdout read's events, as live chunks (the turn stream merges consecutive texts). */
   private forward(base: TurnChunkBase, events: StreamEvent[]): void {
     const stream = `turn:${base.turn_id}`;
@@ -474,31 +471,6 @@ export class AgentRuntime {
     });
     return env;
   }
-}
-
-/** The reply to a message that ran no CLI turn: a chat command, or work cancelled before it started. */
-export function outcomeWithoutTurn(
-  msg: Pick<AgentMessage, 'request_id' | 'agent'>,
-  f: { text: string; status: TurnOutcome['status']; reason: string | null; session_key: string; provider: string | null; model: string | null },
-): TurnOutcome {
-  return {
-    request_id: msg.request_id,
-    turn_id: null,
-    agent: msg.agent,
-    session_key: f.session_key,
-    status: f.status,
-    text: f.text,
-    is_error: f.status !== 'completed',
-    stream_fallback: false,
-    files: [],
-    provider: f.provider,
-    model: f.model,
-    session_id: null,
-    usage: null,
-    cost_usd: null,
-    duration_ms: null,
-    reason: f.reason,
-  };
 }
 
 /** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */

@@ -14,6 +14,7 @@ export * from './providers/discovery.js';
 export * from './providers/auth-login.js';
 export * from './notifier.js';
 export * from './session-lanes.js';
+export * from './chat-commands.js';
 export * from './agent-runtime.js';
 export * from './agent-supervisor.js';
 export * from './turn-recovery.js';
