@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readlinkSync } from 'node:fs';
 import { toPromise, type Actor } from 'xstate';
 import { turnStreamOf, type Bus, type TurnStream } from '../bus/index.js';
 import {
@@ -9,18 +7,12 @@ import {
   ageWarningOnRecord,
   decideSession,
   evolveSession,
-  buildInjection,
-  callerUserOf,
-  effortFor,
   expiryRulesFromConfig,
   foldSession,
-  memoryHookDue,
-  permissionModeForPrincipal,
   promptOf,
   resolveModel,
   resolveProviderForModel,
   resolveTimezone,
-  selectModules,
   sessionIdFor,
   sessionKey,
   sessionStream,
@@ -28,32 +20,15 @@ import {
   type ChatCommand,
   type SessionCommand,
   type SessionState,
-  type TurnInput,
-  type TurnResult,
 } from '../machines/index.js';
-import {
-  SvcError,
-  TURN_CHUNKS,
-  describeError,
-  type AgentConfig,
-  type AgentMessage,
-  type TurnChunkBase,
-  type TurnKind,
-  type TurnOutcome,
-  type UserRecord,
-} from '../schemas/index.js';
-import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type EventLog, type HomePaths } from '../store/index.js';
+import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../schemas/index.js';
+import type { EventLog, HomePaths } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
-import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
-import { SessionLanes } from './session-lanes.js';
 import { ChatCommands } from './chat-commands.js';
-import { cliTurnLogic } from './cli-turn.js';
-import { claudeAdapter } from './providers/claude.js';
-import { codexAdapter } from './providers/codex.js';
-import { geminiAdapter } from './providers/gemini.js';
-import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from './providers/provider.js';
-
-export const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
+import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
+import type { ProviderId } from './providers/provider.js';
+import { SessionLanes } from './session-lanes.js';
+import { TurnLauncher } from './turn-launcher.js';
 
 export interface AgentRuntimeDeps {
   bus: Bus;
@@ -105,6 +80,7 @@ export class AgentRuntime {
   private readonly sessions = new Map<string, SessionState>();
   private readonly lanes = new SessionLanes<Queued, TurnOutcome>((q, key) => this.process(q, key));
   private readonly commands: ChatCommands;
+  private readonly launcher: TurnLauncher;
   private readonly active = new Map<string, ActiveTurn>();
   private pendingModel: { model: string; provider: string } | null = null;
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
@@ -118,6 +94,18 @@ export class AgentRuntime {
 
   constructor(private readonly d: AgentRuntimeDeps) {
     this.out = turnStreamOf(d.bus);
+    this.launcher = new TurnLauncher({
+      bus: d.bus,
+      out: this.out,
+      host: d.host,
+      paths: d.paths,
+      name: d.name,
+      workspace: d.workspace,
+      hostEnv: d.hostEnv,
+      interagentToken: d.interagentToken,
+      ...(d.graceMs !== undefined ? { graceMs: d.graceMs } : {}),
+      ...(d.clock ? { clock: d.clock } : {}),
+    });
     this.commands = new ChatCommands({
       currentModel: () => this.currentModel(),
       setModel: (model, provider) => {
@@ -296,86 +284,14 @@ export class AgentRuntime {
     });
     const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
     const resume = sessionIdFor(session.providerSessions, provider);
-    const memory = this.memoryText(config, resume === null, session.messageCount + 1);
-    const base: TurnChunkBase = {
-      request_id: msg.request_id,
-      turn_id: turnId,
-      agent: this.d.name,
-      session_key: key,
-      transport: msg.transport,
-      chat_id: msg.chat_id,
-      topic_id: msg.topic_id,
-    };
-
-    const tempDir = mkdtempSync(join(tmpdir(), 'svc-turn-'));
-    const effort = effortFor(provider, model, config.reasoning_effort);
-    const env = this.childEnv(config, msg, provider);
-    const cli = cliTurnLogic({
-      adapter: ADAPTERS[provider],
-      request: {
-        provider,
-        prompt: memory.reminder ? `${memory.reminder}\n\n${prompt}` : prompt,
-        model,
-        permissionMode: permissionModeForPrincipal(config, msg.principal) as PermissionMode,
-        ...(effort ? { reasoningEffort: effort as ReasoningEffort } : {}),
-        ...(memory.system ? { systemPrompt: memory.system } : {}),
-        ...(config.max_turns ? { maxTurns: config.max_turns } : {}),
-        ...(config.max_budget_usd ? { maxBudgetUsd: config.max_budget_usd } : {}),
-        additionalDirectories: config.additional_directories,
-        cliParameters: config.cli_parameters[provider] ?? [],
-        cwd: this.d.workspace,
-      },
-      env,
-      tempDir,
-      ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
-    });
-    const machine = turnMachine.provide({
-      actors: { cli },
-      actions: { forward: (_, p: { events: StreamEvent[] }) => this.forward(base, p.events) },
-    });
-    const timeouts = timeoutFor(config, msg.kind);
-    const input: TurnInput = {
-      turn_id: turnId,
-      request_id: msg.request_id,
-      agent: this.d.name,
-      session_key: key,
-      kind: msg.kind,
-      prompt: msg.text,
-      provider,
-      model,
-      resumeSessionId: resume,
-      timeoutMs: timeouts * 1000,
-      extendOnActivity: config.timeouts.extend_on_activity,
-      extensionMs: config.timeouts.activity_extension * 1000,
-      maxExtensions: config.timeouts.max_extensions,
-    };
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
-      rmSync(tempDir, { recursive: true, force: true });
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
-    const caller = callerUserOf(msg.principal);
-    const actor = this.d.host.spawn(`turn:${turnId}`, machine, {
-      stream: `turn:${turnId}`,
-      input,
-      correlation: msg.request_id,
-      ...(caller ? { by: caller } : {}),
-      ...(this.d.clock ? { clock: this.d.clock } : {}),
-    });
+    const { actor, result: done } = this.launcher.launch({ msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1 });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
-    let result: TurnResult;
-    try {
-      result = await toPromise(actor);
-    } catch (e) {
-      result = {
-        status: 'failed', text: '', is_error: true, stream_fallback: false, files: [], session_id: null, usage: null,
-        cost_usd: null, duration_ms: null, reason: 'internal', error: describeError(e), session_reset: false,
-      };
-    } finally {
-      this.active.delete(turnId);
-      rmSync(tempDir, { recursive: true, force: true });
-    }
+    const result = await done.finally(() => this.active.delete(turnId));
 
     const endedAt = this.d.bus.now();
     const warn = ageWarningOnRecord(session, endedAt, config.session_age_warning_hours);
@@ -420,71 +336,6 @@ export class AgentRuntime {
       this.tz = { configured, zone: resolveTimezone(configured, this.d.hostEnv.TZ ?? null, hostZone()) };
     }
     return this.tz.zone;
-  }
-
-  /** One stdout read's events, as live chunks (the turn stream merges consecutive texts). */
-  private forward(base: TurnChunkBase, events: StreamEvent[]): void {
-    const stream = `turn:${base.turn_id}`;
-    for (const e of events) {
-      if (e.kind === 'text') this.out.chunk({ stream, type: TURN_CHUNKS.text_delta, data: { ...base, text: e.text } });
-      else if (e.kind === 'tool') this.out.chunk({ stream, type: TURN_CHUNKS.tool_activity, data: { ...base, tool: e.name } });
-      else if (e.kind === 'status') this.out.chunk({ stream, type: TURN_CHUNKS.system_status, data: { ...base, status: e.status } });
-      else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
-    }
-  }
-
-  /** Full memory at the start of a provider session; a compact reminder every 6 messages after. */
-  private memoryText(config: AgentConfig, newProviderSession: boolean, messageNumber: number): { system?: string; reminder?: string } {
-    if (!config.memory.enabled) return {};
-    const full = newProviderSession;
-    if (!full && !memoryHookDue(messageNumber)) return {};
-    try {
-      const entries = listMemoryModules(this.d.workspace);
-      const main = entries.find((m) => m.filename === 'MAINMEMORY.md');
-      const mainText = main ? readMemoryModule(this.d.workspace, main.filename).text : '';
-      const chosen = selectModules(entries, mainText, config.memory.inject_all_modules);
-      const modules = chosen.map((m) => ({ filename: m.filename, text: readMemoryModule(this.d.workspace, m.filename).text }));
-      if (modules.length === 0) return {};
-      return full ? { system: buildInjection(modules) } : { reminder: buildInjection(modules, { compactLines: config.memory.hook_compact_lines }) };
-    } catch (e) {
-      this.d.bus.emitLog('warn', `agent ${this.d.name}: memory not injected: ${describeError(e)}`);
-      return {};
-    }
-  }
-
-  private childEnv(config: AgentConfig, msg: AgentMessage, provider: ProviderId): Record<string, string> {
-    const providerEnv: Record<string, string> = {};
-    if (provider === 'gemini' && config.gemini_api_key) providerEnv.GEMINI_API_KEY = config.gemini_api_key;
-    const env = buildChildEnv(this.d.hostEnv, providerEnv, readDotEnv(this.d.paths.envFile));
-    const token = this.d.interagentToken();
-    const caller = callerUserOf(msg.principal);
-    // The framework's own variables describe this call; a stale value in the host env must not win.
-    Object.assign(env, {
-      SVC_AGENT_NAME: this.d.name,
-      SVC_CHAT_ID: String(msg.chat_id),
-      SVC_TOPIC_ID: msg.topic_id === null ? '' : String(msg.topic_id),
-      SVC_TRANSPORT: msg.transport,
-      SVC_INTERAGENT_PORT: String(config.interagent_port),
-      SVC_HOME: this.d.paths.root,
-      ...(caller ? { SVC_CALLER_USER_ID: caller } : {}),
-      ...(token ? { SVC_INTERAGENT_TOKEN: token } : {}),
-    });
-    return env;
-  }
-}
-
-/** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */
-export function timeoutFor(config: AgentConfig, kind: TurnKind): number {
-  switch (kind) {
-    case 'foreground':
-      return config.timeouts.normal;
-    case 'background':
-      return config.timeouts.background;
-    case 'task':
-      return config.tasks.timeout_seconds;
-    case 'interagent':
-    case 'cron':
-      return config.cli_timeout;
   }
 }
 

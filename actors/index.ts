@@ -15,6 +15,7 @@ export * from './providers/auth-login.js';
 export * from './notifier.js';
 export * from './session-lanes.js';
 export * from './chat-commands.js';
+export * from './turn-launcher.js';
 export * from './agent-runtime.js';
 export * from './agent-supervisor.js';
 export * from './turn-recovery.js';
