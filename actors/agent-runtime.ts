@@ -72,9 +72,10 @@ interface ActiveTurn {
 }
 
 /**
- * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
- * chat commands, model and permission resolution, memory injection, and the session facts that
- * let a restart continue each provider session where it was.
+ * Runs one agent's chats by composing its parts: SessionLanes (one turn at a time per session key),
+ * ChatCommands, the session decider (whose facts let a restart continue each provider session where
+ * it was) and TurnLauncher. Itself it holds what spans sessions: the model in force, the CLI-slot
+ * queue and the per-chat abort bookkeeping that `/stop` and `stop()` act on.
  */
 export class AgentRuntime {
   private readonly sessions = new Map<string, SessionState>();

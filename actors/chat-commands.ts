@@ -85,7 +85,7 @@ export class ChatCommands {
 }
 
 /** The reply to a message that ran no CLI turn: a chat command, or work cancelled before it started. */
-export function outcomeWithoutTurn(
+function outcomeWithoutTurn(
   msg: Pick<AgentMessage, 'request_id' | 'agent'>,
   f: { text: string; status: TurnOutcome['status']; reason: string | null; session_key: string; provider: string | null; model: string | null },
 ): TurnOutcome {

@@ -13,7 +13,7 @@ import { codexAdapter } from './providers/codex.js';
 import { geminiAdapter } from './providers/gemini.js';
 import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from './providers/provider.js';
 
-export const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
+const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
 
 export interface TurnLauncherDeps {
   bus: Bus;
@@ -188,7 +188,7 @@ export class TurnLauncher {
 }
 
 /** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */
-export function timeoutFor(config: AgentConfig, kind: TurnKind): number {
+function timeoutFor(config: AgentConfig, kind: TurnKind): number {
   switch (kind) {
     case 'foreground':
       return config.timeouts.normal;
