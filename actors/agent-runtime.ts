@@ -1,59 +1,34 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readlinkSync } from 'node:fs';
 import { toPromise, type Actor } from 'xstate';
 import { turnStreamOf, type Bus, type TurnStream } from '../bus/index.js';
 import {
   SHUTDOWN_ABORT,
-  ageWarningDue,
-  buildInjection,
-  callerUserOf,
-  effortFor,
+  ageWarningOnRecord,
+  decideSession,
+  evolveSession,
   expiryRulesFromConfig,
-  applySessionEvent,
   foldSession,
-  memoryHookDue,
-  newSession,
-  nextCountAtThreshold,
-  parseChatCommand,
-  permissionModeForPrincipal,
   promptOf,
   resolveModel,
   resolveProviderForModel,
   resolveTimezone,
-  selectModules,
   sessionIdFor,
   sessionKey,
   sessionStream,
-  shouldExpire,
   turnMachine,
+  type ChatCommand,
+  type SessionCommand,
   type SessionState,
-  type TurnInput,
-  type TurnResult,
 } from '../machines/index.js';
-import {
-  SESSION_EVENTS,
-  SvcError,
-  TURN_CHUNKS,
-  describeError,
-  type AgentConfig,
-  type AgentMessage,
-  type TurnChunkBase,
-  type TurnKind,
-  type TurnOutcome,
-  type UserRecord,
-} from '../schemas/index.js';
-import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type EventLog, type HomePaths } from '../store/index.js';
+import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../schemas/index.js';
+import type { EventLog, HomePaths } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
+import { ChatCommands } from './chat-commands.js';
 import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
-import { cliTurnLogic } from './cli-turn.js';
-import { claudeAdapter } from './providers/claude.js';
-import { codexAdapter } from './providers/codex.js';
-import { geminiAdapter } from './providers/gemini.js';
-import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from './providers/provider.js';
-
-export const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
+import type { ProviderId } from './providers/provider.js';
+import { SessionLanes } from './session-lanes.js';
+import { TurnLauncher } from './turn-launcher.js';
 
 export interface AgentRuntimeDeps {
   bus: Bus;
@@ -74,6 +49,8 @@ export interface AgentRuntimeDeps {
   saveModel: (model: string, provider: string) => void;
   /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
   takeRetry?: (sessionKey: string, requestId: string) => Promise<string | null>;
+  /** `/agent_restart <name>`: restarts that agent (see ChatCommandDeps.restartAgent). */
+  restartAgent?: (name: string) => Promise<'unknown' | 'restarted' | 'not-started'>;
   /** A turn svc's own shutdown cut off (its chat is told on the next start). */
   onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
   /** The daemon-wide bound on running CLIs, shared by every agent; absent: no bound. */
@@ -82,15 +59,10 @@ export interface AgentRuntimeDeps {
   clock?: ActorClock;
 }
 
-interface Pending {
+/** A message waiting in its session's lane, with the chat command it is (parsed once, on arrival). */
+interface Queued {
   msg: AgentMessage;
-  resolve(o: TurnOutcome): void;
-  reject(e: unknown): void;
-}
-
-interface Lane {
-  running: boolean;
-  queue: Pending[];
+  cmd: ChatCommand | null;
 }
 
 interface ActiveTurn {
@@ -99,17 +71,17 @@ interface ActiveTurn {
   session_key: string;
 }
 
-/** Messages one session key may hold (running + waiting); more are refused, so a flood cannot grow memory. */
-export const MAX_QUEUED_PER_SESSION = 32;
-
 /**
- * Runs one agent's chats: one turn at a time per session key (different keys in parallel),
- * chat commands, model and permission resolution, memory injection, and the session facts that
- * let a restart continue each provider session where it was.
+ * Runs one agent's chats by composing its parts: SessionLanes (one turn at a time per session key),
+ * ChatCommands, the session decider (whose facts let a restart continue each provider session where
+ * it was) and TurnLauncher. Itself it holds what spans sessions: the model in force, the CLI-slot
+ * queue and the per-chat abort bookkeeping that `/stop` and `stop()` act on.
  */
 export class AgentRuntime {
   private readonly sessions = new Map<string, SessionState>();
-  private readonly lanes = new Map<string, Lane>();
+  private readonly lanes = new SessionLanes<Queued, TurnOutcome>((q, key) => this.process(q, key));
+  private readonly commands: ChatCommands;
+  private readonly launcher: TurnLauncher;
   private readonly active = new Map<string, ActiveTurn>();
   private pendingModel: { model: string; provider: string } | null = null;
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
@@ -123,6 +95,32 @@ export class AgentRuntime {
 
   constructor(private readonly d: AgentRuntimeDeps) {
     this.out = turnStreamOf(d.bus);
+    this.launcher = new TurnLauncher({
+      bus: d.bus,
+      out: this.out,
+      host: d.host,
+      paths: d.paths,
+      name: d.name,
+      workspace: d.workspace,
+      hostEnv: d.hostEnv,
+      interagentToken: d.interagentToken,
+      ...(d.graceMs !== undefined ? { graceMs: d.graceMs } : {}),
+      ...(d.clock ? { clock: d.clock } : {}),
+    });
+    this.commands = new ChatCommands({
+      currentModel: () => this.currentModel(),
+      setModel: (model, provider) => {
+        d.saveModel(model, provider);
+        this.pendingModel = { model, provider };
+      },
+      discoveredGemini: d.discoveredGemini,
+      resetSession: async (msg, key, reason) => {
+        await this.runSessionCommand(msg, key, { type: 'reset', where: this.where(msg, key), reason, now: d.bus.now() });
+      },
+      abortChat: (chatId) => this.abort(chatId),
+      ...(d.takeRetry ? { takeRetry: d.takeRetry } : {}),
+      ...(d.restartAgent ? { restartAgent: d.restartAgent } : {}),
+    });
     this.restoreSessions();
   }
 
@@ -158,34 +156,13 @@ export class AgentRuntime {
    * Queues a message on its session key (the only place turns are ordered) and returns the outcome
    * to come; throws, queueing nothing, when the message is refused.
    */
-  accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } {
+  accept(msg: AgentMessage, cmd: ChatCommand | null): { outcome: Promise<TurnOutcome> } {
+    const now = this.commands.immediate(cmd, msg);
+    if (now) return { outcome: now };
     if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
-    if (parseChatCommand(msg.text) === null) promptOf(msg.text);
+    if (cmd === null) promptOf(msg.text);
     const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
-    let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = { running: false, queue: [] }));
-    if (lane.queue.length + (lane.running ? 1 : 0) >= MAX_QUEUED_PER_SESSION) {
-      throw new SvcError('session-busy', `${MAX_QUEUED_PER_SESSION} messages are already waiting in this session; wait for results before sending more`);
-    }
-    const outcome = new Promise<TurnOutcome>((resolve, reject) => lane.queue.push({ msg, resolve, reject }));
-    this.drain(key, lane);
-    return { outcome };
-  }
-
-  private drain(key: string, lane: Lane): void {
-    if (lane.running) return;
-    const next = lane.queue.shift();
-    if (!next) {
-      this.lanes.delete(key);
-      return;
-    }
-    lane.running = true;
-    this.process(next.msg, key)
-      .then(next.resolve, next.reject)
-      .finally(() => {
-        lane.running = false;
-        this.drain(key, lane);
-      });
+    return { outcome: this.lanes.enqueue(key, { msg, cmd }) };
   }
 
   /** Chat-scoped: kills the running turns of `chat_id` on every topic and drops what was queued behind them. */
@@ -199,14 +176,7 @@ export class AgentRuntime {
       turn.actor.send({ type: 'abort', reason: 'user' });
       killed++;
     }
-    for (const lane of this.lanes.values()) {
-      const keep: Pending[] = [];
-      for (const p of lane.queue) {
-        if (p.msg.chat_id === chatId) p.resolve(this.commandOutcome(p.msg, 'Cancelled by /stop.', 'aborted'));
-        else keep.push(p);
-      }
-      lane.queue = keep;
-    }
+    this.lanes.drop((q) => q.msg.chat_id === chatId, (q) => this.commands.reply(q.msg, 'Cancelled by /stop.', 'aborted'));
     return killed;
   }
 
@@ -218,9 +188,7 @@ export class AgentRuntime {
   async stop(cause: string = SHUTDOWN_ABORT): Promise<void> {
     this.stopped = true;
     for (const q of this.queued.values()) q.slot.cancel();
-    for (const lane of this.lanes.values()) {
-      for (const p of lane.queue.splice(0)) p.reject(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
-    }
+    this.lanes.failAll(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
     const running = [...this.active.entries()].map(async ([turnId, t]) => {
       t.actor.send({ type: 'abort', reason: cause });
       const r = await toPromise(t.actor).catch(() => null);
@@ -232,37 +200,30 @@ export class AgentRuntime {
     await Promise.all(running);
   }
 
-  private commandOutcome(msg: AgentMessage, text: string, status: TurnOutcome['status'] = 'completed', reason: string | null = null): TurnOutcome {
-    return outcomeWithoutTurn(msg, { text, status, reason, session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id), ...this.currentModel() });
+  /**
+   * Runs one session command through the decider and publishes the facts it decides, with the
+   * message's correlation; the session advances only by those facts.
+   */
+  private async runSessionCommand(msg: AgentMessage, key: string, command: SessionCommand): Promise<SessionState | null> {
+    let state = this.sessions.get(key) ?? null;
+    const decision = decideSession(command, state);
+    if (!decision.ok) throw new SvcError(decision.code, decision.message);
+    for (const fact of decision.facts) {
+      await this.d.bus.publish({ stream: sessionStream(this.d.name, key), ...fact, correlation: msg.request_id });
+      state = evolveSession(state, fact);
+    }
+    if (state) this.sessions.set(key, state);
+    return state;
   }
 
-  private async startSession(msg: AgentMessage, key: string, reason: string): Promise<SessionState> {
-    const now = this.d.bus.now();
-    const s = newSession(key, { transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id }, now);
-    this.sessions.set(key, s);
-    await this.d.bus.publish({
-      stream: sessionStream(this.d.name, key),
-      type: SESSION_EVENTS.started,
-      data: { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id, created_at: now, reason },
-      correlation: msg.request_id,
-    });
-    return s;
+  private where(msg: AgentMessage, key: string) {
+    return { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
   }
 
-  private async process(msg: AgentMessage, key: string): Promise<TurnOutcome> {
-    const cmd = parseChatCommand(msg.text);
-    if (cmd?.cmd === 'new' || cmd?.cmd === 'reset') {
-      await this.startSession(msg, key, cmd.cmd);
-      return this.commandOutcome(msg, 'Started a new session.');
-    }
-    if (cmd?.cmd === 'stop') return this.commandOutcome(msg, `Stopped ${this.abort(msg.chat_id)} running turn(s).`);
-    if (cmd?.cmd === 'model') return this.modelCommand(msg, cmd.arg);
-    if (cmd?.cmd === 'retry') {
-      const prompt = (await this.d.takeRetry?.(key, msg.request_id)) ?? null;
-      if (prompt === null) return this.commandOutcome(msg, 'Nothing to retry: no answer in this chat was cut off by a restart.', 'failed', 'nothing-to-retry');
-      // The question asked again as it was first sent, in the same session.
-      msg = { ...msg, text: prompt };
-    }
+  private async process({ msg: sent, cmd }: Queued, key: string): Promise<TurnOutcome> {
+    const answer = await this.commands.inLane(cmd, sent, key);
+    if (answer && 'outcome' in answer) return answer.outcome;
+    const msg = answer?.turn ?? sent;
 
     this.preparing.set(msg.request_id, msg.chat_id);
     const epoch = this.abortEpoch.get(msg.chat_id) ?? 0;
@@ -271,8 +232,8 @@ export class AgentRuntime {
     try {
       if (!slot) {
         // Never started, so nothing to recover or retry later: the sender is told to send it again.
-        if (this.stopped) return this.commandOutcome(msg, `${this.d.name} stopped before this message could start; send it again.`, 'aborted', 'agent-stopped');
-        return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+        if (this.stopped) return this.commands.reply(msg, `${this.d.name} stopped before this message could start; send it again.`, 'aborted', 'agent-stopped');
+        return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
       }
       return await this.runTurn(msg, key, epoch, turnId);
     } finally {
@@ -307,15 +268,13 @@ export class AgentRuntime {
     // Checked again: `/retry` replaced the text after it was accepted.
     const { prompt, directive } = promptOf(msg.text);
 
-    const now = this.d.bus.now();
-    let session = this.sessions.get(key);
-    if (!session) session = await this.startSession(msg, key, 'first');
-    else if (msg.new_session) session = await this.startSession(msg, key, 'new');
-    else {
-      const timezone = this.timezone(config.user_timezone);
-      const expired = shouldExpire(session, now, expiryRulesFromConfig(config, timezone));
-      if (expired) session = await this.startSession(msg, key, expired);
-    }
+    const session = (await this.runSessionCommand(msg, key, {
+      type: 'begin-turn',
+      where: this.where(msg, key),
+      freshAsked: msg.new_session === true,
+      rules: expiryRulesFromConfig(config, this.timezone(config.user_timezone)),
+      now: this.d.bus.now(),
+    }))!;
 
     const current = this.currentModel();
     const { model } = resolveModel({
@@ -326,107 +285,26 @@ export class AgentRuntime {
     });
     const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
     const resume = sessionIdFor(session.providerSessions, provider);
-    const memory = this.memoryText(config, resume === null, session.messageCount + 1);
-    const base: TurnChunkBase = {
-      request_id: msg.request_id,
-      turn_id: turnId,
-      agent: this.d.name,
-      session_key: key,
-      transport: msg.transport,
-      chat_id: msg.chat_id,
-      topic_id: msg.topic_id,
-    };
-
-    const tempDir = mkdtempSync(join(tmpdir(), 'svc-turn-'));
-    const effort = effortFor(provider, model, config.reasoning_effort);
-    const env = this.childEnv(config, msg, provider);
-    const cli = cliTurnLogic({
-      adapter: ADAPTERS[provider],
-      request: {
-        provider,
-        prompt: memory.reminder ? `${memory.reminder}\n\n${prompt}` : prompt,
-        model,
-        permissionMode: permissionModeForPrincipal(config, msg.principal) as PermissionMode,
-        ...(effort ? { reasoningEffort: effort as ReasoningEffort } : {}),
-        ...(memory.system ? { systemPrompt: memory.system } : {}),
-        ...(config.max_turns ? { maxTurns: config.max_turns } : {}),
-        ...(config.max_budget_usd ? { maxBudgetUsd: config.max_budget_usd } : {}),
-        additionalDirectories: config.additional_directories,
-        cliParameters: config.cli_parameters[provider] ?? [],
-        cwd: this.d.workspace,
-      },
-      env,
-      tempDir,
-      ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
-    });
-    const machine = turnMachine.provide({
-      actors: { cli },
-      actions: { forward: (_, p: { events: StreamEvent[] }) => this.forward(base, p.events) },
-    });
-    const timeouts = timeoutFor(config, msg.kind);
-    const input: TurnInput = {
-      turn_id: turnId,
-      request_id: msg.request_id,
-      agent: this.d.name,
-      session_key: key,
-      kind: msg.kind,
-      prompt: msg.text,
-      provider,
-      model,
-      resumeSessionId: resume,
-      timeoutMs: timeouts * 1000,
-      extendOnActivity: config.timeouts.extend_on_activity,
-      extensionMs: config.timeouts.activity_extension * 1000,
-      maxExtensions: config.timeouts.max_extensions,
-    };
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
-      rmSync(tempDir, { recursive: true, force: true });
-      return this.commandOutcome(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
+      return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
-    const caller = callerUserOf(msg.principal);
-    const actor = this.d.host.spawn(`turn:${turnId}`, machine, {
-      stream: `turn:${turnId}`,
-      input,
-      correlation: msg.request_id,
-      ...(caller ? { by: caller } : {}),
-      ...(this.d.clock ? { clock: this.d.clock } : {}),
-    });
+    const { actor, result: done } = this.launcher.launch({ msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1 });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
-    let result: TurnResult;
-    try {
-      result = await toPromise(actor);
-    } catch (e) {
-      result = {
-        status: 'failed', text: '', is_error: true, stream_fallback: false, files: [], session_id: null, usage: null,
-        cost_usd: null, duration_ms: null, reason: 'internal', error: describeError(e), session_reset: false,
-      };
-    } finally {
-      this.active.delete(turnId);
-      rmSync(tempDir, { recursive: true, force: true });
-    }
+    const result = await done.finally(() => this.active.delete(turnId));
 
-    const count = session.messageCount + 1;
-    const ageSession = { createdAt: session.createdAt, messageCount: count, countAtThreshold: session.countAtThreshold };
-    const warn = ageWarningDue(ageSession, this.d.bus.now(), config.session_age_warning_hours);
-    const threshold = nextCountAtThreshold(ageSession, this.d.bus.now(), config.session_age_warning_hours);
-    const recorded = await this.d.bus.publish({
-      stream: sessionStream(this.d.name, key),
-      type: SESSION_EVENTS.turn_recorded,
-      data: {
-        turn_id: turnId,
-        provider,
-        session_id: result.session_id,
-        session_reset: result.session_reset,
-        message_count: count,
-        count_at_threshold: threshold,
-        at_ms: this.d.bus.now(),
-      },
-      correlation: msg.request_id,
+    const endedAt = this.d.bus.now();
+    const warn = ageWarningOnRecord(session, endedAt, config.session_age_warning_hours);
+    await this.runSessionCommand(msg, key, {
+      type: 'record-turn',
+      turn_id: turnId,
+      provider,
+      session_id: result.session_id,
+      session_reset: result.session_reset,
+      warningHours: config.session_age_warning_hours,
+      now: endedAt,
     });
-    // The fact just recorded is the only change: apply it rather than re-reading the whole stream.
-    this.sessions.set(key, applySessionEvent(session, recorded)!);
 
     let text = result.status === 'completed' || result.text ? result.text : result.error ?? '';
     if (warn && result.status === 'completed') {
@@ -459,111 +337,6 @@ export class AgentRuntime {
       this.tz = { configured, zone: resolveTimezone(configured, this.d.hostEnv.TZ ?? null, hostZone()) };
     }
     return this.tz.zone;
-  }
-
-  private modelCommand(msg: AgentMessage, arg: string | undefined): TurnOutcome {
-    if (!arg) {
-      const { model, provider } = this.currentModel();
-      return this.commandOutcome(msg, `Model: ${model} (${provider}). Change it with /model <id>.`);
-    }
-    const { model } = resolveModel({ directive: arg, configModel: arg });
-    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(model)) {
-      return this.commandOutcome(msg, `"${arg}" is not a model id.`, 'failed', 'invalid-model');
-    }
-    const provider = resolveProviderForModel(model, this.d.discoveredGemini());
-    this.d.saveModel(model, provider);
-    this.pendingModel = { model, provider };
-    return this.commandOutcome(msg, `Model set to ${model} (${provider}).`);
-  }
-
-  /** One stdout read's events, as live chunks (the turn stream merges consecutive texts). */
-  private forward(base: TurnChunkBase, events: StreamEvent[]): void {
-    const stream = `turn:${base.turn_id}`;
-    for (const e of events) {
-      if (e.kind === 'text') this.out.chunk({ stream, type: TURN_CHUNKS.text_delta, data: { ...base, text: e.text } });
-      else if (e.kind === 'tool') this.out.chunk({ stream, type: TURN_CHUNKS.tool_activity, data: { ...base, tool: e.name } });
-      else if (e.kind === 'status') this.out.chunk({ stream, type: TURN_CHUNKS.system_status, data: { ...base, status: e.status } });
-      else if (e.kind === 'malformed') this.d.bus.emitLog('warn', `turn ${base.turn_id}: unreadable CLI line (${e.reason})`);
-    }
-  }
-
-  /** Full memory at the start of a provider session; a compact reminder every 6 messages after. */
-  private memoryText(config: AgentConfig, newProviderSession: boolean, messageNumber: number): { system?: string; reminder?: string } {
-    if (!config.memory.enabled) return {};
-    const full = newProviderSession;
-    if (!full && !memoryHookDue(messageNumber)) return {};
-    try {
-      const entries = listMemoryModules(this.d.workspace);
-      const main = entries.find((m) => m.filename === 'MAINMEMORY.md');
-      const mainText = main ? readMemoryModule(this.d.workspace, main.filename).text : '';
-      const chosen = selectModules(entries, mainText, config.memory.inject_all_modules);
-      const modules = chosen.map((m) => ({ filename: m.filename, text: readMemoryModule(this.d.workspace, m.filename).text }));
-      if (modules.length === 0) return {};
-      return full ? { system: buildInjection(modules) } : { reminder: buildInjection(modules, { compactLines: config.memory.hook_compact_lines }) };
-    } catch (e) {
-      this.d.bus.emitLog('warn', `agent ${this.d.name}: memory not injected: ${describeError(e)}`);
-      return {};
-    }
-  }
-
-  private childEnv(config: AgentConfig, msg: AgentMessage, provider: ProviderId): Record<string, string> {
-    const providerEnv: Record<string, string> = {};
-    if (provider === 'gemini' && config.gemini_api_key) providerEnv.GEMINI_API_KEY = config.gemini_api_key;
-    const env = buildChildEnv(this.d.hostEnv, providerEnv, readDotEnv(this.d.paths.envFile));
-    const token = this.d.interagentToken();
-    const caller = callerUserOf(msg.principal);
-    // The framework's own variables describe this call; a stale value in the host env must not win.
-    Object.assign(env, {
-      SVC_AGENT_NAME: this.d.name,
-      SVC_CHAT_ID: String(msg.chat_id),
-      SVC_TOPIC_ID: msg.topic_id === null ? '' : String(msg.topic_id),
-      SVC_TRANSPORT: msg.transport,
-      SVC_INTERAGENT_PORT: String(config.interagent_port),
-      SVC_HOME: this.d.paths.root,
-      ...(caller ? { SVC_CALLER_USER_ID: caller } : {}),
-      ...(token ? { SVC_INTERAGENT_TOKEN: token } : {}),
-    });
-    return env;
-  }
-}
-
-/** The reply to a message that ran no CLI turn: a chat command, or work cancelled before it started. */
-export function outcomeWithoutTurn(
-  msg: Pick<AgentMessage, 'request_id' | 'agent'>,
-  f: { text: string; status: TurnOutcome['status']; reason: string | null; session_key: string; provider: string | null; model: string | null },
-): TurnOutcome {
-  return {
-    request_id: msg.request_id,
-    turn_id: null,
-    agent: msg.agent,
-    session_key: f.session_key,
-    status: f.status,
-    text: f.text,
-    is_error: f.status !== 'completed',
-    stream_fallback: false,
-    files: [],
-    provider: f.provider,
-    model: f.model,
-    session_id: null,
-    usage: null,
-    cost_usd: null,
-    duration_ms: null,
-    reason: f.reason,
-  };
-}
-
-/** TimeoutConfig buckets per kind of turn (SPEC.md), in seconds. */
-export function timeoutFor(config: AgentConfig, kind: TurnKind): number {
-  switch (kind) {
-    case 'foreground':
-      return config.timeouts.normal;
-    case 'background':
-      return config.timeouts.background;
-    case 'task':
-      return config.tasks.timeout_seconds;
-    case 'interagent':
-    case 'cron':
-      return config.cli_timeout;
   }
 }
 

@@ -30,7 +30,7 @@ import {
   type HomePaths,
 } from '../store/index.js';
 import type { ActorClock, ActorHost } from './actor-host.js';
-import { AgentRuntime, outcomeWithoutTurn } from './agent-runtime.js';
+import { AgentRuntime } from './agent-runtime.js';
 import { CliSlots } from './cli-slots.js';
 import { InterruptedTurns } from './interrupted-turns.js';
 import { notifyInterrupted, recoverOrphanTurns } from './turn-recovery.js';
@@ -132,6 +132,7 @@ export class AgentSupervisor {
       interagentToken: () =>
         name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
       saveModel: (model, provider) => this.saveModel(name, model, provider),
+      restartAgent: (target) => this.restartCommand(target),
       takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
       onCut: (turn) => notifyInterrupted(this.d.bus, turn),
       cliSlots: this.cliSlots,
@@ -183,18 +184,13 @@ export class AgentSupervisor {
     const access = agentAccess(msg.principal, msg.agent, this.d.registry());
     if (!access.allowed) throw new SvcError(access.code, access.message);
     if (access.warning) this.d.bus.emitLog('warn', access.warning, { agent: msg.principal.id, to: msg.agent });
-    const cmd = parseChatCommand(msg.text);
-    if (cmd?.cmd === 'agent_restart') return { outcome: this.agentRestartCommand(msg, cmd.arg) };
-    return runtime.accept(msg);
+    return runtime.accept(msg, parseChatCommand(msg.text));
   }
 
-  private async agentRestartCommand(msg: AgentMessage, target: string | undefined): Promise<TurnOutcome> {
-    const reply = (text: string, ok: boolean): TurnOutcome =>
-      outcomeWithoutTurn(msg, { text, status: ok ? 'completed' : 'failed', reason: ok ? null : 'invalid-command', session_key: '', provider: null, model: null });
-    if (!target) return reply('Usage: /agent_restart <name>', false);
-    if (!this.runtimes.has(target) && !this.d.registry().some((e) => e.name === target)) return reply(`No agent named ${target}.`, false);
+  private async restartCommand(target: string): Promise<'unknown' | 'restarted' | 'not-started'> {
+    if (!this.runtimes.has(target) && !this.d.registry().some((e) => e.name === target)) return 'unknown';
     await this.restart(target, '/agent_restart');
-    return reply(this.runtimes.has(target) ? `Restarted ${target}.` : `${target} did not start again; see the log.`, this.runtimes.has(target));
+    return this.runtimes.has(target) ? 'restarted' : 'not-started';
   }
 
   /** Only on agents the principal may use: a chat id alone does not let anyone stop another's work. */

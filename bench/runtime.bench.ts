@@ -108,7 +108,7 @@ async function idleMemory() {
   const N = 2000;
   for (let i = 0; i < N; i++) {
     const principal: Principal = { kind: 'user', id: null, acting_for: null, role: null, allowed_agents: [], origin: { transport: 'api', chat_id: i + 1, topic_id: null } };
-    await one.accept({ request_id: `s${i}`, agent: 'sessions', transport: 'api', chat_id: i + 1, topic_id: null, text: '/new', principal, kind: 'foreground' }).outcome;
+    await one.accept({ request_id: `s${i}`, agent: 'sessions', transport: 'api', chat_id: i + 1, topic_id: null, text: '/new', principal, kind: 'foreground' }, { cmd: 'new' }).outcome;
   }
   const perSession = (heapAfterGc() - beforeSessions) / N;
   bus.close();

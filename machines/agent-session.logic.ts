@@ -27,7 +27,7 @@ export function newSession(key: string, where: { transport: string; chat_id: num
  * (replacing the old one after /new or an expiry), `session.turn_recorded` advances it. Unknown
  * events are ignored so new facts can be added without breaking restore.
  */
-export function applySessionEvent(s: SessionState | null, e: AnyEnvelope): SessionState | null {
+export function applySessionEvent(s: SessionState | null, e: Pick<AnyEnvelope, 'type'> & { data: object }): SessionState | null {
   const d = e.data as Record<string, unknown>;
   if (e.type === SESSION_EVENTS.started) {
     return newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));

@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'not-found',
   'unknown-agent',
   'unknown-stream',
+  'no-session',
   'file-missing',
   'not-a-directory',
   'chat-session-exists',

@@ -1,0 +1,110 @@
+import { resolveModel, resolveProviderForModel, sessionKey, type ChatCommand } from '../machines/index.js';
+import type { AgentMessage, TurnOutcome } from '../schemas/index.js';
+
+export interface ChatCommandDeps {
+  /** The model in force (a fresh `/model` included). */
+  currentModel(): { model: string; provider: string };
+  /** Persists a `/model` change and makes it the model in force at once. */
+  setModel(model: string, provider: string): void;
+  discoveredGemini(): string[];
+  /** `/new`, `/reset`: a fresh session for the message's chat. */
+  resetSession(msg: AgentMessage, key: string, reason: 'new' | 'reset'): Promise<void>;
+  /** `/stop`: kills the chat's running turns, drops what waits behind them; how many were running. */
+  abortChat(chatId: number): number;
+  /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
+  takeRetry?(key: string, requestId: string): Promise<string | null>;
+  /** `/agent_restart`: `unknown` when no agent has that name, else whether it came back. */
+  restartAgent?(name: string): Promise<'unknown' | 'restarted' | 'not-started'>;
+}
+
+/** What a command in a session's lane comes to: an answer, or the message to run as a turn instead (`/retry`). */
+export type CommandAnswer = { outcome: TurnOutcome } | { turn: AgentMessage };
+
+/**
+ * Every chat command an agent answers (`/new`, `/reset`, `/stop`, `/model`, `/retry`,
+ * `/agent_restart`), in one place; they arrive parsed (parseChatCommand, once per message).
+ */
+export class ChatCommands {
+  constructor(private readonly d: ChatCommandDeps) {}
+
+  /** Commands answered at once, outside the session's lane (they are about the agent, not the chat). */
+  immediate(cmd: ChatCommand | null, msg: AgentMessage): Promise<TurnOutcome> | null {
+    if (cmd?.cmd !== 'agent_restart') return null;
+    return this.agentRestart(msg, cmd.arg);
+  }
+
+  /** A command whose turn has come in its session's lane; null when `cmd` is none of them. */
+  async inLane(cmd: ChatCommand | null, msg: AgentMessage, key: string): Promise<CommandAnswer | null> {
+    switch (cmd?.cmd) {
+      case 'new':
+      case 'reset':
+        await this.d.resetSession(msg, key, cmd.cmd);
+        return { outcome: this.reply(msg, 'Started a new session.') };
+      case 'stop':
+        return { outcome: this.reply(msg, `Stopped ${this.d.abortChat(msg.chat_id)} running turn(s).`) };
+      case 'model':
+        return { outcome: this.model(msg, cmd.arg) };
+      case 'retry': {
+        const prompt = (await this.d.takeRetry?.(key, msg.request_id)) ?? null;
+        if (prompt === null) return { outcome: this.reply(msg, 'Nothing to retry: no answer in this chat was cut off by a restart.', 'failed', 'nothing-to-retry') };
+        // The question asked again as it was first sent, in the same session.
+        return { turn: { ...msg, text: prompt } };
+      }
+      default:
+        return null;
+    }
+  }
+
+  /** The reply to a message that ran no CLI turn: a command, or work cancelled before it started. */
+  reply(msg: AgentMessage, text: string, status: TurnOutcome['status'] = 'completed', reason: string | null = null): TurnOutcome {
+    return outcomeWithoutTurn(msg, { text, status, reason, session_key: sessionKey(msg.transport, msg.chat_id, msg.topic_id), ...this.d.currentModel() });
+  }
+
+  private model(msg: AgentMessage, arg: string | undefined): TurnOutcome {
+    if (!arg) {
+      const { model, provider } = this.d.currentModel();
+      return this.reply(msg, `Model: ${model} (${provider}). Change it with /model <id>.`);
+    }
+    const { model } = resolveModel({ directive: arg, configModel: arg });
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(model)) {
+      return this.reply(msg, `"${arg}" is not a model id.`, 'failed', 'invalid-model');
+    }
+    const provider = resolveProviderForModel(model, this.d.discoveredGemini());
+    this.d.setModel(model, provider);
+    return this.reply(msg, `Model set to ${model} (${provider}).`);
+  }
+
+  private async agentRestart(msg: AgentMessage, target: string | undefined): Promise<TurnOutcome> {
+    const reply = (text: string, ok: boolean): TurnOutcome =>
+      outcomeWithoutTurn(msg, { text, status: ok ? 'completed' : 'failed', reason: ok ? null : 'invalid-command', session_key: '', provider: null, model: null });
+    if (!target) return reply('Usage: /agent_restart <name>', false);
+    const result = (await this.d.restartAgent?.(target)) ?? 'unknown';
+    if (result === 'unknown') return reply(`No agent named ${target}.`, false);
+    return reply(result === 'restarted' ? `Restarted ${target}.` : `${target} did not start again; see the log.`, result === 'restarted');
+  }
+}
+
+/** The reply to a message that ran no CLI turn: a chat command, or work cancelled before it started. */
+function outcomeWithoutTurn(
+  msg: Pick<AgentMessage, 'request_id' | 'agent'>,
+  f: { text: string; status: TurnOutcome['status']; reason: string | null; session_key: string; provider: string | null; model: string | null },
+): TurnOutcome {
+  return {
+    request_id: msg.request_id,
+    turn_id: null,
+    agent: msg.agent,
+    session_key: f.session_key,
+    status: f.status,
+    text: f.text,
+    is_error: f.status !== 'completed',
+    stream_fallback: false,
+    files: [],
+    provider: f.provider,
+    model: f.model,
+    session_id: null,
+    usage: null,
+    cost_usd: null,
+    duration_ms: null,
+    reason: f.reason,
+  };
+}

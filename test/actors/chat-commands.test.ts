@@ -1,0 +1,76 @@
+import t from 'tap';
+import { ChatCommands, type ChatCommandDeps } from '../../actors/index.js';
+import { parseChatCommand } from '../../machines/index.js';
+import type { AgentMessage, Principal } from '../../schemas/index.js';
+
+const principal: Principal = { kind: 'user', id: null, acting_for: null, role: null, allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
+const msg = (text: string): AgentMessage => ({ request_id: 'r1', agent: 'main', transport: 'api', chat_id: 7, topic_id: null, text, principal, kind: 'foreground' });
+
+function harness(over: Partial<ChatCommandDeps> = {}) {
+  const calls: string[] = [];
+  let model = { model: 'opus', provider: 'claude' };
+  const commands = new ChatCommands({
+    currentModel: () => model,
+    setModel: (m, p) => {
+      calls.push(`set ${m} ${p}`);
+      model = { model: m, provider: p };
+    },
+    discoveredGemini: () => [],
+    resetSession: async (_m, key, reason) => void calls.push(`reset ${key} ${reason}`),
+    abortChat: (chat) => (calls.push(`abort ${chat}`), 2),
+    ...over,
+  });
+  const inLane = (text: string) => commands.inLane(parseChatCommand(text), msg(text), 'api:7');
+  return { commands, calls, inLane };
+}
+
+t.test('/new and /reset start a session, answered without a turn', async (t) => {
+  const h = harness();
+  t.match(await h.inLane('/new'), { outcome: { text: 'Started a new session.', status: 'completed', turn_id: null, session_key: 'api:7', model: 'opus' } });
+  t.match(await h.inLane('/reset'), { outcome: { status: 'completed' } });
+  t.same(h.calls, ['reset api:7 new', 'reset api:7 reset']);
+});
+
+t.test('/stop aborts the chat and says how many turns it stopped', async (t) => {
+  const h = harness();
+  t.match(await h.inLane('/stop'), { outcome: { text: 'Stopped 2 running turn(s).' } });
+  t.same(h.calls, ['abort 7']);
+});
+
+t.test('/model shows, sets, and refuses what is not a model id without setting anything', async (t) => {
+  const h = harness();
+  t.match(await h.inLane('/model'), { outcome: { text: 'Model: opus (claude). Change it with /model <id>.' } });
+  t.match(await h.inLane('/model gpt-5'), { outcome: { text: 'Model set to gpt-5 (codex).', model: 'gpt-5' } });
+  t.match(await h.inLane('/model $(rm -rf /)'), { outcome: { status: 'failed', reason: 'invalid-model', is_error: true } });
+  t.same(h.calls, ['set gpt-5 codex']);
+});
+
+t.test('/retry turns into the cut-off prompt, or says there is nothing to retry', async (t) => {
+  const none = harness();
+  t.match(await none.inLane('/retry'), { outcome: { status: 'failed', reason: 'nothing-to-retry' } });
+  const some = harness({ takeRetry: async () => 'the question' });
+  t.match(await some.inLane('/retry'), { turn: { text: 'the question', request_id: 'r1' } });
+});
+
+t.test('plain text is no command', async (t) => {
+  const h = harness();
+  t.equal(await h.inLane('hello /new'), null);
+  t.equal(h.commands.immediate(parseChatCommand('hello'), msg('hello')), null);
+});
+
+t.test('/agent_restart is answered at once: usage, unknown agent, restarted, did not come back', async (t) => {
+  const restarts: string[] = [];
+  const h = harness({
+    restartAgent: async (name) => {
+      restarts.push(name);
+      return name === 'ghost' ? 'unknown' : name === 'broken' ? 'not-started' : 'restarted';
+    },
+  });
+  const ask = (text: string) => h.commands.immediate(parseChatCommand(text), msg(text));
+  t.equal(ask('/new'), null, 'lane commands are not immediate');
+  t.match(await ask('/agent_restart'), { text: 'Usage: /agent_restart <name>', reason: 'invalid-command', session_key: '', model: null });
+  t.match(await ask('/agent_restart ghost'), { text: 'No agent named ghost.', status: 'failed' });
+  t.match(await ask('/agent_restart broken'), { text: 'broken did not start again; see the log.', status: 'failed' });
+  t.match(await ask('/agent_restart helper'), { text: 'Restarted helper.', status: 'completed', reason: null });
+  t.same(restarts, ['ghost', 'broken', 'helper']);
+});
