@@ -4,7 +4,7 @@ import type { RecordedGroup } from './orphan-group.logic.js';
 /*
  * Turns a restart cut short — by a crash, or by svc stopping while they ran — as the log tells them: which turns were still open (and which
  * process groups they ran), what they had streamed, and which interrupted turns still owe their
- * chat a notice or a `/retry`. Pure folds over envelopes; actors/turn-recovery.ts does the I/O.
+ * chat a notice or a `/retry`. Pure folds over envelopes; actors/recovery/turn-recovery.ts does the I/O.
  */
 
 // Declared with the turn events; the runtime and recovery still import them from here.

@@ -3,7 +3,7 @@ import { TRANSCRIPTION_BACKENDS, type TranscriptionBackend } from '../schemas/in
 /*
  * SPEC.md "TranscriptionConfig": the backend chain as pure rules. Which backends apply, in which
  * order, with which arguments, and what to tell the user when none worked. The transcriber
- * (actors/transcriber.ts) gathers the facts (PATH, keys, model files) and runs what this plans.
+ * (actors/transcription/transcriber.ts) gathers the facts (PATH, keys, model files) and runs what this plans.
  */
 
 export const TRANSCRIPTION_BACKEND_LABELS: Readonly<Record<TranscriptionBackend, string>> = {

@@ -3,9 +3,9 @@ import { createActor, type Actor, type AnyStateMachine, type InputFrom, type Sna
 /** xstate's scheduler clock (not exported by name): what delays run on. */
 export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
 import type { Subscription } from 'rxjs';
-import { ACTOR_EVENTS, SvcError, describeError, type AnyEnvelope, type Fact } from '../schemas/index.js';
-import type { Bus, Cause } from '../bus/index.js';
-import type { EventLog } from '../store/index.js';
+import { ACTOR_EVENTS, SvcError, describeError, type AnyEnvelope, type Fact } from '../../schemas/index.js';
+import type { Bus, Cause } from '../../bus/index.js';
+import type { EventLog } from '../../store/index.js';
 
 export interface SpawnOptions<M extends AnyStateMachine> {
   /** Stream the actor's facts go to, e.g. `task:42`. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { toPromise, type Actor } from 'xstate';
-import { turnStreamOf, type Bus, type TurnStream } from '../bus/index.js';
+import { turnStreamOf, type Bus, type TurnStream } from '../../bus/index.js';
 import {
   SHUTDOWN_ABORT,
   ageWarningOnRecord,
@@ -20,13 +20,13 @@ import {
   type ChatCommand,
   type SessionCommand,
   type SessionState,
-} from '../machines/index.js';
-import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../schemas/index.js';
-import type { EventLog, HomePaths } from '../store/index.js';
-import type { ActorClock, ActorHost } from './actor-host.js';
+} from '../../machines/index.js';
+import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
+import type { EventLog, HomePaths } from '../../store/index.js';
+import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { ChatCommands } from './chat-commands.js';
 import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
-import type { ProviderId } from './providers/provider.js';
+import type { ProviderId } from '../providers/provider.js';
 import { SessionLanes } from './session-lanes.js';
 import { TurnLauncher } from './turn-launcher.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
-import { causedBy, type Bus, type Command } from '../bus/index.js';
-import { EMPTY_THROTTLE_STATE, classify, shouldThrottle, truncateBody, type ThrottleState } from '../machines/index.js';
+import { causedBy, type Bus, type Command } from '../../bus/index.js';
+import { EMPTY_THROTTLE_STATE, classify, shouldThrottle, truncateBody, type ThrottleState } from '../../machines/index.js';
 import {
   MAX_NOTIFICATION_ID_CHARS,
   NOTIFICATIONS_STREAM,
@@ -14,8 +14,8 @@ import {
   type MarkAllReadResult,
   type Notification,
   type Severity,
-} from '../schemas/index.js';
-import type { NotificationReadModel } from '../store/index.js';
+} from '../../schemas/index.js';
+import type { NotificationReadModel } from '../../store/index.js';
 
 /*
  * The notifier: a small command-handling actor, not an xstate machine, because it holds no

@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
-import type { Bus, TurnStream } from '../bus/index.js';
-import { buildInjection, callerUserOf, effortFor, memoryHookDue, permissionModeForPrincipal, selectModules, turnMachine, type TurnInput, type TurnResult } from '../machines/index.js';
-import { TURN_CHUNKS, describeError, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnKind } from '../schemas/index.js';
-import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type HomePaths } from '../store/index.js';
-import type { ActorClock, ActorHost } from './actor-host.js';
+import type { Bus, TurnStream } from '../../bus/index.js';
+import { buildInjection, callerUserOf, effortFor, memoryHookDue, permissionModeForPrincipal, selectModules, turnMachine, type TurnInput, type TurnResult } from '../../machines/index.js';
+import { TURN_CHUNKS, describeError, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnKind } from '../../schemas/index.js';
+import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type HomePaths } from '../../store/index.js';
+import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { cliTurnLogic } from './cli-turn.js';
-import { claudeAdapter } from './providers/claude.js';
-import { codexAdapter } from './providers/codex.js';
-import { geminiAdapter } from './providers/gemini.js';
-import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from './providers/provider.js';
+import { claudeAdapter } from '../providers/claude.js';
+import { codexAdapter } from '../providers/codex.js';
+import { geminiAdapter } from '../providers/gemini.js';
+import type { PermissionMode, ProviderAdapter, ProviderId, ReasoningEffort, StreamEvent } from '../providers/provider.js';
 
 const ADAPTERS: Readonly<Record<ProviderId, ProviderAdapter>> = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter };
 

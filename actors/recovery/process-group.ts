@@ -3,9 +3,9 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as delay } from 'node:timers/promises';
-import { readProcStat } from '../store/index.js';
-import { LineSplitter } from './providers/line-splitter.js';
-import type { Invocation } from './providers/provider.js';
+import { readProcStat } from '../../store/index.js';
+import { LineSplitter } from '../providers/line-splitter.js';
+import type { Invocation } from '../providers/provider.js';
 
 export interface RunHandlers {
   onLine(line: string): void;

@@ -1,4 +1,4 @@
-import { followsFrom, type Bus, type Cause } from '../bus/index.js';
+import { followsFrom, type Bus, type Cause } from '../../bus/index.js';
 import {
   INTERRUPTED_REASON,
   TURN_TRACE_TYPES,
@@ -6,9 +6,9 @@ import {
   partialText,
   traceTurns,
   type TurnTrace,
-} from '../machines/index.js';
-import { NOTIFICATION_COMMANDS, TURN_EVENTS, describeError, type ProcSnapshot } from '../schemas/index.js';
-import { procSnapshot, type EventLog } from '../store/index.js';
+} from '../../machines/index.js';
+import { NOTIFICATION_COMMANDS, TURN_EVENTS, describeError, type ProcSnapshot } from '../../schemas/index.js';
+import { procSnapshot, type EventLog } from '../../store/index.js';
 import { endGroup } from './orphan-groups.js';
 
 /** An interrupted turn that still owes its chat the notice or a `/retry`. */

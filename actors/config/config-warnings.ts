@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
-import type { Bus } from '../bus/index.js';
-import { CONFIG_EVENTS, REGISTRY_EVENTS } from '../schemas/index.js';
+import type { Bus } from '../../bus/index.js';
+import { CONFIG_EVENTS, REGISTRY_EVENTS } from '../../schemas/index.js';
 
 /*
  * A rejected edit or an unknown key is something the operator must see where they look — the

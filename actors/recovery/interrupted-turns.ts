@@ -1,4 +1,4 @@
-import type { Cause } from '../bus/index.js';
+import type { Cause } from '../../bus/index.js';
 import {
   INTERRUPTED_TURN_RESTORE_TYPES,
   interruptedReplyText,
@@ -6,10 +6,10 @@ import {
   restoreInterruptedTurn,
   traceTurns,
   type InterruptedTurnContext,
-} from '../machines/index.js';
-import { TakeInterruptedSchema, parseWith, type InterruptedNotice } from '../schemas/index.js';
-import type { EventLog } from '../store/index.js';
-import type { ActorHost } from './actor-host.js';
+} from '../../machines/index.js';
+import { TakeInterruptedSchema, parseWith, type InterruptedNotice } from '../../schemas/index.js';
+import type { EventLog } from '../../store/index.js';
+import type { ActorHost } from '../host/actor-host.js';
 import type { InterruptedTurn } from './turn-recovery.js';
 
 const PREFIX = 'interrupted:';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Subscription } from 'rxjs';
-import { causedBy, type Bus, type Command } from '../bus/index.js';
+import { causedBy, type Bus, type Command } from '../../bus/index.js';
 import {
   CHAT_SESSION_COMMANDS,
   CHAT_SESSION_EVENTS,
@@ -11,8 +11,8 @@ import {
   type ChatSession,
   type CommandData,
   type DeleteChatSessionResult,
-} from '../schemas/index.js';
-import type { ChatSessionReadModel } from '../store/index.js';
+} from '../../schemas/index.js';
+import type { ChatSessionReadModel } from '../../store/index.js';
 
 /*
  * Chat sessions: a command-handling actor like the notifier. It holds no lifecycle worth a

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { fromCallback, type EventObject } from 'xstate';
-import type { ConfigFileChanged, RegistryFileChanged } from '../machines/index.js';
-import { existingDirectories } from '../store/index.js';
+import type { ConfigFileChanged, RegistryFileChanged } from '../../machines/index.js';
+import { existingDirectories } from '../../store/index.js';
 
 /** SPEC.md: config, registry and workflow files are polled every 5 seconds. */
 export const CONFIG_POLL_MS = 5000;

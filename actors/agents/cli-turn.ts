@@ -1,9 +1,9 @@
 import { fromCallback, type EventObject } from 'xstate';
-import type { CliAttempt, TurnEvent } from '../machines/index.js';
-import { describeError } from '../schemas/index.js';
-import { runProcess } from './process-group.js';
-import { readBootId } from '../store/index.js';
-import type { ProviderAdapter, StreamEvent, TurnRequest } from './providers/provider.js';
+import type { CliAttempt, TurnEvent } from '../../machines/index.js';
+import { describeError } from '../../schemas/index.js';
+import { runProcess } from '../recovery/process-group.js';
+import { readBootId } from '../../store/index.js';
+import type { ProviderAdapter, StreamEvent, TurnRequest } from '../providers/provider.js';
 
 export interface CliRunSpec {
   adapter: ProviderAdapter;

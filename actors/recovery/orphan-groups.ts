@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { followsFrom, type Bus, type Cause } from '../bus/index.js';
-import { decideGroup, type RecordedGroup } from '../machines/index.js';
-import { INTERRUPTED_REASON, PROCESS_EVENTS, describeError, hasExited, type AnyEnvelope, type Fact, type TypesOf, type ProcSnapshot } from '../schemas/index.js';
-import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../store/index.js';
+import { followsFrom, type Bus, type Cause } from '../../bus/index.js';
+import { decideGroup, type RecordedGroup } from '../../machines/index.js';
+import { INTERRUPTED_REASON, PROCESS_EVENTS, describeError, hasExited, type AnyEnvelope, type Fact, type TypesOf, type ProcSnapshot } from '../../schemas/index.js';
+import { procSnapshot, readBootId, readProcCmdline, type EventLog } from '../../store/index.js';
 
 /*
  * Process groups svc starts outside a turn (a transcription backend, ...) are recorded on a

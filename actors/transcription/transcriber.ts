@@ -3,7 +3,7 @@ import * as fsp from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Subscription } from 'rxjs';
-import { causedBy, type Bus } from '../bus/index.js';
+import { causedBy, type Bus } from '../../bus/index.js';
 import {
   DEFAULT_TRANSCRIPTION_API_BASE,
   DEFAULT_TRANSCRIPTION_API_MODEL,
@@ -28,12 +28,12 @@ import {
   type TranscriptionAttempt,
   type TranscriptionFacts,
   type TranscriptionSettings,
-} from '../machines/index.js';
-import { SvcError, TRANSCRIPTION_COMMANDS, describeError, type TranscriptionBackend } from '../schemas/index.js';
-import { readDotEnv, type HomePaths } from '../store/index.js';
-import { trackProcessGroup } from './orphan-groups.js';
-import { runProcess } from './process-group.js';
-import { displayPath, findExecutable } from './providers/discovery.js';
+} from '../../machines/index.js';
+import { SvcError, TRANSCRIPTION_COMMANDS, describeError, type TranscriptionBackend } from '../../schemas/index.js';
+import { readDotEnv, type HomePaths } from '../../store/index.js';
+import { trackProcessGroup } from '../recovery/orphan-groups.js';
+import { runProcess } from '../recovery/process-group.js';
+import { displayPath, findExecutable } from '../providers/discovery.js';
 
 /*
  * Runs SPEC.md's transcription chain: custom command, hosted API, local whisper, whisper.cpp;

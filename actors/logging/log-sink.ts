@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { filter, type Subscription } from 'rxjs';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
-import type { Bus, LogLevel, LogLine } from '../bus/index.js';
-import { LOG_CHUNKS } from '../schemas/index.js';
+import type { Bus, LogLevel, LogLine } from '../../bus/index.js';
+import { LOG_CHUNKS } from '../../schemas/index.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subscription } from 'rxjs';
-import { causedBy, serveAgents, type Bus } from '../bus/index.js';
-import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../machines/index.js';
+import { causedBy, serveAgents, type Bus } from '../../bus/index.js';
+import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   MAIN_AGENT,
@@ -18,7 +18,7 @@ import {
   type SubAgentConfig,
   type TurnOutcome,
   type UserRecord,
-} from '../schemas/index.js';
+} from '../../schemas/index.js';
 import {
   agentHomeRoot,
   initWorkspace,
@@ -28,12 +28,12 @@ import {
   setConfigFields,
   type EventLog,
   type HomePaths,
-} from '../store/index.js';
-import type { ActorClock, ActorHost } from './actor-host.js';
+} from '../../store/index.js';
+import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { AgentRuntime } from './agent-runtime.js';
 import { CliSlots } from './cli-slots.js';
-import { InterruptedTurns } from './interrupted-turns.js';
-import { notifyInterrupted, recoverOrphanTurns } from './turn-recovery.js';
+import { InterruptedTurns } from '../recovery/interrupted-turns.js';
+import { notifyInterrupted, recoverOrphanTurns } from '../recovery/turn-recovery.js';
 
 export interface SupervisorDeps {
   bus: Bus;

@@ -1,5 +1,5 @@
-import { resolveModel, resolveProviderForModel, sessionKey, type ChatCommand } from '../machines/index.js';
-import type { AgentMessage, TurnOutcome } from '../schemas/index.js';
+import { resolveModel, resolveProviderForModel, sessionKey, type ChatCommand } from '../../machines/index.js';
+import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
 
 export interface ChatCommandDeps {
   /** The model in force (a fresh `/model` included). */

@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import { daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn } from '../machines/index.js';
-import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../schemas/index.js';
+import { daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn } from '../../machines/index.js';
+import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };

@@ -1,4 +1,4 @@
-import { SvcError } from '../schemas/index.js';
+import { SvcError } from '../../schemas/index.js';
 
 /** Messages one session key may hold (running + waiting); more are refused, so a flood cannot grow memory. */
 export const MAX_QUEUED_PER_SESSION = 32;
