@@ -5,23 +5,15 @@ import {
   interruptedNotification,
   partialText,
   traceTurns,
+  type InterruptedTurnContext,
   type TurnTrace,
 } from '../../machines/index.js';
 import { NOTIFICATION_COMMANDS, TURN_EVENTS, describeError, type ProcSnapshot } from '../../schemas/index.js';
 import { procSnapshot, type EventLog } from '../../store/index.js';
 import { endGroup } from './orphan-groups.js';
 
-/** An interrupted turn that still owes its chat the notice or a `/retry`. */
-export interface InterruptedTurn {
-  stream: string;
-  agent: string;
-  sessionKey: string;
-  prompt: string;
-  /** What had streamed before the crash (its last checkpoint). */
-  text: string;
-  noticeDelivered: boolean;
-  retried: boolean;
-}
+/** An interrupted turn that still owes its chat the notice or a `/retry`, and the stream it lives on. */
+export type InterruptedTurn = InterruptedTurnContext & { stream: string };
 
 export interface RecoveryReport {
   /** Turn streams recorded as failed by this recovery. */
