@@ -53,25 +53,31 @@ function takeHome(args: string[]): { rest: string[]; home: string | undefined } 
   return { rest, home };
 }
 
+/** What a shell reports for a program that SIGPIPE ended: 128 + 13. */
+const CLOSED_PIPE_EXIT = 141;
+
 /**
- * `svc events tail | head`: once the reader is gone, output has nowhere to go and nobody to tell;
- * end quietly, as Unix tools do, instead of dying with an EPIPE stack trace.
+ * `svc events tail | head`: once the reader is gone, output has nowhere to go and nobody to tell.
+ * A command ends quietly, as Unix tools do (exit 141, so `set -o pipefail` still sees it), instead
+ * of dying with an EPIPE stack trace. The daemon never ends for it: `svc start | head -1` must not
+ * take a running service down without its clean shutdown, so it just stops writing there.
  */
-function endQuietlyOnClosedPipe(): void {
+function guardClosedPipes(daemon: boolean): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EPIPE') process.exit(0);
-      throw e;
+      // Writes after the first failure report the stream as destroyed: the same closed pipe.
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+      if (!daemon) process.exit(CLOSED_PIPE_EXIT);
     });
   }
 }
 
 export async function main(argv: string[]): Promise<number> {
-  endQuietlyOnClosedPipe();
   try {
     const { rest, home } = takeHome(argv);
     const paths = homePaths(home ? expandHome(home) : resolveHomeRoot());
     const [cmd, ...args] = rest;
+    guardClosedPipes(cmd === undefined || cmd === 'start');
     switch (cmd) {
       case undefined:
       case 'start': {

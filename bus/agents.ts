@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import { EMPTY, Subject, type Observable, type Subscription } from 'rxjs';
 import {
   AGENT_CHUNKS,
   AGENT_COMMANDS,
@@ -13,6 +13,7 @@ import {
   type AgentList,
   type AgentMessage,
   type AgentSummary,
+  type ErrorCode,
   type Principal,
   type Reply,
   type Transient,
@@ -85,6 +86,8 @@ export class AgentClient {
 
   ask(message: AgentAsk, principal: Principal, opts: AskOptions = {}): Asked {
     const requestId = opts.requestId ?? randomUUID();
+    // A second request under a live id would take over the first one's chunks and reply.
+    if (this.routes.has(requestId)) return refusedAsk(requestId, { code: 'duplicate-request', message: `request ${requestId} is still running` });
     const chunks = new Subject<TurnChunk>();
     let settle!: (reply: Reply) => void;
     const outcome = new Promise<TurnOutcome>((resolve, reject) => {
@@ -109,8 +112,9 @@ export class AgentClient {
     const accepted = this.bus.send(AGENT_COMMANDS.message, data, { by: byOf(principal) }).then(
       (): Admission => ({ accepted: true }),
       (e): Admission => {
-        const code = e instanceof SvcError ? e.code : 'internal-error';
-        const refusal = { code, message: e instanceof SvcError ? e.message : describeError(e) };
+        // A failure that is not an SvcError is a broken invariant: its detail is for the log, not the caller.
+        if (!(e instanceof SvcError)) this.bus.emitLog('error', `agent request ${requestId} failed: ${describeError(e)}`);
+        const refusal = e instanceof SvcError ? { code: e.code, message: e.message } : { code: 'internal-error' as const, message: 'internal error' };
         settle({ request_id: requestId, error: refusal });
         return { accepted: false, ...refusal };
       },
@@ -135,6 +139,13 @@ export class AgentClient {
     this.sub?.unsubscribe();
     for (const route of [...this.routes.values()]) route.settle({ request_id: '', error: { code: 'bus-closed', message: 'the bus closed before the agent answered' } });
   }
+}
+
+/** A request refused before it was sent: no chunks, and its outcome rejects with the refusal. */
+function refusedAsk(requestId: string, refusal: { code: ErrorCode; message: string }): Asked {
+  const outcome = Promise.reject(new SvcError(refusal.code, refusal.message));
+  outcome.catch(() => undefined);
+  return { request_id: requestId, accepted: Promise.resolve({ accepted: false, ...refusal }), chunks$: EMPTY, outcome };
 }
 
 const clients = new WeakMap<Bus, AgentClient>();

@@ -98,6 +98,7 @@ export const ERROR_CODES = [
   'listen-failed',
   'server-started',
   'duplicate-route',
+  'duplicate-request',
   'duplicate-surface',
   'duplicate-credential',
   'duplicate-status-code',

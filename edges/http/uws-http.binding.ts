@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
-import { SvcError, describeError, type Principal } from '../../schemas/index.js';
+import { SvcError, type Principal } from '../../schemas/index.js';
 import type { RouteAuth } from './route-auth.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -333,7 +333,8 @@ async function streamFile(res: UwsResponse, reply: HttpReply, state: RequestStat
     }
   } catch (e) {
     if (state.aborted) return;
-    if (!started) writeReply(res, json(500, { error: `could not read file: ${describeError(e)}`, code: 'internal-error' }), state);
+    // The detail (a path, an errno) would tell a client about the server's files: it hears only that the read failed.
+    if (!started) writeReply(res, json(500, { error: 'could not read the file', code: 'internal-error' }), state);
     // Headers are out: the only honest signal left is to cut the connection.
     else res.close();
   } finally {

@@ -52,20 +52,25 @@ export function authenticateMain(dir: Pick<CallerDirectory, 'mainAgentToken'>, h
 
 /**
  * Authenticates the calling agent `from` (the main agent or a registry entry). A sub-agent without
- * `interagent_token` is let through (SPEC: legacy token-less mode) with a warning.
+ * `interagent_token` is let through (SPEC: legacy token-less mode) with a warning; the answer says
+ * so (`tokenless`), because then nothing proves who is calling.
  */
-export function authenticateAgent(dir: CallerDirectory, from: string, headers: Record<string, string>, warn: Warn): void {
-  if (from === MAIN_AGENT) return authenticateMain(dir, headers);
+export function authenticateAgent(dir: CallerDirectory, from: string, headers: Record<string, string>, warn: Warn): { tokenless: boolean } {
+  if (from === MAIN_AGENT) {
+    authenticateMain(dir, headers);
+    return { tokenless: false };
+  }
   const entry = dir.registry().find((e) => e.name === from);
   if (!entry) throw new SvcError('unknown-caller', `calling agent "${from}" is not in the registry, so its token cannot be checked`);
   const expected = entry.interagent_token;
   if (typeof expected !== 'string' || expected === '') {
     warn(`inter-agent call from "${from}" accepted without a token (legacy mode): set interagent_token for "${from}" in agents.json`, { agent: from });
-    return;
+    return { tokenless: true };
   }
   const given = bearerToken(headers);
   if (given === null) throw new SvcError('unauthorized', `missing "Authorization: Bearer <token>" header (the interagent_token of "${from}")`);
   if (!tokensEqual(given, expected)) throw new SvcError('unauthorized', `wrong interagent_token for "${from}"`);
+  return { tokenless: false };
 }
 
 /** The person the call is made for, from the header only; null when the header is absent (a system call). */

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readProcStat } from '../../store/index.js';
-import { exited, startSvc, svc, until } from './cli-helpers.js';
+import { SVC, exited, startSvc, svc, until } from './cli-helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -75,4 +75,19 @@ t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); h
   t.equal(after.code, 3);
   t.match(after.stdout, new RegExp(`svc is not running on .*\\nlast run: pid ${daemon.pid}, .* stopped \\S+ \\(SIGTERM\\)`));
   for (const bad of [['--jsn'], ['now']]) t.equal(svc(dir, ['status', ...bad]).code, 2, bad.join(' '));
+});
+
+t.test('svc start whose output reader goes away keeps running, and still stops cleanly', async (t) => {
+  const dir = home(join(t.testdir(), 'home'), {});
+  const child = spawn(process.execPath, [SVC, 'start'], { env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await until('the banner', () => /\n {2}next {8}/.test(out));
+  child.stdout.destroy();
+  child.stderr.destroy(); // what `svc start 2>&1 | head -1` leaves it with
+  const status = svc(dir, ['status']);
+  t.equal(status.code, 0, 'still running after its reader left');
+  child.kill('SIGTERM');
+  t.equal(await exited(child), 0, 'a clean stop, not a silent exit');
+  t.match(svc(dir, ['status']).stdout, /stopped \S+ \(SIGTERM\)/, 'the run ended with daemon.stopped');
 });

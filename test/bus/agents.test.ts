@@ -122,3 +122,15 @@ t.test('closing the bus ends what still waits, with bus-closed', async (t) => {
   bus.close();
   await t.rejects(held.outcome, { code: 'bus-closed' });
 });
+
+t.test('a second request under an id still running is refused and leaves the first one whole', async (t) => {
+  const { bus, received, release } = setup(t);
+  const first = agentsOf(bus).ask({ ...ASK, text: 'hold' }, WHO, { requestId: 'same' });
+  t.same(await first.accepted, { accepted: true });
+  const second = agentsOf(bus).ask({ ...ASK, text: 'hi' }, WHO, { requestId: 'same' });
+  t.match(await second.accepted, { accepted: false, code: 'duplicate-request' });
+  await t.rejects(second.outcome, { code: 'duplicate-request' });
+  t.equal(received.length, 1, 'the runtime never saw the second');
+  release.forEach((r) => r());
+  t.equal((await first.outcome).text, 'abc', 'the first gets its own answer');
+});

@@ -28,7 +28,12 @@ t.test('agent-token: the agent named by from, acting for the caller user', async
     kind: 'agent', id: 'main', acting_for: null, role: 'admin', allowed_agents: [], origin,
   }, 'no from on a GET: main; no caller user: the framework asks, as admin');
   t.same(await auth.authenticate(request('GET', { token: BOB_TOKEN, query: 'from=bob' })), { kind: 'agent', id: 'bob', acting_for: null, role: 'admin', allowed_agents: [], origin });
-  t.match(await auth.authenticate(request('POST', { body: { from: 'dave' } })), { kind: 'agent', id: 'dave' }, 'legacy token-less agent');
+  t.match(await auth.authenticate(request('POST', { body: { from: 'dave' } })), { kind: 'agent', id: 'dave', role: 'viewer' }, 'legacy token-less agent: never the framework admin');
+  t.match(
+    await auth.authenticate(request('POST', { user: 'alice', body: { from: 'dave' } })),
+    { id: 'dave', acting_for: 'alice', role: 'viewer' },
+    'a token-less caller claiming an admin user (alice) is still only a viewer: nothing proves the claim',
+  );
   t.match(warnings, [/legacy mode/]);
 
   const refusals: [string, HttpRequest, ErrorCode][] = [
