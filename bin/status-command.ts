@@ -56,7 +56,8 @@ export function statusCommand(args: string[], paths: HomePaths, now = Date.now()
       const ended = run.stopped_at ? `stopped ${run.stopped_at} (${run.stop_reason})` : 'ended without stopping cleanly (crashed or killed)';
       lines.push(`last run: pid ${run.pid}, version ${run.version}, started ${run.started_at}, ${ended}`);
     }
-    for (const l of run.listeners) lines.push(`  listening   ${l.surface.padEnd(14)}${l.host}:${l.port}`);
+    const listening = live ? 'listening' : 'listened';
+    for (const l of run.listeners) lines.push(`  ${listening.padEnd(12)}${l.surface.padEnd(14)}${l.host}:${l.port}`);
     lines.push(`  agents      ${run.agents.length ? run.agents.join(', ') : 'none'}`);
     lines.push(`  turns       ${run.running_turns.length ? run.running_turns.map((t) => `${t.agent} in ${t.session_key} since ${t.since}`).join('; ') : 'none running'}`);
     lines.push(`  last error  ${run.last_error ? `${run.last_error.at} ${run.last_error.type}: ${run.last_error.message}` : 'none'}`);

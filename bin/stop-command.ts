@@ -18,7 +18,7 @@ export async function stopCommand(args: string[], paths: HomePaths, out: (s: str
   }
   if (positionals.length) throw new SvcError('usage', `unexpected argument '${positionals[0]}'\n${USAGE}`);
   const timeoutS = values.timeout === undefined ? 30 : Number(values.timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 3600) throw new SvcError('usage', `--timeout ${values.timeout}: expected seconds, from 0 to 3600\n${USAGE}`);
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 3600) throw new SvcError('usage', `--timeout ${values.timeout}: expected seconds, more than 0 and at most 3600\n${USAGE}`);
 
   const pid = runningDaemonPid(paths.pidFile);
   if (pid === null) {

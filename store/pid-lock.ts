@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError, hasExited } from '../schemas/index.js';
-import { processStartedAtMs, readBootId, readProcStat } from './proc.js';
+import { processStartedAtMs, readBootId, readProcCmdline, readProcStat } from './proc.js';
 
 export interface PidLock {
   readonly pidFile: string;
@@ -166,10 +166,16 @@ function makeLock(pidFile: string, tookOver: string | null): PidLock {
   };
 }
 
-/** The pid of the daemon holding `pidFile` right now, or null when none does (no file, or a stale one). */
+/**
+ * The pid of the daemon holding `pidFile` right now, or null when none does (no file, or a stale one).
+ * `svc stop` signals what this names, so a record without a start time (an older svc wrote only
+ * the pid) must also look like svc on its command line: a reused pid is never taken for the daemon.
+ */
 export function runningDaemonPid(pidFile: string): number | null {
   const content = readOrUndefined(pidFile);
   const rec = parseRecord(content);
   if (!rec || rec.pid === process.pid) return null;
-  return staleness(rec, mtimeOrNull(pidFile)) === null ? rec.pid : null;
+  if (staleness(rec, mtimeOrNull(pidFile)) !== null) return null;
+  if (rec.startTime === null && !(readProcCmdline(rec.pid) ?? []).some((a) => /(^|\/)svc(\.js)?$/.test(a))) return null;
+  return rec.pid;
 }

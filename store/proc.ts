@@ -118,8 +118,9 @@ export function listeningPortHolder(port: number): { pid: number; command: strin
       }
       const m = /^socket:\[(\d+)\]$/.exec(target);
       if (m && inodes.has(m[1]!)) {
-        const argv = readProcCmdline(Number(pid)) ?? [];
-        return { pid: Number(pid), command: argv.slice(0, 3).join(' ') || '?' };
+        // Another program's argv is arbitrary: one line, bounded, so a message naming it stays one line.
+        const argv = (readProcCmdline(Number(pid)) ?? []).slice(0, 3).join(' ').replace(/[\u0000-\u001f\u007f]+/g, ' ');
+        return { pid: Number(pid), command: (argv.length > 80 ? `${argv.slice(0, 79)}…` : argv) || '?' };
       }
     }
   }
