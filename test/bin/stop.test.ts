@@ -1,7 +1,9 @@
 import t from 'tap';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { readProcStat } from '../../store/index.js';
 import { exited, freePortHome, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('svc stop ends the daemon of this home cleanly and waits for it; not running is not an error', async (t) => {
@@ -52,4 +54,20 @@ t.test('a second daemon on a taken port refuses to start with one line naming th
 
   t.equal(svc(homeA, ['stop']).code, 0);
   t.equal(await exited(first), 0, 'the first daemon never lost its port and stops cleanly');
+});
+
+t.test('an old pid-only svc.pid naming a process that is not svc: stop and status leave it alone', async (t) => {
+  const dir = join(t.testdir(), 'home');
+  mkdirSync(dir, { recursive: true });
+  const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+  t.teardown(() => void other.kill('SIGKILL'));
+  await until('sleep runs', () => other.pid !== undefined);
+  // Written after the process started, as an older svc wrote it: only the pid.
+  writeFileSync(join(dir, 'svc.pid'), `${other.pid}\n`);
+  const stop = svc(dir, ['stop']);
+  t.equal(stop.code, 0);
+  t.match(stop.stdout, /svc is not running/);
+  t.equal(svc(dir, ['status']).code, 3);
+  // Not reaped yet either way: a signalled sleep would show as a zombie (Z), a live one is sleeping (S).
+  t.equal(readProcStat(other.pid!)?.state, 'S', 'the other process was not signalled');
 });
