@@ -2,7 +2,7 @@ import type { ActorHost, AgentSupervisor } from '../actors/index.js';
 import type { Bus } from '../bus/index.js';
 import { transportStatuses } from '../machines/index.js';
 import { describeError, type AgentConfig, type Listener } from '../schemas/index.js';
-import type { SqliteEventLog } from '../store/index.js';
+import { resolveHomeRoot, type SqliteEventLog } from '../store/index.js';
 import { DAEMON_SUBSYSTEMS, DaemonContext, type DaemonOptions } from './daemon-subsystems.js';
 import { VERSION } from './package-info.js';
 import { startBanner } from './start-banner.js';
@@ -58,6 +58,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         transports: transportStatuses(ctx.config()),
         agents: ctx.agents.names(),
         apiEnabled: ctx.config().api.enabled,
+        svc: paths.root === resolveHomeRoot() ? './bin/svc.js' : `./bin/svc.js --home ${/\s/.test(paths.root) ? JSON.stringify(paths.root) : paths.root}`,
       }),
     host: ctx.host,
     agents: ctx.agents,

@@ -17,6 +17,8 @@ export interface BannerFacts {
   transports: readonly TransportStatus[];
   agents: readonly string[];
   apiEnabled: boolean;
+  /** How to run svc on this same home: the commands the banner suggests must act on this daemon. */
+  svc: string;
 }
 
 const LABEL = 12;
@@ -29,16 +31,16 @@ function rows(label: string, values: readonly string[]): string[] {
 
 export function startBanner(f: BannerFacts): string {
   const listeners = f.listeners.map((l) => `${l.surface.padEnd(14)}${l.host}:${l.port}`);
-  if (!f.apiEnabled) listeners.push('direct API    off (./bin/svc.js api enable turns it on, on 127.0.0.1)');
+  if (!f.apiEnabled) listeners.push(`direct API    off (${f.svc} api enable turns it on, on 127.0.0.1)`);
   const transports = f.transports.map((t) => `${t.name} ${t.on ? 'on' : 'off'}: ${t.why}`);
   const next: string[] = [];
   const api = f.listeners.find((l) => l.surface === 'direct API');
   if (api) next.push(`connect a client to ws://${api.host === '0.0.0.0' ? '127.0.0.1' : api.host}:${api.port}/ws with api.token from config.json (docs/direct-api.md)`);
-  else next.push('./bin/svc.js api enable, then restart, to talk to svc over its encrypted API');
+  else next.push(`${f.svc} api enable, then restart, to talk to svc over its encrypted API`);
   const telegram = f.transports.find((t) => t.name === 'telegram');
   if (telegram && !telegram.on && telegram.fix) next.push(`for Telegram: ${telegram.fix}`);
-  next.push('./bin/svc.js doctor checks the provider CLIs and their logins');
-  next.push('Ctrl-C (or ./bin/svc.js stop) stops svc; ./bin/svc.js service install runs it as a service');
+  next.push(`${f.svc} doctor checks the provider CLIs and their logins`);
+  next.push(`Ctrl-C (or ${f.svc} stop) stops svc; ${f.svc} service install runs it as a service`);
   return [
     `svc ${f.version} running (pid ${f.pid})`,
     row('home', f.paths.root),

@@ -91,3 +91,12 @@ t.test('svc start whose output reader goes away keeps running, and still stops c
   t.equal(await exited(child), 0, 'a clean stop, not a silent exit');
   t.match(svc(dir, ['status']).stdout, /stopped \S+ \(SIGTERM\)/, 'the run ended with daemon.stopped');
 });
+
+t.test('started on another home with --home, the banner suggests commands that act on that home', async (t) => {
+  const dir = home(join(t.testdir(), 'other home'), {});
+  const daemon = startSvc(join(t.testdir(), 'unused'), ['start', '--home', dir]);
+  await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
+  t.match(daemon.output(), new RegExp(`\\(or \\./bin/svc\\.js --home "${dir}" stop\\)`));
+  daemon.kill('SIGTERM');
+  t.equal(await exited(daemon), 0);
+});
