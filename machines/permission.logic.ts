@@ -1,4 +1,4 @@
-import { ROLES, type AgentConfig, type PermissionMode, type Principal, type Role, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { MAIN_AGENT, ROLES, type AgentConfig, type PermissionMode, type Principal, type Role, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 
 /*
  * CLI permission mode by role (SPEC.md "CLI permission mode by role") and agent-scoped access. Every
@@ -138,8 +138,6 @@ export function agentAllowed(user: Pick<UserRecord, 'active' | 'allowed_agents'>
   return user.active && listAllows(user.allowed_agents, agentName);
 }
 
-/** The main agent has no registry entry and no can_call list: it may call every agent. */
-const MAIN_AGENT = 'main';
 
 /** Why a principal may not use an agent, or a note to log when it may only by a legacy allowance. */
 export type AgentAccess = { allowed: true; warning: string | null } | { allowed: false; code: 'agent-not-allowed' | 'call-not-allowed' | 'unknown-caller'; message: string };
@@ -158,6 +156,7 @@ export function agentAccess(principal: Principal, target: string, registry: read
       message: `user "${who ?? '(token)'}" may not use agent "${target}" (allowed_agents: ${principal.allowed_agents.join(', ')})`,
     };
   }
+  // The main agent has no registry entry and no can_call list: it may call every agent.
   if (principal.kind !== 'agent' || principal.id === MAIN_AGENT) return { allowed: true, warning: null };
   const from = principal.id ?? '';
   const entry = registry.find((e) => e.name === from);
