@@ -8,7 +8,10 @@ if (!existsSync(dist('main.js'))) {
   process.exit(1);
 }
 const { nodeVersionProblem, nativeModuleProblem } = await import(dist('runtime-check.js').href);
-const problem = nodeVersionProblem(process.versions.node) ?? nativeModuleProblem();
+// `svc doctor` reports these itself, with everything else it checks.
+const args = process.argv.slice(2);
+const command = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '--home');
+const problem = command === 'doctor' ? null : (nodeVersionProblem(process.versions.node) ?? nativeModuleProblem());
 if (problem) {
   process.stderr.write(`${problem.startsWith('svc') ? '' : 'svc: '}${problem}\n`);
   process.exit(1);

@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError, type AnyEnvelope, type AnyNewEvent } from '../schemas/index.js';
@@ -8,6 +9,15 @@ import { assertVersions, checkExpected, type ExpectedVersions } from './expected
 import type { Projection } from './projection.js';
 import { WAL_TRUNCATE_BYTES, WalCheckpointer, type WalCheckpointerOptions } from './wal-checkpointer.js';
 import { applyProjections, checkProjections, createProjectionTables } from './projection.js';
+
+let driver: typeof Database | undefined;
+/**
+ * better-sqlite3 is an optional dependency (a native build that may fail): loaded when a log is
+ * first opened, so a command that never opens one (`svc doctor`) runs without it and can say so.
+ */
+function sqliteDriver(): typeof Database {
+  return (driver ??= createRequire(import.meta.url)('better-sqlite3') as typeof Database);
+}
 
 /** Bump when the events/meta layout changes; opening a newer file with older code is refused. */
 export const EVENT_LOG_SCHEMA_VERSION = 1;
@@ -182,7 +192,7 @@ export class SqliteEventLog implements EventLog {
     }
     let db: Database.Database;
     try {
-      db = new Database(path, { readonly, fileMustExist: true });
+      db = new (sqliteDriver())(path, { readonly, fileMustExist: true });
     } catch (err) {
       if (isCorruption(err)) throw corrupt(path, err.message);
       throw new SvcError('database-open-failed', `${path}: cannot open the event log: ${(err as Error).message}`, { path });
