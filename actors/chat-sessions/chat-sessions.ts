@@ -13,6 +13,7 @@ import {
   type DeleteChatSessionResult,
 } from '../../schemas/index.js';
 import type { ChatSessionReadModel } from '../../store/index.js';
+import { serialRunner } from '../host/serial.js';
 
 /*
  * Chat sessions: a command-handling actor like the notifier. It holds no lifecycle worth a
@@ -41,12 +42,7 @@ function notFound(id: string): SvcError {
 export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   const { bus, readModel } = deps;
   const newId = deps.newId ?? (() => randomUUID());
-  let tail: Promise<unknown> = Promise.resolve();
-  const serial = <R>(fn: () => Promise<R>): Promise<R> => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
+  const serial = serialRunner();
 
   const create = async (cmd: Command<string, CommandData<typeof CHAT_SESSION_COMMANDS.create>>): Promise<ChatSession> => {
     const d = cmd.data;

@@ -16,6 +16,7 @@ import {
   type Severity,
 } from '../../schemas/index.js';
 import type { NotificationReadModel } from '../../store/index.js';
+import { serialRunner } from '../host/serial.js';
 
 /*
  * The notifier: a small command-handling actor, not an xstate machine, because it holds no
@@ -39,12 +40,7 @@ export function startNotifier(deps: NotifierDeps): Subscription {
   const { bus, readModel } = deps;
   const newId = deps.newId ?? (() => randomUUID());
   let throttle: ThrottleState = EMPTY_THROTTLE_STATE;
-  let tail: Promise<unknown> = Promise.resolve();
-  const serial = <R>(fn: () => Promise<R>): Promise<R> => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
+  const serial = serialRunner();
 
   const create = async (cmd: Command<string, CommandData<typeof NOTIFICATION_COMMANDS.create>>): Promise<CreateNotificationResult> => {
     const d = cmd.data;
