@@ -28,17 +28,19 @@ export function unitDir(env: ServiceEnv['env']): string {
 }
 
 /**
- * One argument as systemd's command-line parser reads it back unchanged: `%` and `$` are expanded
- * by systemd even inside quotes, so they are doubled; quotes and backslashes are escaped.
+ * One argument as systemd reads it back unchanged: `%` specifiers are expanded everywhere, even
+ * inside quotes, so `%` is doubled; `$` is doubled only where systemd expands variables (ExecStart=,
+ * not Environment=, which would keep `$$` literally); quotes and backslashes are escaped.
  */
-export function systemdQuote(arg: string): string {
+export function systemdQuote(arg: string, where: 'exec' | 'environment' = 'exec'): string {
   if (/[\n\r\0]/.test(arg)) throw new SvcError('usage', `${JSON.stringify(arg)} cannot be put in a systemd unit (a line break or NUL)`);
-  const escaped = arg.replace(/%/g, '%%').replace(/\$/g, '$$$$');
+  const specifiers = arg.replace(/%/g, '%%');
+  const escaped = where === 'exec' ? specifiers.replace(/\$/g, '$$$$') : specifiers;
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? escaped : `"${escaped.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
 export function systemdUnit(opts: { node: string; entry: string; home: string; path: string }): string {
-  const exec = [opts.node, opts.entry, 'start', '--home', opts.home].map(systemdQuote).join(' ');
+  const exec = [opts.node, opts.entry, 'start', '--home', opts.home].map((a) => systemdQuote(a)).join(' ');
   return `# Written by \`svc service install\`; \`svc service uninstall\` removes it.
 [Unit]
 Description=svc: runs AI coding-agent CLIs and orchestrates them
@@ -50,7 +52,7 @@ Wants=network-online.target
 Type=simple
 ExecStart=${exec}
 # The provider CLIs (claude, codex, gemini) are found on the PATH svc was installed from.
-Environment=${systemdQuote(`PATH=${opts.path}`)}
+Environment=${systemdQuote(`PATH=${opts.path}`, 'environment')}
 Environment=NO_COLOR=1
 # SIGTERM to svc alone first: it ends its CLIs' process groups itself, then the rest is killed.
 KillMode=mixed

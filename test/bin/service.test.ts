@@ -57,6 +57,7 @@ t.test('systemdQuote: what systemd reads back is the argument', async (t) => {
   t.equal(systemdQuote('a b'), '"a b"');
   t.equal(systemdQuote('50%'), '50%%');
   t.equal(systemdQuote('$HOME x'), '"$$HOME x"');
+  t.equal(systemdQuote('PATH=/opt/$x/bin:/usr/50%', 'environment'), '"PATH=/opt/$x/bin:/usr/50%%"', 'Environment= expands no variables: $ stays single');
   t.equal(systemdQuote('say "hi"\\'), '"say \\"hi\\"\\\\"');
   t.throws(() => systemdQuote('a\nb'), { code: 'usage' });
 });
