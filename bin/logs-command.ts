@@ -18,23 +18,28 @@ export function logFile(paths: HomePaths): string {
   return join(paths.logsDir, 'svc.log');
 }
 
-/** The last `n` lines of `file`, reading backwards in chunks. */
+/**
+ * The last `n` lines of `file`, reading backwards in chunks. Newlines are counted in the bytes and
+ * the text decoded once, so a character split across two chunks stays whole.
+ */
 export function lastLines(file: string, n: number): string[] {
+  if (n === 0) return [];
   const fd = fs.openSync(file, 'r');
   try {
-    const size = fs.fstatSync(fd).size;
-    let pos = size;
-    let text = '';
-    while (pos > 0 && text.split('\n').length <= n + 1) {
+    let pos = fs.fstatSync(fd).size;
+    const chunks: Buffer[] = [];
+    let newlines = 0;
+    while (pos > 0 && newlines <= n) {
       const len = Math.min(TAIL_CHUNK, pos);
       pos -= len;
       const buf = Buffer.alloc(len);
       fs.readSync(fd, buf, 0, len, pos);
-      text = buf.toString('utf8') + text;
+      chunks.unshift(buf);
+      for (const byte of buf) if (byte === 0x0a) newlines++;
     }
-    const lines = text.split('\n');
+    const lines = Buffer.concat(chunks).toString('utf8').split('\n');
     if (lines[lines.length - 1] === '') lines.pop();
-    return n === 0 ? [] : lines.slice(-n);
+    return lines.slice(-n);
   } finally {
     fs.closeSync(fd);
   }

@@ -2,6 +2,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lastLines } from '../../bin/logs-command.js';
 import { SVC, exited, svc, until } from './cli-helpers.js';
 
 t.test('svc logs prints the last lines; -n picks how many; a missing log is one clear error', async (t) => {
@@ -40,4 +41,18 @@ t.test('svc logs -f follows appends and a rotation', async (t) => {
   child.kill('SIGTERM');
   await exited(child);
   t.equal(out, 'old line\nappended line\nafter rotation\n');
+});
+
+t.test('lastLines keeps a multibyte character whole where it straddles two read chunks', async (t) => {
+  const file = join(t.testdir(), 'svc.log');
+  // 64 KiB chunks: put a 4-byte character across the boundary counted from the end.
+  const tailText = 'ok\n'.repeat(10);
+  const filler = 'x'.repeat(64 * 1024 - Buffer.byteLength(tailText) - 2);
+  writeFileSync(file, `first line\nsplit 🙂${filler}\n${tailText}`);
+  const lines = lastLines(file, 11);
+  t.equal(lines.length, 11);
+  t.match(lines[0], /^split 🙂x/);
+  t.same(lines.slice(-2), ['ok', 'ok']);
+  t.same(lastLines(file, 0), []);
+  t.same(lastLines(file, 100), ['first line', lines[0], ...Array(10).fill('ok')]);
 });
