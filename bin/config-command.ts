@@ -41,13 +41,7 @@ function validate(paths: HomePaths): number {
     throw new SvcError('config-missing', `${paths.configFile} does not exist; 'svc start' creates it on first start`);
   }
   const text = readFileSync(paths.configFile, 'utf8');
-  let dirs: string[] = [];
-  try {
-    dirs = existingDirectories(JSON.parse(text));
-  } catch {
-    // Not JSON: parseConfigText says where.
-  }
-  const checked = parseConfigText(text, paths.configFile, dirs);
+  const checked = parseConfigText(text, paths.configFile, existingDirectories(text));
   if (!checked.ok) {
     for (const err of checked.errors) process.stderr.write(`svc: ${err}\n`);
     return 1;

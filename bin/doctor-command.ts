@@ -4,9 +4,9 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { detectProviders, notInstalledMessage } from '../actors/index.js';
 import { isPrivateHost } from '../edges/index.js';
-import { transportStatuses } from '../machines/index.js';
-import { SvcError, defaultConfig, parseJsonText, validateConfig, type AgentConfig } from '../schemas/index.js';
-import { listeningPortHolder, runningDaemonPid, type HomePaths } from '../store/index.js';
+import { parseConfigText, transportStatuses } from '../machines/index.js';
+import { SvcError, defaultConfig, type AgentConfig } from '../schemas/index.js';
+import { existingDirectories, listeningPortHolder, runningDaemonPid, type HomePaths } from '../store/index.js';
 import { parse } from './cli-args.js';
 import { NATIVE_MODULES, nativeModuleProblem, nodeVersionProblem } from './runtime-check.js';
 
@@ -31,8 +31,9 @@ function readConfig(paths: HomePaths): { config: AgentConfig; finding: Finding }
   if (!existsSync(paths.configFile)) {
     return { config: defaultConfig(), finding: { status: 'info', text: `${paths.configFile} does not exist yet; checking the defaults`, fix: './bin/svc.js start creates it' } };
   }
-  const json = parseJsonText(readFileSync(paths.configFile, 'utf8'), paths.configFile);
-  const checked = json.ok ? validateConfig(json.value, paths.configFile) : { ok: false as const, errors: [json.error] };
+  const text = readFileSync(paths.configFile, 'utf8');
+  // The same check as `svc config validate`, additional_directories included.
+  const checked = parseConfigText(text, paths.configFile, existingDirectories(text));
   if (!checked.ok) {
     return { config: defaultConfig(), finding: { status: 'fail', text: checked.errors[0]!, fix: 'edit config.json; ./bin/svc.js config validate lists every problem' } };
   }

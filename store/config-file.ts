@@ -101,8 +101,17 @@ function isDirectory(path: string): boolean {
   }
 }
 
-/** `additional_directories` entries that exist as directories (what the config watcher reports too). */
-export function existingDirectories(raw: unknown): string[] {
+/**
+ * The `additional_directories` entries of config.json's text that exist as directories (the I/O
+ * half of validating it). Text that is not JSON names none: the validation says what is wrong.
+ */
+export function existingDirectories(text: string): string[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return [];
+  }
   if (!isPlainObject(raw) || !Array.isArray(raw.additional_directories)) return [];
   return raw.additional_directories.filter((d): d is string => typeof d === 'string' && isDirectory(d));
 }

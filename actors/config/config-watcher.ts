@@ -77,13 +77,7 @@ function poller(
 /** Sends `file.changed` (text and which `additional_directories` exist) to its parent when config.json changes. */
 export const configWatcher = fromCallback<EventObject, ConfigWatcherInput>(({ sendBack, input }) => {
   return poller(() => [input.file], input.intervalMs ?? CONFIG_POLL_MS, (_file, text) => {
-    let existingDirs: string[] = [];
-    try {
-      existingDirs = existingDirectories(JSON.parse(text));
-    } catch {
-      // Not JSON: the machine reports that; there are no directories to check.
-    }
-    const event: ConfigFileChanged = { type: 'file.changed', text, existingDirs };
+    const event: ConfigFileChanged = { type: 'file.changed', text, existingDirs: existingDirectories(text) };
     sendBack(event);
   });
 });
