@@ -17,10 +17,10 @@ export function svc(home: string, args: string[], env: NodeJS.ProcessEnv = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** A home whose config asks for any free internal-API port, so parallel test daemons never collide. */
-export function freePortHome(home: string): string {
+/** A home whose config asks for any free internal-API port, so parallel test daemons never collide; `config` adds keys. */
+export function freePortHome(home: string, config: Record<string, unknown> = {}): string {
   mkdirSync(join(home, 'config'), { recursive: true });
-  writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ interagent_port: 0 }));
+  writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ interagent_port: 0, ...config }));
   return home;
 }
 

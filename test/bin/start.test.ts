@@ -1,21 +1,14 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readProcStat } from '../../store/index.js';
-import { SVC, exited, startSvc, svc, until } from './cli-helpers.js';
+import { SVC, exited, freePortHome, startSvc, svc, until } from './cli-helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function home(dir: string, config: Record<string, unknown>): string {
-  mkdirSync(join(dir, 'config'), { recursive: true });
-  writeFileSync(join(dir, 'config', 'config.json'), JSON.stringify({ interagent_port: 0, ...config }));
-  return dir;
-}
-
 t.test('svc start says where its files are, what it listens on, which transports run and what to do next', async (t) => {
-  const dir = home(join(t.testdir(), 'home'), { api: { enabled: true, host: '127.0.0.1', port: 0, token: 'tok-0123456789abcdef0123' } });
+  const dir = freePortHome(join(t.testdir(), 'home'), { api: { enabled: true, host: '127.0.0.1', port: 0, token: 'tok-0123456789abcdef0123' } });
   const daemon = startSvc(dir);
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
   const out = daemon.output();
@@ -31,7 +24,7 @@ t.test('svc start says where its files are, what it listens on, which transports
 });
 
 t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is left behind', async (t) => {
-  const dir = home(join(t.testdir(), 'home'), {});
+  const dir = freePortHome(join(t.testdir(), 'home'), {});
   const npm = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   npm.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -53,7 +46,7 @@ t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is l
 });
 
 t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); how the last run ended once stopped (exit 3)', async (t) => {
-  const dir = home(join(t.testdir(), 'home'), {});
+  const dir = freePortHome(join(t.testdir(), 'home'), {});
   const before = svc(dir, ['status']);
   t.equal(before.code, 3);
   t.match(before.stdout, /svc is not running on .*\n {2}no run recorded yet/);
@@ -78,7 +71,7 @@ t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); h
 });
 
 t.test('svc start whose output reader goes away keeps running, and still stops cleanly', async (t) => {
-  const dir = home(join(t.testdir(), 'home'), {});
+  const dir = freePortHome(join(t.testdir(), 'home'), {});
   const child = spawn(process.execPath, [SVC, 'start'], { env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -93,7 +86,7 @@ t.test('svc start whose output reader goes away keeps running, and still stops c
 });
 
 t.test('started on another home with --home, the banner suggests commands that act on that home', async (t) => {
-  const dir = home(join(t.testdir(), 'other home'), {});
+  const dir = freePortHome(join(t.testdir(), 'other home'), {});
   const daemon = startSvc(join(t.testdir(), 'unused'), ['start', '--home', dir]);
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
   t.match(daemon.output(), new RegExp(`\\(or \\./bin/svc\\.js --home "${dir}" stop\\)`));
