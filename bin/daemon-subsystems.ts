@@ -19,7 +19,7 @@ import {
   type ActorClock,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
+import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
@@ -401,7 +401,7 @@ function apiListenAddress(ctx: DaemonContext): { host: string; port: number; all
 /**
  * Every surface the config enables on the API server. Today `api.enabled` is the only switch:
  * without it no surface needs the server, so nothing listens on `api.port`. The shared `/api/*`
- * routes ride on whichever surface runs; edges/admin will be one more entry here.
+ * routes ride on whichever surface runs. The admin API shares the switch and the port with `/ws`.
  */
 function apiSurfaces(ctx: DaemonContext): Surface[] {
   const { bus, paths } = ctx;
@@ -423,6 +423,20 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
   });
   return [
     ...(direct ? [direct.surface] : []),
+    ...(ctx.config().api.enabled
+      ? [
+          adminSurface({
+            bus,
+            paths,
+            config: ctx.config,
+            registry: ctx.registry,
+            users: ctx.users,
+            notifications: ctx.notifications,
+            clock: ctx.opts.clock ?? Date.now,
+            version: VERSION,
+          }),
+        ]
+      : []),
     apiSurface({
       bus,
       paths,

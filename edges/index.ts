@@ -2,3 +2,4 @@ export * from './http/index.js';
 export * from './direct/index.js';
 export * from './api/index.js';
 export * from './internal/index.js';
+export * from './admin/index.js';

@@ -34,3 +34,4 @@ export * from './commands/transcription.commands.js';
 export * from './cli-stream.js';
 export * from './connection-machine.js';
 export * from './direct-frames.schema.js';
+export * from './admin-access.js';

@@ -169,13 +169,19 @@ export class Router<R extends Routable = Route> {
     }
   }
 
-  /** null: no such path; 'method': the path exists under another method (405). */
+  /**
+   * null: no such path; 'method': the path exists under another method (405). Where a literal
+   * segment and a `:param` both match (`POST /api/chat/sessions` and `POST /api/chat/:agentId`), the
+   * literal wins, leftmost segment first, whatever the order the routes were added in.
+   */
   match(method: string, path: string): RouteMatch<R> | null | 'method' {
     const segments = path.split('/').filter(Boolean);
     let pathExists = false;
+    let best: { match: RouteMatch<R>; literals: boolean[] } | null = null;
     for (const { route, parts } of this.compiled) {
       if (parts.length !== segments.length) continue;
       const params: Record<string, string> = {};
+      const literals: boolean[] = [];
       let ok = true;
       for (let i = 0; i < parts.length; i++) {
         const p = parts[i]!;
@@ -189,15 +195,25 @@ export class Router<R extends Routable = Route> {
             break;
           }
           params[p.slice(1)] = decoded;
+          literals.push(false);
         } else if (p !== s) {
           ok = false;
           break;
+        } else {
+          literals.push(true);
         }
       }
       if (!ok) continue;
       pathExists = true;
-      if (route.method === method) return { route, params };
+      if (route.method === method && (best === null || moreLiteral(literals, best.literals))) best = { match: { route, params }, literals };
     }
+    if (best) return best.match;
     return pathExists ? 'method' : null;
   }
+}
+
+/** The first segment where the two differ decides: a literal there is the more specific route. */
+function moreLiteral(a: readonly boolean[], b: readonly boolean[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]!;
+  return false;
 }

@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { json, parseJsonBody, type PublicRoute } from '../../edges/index.js';
+import { Router, json, parseJsonBody, type PublicRoute } from '../../edges/index.js';
 import { SvcError, type ErrorCode } from '../../schemas/index.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
 
@@ -201,4 +201,23 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
   const deadline = Date.now() + 20_000;
   while (!seen.stopped && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   t.ok(seen.stopped, 'the producer was stopped (its finally ran) after the client left');
+});
+
+t.test('a literal segment wins over a :param at the same depth, whatever the order routes were added in', async (t) => {
+  const literal = { method: 'POST', pattern: '/api/chat/sessions' } as const;
+  const param = { method: 'POST', pattern: '/api/chat/:agentId' } as const;
+  const deeper = { method: 'GET', pattern: '/api/:x/sessions' } as const;
+  const earlier = { method: 'GET', pattern: '/api/chat/:y' } as const;
+  for (const order of [[literal, param], [param, literal]]) {
+    const router = new Router<{ method: 'GET' | 'POST'; pattern: string }>();
+    router.add(...order, deeper, earlier);
+    const hit = router.match('POST', '/api/chat/sessions');
+    t.equal(hit !== null && hit !== 'method' ? hit.route.pattern : hit, '/api/chat/sessions');
+    const agent = router.match('POST', '/api/chat/main');
+    t.same(agent !== null && agent !== 'method' ? [agent.route.pattern, agent.params] : agent, ['/api/chat/:agentId', { agentId: 'main' }]);
+    // The leftmost differing segment decides: `chat` (literal) beats `:x`.
+    const left = router.match('GET', '/api/chat/sessions');
+    t.equal(left !== null && left !== 'method' ? left.route.pattern : left, '/api/chat/:y');
+    t.equal(router.match('DELETE', '/api/chat/sessions'), 'method');
+  }
 });

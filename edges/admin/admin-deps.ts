@@ -1,0 +1,20 @@
+import type { Bus } from '../../bus/index.js';
+import type { AgentConfig, SubAgentConfig, UserRecord } from '../../schemas/index.js';
+import type { HomePaths, NotificationReadModel } from '../../store/index.js';
+
+/**
+ * What the admin routes are built from. Handlers send commands on the bus and read read models;
+ * they decide nothing about who may see what beyond the route's declared role (the runtime applies
+ * `allowed_agents` where it handles the command).
+ */
+export interface AdminDeps {
+  bus: Bus;
+  paths: HomePaths;
+  config: () => AgentConfig;
+  registry: () => SubAgentConfig[];
+  users: () => UserRecord[];
+  notifications: NotificationReadModel;
+  /** Epoch ms; injected so caches and expiries are tested on a simulated clock. */
+  clock: () => number;
+  version: string;
+}

@@ -1,0 +1,6 @@
+import type { Route } from '../http/index.js';
+import type { AdminDeps } from './admin-deps.js';
+
+export function chatRoutes(_deps: AdminDeps): Route[] {
+  return [];
+}
