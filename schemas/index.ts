@@ -18,6 +18,8 @@ export * from './events/process.events.js';
 export * from './events/registry.events.js';
 export * from './events/session.events.js';
 export * from './events/turn.events.js';
+export * from './events/user.events.js';
+export * from './events/audit.events.js';
 export * from './secrets.js';
 export * from './config.schema.js';
 export * from './registry.schema.js';

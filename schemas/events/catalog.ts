@@ -1,6 +1,7 @@
 import type * as v from 'valibot';
 import type { EventData } from '../event.schema.js';
 import { ACTOR_EVENT_SCHEMAS } from './actor.events.js';
+import { AUDIT_EVENT_SCHEMAS } from './audit.events.js';
 import { AGENT_CHUNK_SCHEMAS, AGENT_EVENT_SCHEMAS } from './agent.events.js';
 import { BUS_EVENT_SCHEMAS } from './bus.events.js';
 import { CHAT_SESSION_EVENT_SCHEMAS } from './chat-session.events.js';
@@ -14,6 +15,7 @@ import { PROCESS_EVENT_SCHEMAS } from './process.events.js';
 import { REGISTRY_EVENT_SCHEMAS } from './registry.events.js';
 import { SESSION_EVENT_SCHEMAS } from './session.events.js';
 import { TURN_CHUNK_SCHEMAS, TURN_EVENT_SCHEMAS } from './turn.events.js';
+import { USER_EVENT_SCHEMAS } from './user.events.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -35,6 +37,8 @@ export const EVENT_SCHEMAS = {
   ...PROCESS_EVENT_SCHEMAS,
   ...BUS_EVENT_SCHEMAS,
   ...ACTOR_EVENT_SCHEMAS,
+  ...USER_EVENT_SCHEMAS,
+  ...AUDIT_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */
