@@ -9,7 +9,7 @@ import { filter } from 'rxjs';
 import { toPromise } from 'xstate';
 import { ActorHost, AgentRuntime, claudeAdapter, cliTurnLogic, type StreamEvent } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { agentMachine, turnMachine } from '../machines/index.js';
+import { agentMachine, sessionStream, turnMachine } from '../machines/index.js';
 import { defaultConfig, type Principal } from '../schemas/index.js';
 import { MemoryEventLog, homePaths, initWorkspace } from '../store/index.js';
 import type { BenchReport } from './report.js';
@@ -92,7 +92,7 @@ async function idleMemory() {
   const host = new ActorHost(bus);
   const config = defaultConfig();
   const make = (name: string) => {
-    host.spawn(`agent:${name}`, agentMachine, { stream: `agent:${name}`, input: { name, is_main: false, provider: 'claude', model: 'opus', workspace } });
+    host.spawn(`agent:${name}`, agentMachine, { stream: `agent:${name}`, input: { name, is_main: false, provider: 'claude', model: 'opus', workspace }, childStream: (key) => sessionStream(name, key) });
     return new AgentRuntime({
       bus, host, log: bus.log, paths, name, isMain: false, workspace, config: () => config, users: () => [], hostEnv: {},
       discoveredGemini: () => [], interagentToken: () => null, saveModel: () => undefined,

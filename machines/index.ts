@@ -19,6 +19,7 @@ export * from './provider-listing.logic.js';
 export * from './notification.logic.js';
 export * from './agent-session.logic.js';
 export * from './session.decider.js';
+export * from './session.machine.js';
 export * from './agent.machine.js';
 export * from './connection.machine.js';
 export * from './transcription.logic.js';

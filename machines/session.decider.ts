@@ -60,6 +60,7 @@ export function decideSession(command: SessionCommand, state: SessionState | nul
               message_count: aged.messageCount,
               count_at_threshold: nextCountAtThreshold(aged, command.now, command.warningHours),
               at_ms: command.now,
+              warning_hours: command.warningHours,
             },
           },
         ],

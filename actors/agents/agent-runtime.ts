@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
-import { toPromise, type Actor } from 'xstate';
+import { toPromise, type Actor, type ActorRefFrom } from 'xstate';
 import { turnStreamOf, type Bus, type TurnStream } from '../../bus/index.js';
 import {
   SHUTDOWN_ABORT,
   ageWarningOnRecord,
-  decideSession,
-  evolveSession,
   expiryRulesFromConfig,
   foldSession,
+  type agentMachine,
   promptOf,
   resolveModel,
   resolveProviderForModel,
   resolveTimezone,
   sessionIdFor,
   sessionKey,
-  sessionStream,
   turnMachine,
+  type sessionMachine,
   type ChatCommand,
   type SessionCommand,
   type SessionState,
@@ -78,8 +77,9 @@ interface ActiveTurn {
  * queue and the per-chat abort bookkeeping that `/stop` and `stop()` act on.
  */
 export class AgentRuntime {
-  private readonly sessions = new Map<string, SessionState>();
-  private readonly lanes = new SessionLanes<Queued, TurnOutcome>((q, key) => this.process(q, key));
+  private readonly lanes = new SessionLanes<Queued, TurnOutcome>((q, key) => this.track(this.process(q, key)));
+  /** Messages taken off their lane and not yet answered: stop() waits for them to record their session facts. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly commands: ChatCommands;
   private readonly launcher: TurnLauncher;
   private readonly active = new Map<string, ActiveTurn>();
@@ -121,7 +121,24 @@ export class AgentRuntime {
       ...(d.takeRetry ? { takeRetry: d.takeRetry } : {}),
       ...(d.restartAgent ? { restartAgent: d.restartAgent } : {}),
     });
-    this.restoreSessions();
+    // Sessions come back as children of the agent's actor, each with the state its stream folds to.
+    d.host.restoreChildren(d.log, this.actorId, {
+      streamPrefix: `session:${d.name}:`,
+      fold: (_stream, events) => {
+        const state = foldSession(events);
+        return state ? { type: 'session.restore', key: state.key, state } : null;
+      },
+    });
+  }
+
+  /** The agent's actor (spawned by the supervisor before this runtime): it owns one child per session. */
+  private get actorId(): string {
+    return `agent:${this.d.name}`;
+  }
+
+  private sessionActor(key: string): ActorRefFrom<typeof sessionMachine> | undefined {
+    const agent = this.d.host.get<typeof agentMachine>(this.actorId);
+    return agent?.getSnapshot().children[key] as ActorRefFrom<typeof sessionMachine> | undefined;
   }
 
   get name(): string {
@@ -135,21 +152,9 @@ export class AgentRuntime {
     return this.pendingModel ?? { model: cfg.model, provider: resolveProviderForModel(cfg.model, this.d.discoveredGemini()) };
   }
 
-  private restoreSessions(): void {
-    const byStream = new Map<string, Parameters<typeof foldSession>[0][number][]>();
-    for (const e of this.d.log.read({ streamPrefix: `session:${this.d.name}:` })) {
-      let list = byStream.get(e.stream);
-      if (!list) byStream.set(e.stream, (list = []));
-      list.push(e);
-    }
-    for (const events of byStream.values()) {
-      const s = foldSession(events);
-      if (s) this.sessions.set(s.key, s);
-    }
-  }
-
   sessionCount(): number {
-    return this.sessions.size;
+    const agent = this.d.host.get<typeof agentMachine>(this.actorId);
+    return agent ? Object.keys(agent.getSnapshot().children).length : 0;
   }
 
   /**
@@ -198,22 +203,28 @@ export class AgentRuntime {
       if (r?.status === 'aborted' && cutByShutdown) await this.d.onCut?.({ stream: `turn:${turnId}`, agent: this.d.name, sessionKey: t.session_key, text: r.text });
     });
     await Promise.all(running);
+    // What was taken off a lane finishes (recording its session facts on the agent's actor) before
+    // the supervisor stops that actor; each ends promptly now that the agent is stopped.
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p)).catch(() => undefined);
+    return p;
   }
 
   /**
-   * Runs one session command through the decider and publishes the facts it decides, with the
-   * message's correlation; the session advances only by those facts.
+   * Hands one session command to the session's actor (which runs the decider and emits its facts)
+   * with the message's correlation, and waits until those facts are committed.
    */
   private async runSessionCommand(msg: AgentMessage, key: string, command: SessionCommand): Promise<SessionState | null> {
-    let state = this.sessions.get(key) ?? null;
-    const decision = decideSession(command, state);
-    if (!decision.ok) throw new SvcError(decision.code, decision.message);
-    for (const fact of decision.facts) {
-      await this.d.bus.publish({ stream: sessionStream(this.d.name, key), ...fact, correlation: msg.request_id });
-      state = evolveSession(state, fact);
-    }
-    if (state) this.sessions.set(key, state);
-    return state;
+    this.d.host.send(this.actorId, { type: 'session', key, command }, { correlation: msg.request_id });
+    const decided = this.sessionActor(key)?.getSnapshot().context;
+    if (!decided) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
+    if (decided.refused) throw new SvcError(decided.refused.code, decided.refused.message);
+    await this.d.host.committed(this.actorId);
+    return decided.state;
   }
 
   private where(msg: AgentMessage, key: string) {

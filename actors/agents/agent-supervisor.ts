@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subscription } from 'rxjs';
 import { causedBy, serveAgents, type Bus } from '../../bus/index.js';
-import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, visibleAgents } from '../../machines/index.js';
+import { SHUTDOWN_ABORT, agentAccess, agentMachine, effectiveSubAgentConfig, parseChatCommand, resolveProviderForModel, sessionStream, visibleAgents } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   MAIN_AGENT,
@@ -117,33 +117,41 @@ export class AgentSupervisor {
     const config = this.configOf(name);
     const { workspace } = initWorkspace(this.d.paths, name);
     if (name !== MAIN_AGENT) installSandboxHook(this.d.paths, name);
-    const runtime = new AgentRuntime({
-      bus: this.d.bus,
-      host: this.d.host,
-      log: this.d.log,
-      paths: this.d.paths,
-      name,
-      isMain: name === MAIN_AGENT,
-      workspace,
-      config: () => this.configOf(name),
-      users: this.d.users,
-      hostEnv: this.d.hostEnv,
-      discoveredGemini: this.d.discoveredGemini,
-      interagentToken: () =>
-        name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
-      saveModel: (model, provider) => this.saveModel(name, model, provider),
-      restartAgent: (target) => this.restartCommand(target),
-      takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
-      onCut: (turn) => notifyInterrupted(this.d.bus, turn),
-      cliSlots: this.cliSlots,
-      ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
-      ...(this.d.clock ? { clock: this.d.clock } : {}),
-    });
-    this.runtimes.set(name, runtime);
+    // The agent's actor first: the runtime brings its sessions back as the actor's children.
     this.d.host.spawn(`agent:${name}`, agentMachine, {
       stream: `agent:${name}`,
       input: { name, is_main: name === MAIN_AGENT, provider: resolveProviderForModel(config.model, this.d.discoveredGemini()), model: config.model, workspace },
+      childStream: (key) => sessionStream(name, key),
     });
+    let runtime: AgentRuntime;
+    try {
+      runtime = new AgentRuntime({
+        bus: this.d.bus,
+        host: this.d.host,
+        log: this.d.log,
+        paths: this.d.paths,
+        name,
+        isMain: name === MAIN_AGENT,
+        workspace,
+        config: () => this.configOf(name),
+        users: this.d.users,
+        hostEnv: this.d.hostEnv,
+        discoveredGemini: this.d.discoveredGemini,
+        interagentToken: () =>
+          name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
+        saveModel: (model, provider) => this.saveModel(name, model, provider),
+        restartAgent: (target) => this.restartCommand(target),
+        takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
+        onCut: (turn) => notifyInterrupted(this.d.bus, turn),
+        cliSlots: this.cliSlots,
+        ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
+        ...(this.d.clock ? { clock: this.d.clock } : {}),
+      });
+    } catch (e) {
+      this.d.host.stop(`agent:${name}`);
+      throw e;
+    }
+    this.runtimes.set(name, runtime);
   }
 
   private async stopAgent(name: string, reason: string): Promise<void> {

@@ -25,6 +25,11 @@ export interface SpawnOptions<M extends AnyStateMachine> {
   causation?: number;
   /** Drives the machine's delays; tests pass a SimulatedClock. */
   clock?: ActorClock;
+  /**
+   * Where the facts of a child the actor spawns go, by the child's id (a session of an agent goes to
+   * its `session:` stream); a child with no stream here emits nothing anyone records.
+   */
+  childStream?: (childId: string) => string | null;
 }
 
 interface Hosted {
@@ -33,6 +38,18 @@ interface Hosted {
   subs: { unsubscribe(): void }[];
   /** What the event being handled right now was caused by; xstate emits synchronously inside `send`. */
   handling: Cause | undefined;
+  /** Facts this actor and its children emitted and are not yet committed. */
+  recording: Set<Promise<unknown>>;
+  /** Why facts of this actor could not be recorded since `committed` last looked. */
+  failures: unknown[];
+}
+
+/** How to bring children of a live actor back after a restart: each stream folded into the event that re-creates its child. */
+export interface ChildRestoreSpec {
+  streamPrefix: string;
+  types?: readonly string[];
+  /** The event to send the parent, or null when the stream holds nothing to bring back. */
+  fold(stream: string, events: AnyEnvelope[]): { type: string } | null;
 }
 
 /** How to bring a kind of actor back after a restart: fold its stream into a state, or null when finished. */
@@ -57,34 +74,48 @@ export class ActorHost {
 
   spawn<M extends AnyStateMachine>(id: string, machine: M, opts: SpawnOptions<M>): Actor<M> {
     if (this.actors.has(id)) throw new SvcError('actor-exists', `an actor named ${id} is already running`);
-    const actor = createActor(machine, {
-      id,
-      ...(opts.input !== undefined ? { input: opts.input } : {}),
-      ...(opts.snapshot !== undefined ? { snapshot: opts.snapshot } : {}),
-      ...(opts.clock ? { clock: opts.clock } : {}),
-    }) as Actor<M>;
     const subs: { unsubscribe(): void }[] = [];
     const own: Cause = {
       ...(opts.causation !== undefined ? { causation: opts.causation } : {}),
       ...(opts.correlation !== undefined ? { correlation: opts.correlation } : {}),
     };
-    const hosted: Hosted = { actor: actor as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined };
-    subs.push(
-      // What a machine hands to `emit(...)` becomes a persisted fact on the actor's stream.
-      actor.on('*', (fact: Fact) => {
-        const why = hosted.handling ?? own;
-        const recorded = this.bus
-          .publish({
-            ...fact,
-            stream: opts.stream,
-            ...why,
-            ...(opts.by ? { by: opts.by } : {}),
-          })
-          .catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`))
-          .finally(() => this.recording.delete(recorded));
-        this.recording.add(recorded);
-      }),
-    );
+    let root: unknown = null;
+    const hosted: Hosted = { actor: null as unknown as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined, recording: new Set(), failures: [] };
+    // What a machine hands to `emit(...)` becomes a persisted fact on its stream.
+    const record = (stream: string, fact: Fact) => {
+      const why = hosted.handling ?? own;
+      const recorded = this.bus
+        .publish({ ...fact, stream, ...why, ...(opts.by ? { by: opts.by } : {}) })
+        .catch((err) => {
+          hosted.failures.push(err);
+          this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`);
+        })
+        .finally(() => {
+          this.recording.delete(recorded);
+          hosted.recording.delete(recorded);
+        });
+      this.recording.add(recorded);
+      hosted.recording.add(recorded);
+    };
+    const actor = createActor(machine, {
+      id,
+      ...(opts.input !== undefined ? { input: opts.input } : {}),
+      ...(opts.snapshot !== undefined ? { snapshot: opts.snapshot } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      // Children are announced as they are created, before they can emit: their facts are never missed.
+      ...(opts.childStream
+        ? {
+            inspect: (ev: { type: string; actorRef: { id: string; on?: (t: '*', fn: (f: Fact) => void) => { unsubscribe(): void } } }) => {
+              if (ev.type !== '@xstate.actor' || root === null || ev.actorRef === root || !ev.actorRef.on) return;
+              const stream = opts.childStream!(ev.actorRef.id);
+              if (stream !== null) subs.push(ev.actorRef.on('*', (fact) => record(stream, fact)));
+            },
+          }
+        : {}),
+    }) as Actor<M>;
+    root = actor;
+    hosted.actor = actor as Actor<AnyStateMachine>;
+    subs.push(actor.on('*', (fact: Fact) => record(opts.stream, fact)));
     subs.push(
       actor.subscribe({
         error: (err) => {
@@ -124,6 +155,18 @@ export class ActorHost {
     await Promise.all([...this.recording]);
   }
 
+  /**
+   * Resolves once every fact actor `id` and its children emitted so far is committed; rejects with
+   * the first that could not be, so what a caller goes on to acknowledge was really recorded.
+   */
+  async committed(id: string): Promise<void> {
+    const hosted = this.actors.get(id);
+    if (!hosted) return;
+    await Promise.all([...hosted.recording]);
+    const failed = hosted.failures.splice(0);
+    if (failed.length > 0) throw failed[0];
+  }
+
   get<M extends AnyStateMachine = AnyStateMachine>(id: string): Actor<M> | undefined {
     return this.actors.get(id)?.actor as Actor<M> | undefined;
   }
@@ -149,25 +192,49 @@ export class ActorHost {
    * restored; the caller decides what to tell them (e.g. that the process they ran is gone).
    */
   restore<M extends AnyStateMachine>(log: EventLog, spec: RestoreSpec<M>, idOf: (stream: string) => string): string[] {
-    const byStream = new Map<string, AnyEnvelope[]>();
-    for (const e of log.read({ streamPrefix: spec.streamPrefix, ...(spec.types ? { types: spec.types } : {}) })) {
-      let list = byStream.get(e.stream);
-      if (!list) byStream.set(e.stream, (list = []));
-      list.push(e);
-    }
     const restored: string[] = [];
-    for (const [stream, events] of byStream) {
+    for (const [stream, events] of streamsOf(log, spec)) {
       const state = spec.fold(events);
       if (!state) continue;
       const snapshot = spec.machine.resolveState(state as never) as SnapshotFrom<M>;
       const id = idOf(stream);
-      // What it does on its own from now on follows from the last fact it was restored from.
-      const last = events.at(-1)!;
-      this.spawn(id, spec.machine, { stream, snapshot, causation: last.seq, ...(last.correlation !== undefined ? { correlation: last.correlation } : {}) });
+      this.spawn(id, spec.machine, { stream, snapshot, ...causeOfLast(events) });
       restored.push(id);
     }
     return restored;
   }
+
+  /**
+   * Bring back the children of live actor `parentId` (an agent's sessions) from their streams: each
+   * folds into an event the parent handles by re-creating that child. Returns how many came back.
+   */
+  restoreChildren(log: EventLog, parentId: string, spec: ChildRestoreSpec): number {
+    let restored = 0;
+    for (const [stream, events] of streamsOf(log, spec)) {
+      const event = spec.fold(stream, events);
+      if (!event) continue;
+      this.send(parentId, event, causeOfLast(events));
+      restored++;
+    }
+    return restored;
+  }
+}
+
+/** A kind's streams in the log, each with its facts in order. */
+function streamsOf(log: EventLog, spec: { streamPrefix: string; types?: readonly string[] }): Map<string, AnyEnvelope[]> {
+  const byStream = new Map<string, AnyEnvelope[]>();
+  for (const e of log.read({ streamPrefix: spec.streamPrefix, ...(spec.types ? { types: spec.types } : {}) })) {
+    let list = byStream.get(e.stream);
+    if (!list) byStream.set(e.stream, (list = []));
+    list.push(e);
+  }
+  return byStream;
+}
+
+/** What a restored actor does on its own from now on follows from the last fact it was restored from. */
+function causeOfLast(events: readonly AnyEnvelope[]): Cause {
+  const last = events.at(-1)!;
+  return { causation: last.seq, ...(last.correlation !== undefined ? { correlation: last.correlation } : {}) };
 }
 
 export type { Subscription };

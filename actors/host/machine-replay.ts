@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import { daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn } from '../../machines/index.js';
-import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
+import { applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine } from '../../machines/index.js';
+import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };
@@ -20,10 +20,13 @@ type EmittedFact = { type: string; data?: unknown };
  *
  * Machines whose inputs are outside the log are not re-driven: config and registry (the file's
  * text), turns (the CLI's output, of which the log keeps only checkpoints), connections (frames).
+ * Sessions are, except for an expiry: the rules it was decided by are config, so a session the log
+ * says expired is taken as given and re-driven from there.
  */
 
 /** What one fact tells the replay: the machine was started or sent something, and whether the fact is the machine's own. */
 export interface RecordedInput<M extends AnyStateMachine> {
+  /** A fresh actor (given with `send`: started first, then sent it). */
   start?: InputFrom<M> | { snapshot: { value: string; context: object } };
   send?: EventFrom<M>;
   /** The machine emits this fact (compare it); false for facts other writers put on the stream. */
@@ -96,8 +99,50 @@ const interruptedTurnReplay: MachineReplay<typeof interruptedTurnMachine> = {
   },
 };
 
+/** The default of `session_age_warning_hours`, for facts recorded before they carried it. */
+const DEFAULT_WARNING_HOURS = 12;
+
+const sessionReplay: MachineReplay<typeof sessionMachine> = {
+  name: 'session',
+  machine: sessionMachine,
+  streams: (s) => s.startsWith('session:'),
+  inputOf(fact, prior) {
+    const d = fact.data;
+    if (fact.type === SESSION_EVENTS.started) {
+      const where = { agent: String(d.agent), key: String(d.key), transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) };
+      const now = Number(d.created_at);
+      if (d.reason === 'new' || d.reason === 'reset') return { ...(prior.length === 0 ? { start: { state: null } } : {}), send: { type: 'reset', where, reason: d.reason, now }, own: true };
+      if (d.reason === 'first') {
+        // The rules do not matter to a chat's first message: there is no session to expire.
+        const rules = { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 0, timezone: 'UTC', maxSessionMessages: 0 };
+        return { ...(prior.length === 0 ? { start: { state: null } } : {}), send: { type: 'begin-turn', where, freshAsked: false, rules, now }, own: true };
+      }
+      return { start: { snapshot: { value: 'open', context: { state: applySessionEvent(null, fact), refused: null } } }, own: false };
+    }
+    if (fact.type === SESSION_EVENTS.turn_recorded) {
+      return {
+        send: {
+          type: 'record-turn',
+          turn_id: String(d.turn_id),
+          provider: String(d.provider),
+          session_id: d.session_id === null ? null : String(d.session_id),
+          session_reset: d.session_reset === true,
+          warningHours: typeof d.warning_hours === 'number' ? d.warning_hours : DEFAULT_WARNING_HOURS,
+          now: Number(d.at_ms),
+        },
+        own: true,
+      };
+    }
+    return { own: false };
+  },
+};
+
 /** Every machine the log holds enough to re-drive. */
-export const MACHINE_REPLAYS: readonly MachineReplay[] = [daemonReplay as unknown as MachineReplay, interruptedTurnReplay as unknown as MachineReplay];
+export const MACHINE_REPLAYS: readonly MachineReplay[] = [
+  daemonReplay as unknown as MachineReplay,
+  interruptedTurnReplay as unknown as MachineReplay,
+  sessionReplay as unknown as MachineReplay,
+];
 
 /** Key order does not matter: a hand-written golden and the machine may build objects differently. */
 function canonical(value: unknown): string {
@@ -139,7 +184,8 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
         );
         actor.on('*', (e: EmittedFact) => void emitted.push(e));
         actor.start();
-      } else if (recorded.send !== undefined) {
+      }
+      if (recorded.send !== undefined) {
         if (!actor) diff(fact.seq, `seq ${fact.seq} ${show(fact)}: no ${spec.name} actor was running to be sent ${recorded.send.type}`);
         else actor.send(recorded.send);
       }

@@ -22,6 +22,8 @@ export const SESSION_EVENT_SCHEMAS = {
     message_count: v.number(),
     count_at_threshold: v.nullable(v.number()),
     at_ms: v.number(),
+    /** `session_age_warning_hours` when it was decided, so a replay re-decides `count_at_threshold`; absent in older logs. */
+    warning_hours: v.optional(v.number()),
   }),
 };
 export const SESSION_EVENTS = typeNames(SESSION_EVENT_SCHEMAS);

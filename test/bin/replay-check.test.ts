@@ -6,7 +6,7 @@ import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
-  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson']) {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
     const r = svc(home, ['events', 'replay', '--check']);
@@ -46,6 +46,24 @@ t.test('a golden log altered against its machine fails replay --check with the f
       'a notice for a turn that was never cut',
       (es) => [...es, { seq: es.length + 1, at: '2026-11-21T08:00:00.000Z', stream: 'turn:d', type: 'turn.notice_delivered', data: { session_key: 'api:9' } }],
       /turn:d: seq 15 [^\n]*no interrupted-turn actor was running/,
+    ],
+    [
+      'session.ndjson',
+      'a turn counted twice',
+      (es) => es.map((e) => (e.seq === 9 ? { ...e, data: { ...e.data, message_count: 3 } } : e)),
+      /session on session:main:api:7: seq 9: the log has session\.turn_recorded \{[^\n]*"message_count":3[^\n]*, the machine emitted session\.turn_recorded \{[^\n]*"message_count":2/,
+    ],
+    [
+      'session.ndjson',
+      'an age warning threshold moved after it was fixed',
+      (es) => es.map((e) => (e.seq === 10 ? { ...e, data: { ...e.data, count_at_threshold: 3 } } : e)),
+      /seq 10: the log has session\.turn_recorded [^\n]*"count_at_threshold":3[^\n]*, the machine emitted session\.turn_recorded [^\n]*"count_at_threshold":2/,
+    ],
+    [
+      'session.ndjson',
+      'a turn recorded in a session that never started',
+      (es) => [...es, { seq: es.length + 1, at: '2026-11-21T07:00:00.000Z', stream: 'session:main:api:99', type: 'session.turn_recorded', data: { ...es[1]!.data } }],
+      /session:main:api:99: seq 13 [^\n]*no session actor was running to be sent record-turn/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {

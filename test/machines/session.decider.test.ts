@@ -46,7 +46,7 @@ t.test('/new and /reset always start over, keeping the reason', async (t) => {
 
 t.test('a recorded turn counts the message and keeps the provider session to resume', async (t) => {
   const w = given([startedAt(0), recorded(1, 5)]).when(record(7, { session_id: 's2' }));
-  t.same(w.facts(), [{ type: SESSION_EVENTS.turn_recorded, data: { turn_id: 'tn', provider: 'claude', session_id: 's2', session_reset: false, message_count: 2, count_at_threshold: null, at_ms: 7 } }]);
+  t.same(w.facts(), [{ type: SESSION_EVENTS.turn_recorded, data: { turn_id: 'tn', provider: 'claude', session_id: 's2', session_reset: false, message_count: 2, count_at_threshold: null, at_ms: 7, warning_hours: 0 } }]);
   t.match(w.state(), { messageCount: 2, lastActiveAt: 7, providerSessions: { claude: 's2' } });
 });
 
