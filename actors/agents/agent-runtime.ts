@@ -219,11 +219,11 @@ export class AgentRuntime {
    * with the message's correlation, and waits until those facts are committed.
    */
   private async runSessionCommand(msg: AgentMessage, key: string, command: SessionCommand): Promise<SessionState | null> {
-    this.d.host.send(this.actorId, { type: 'session', key, command }, { correlation: msg.request_id });
+    const committed = this.d.host.sendAndCommit(this.actorId, { type: 'session', key, command }, { correlation: msg.request_id });
     const decided = this.sessionActor(key)?.getSnapshot().context;
+    await committed;
     if (!decided) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     if (decided.refused) throw new SvcError(decided.refused.code, decided.refused.message);
-    await this.d.host.committed(this.actorId);
     return decided.state;
   }
 

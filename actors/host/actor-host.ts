@@ -67,8 +67,6 @@ export interface RestoreSpec<M extends AnyStateMachine> {
  */
 export class ActorHost {
   private readonly actors = new Map<string, Hosted>();
-  /** Facts emitted and not yet committed, so a caller can wait for what its `send` caused. */
-  private readonly recording = new Set<Promise<unknown>>();
 
   constructor(private readonly bus: Bus) {}
 
@@ -91,10 +89,8 @@ export class ActorHost {
           this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`);
         })
         .finally(() => {
-          this.recording.delete(recorded);
           hosted.recording.delete(recorded);
         });
-      this.recording.add(recorded);
       hosted.recording.add(recorded);
     };
     const actor = createActor(machine, {
@@ -150,21 +146,23 @@ export class ActorHost {
     }
   }
 
-  /** Resolves once every fact emitted so far is committed (or reported as not recordable). */
-  async settled(): Promise<void> {
-    await Promise.all([...this.recording]);
-  }
-
   /**
    * Resolves once every fact actor `id` and its children emitted so far is committed; rejects with
    * the first that could not be, so what a caller goes on to acknowledge was really recorded.
    */
   async committed(id: string): Promise<void> {
     const hosted = this.actors.get(id);
-    if (!hosted) return;
-    await Promise.all([...hosted.recording]);
-    const failed = hosted.failures.splice(0);
-    if (failed.length > 0) throw failed[0];
+    if (hosted) await committedOf(hosted);
+  }
+
+  /**
+   * `send`, then wait until what the actor emitted in handling it is committed — also when handling
+   * it finished the actor. Callers may read the actor's snapshot synchronously before awaiting.
+   */
+  sendAndCommit<E extends { type: string }>(id: string, event: E, cause?: Cause): Promise<void> {
+    const hosted = this.actors.get(id);
+    this.send(id, event, cause);
+    return committedOf(hosted!);
   }
 
   get<M extends AnyStateMachine = AnyStateMachine>(id: string): Actor<M> | undefined {
@@ -218,6 +216,12 @@ export class ActorHost {
     }
     return restored;
   }
+}
+
+async function committedOf(hosted: Hosted): Promise<void> {
+  await Promise.all([...hosted.recording]);
+  const failed = hosted.failures.splice(0);
+  if (failed.length > 0) throw failed[0];
 }
 
 /** A kind's streams in the log, each with its facts in order. */

@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import { applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine } from '../../machines/index.js';
-import { ACTOR_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
+import { agentMachine, applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine } from '../../machines/index.js';
+import { ACTOR_EVENTS, AGENT_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };
@@ -99,6 +99,21 @@ const interruptedTurnReplay: MachineReplay<typeof interruptedTurnMachine> = {
   },
 };
 
+const agentReplay: MachineReplay<typeof agentMachine> = {
+  name: 'agent',
+  machine: agentMachine,
+  streams: (s) => s.startsWith('agent:'),
+  inputOf(fact) {
+    const d = fact.data;
+    // Each run of the daemon starts the agent afresh on the same stream.
+    if (fact.type === AGENT_EVENTS.started) {
+      return { start: { name: String(d.name), is_main: d.is_main === true, provider: String(d.provider), model: String(d.model), workspace: String(d.workspace) }, own: true };
+    }
+    if (fact.type === AGENT_EVENTS.stopped) return { send: { type: 'stop', reason: String(d.reason) }, own: true };
+    return { own: true };
+  },
+};
+
 /** The default of `session_age_warning_hours`, for facts recorded before they carried it. */
 const DEFAULT_WARNING_HOURS = 12;
 
@@ -141,6 +156,7 @@ const sessionReplay: MachineReplay<typeof sessionMachine> = {
 export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   daemonReplay as unknown as MachineReplay,
   interruptedTurnReplay as unknown as MachineReplay,
+  agentReplay as unknown as MachineReplay,
   sessionReplay as unknown as MachineReplay,
 ];
 

@@ -76,12 +76,13 @@ export class InterruptedTurns {
       return c.sessionKey === session_key && !c.noticeDelivered;
     });
     // Sent before the first await: a second connection asking meanwhile finds them delivered.
+    const committed: Promise<void>[] = [];
     const notices = due.map((id) => {
       const c = this.context(id)!;
-      this.host.send(id, { type: 'notice.take', session_key }, cause);
+      committed.push(this.host.sendAndCommit(id, { type: 'notice.take', session_key }, cause));
       return { turn_id: id.slice(PREFIX.length + 'turn:'.length), agent: c.agent, text: interruptedReplyText(c.text) };
     });
-    await this.host.settled();
+    await Promise.all(committed);
     return notices;
   }
 
@@ -93,8 +94,7 @@ export class InterruptedTurns {
     });
     if (!last) return null;
     const { prompt } = this.context(last)!;
-    this.host.send(last, { type: 'retry.take', request_id: requestId }, cause);
-    await this.host.settled();
+    await this.host.sendAndCommit(last, { type: 'retry.take', request_id: requestId }, cause);
     return prompt;
   }
 

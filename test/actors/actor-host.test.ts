@@ -142,8 +142,7 @@ t.test('every fact carries its cause: the actorâ€™s own by default, the senderâ€
     correlation: 'start:1',
   });
   host.send('daemon', { type: 'ready', subsystems: ['daemon'] }, { causation: 1, correlation: 'req-7' });
-  host.send('daemon', { type: 'stop', reason: 'SIGTERM' });
-  await host.settled();
+  await host.sendAndCommit('daemon', { type: 'stop', reason: 'SIGTERM' });
   const facts = log.read({ stream: 'daemon' }).map((e) => [e.type, e.causation ?? null, e.correlation ?? null]);
   t.same(facts, [
     ['daemon.started', null, 'start:1'],

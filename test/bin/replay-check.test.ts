@@ -6,7 +6,7 @@ import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
-  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson']) {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
     const r = svc(home, ['events', 'replay', '--check']);
@@ -64,6 +64,18 @@ t.test('a golden log altered against its machine fails replay --check with the f
       'a turn recorded in a session that never started',
       (es) => [...es, { seq: es.length + 1, at: '2026-11-21T07:00:00.000Z', stream: 'session:main:api:99', type: 'session.turn_recorded', data: { ...es[1]!.data } }],
       /session:main:api:99: seq 13 [^\n]*no session actor was running to be sent record-turn/,
+    ],
+    [
+      'agent.ndjson',
+      'a stop that names another agent',
+      (es) => es.map((e) => (e.seq === 3 ? { ...e, data: { ...e.data, name: 'main' } } : e)),
+      /agent on agent:ops: seq 3: the log has agent\.stopped \{"name":"main","reason":"registry-changed"\}, the machine emitted agent\.stopped \{"name":"ops"/,
+    ],
+    [
+      'agent.ndjson',
+      'a stop the agent never made twice',
+      (es) => [...es.slice(0, 5), { ...es[4]!, seq: 6 }, ...es.slice(5).map((e) => ({ ...e, seq: e.seq + 1 }))],
+      /agent:main: seq 6 [^\n]*no agent actor was running|agent:main: seq 6: the log has agent\.stopped [^\n]*, the machine emitted nothing/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {
