@@ -24,7 +24,8 @@ export function newSession(key: string, where: { transport: string; chat_id: num
 
 /**
  * One fact of a session stream applied to the session: `session.started` opens a fresh session
- * (replacing the old one after /new or an expiry), `session.turn_recorded` advances it. Unknown
+ * (replacing the old one after /new or an expiry), `session.turn_recorded` advances it,
+ * `session.ended` closes it. Unknown
  * events are ignored so new facts can be added without breaking restore.
  */
 export function applySessionEvent(s: SessionState | null, e: Pick<AnyEnvelope, 'type'> & { data: object }): SessionState | null {
@@ -32,6 +33,7 @@ export function applySessionEvent(s: SessionState | null, e: Pick<AnyEnvelope, '
   if (e.type === SESSION_EVENTS.started) {
     return newSession(String(d.key), { transport: String(d.transport), chat_id: Number(d.chat_id), topic_id: d.topic_id === null ? null : Number(d.topic_id) }, Number(d.created_at));
   }
+  if (e.type === SESSION_EVENTS.ended) return null;
   if (!s || e.type !== SESSION_EVENTS.turn_recorded) return s;
   const provider = d.provider as keyof ProviderSessions;
   let providerSessions = d.session_reset === true ? resetProvider(s.providerSessions, provider) : s.providerSessions;

@@ -25,7 +25,9 @@ export type SessionCommand =
   /** A turn is about to run: open a session if there is none, one was asked for, or this one expired. */
   | { type: 'begin-turn'; where: Where; freshAsked: boolean; rules: ExpiryRules; now: number }
   /** A turn ended: count it and remember the provider's session id (or that the provider dropped it). */
-  | { type: 'record-turn'; turn_id: string; provider: string; session_id: string | null; session_reset: boolean; warningHours: number; now: number };
+  | { type: 'record-turn'; turn_id: string; provider: string; session_id: string | null; session_reset: boolean; warningHours: number; now: number }
+  /** Ended by an operator: nothing is resumed, and the next message starts afresh. */
+  | { type: 'end'; reason: string; now: number };
 
 export type SessionDecision = { ok: true; facts: SessionFact[] } | { ok: false; code: ErrorCode; message: string };
 
@@ -44,6 +46,9 @@ export function decideSession(command: SessionCommand, state: SessionState | nul
       const expired = shouldExpire(state, command.now, command.rules);
       return { ok: true, facts: expired ? [started(command.where, command.now, expired)] : [] };
     }
+    case 'end':
+      if (!state) return { ok: false, code: 'not-found', message: 'no such session' };
+      return { ok: true, facts: [{ type: SESSION_EVENTS.ended, data: { reason: command.reason, at_ms: command.now } }] };
     case 'record-turn': {
       if (!state) return { ok: false, code: 'no-session', message: `turn ${command.turn_id} ended in a session that never started` };
       const aged = { createdAt: state.createdAt, messageCount: state.messageCount + 1, countAtThreshold: state.countAtThreshold };

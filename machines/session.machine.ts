@@ -47,7 +47,7 @@ export const sessionMachine = setup({
   initial: 'open',
   states: {
     open: {
-      on: { reset: { actions: 'decide' }, 'begin-turn': { actions: 'decide' }, 'record-turn': { actions: 'decide' } },
+      on: { reset: { actions: 'decide' }, 'begin-turn': { actions: 'decide' }, 'record-turn': { actions: 'decide' }, end: { actions: 'decide' } },
     },
   },
 });

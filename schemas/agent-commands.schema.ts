@@ -103,6 +103,34 @@ export type TakeInterrupted = v.InferOutput<typeof TakeInterruptedSchema>;
 export const InterruptedNoticeSchema = v.object({ turn_id: v.string(), agent: v.string(), text: v.string() });
 export type InterruptedNotice = v.InferOutput<typeof InterruptedNoticeSchema>;
 
+export const SessionListSchema = v.object({ principal: PrincipalSchema });
+export type SessionList = v.InferOutput<typeof SessionListSchema>;
+
+/** A live chat session of an agent (`GET /api/sessions`). `id` is `<agent>:<session key>`. */
+export const SessionSummarySchema = v.object({
+  id: v.string(),
+  agent: v.string(),
+  key: v.string(),
+  transport: v.string(),
+  chat_id: v.number(),
+  topic_id: v.nullable(v.number()),
+  created_at: v.string(),
+  last_active: v.string(),
+  message_count: v.number(),
+  /** Providers with a conversation to resume in this session. */
+  providers: v.array(v.string()),
+  /** A turn is running or waiting in it. */
+  busy: v.boolean(),
+});
+export type SessionSummary = v.InferOutput<typeof SessionSummarySchema>;
+
+export const SessionEndSchema = v.object({
+  id: v.pipe(v.string(), v.minLength(3), v.maxLength(200)),
+  principal: PrincipalSchema,
+  request_id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
+});
+export type SessionEnd = v.InferOutput<typeof SessionEndSchema>;
+
 export const AGENT_COMMANDS = {
   /** Answered once the message is queued or refused; the turn's chunks and its `agent.replied` follow. */
   message: defineCommand('agent.message', AgentMessageSchema, AdmissionSchema, { invalidCode: 'invalid-body' }),
@@ -110,4 +138,8 @@ export const AGENT_COMMANDS = {
   list: defineCommand('agent.list', AgentListSchema, v.array(AgentSummarySchema), { invalidCode: 'invalid-body' }),
   /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
   takeInterrupted: defineCommand('agent.take_interrupted', TakeInterruptedSchema, v.array(InterruptedNoticeSchema)),
+  /** The live sessions of the agents the principal may use. */
+  sessions: defineCommand('agent.sessions', SessionListSchema, v.array(SessionSummarySchema), { invalidCode: 'invalid-body' }),
+  /** Kills the session's running turn, cancels what waits in it, and ends it (`session.ended`). */
+  endSession: defineCommand('agent.session_end', SessionEndSchema, AbortOutcomeSchema, { invalidCode: 'invalid-body' }),
 } as const;

@@ -20,7 +20,7 @@ import {
   type SessionCommand,
   type SessionState,
 } from '../../machines/index.js';
-import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
+import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type Principal, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
 import type { EventLog, HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { ChatCommands } from './chat-commands.js';
@@ -62,6 +62,8 @@ export interface AgentRuntimeDeps {
 interface Queued {
   msg: AgentMessage;
   cmd: ChatCommand | null;
+  /** Not a message: ends the session (`DELETE /api/sessions/{id}`) once what runs in it has stopped. */
+  end?: true;
 }
 
 interface ActiveTurn {
@@ -152,6 +154,40 @@ export class AgentRuntime {
     return this.pendingModel ?? { model: cfg.model, provider: resolveProviderForModel(cfg.model, this.d.discoveredGemini()) };
   }
 
+  /** The sessions this agent holds, with whether a turn runs or waits in each. */
+  sessions(): { state: SessionState; busy: boolean }[] {
+    const agent = this.d.host.get<typeof agentMachine>(this.actorId);
+    if (!agent) return [];
+    const out: { state: SessionState; busy: boolean }[] = [];
+    for (const child of Object.values(agent.getSnapshot().children)) {
+      const state = (child as ActorRefFrom<typeof sessionMachine>).getSnapshot().context.state;
+      if (state) out.push({ state, busy: this.lanes.busy(state.key) });
+    }
+    return out;
+  }
+
+  /**
+   * Ends one session: its running turn is killed, what waits behind it is cancelled, and the end
+   * is queued in its lane so it follows the killed turn's record. How many turns were killed.
+   */
+  async endSession(key: string, principal: Principal, requestId: string): Promise<number> {
+    const state = this.sessionActor(key)?.getSnapshot().context.state;
+    if (!state) throw new SvcError('not-found', `agent ${this.d.name} has no session ${key}`);
+    let killed = 0;
+    for (const turn of this.active.values()) {
+      if (turn.session_key !== key) continue;
+      turn.actor.send({ type: 'abort', reason: 'user' });
+      killed++;
+    }
+    this.lanes.drop(
+      (_q, k) => k === key,
+      (q) => this.commands.reply(q.msg, 'Cancelled: the session was ended.', 'aborted', 'aborted'),
+    );
+    const msg: AgentMessage = { request_id: requestId, agent: this.d.name, transport: state.transport, chat_id: state.chat_id, topic_id: state.topic_id, text: '', principal, kind: 'foreground' };
+    await this.lanes.enqueue(key, { msg, cmd: null, end: true });
+    return killed;
+  }
+
   sessionCount(): number {
     const agent = this.d.host.get<typeof agentMachine>(this.actorId);
     return agent ? Object.keys(agent.getSnapshot().children).length : 0;
@@ -231,7 +267,11 @@ export class AgentRuntime {
     return { agent: this.d.name, key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
   }
 
-  private async process({ msg: sent, cmd }: Queued, key: string): Promise<TurnOutcome> {
+  private async process({ msg: sent, cmd, end }: Queued, key: string): Promise<TurnOutcome> {
+    if (end) {
+      await this.runSessionCommand(sent, key, { type: 'end', reason: 'terminated', now: this.d.bus.now() });
+      return this.commands.reply(sent, 'Session ended.');
+    }
     const answer = await this.commands.inLane(cmd, sent, key);
     if (answer && 'outcome' in answer) return answer.outcome;
     const msg = answer?.turn ?? sent;

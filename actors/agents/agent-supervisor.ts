@@ -13,6 +13,9 @@ import {
   type AgentAbort,
   type AgentConfig,
   type AgentList,
+  type SessionEnd,
+  type SessionList,
+  type SessionSummary,
   type AgentMessage,
   type AgentSummary,
   type SubAgentConfig,
@@ -80,6 +83,8 @@ export class AgentSupervisor {
     for (const entry of this.d.registry()) this.tryStart(entry.name);
     this.subs.push(
       serveAgents(bus, 'agents', { accept: (msg) => this.accept(msg), abort: (req) => this.abort(req), list: (req) => this.list(req) }),
+      bus.handle(AGENT_COMMANDS.sessions, 'agents', (cmd) => this.sessions(cmd.data)),
+      bus.handle(AGENT_COMMANDS.endSession, 'agents', (cmd) => this.endSession(cmd.data)),
       bus.subscribe('agents:registry', (e) => {
         if (e.type === REGISTRY_EVENTS.agent_added || e.type === REGISTRY_EVENTS.agent_removed) this.onRegistry(e.type, e.data.name, false);
         else if (e.type === REGISTRY_EVENTS.agent_changed) this.onRegistry(e.type, e.data.name, e.data.restart);
@@ -209,6 +214,35 @@ export class AgentSupervisor {
       if ((!agent || agent === name) && agentAccess(principal, name, registry).allowed) killed += runtime.abort(chat_id);
     }
     return { killed };
+  }
+
+  private sessions({ principal }: SessionList): SessionSummary[] {
+    const visible = visibleAgents(principal, [...this.runtimes.keys()], this.d.registry());
+    return visible.flatMap((name) =>
+      this.runtimes.get(name)!.sessions().map(({ state: s, busy }) => ({
+        id: `${name}:${s.key}`,
+        agent: name,
+        key: s.key,
+        transport: s.transport,
+        chat_id: s.chat_id,
+        topic_id: s.topic_id,
+        created_at: new Date(s.createdAt).toISOString(),
+        last_active: new Date(s.lastActiveAt).toISOString(),
+        message_count: s.messageCount,
+        providers: Object.keys(s.providerSessions),
+        busy,
+      })),
+    );
+  }
+
+  /** `<agent>:<key>`; an agent the principal may not use answers as if it had no such session. */
+  private async endSession({ id, principal, request_id }: SessionEnd): Promise<AbortOutcome> {
+    const colon = id.indexOf(':');
+    const name = colon > 0 ? id.slice(0, colon) : '';
+    const runtime = this.runtimes.get(name);
+    const access = runtime ? agentAccess(principal, name, this.d.registry()) : null;
+    if (!runtime || !access?.allowed) throw new SvcError('not-found', `no session ${id}`);
+    return { killed: await runtime.endSession(id.slice(colon + 1), principal, request_id) };
   }
 
   private list({ principal }: AgentList): AgentSummary[] {

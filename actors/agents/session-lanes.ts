@@ -38,12 +38,17 @@ export class SessionLanes<T, O> {
     return done;
   }
 
+  /** Whether the key's lane holds work (running or waiting). */
+  busy(key: string): boolean {
+    return this.lanes.has(key);
+  }
+
   /** Takes the waiting (not running) items that `match` off every lane, each answered with `answer(item)`. */
-  drop(match: (item: T) => boolean, answer: (item: T) => O): void {
-    for (const lane of this.lanes.values()) {
+  drop(match: (item: T, key: string) => boolean, answer: (item: T) => O): void {
+    for (const [key, lane] of this.lanes) {
       const keep: Waiting<T, O>[] = [];
       for (const w of lane.queue) {
-        if (match(w.item)) w.resolve(answer(w.item));
+        if (match(w.item, key)) w.resolve(answer(w.item));
         else keep.push(w);
       }
       lane.queue = keep;

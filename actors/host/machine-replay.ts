@@ -148,6 +148,7 @@ const sessionReplay: MachineReplay<typeof sessionMachine> = {
         own: true,
       };
     }
+    if (fact.type === SESSION_EVENTS.ended) return { send: { type: 'end', reason: String(d.reason), now: Number(d.at_ms) }, own: true };
     return { own: false };
   },
 };

@@ -3,3 +3,4 @@ export * from './admin-deps.js';
 export * from './admin-surface.js';
 export * from './errors.js';
 export * from './static-token.js';
+export * from './sessions.routes.js';

@@ -25,5 +25,7 @@ export const SESSION_EVENT_SCHEMAS = {
     /** `session_age_warning_hours` when it was decided, so a replay re-decides `count_at_threshold`; absent in older logs. */
     warning_hours: v.optional(v.number()),
   }),
+  /** Ended from outside (`DELETE /api/sessions/{id}`): the chat's next message opens a fresh session. */
+  'session.ended': v.object({ reason: v.string(), at_ms: v.number() }),
 };
 export const SESSION_EVENTS = typeNames(SESSION_EVENT_SCHEMAS);
