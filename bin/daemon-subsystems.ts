@@ -370,7 +370,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'api-server',
     async start(ctx) {
-      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) }).catch(
+      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), version: VERSION, log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) }).catch(
         portTaken('api.port'),
       );
       const server = ctx.apiServer;

@@ -1,5 +1,6 @@
 import type { ActorHost, AgentSupervisor } from '../actors/index.js';
 import type { Bus } from '../bus/index.js';
+import type { MountedRoute } from '../edges/index.js';
 import { transportStatuses } from '../machines/index.js';
 import { describeError, type AgentConfig, type Listener } from '../schemas/index.js';
 import { resolveHomeRoot, type SqliteEventLog } from '../store/index.js';
@@ -18,6 +19,8 @@ export interface RunningDaemon {
   apiPort: number | null;
   /** Every port this run serves. */
   listeners: Listener[];
+  /** The API server's routes as mounted; empty when it does not run. */
+  apiRoutes(): readonly MountedRoute[];
   /** The start banner: home, config, listeners, transports, next step. */
   banner(): string;
   host: ActorHost;
@@ -48,6 +51,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     internalPort: ctx.internalApi.port,
     apiPort: ctx.apiServer?.port ?? null,
     listeners,
+    apiRoutes: () => ctx.apiServer?.routes() ?? [],
     banner: () =>
       startBanner({
         version: VERSION,

@@ -16,12 +16,14 @@ export function sessionsRoutes(deps: AdminDeps): Route[] {
       method: 'GET',
       pattern: '/api/sessions',
       auth: adminAuth('sessions.read'),
+      summary: "The agents' live chat sessions the caller may see",
       handler: async (_req, principal) => json(200, await bus.send(AGENT_COMMANDS.sessions, { principal })),
     },
     {
       method: 'DELETE',
       pattern: '/api/sessions/:id',
       auth: adminAuth('sessions.terminate'),
+      summary: 'End a session: its running turn is killed and the next message starts afresh',
       handler: async (req, principal) => {
         const { killed } = await bus.send(AGENT_COMMANDS.endSession, { id: req.params.id ?? '', principal, request_id: `admin:${randomUUID()}` });
         return json(200, { ok: true, id: req.params.id, killed });

@@ -25,6 +25,7 @@ export function avatarRoutes(deps: AvatarRoutesDeps): Route[] {
     {
       method: 'GET',
       pattern: '/api/agents/:name/avatar',
+      summary: "An agent's avatar image (public, so an <img> can load it)",
       auth: 'public',
       handler: async (req) => {
         const name = req.params.name ?? '';

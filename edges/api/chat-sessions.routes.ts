@@ -7,7 +7,7 @@ import {
   type CreateChatSession,
   type RenameChatSession,
 } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
 /*
@@ -45,24 +45,24 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       // SPEC.md "Roles": creating and managing chat sessions takes an operator.
       auth: API_AUTH.operator,
-      handler: async (req) => {
-        const body = parseJsonBody(req, CreateChatSessionBodySchema);
+      summary: 'Create a chat session',
+      ...withBody(CreateChatSessionBodySchema, async (body) => {
         const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
         const session = await bus.send(CHAT_SESSION_COMMANDS.create, data);
         return json(201, wireSession(session));
-      },
+      }),
     },
     {
       method: 'PUT',
       pattern: '/api/chat/sessions/:id',
       maxBodyBytes: BODY_LIMIT,
       auth: API_AUTH.operator,
-      handler: async (req) => {
-        const { title } = parseJsonBody(req, RenameChatSessionBodySchema);
+      summary: 'Rename a chat session',
+      ...withBody(RenameChatSessionBodySchema, async ({ title }, req) => {
         const data: RenameChatSession = { id: req.params.id ?? '', title };
         const session = await bus.send(CHAT_SESSION_COMMANDS.rename, data);
         return json(200, wireSession(session));
-      },
+      }),
     },
   ];
 }

@@ -66,6 +66,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       method: 'GET',
       pattern: '/api/notifications',
       auth: API_AUTH.viewer,
+      summary: 'List notifications, newest first',
+      query: ListQuerySchema,
       handler: (req) => {
         const q = listQuery(req);
         return json(
@@ -78,6 +80,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       method: 'GET',
       pattern: '/api/notifications/unread-count',
       auth: API_AUTH.viewer,
+      summary: 'How many notifications are unread (silent ones never count)',
       handler: () => json(200, { count: readModel.unreadCount() }),
     },
     {
@@ -86,6 +89,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       maxBodyBytes: 4096,
       // Marking read changes no resource, only what is shown as new: a viewer may (SPEC.md's errors ack is alike).
       auth: API_AUTH.viewer,
+      summary: 'Mark one notification read',
       handler: async (req) => {
         const id = req.params.id ?? '';
         await bus.send(NOTIFICATION_COMMANDS.markRead, { id });
@@ -100,6 +104,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       pattern: '/api/notifications/read-all',
       maxBodyBytes: 4096,
       auth: API_AUTH.viewer,
+      summary: 'Mark every notification read',
       handler: async () => {
         const r = await bus.send(NOTIFICATION_COMMANDS.markAllRead, {});
         return json(200, { status: 'ok', marked: r.ids.length, ids: r.ids });

@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
 import { SvcError, TRANSCRIPTION_COMMANDS } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { fileAccessMode, json, openRequestedFile, parseJsonBody, type FileAccessMode, type Route } from '../http/index.js';
+import { fileAccessMode, json, openRequestedFile, withBody, type FileAccessMode, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
 /*
@@ -70,8 +70,8 @@ export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
       maxBodyBytes: 16 * 1024,
       // Runs a backend chain on a file: more than reading, so not for a viewer.
       auth: API_AUTH.operator,
-      handler: async (req) => {
-        const body = parseJsonBody(req, TranscribeBodySchema);
+      summary: 'Transcribe an audio file (backends in the order of the transcription chain)',
+      ...withBody(TranscribeBodySchema, async (body) => {
         const audio = await copyAudioFile((body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
         try {
           // No bus deadline: each backend has its own, and the chain may run several.
@@ -80,7 +80,7 @@ export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
         } finally {
           await fsp.rm(audio.dir, { recursive: true, force: true }).catch(() => undefined);
         }
-      },
+      }),
     },
   ];
 }

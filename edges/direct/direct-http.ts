@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path';
-import { SvcError } from '../../schemas/index.js';
-import { contentDisposition, contentTypeFor, fileAccessMode, json, openRequestedFile, type RouteAuth, type Route, type StatusTable } from '../http/index.js';
+import * as v from 'valibot';
+import { contentDisposition, contentTypeFor, fileAccessMode, json, openRequestedFile, withQuery, type RouteAuth, type Route, type StatusTable } from '../http/index.js';
 import type { DirectHub } from './direct-hub.js';
 import { dayStamp, receiveUpload } from './upload.js';
 
@@ -13,6 +13,13 @@ const UPLOAD_ENVELOPE_BYTES = 128 * 1024;
 /** SPEC.md "Direct API": `/files` and `/upload` take `Authorization: Bearer <api.token>`. */
 const DIRECT_AUTH: RouteAuth = { accepts: ['direct-token'] };
 
+const FilesQuerySchema = v.object({
+  path: v.pipe(
+    v.string('query parameter path is required (a file path)'),
+    v.check((p) => p.trim() !== '', 'query parameter path is required (a file path)'),
+  ),
+});
+
 /** `/files`, `/upload` (and `/ws` without an upgrade) as pure handlers over the hub's deps. */
 export function directRoutes(hub: DirectHub): Route[] {
   const { deps } = hub;
@@ -22,6 +29,7 @@ export function directRoutes(hub: DirectHub): Route[] {
       method: 'GET',
       pattern: '/ws',
       auth: 'public',
+      summary: 'The end-to-end encrypted WebSocket (an HTTP request without Upgrade is answered 426)',
       handler: () =>
         json(426, { error: '/ws is a WebSocket endpoint: send Upgrade: websocket with Sec-WebSocket-Key and Sec-WebSocket-Version: 13', code: 'upgrade-required' }, { upgrade: 'websocket', connection: 'Upgrade' }),
     },
@@ -29,10 +37,9 @@ export function directRoutes(hub: DirectHub): Route[] {
       method: 'GET',
       pattern: '/files',
       auth: DIRECT_AUTH,
-      handler: async (req) => {
+      summary: 'Download a file, as file_access allows',
+      ...withQuery(FilesQuerySchema, async ({ path: requested }) => {
         const mode = fileAccessMode(deps.config().file_access);
-        const requested = req.query.get('path');
-        if (requested === null || requested.trim() === '') throw new SvcError('invalid-query', 'query parameter path is required (a file path)');
         const file = await openRequestedFile(requested, mode, deps.paths);
         // Named by what was opened, so a link is served under its target's name and type.
         const name = basename(file.realPath);
@@ -47,7 +54,7 @@ export function directRoutes(hub: DirectHub): Route[] {
           },
           file: { handle: file.handle, size: file.size },
         };
-      },
+      }),
     },
     {
       method: 'POST',
@@ -55,6 +62,8 @@ export function directRoutes(hub: DirectHub): Route[] {
       streamBody: true,
       maxBodyBytes: hub.limits.maxUploadBytes + UPLOAD_ENVELOPE_BYTES,
       auth: DIRECT_AUTH,
+      summary: 'Upload a file (stored under workspace/api_files/YYYY-MM-DD/)',
+      bodyType: 'multipart/form-data',
       handler: async (req) => {
         const cfg = deps.config();
         const result = await receiveUpload(req.bodyStream!, req.headers['content-type'], {

@@ -2,6 +2,8 @@ import { isIP } from 'node:net';
 import type { LogLevel } from '../../bus/index.js';
 import { describeError } from '../../schemas/index.js';
 import { json } from './http.js';
+import { openApiDocument } from './openapi.js';
+import type { MountedRoute } from './uws-http.binding.js';
 import { HttpServer, type Surface } from './http-server.js';
 
 /** Loopback, RFC 1918, CGNAT (tailnets), link-local and unique-local addresses, and localhost. */
@@ -33,10 +35,14 @@ export interface ApiServerOptions {
   /** Every enabled surface, in mount order; the server runs when one of them is `standalone`. */
   surfaces: readonly Surface[];
   log: ApiLog;
+  /** svc's version, for the API description. */
+  version?: string;
 }
 
 export interface ApiServer {
   port: number;
+  /** Every route served, as mounted (what `GET /api/openapi.json` describes). */
+  routes(): readonly MountedRoute[];
   close(): void;
 }
 
@@ -53,7 +59,29 @@ function healthSurface(surfaces: readonly Surface[]): Surface {
         method: 'GET',
         pattern: '/health',
         auth: 'public',
+        summary: 'Liveness, with what each running surface reports',
         handler: () => json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))),
+      },
+    ],
+  };
+}
+
+/**
+ * `GET /api/openapi.json`: the description of every route this server serves, built from the
+ * routes as mounted (itself included). Public: it documents the contract, and holds no secret.
+ */
+function describeSurface(server: HttpServer, version: string): Surface {
+  let doc: unknown = null;
+  return {
+    name: 'describe',
+    statuses: {},
+    routes: [
+      {
+        method: 'GET',
+        pattern: '/api/openapi.json',
+        auth: 'public',
+        summary: 'This description of the API (OpenAPI 3.1)',
+        handler: () => json(200, (doc ??= openApiDocument(server.routes(), { title: 'svc API', version }))),
       },
     ],
   };
@@ -77,9 +105,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   try {
     for (const s of opts.surfaces) server.mount(s);
     server.mount(healthSurface(opts.surfaces));
+    server.mount(describeSurface(server, opts.version ?? 'unknown'));
     const port = await server.listen(host, opts.port);
     for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);
-    return { port, close: () => server.close() };
+    return { port, routes: () => server.routes(), close: () => server.close() };
   } catch (e) {
     server.close();
     throw e;

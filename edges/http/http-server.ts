@@ -63,6 +63,11 @@ export class HttpServer {
     return this.mounted;
   }
 
+  /** Every route mounted so far, with the surface it belongs to. */
+  routes(): readonly MountedRoute[] {
+    return this.router.all();
+  }
+
   mount(surface: Surface): void {
     if (this.listening || this.closed) throw new SvcError('server-started', `surface ${surface.name} must mount before the server listens`);
     if (this.mounted.some((s) => s.name === surface.name)) throw new SvcError('duplicate-surface', `surface ${surface.name} is mounted twice`);

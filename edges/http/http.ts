@@ -51,6 +51,14 @@ interface RouteBase {
   /** Bodies above this are refused with 413 before they are buffered. */
   maxBodyBytes?: number;
   streamBody?: boolean;
+  /** One line for the API description (`GET /api/openapi.json`). */
+  summary?: string;
+  /** The JSON body's schema; set by `withBody`, which parses with it, so the description is what is enforced. */
+  body?: v.GenericSchema;
+  /** The query's schema; set by `withQuery`, likewise. */
+  query?: v.GenericSchema;
+  /** A body that is not JSON (`multipart/form-data` uploads), for the description. */
+  bodyType?: string;
 }
 
 /** Anyone may call it (`/health`, avatars an `<img>` loads): the handler learns no caller. */
@@ -137,6 +145,35 @@ export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schem
 
 export { parseWith };
 
+/**
+ * A handler whose JSON body is parsed with `schema` first; the route also declares the schema, so
+ * the API description is generated from the very schema that parses. Spread into a route:
+ * `{ method, pattern, auth, ...withBody(Schema, (body, req, principal: Principal) => ...) }`.
+ */
+export function withBody<S extends v.GenericSchema, P extends unknown[]>(
+  schema: S,
+  handler: (body: v.InferOutput<S>, req: HttpRequest, ...rest: P) => Reply,
+): { body: S; handler: (req: HttpRequest, ...rest: P) => Reply } {
+  return { body: schema, handler: (req, ...rest) => handler(parseJsonBody(req, schema), req, ...rest) };
+}
+
+/** Like `withBody`, for the query string (each parameter once; a repeated one is a string array). */
+export function withQuery<S extends v.GenericSchema, P extends unknown[]>(
+  schema: S,
+  handler: (query: v.InferOutput<S>, req: HttpRequest, ...rest: P) => Reply,
+): { query: S; handler: (req: HttpRequest, ...rest: P) => Reply } {
+  return { query: schema, handler: (req, ...rest) => handler(parseWith(schema, queryObject(req.query), 'invalid-query', 'query'), req, ...rest) };
+}
+
+function queryObject(q: URLSearchParams): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const key of new Set(q.keys())) {
+    const all = q.getAll(key);
+    out[key] = all.length === 1 ? all[0]! : all;
+  }
+  return { ...out };
+}
+
 export interface RouteMatch<R> {
   route: R;
   params: Record<string, string>;
@@ -156,6 +193,11 @@ export class Router<R extends Routable = Route> {
    * A second route for requests an earlier one already takes would never run: the batch is refused
    * whole, naming it, and nothing of it is added.
    */
+  /** Every route, in the order added. */
+  all(): R[] {
+    return this.compiled.map((c) => c.route);
+  }
+
   add(...routes: R[]): void {
     const shapes = new Set(this.shapes);
     for (const route of routes) {

@@ -6,3 +6,4 @@ export * from './api-server.js';
 export * from './content-headers.js';
 export * from './file-access.js';
 export * from './route-auth.js';
+export * from './openapi.js';
