@@ -30,6 +30,7 @@ export function adminSurface(deps: AdminDeps): Surface {
   return {
     name: 'admin',
     standalone: true,
+    localisedErrors: true,
     statuses: ADMIN_STATUSES,
     authenticators,
     routes: [

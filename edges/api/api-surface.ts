@@ -15,6 +15,7 @@ export interface ApiSurfaceDeps extends NotificationRoutesDeps, ChatSessionRoute
 export function apiSurface(deps: ApiSurfaceDeps): Surface {
   return {
     name: 'api',
+    localisedErrors: true,
     statuses: API_STATUSES,
     routes: [...notificationRoutes(deps), ...chatSessionRoutes(deps), ...transcribeRoutes(deps), ...avatarRoutes(deps)],
   };

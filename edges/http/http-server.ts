@@ -18,6 +18,8 @@ export interface Surface {
   readonly authenticators?: readonly Authenticator[];
   /** Reason enough to run the server (direct, admin); the shared `/api` routes only ride along. */
   readonly standalone?: boolean;
+  /** Its error texts follow `Accept-Language` (WIRE.md §2: the admin API and the `/api/*` routes). */
+  readonly localisedErrors?: boolean;
   /** Handlers that need the app itself, such as WebSocket endpoints (`/ws`). */
   mountSockets?(app: App): void;
   /** Fields this surface adds to `GET /health`. */
@@ -76,7 +78,7 @@ export class HttpServer {
       if (this.authenticators.has(a.credential)) throw new SvcError('duplicate-credential', `surface ${surface.name}: credential ${a.credential} already has an authenticator`);
     }
     try {
-      this.router.add(...surface.routes.map((route) => ({ ...route, surface: surface.name, statuses })));
+      this.router.add(...surface.routes.map((route) => ({ ...route, surface: surface.name, statuses, localisedErrors: surface.localisedErrors === true })));
     } catch (e) {
       throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
     }

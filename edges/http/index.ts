@@ -7,3 +7,4 @@ export * from './content-headers.js';
 export * from './file-access.js';
 export * from './route-auth.js';
 export * from './openapi.js';
+export * from './error-language.js';

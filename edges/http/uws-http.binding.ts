@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { SvcError, type Principal } from '../../schemas/index.js';
 import type { RouteAuth } from './route-auth.js';
+import { errorLanguage, localiseError } from './error-language.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   errorReply,
@@ -66,7 +67,7 @@ export function listen(app: App, host: string, port: number): Promise<Listening>
 }
 
 /** A route as a server holds it: with the surface it belongs to and that surface's one status table. */
-export type MountedRoute = Route & { surface: string; statuses: StatusTable };
+export type MountedRoute = Route & { surface: string; statuses: StatusTable; localisedErrors?: boolean };
 
 export interface MountOptions {
   router: Router<MountedRoute>;
@@ -124,14 +125,17 @@ export function mountHttp(app: App, opts: MountOptions): void {
     const early = opts.before?.(base);
     if (early) return send(early);
     const match = router.match(method, path);
-    if (match === null) return send(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
-    if (match === 'method') return send(json(405, { error: `${method} is not allowed on ${path}`, code: 'method-not-allowed' }));
+    // Before a route is known, a path under /api/ is the admin API's and speaks its language.
+    const early404 = (reply: HttpReply) => send(path.startsWith('/api/') ? localiseError(reply, errorLanguage(headers['accept-language'])) : reply);
+    if (match === null) return early404(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
+    if (match === 'method') return early404(json(405, { error: `${method} is not allowed on ${path}`, code: 'method-not-allowed' }));
 
     const { route, params } = match;
     const cap = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const declared = Number(headers['content-length'] ?? '0');
+    const sendError = (reply: HttpReply) => send(route.localisedErrors ? localiseError(reply, errorLanguage(headers['accept-language'])) : reply);
     if (declared > cap) {
-      return send(json(413, { error: `body of ${declared} bytes exceeds the limit of ${cap} bytes`, code: 'body-too-large' }));
+      return sendError(json(413, { error: `body of ${declared} bytes exceeds the limit of ${cap} bytes`, code: 'body-too-large' }));
     }
     const run = (body: Buffer, bodyStream?: AsyncIterable<Buffer>) => {
       const request: HttpRequest = { method, path, query, headers, params, body, remoteAddress, ...(bodyStream ? { bodyStream } : {}) };
@@ -140,12 +144,12 @@ export function mountHttp(app: App, opts: MountOptions): void {
         .then(send, (e) => {
           const { reply, internal } = errorReply(e, route.statuses);
           if (internal) opts.onInternalError(e, { method, path }, route.surface);
-          send(reply);
+          sendError(reply);
         });
     };
     if (method === 'GET' || method === 'HEAD') return run(Buffer.alloc(0));
     if (route.streamBody) return run(Buffer.alloc(0), streamBody(res, state, cap));
-    readBody(res, cap, (body) => (body === null ? send(json(413, { error: `body exceeds the limit of ${cap} bytes`, code: 'body-too-large' })) : run(body)));
+    readBody(res, cap, (body) => (body === null ? sendError(json(413, { error: `body exceeds the limit of ${cap} bytes`, code: 'body-too-large' })) : run(body)));
   });
 }
 
