@@ -17,6 +17,7 @@ import {
   DEFAULT_LOG_LINES,
   MAIN_AGENT,
   MAX_AVATAR_BYTES,
+  MAX_LOG_LINES,
   SvcError,
   isSvcError,
   type AdminAgent,
@@ -27,6 +28,7 @@ import {
   type SubAgentConfig,
 } from '../../schemas/index.js';
 import {
+  configuredAdditionalDirectories,
   loadRegistry,
   logRecordAgent,
   openAvatar,
@@ -147,7 +149,7 @@ export function startAdminAgents(deps: AdminAgentsDeps): Subscription {
       last_active: activity.last_active_ms === null ? null : new Date(activity.last_active_ms).toISOString(),
       description: entry?.description ?? '',
       has_avatar: await hasAvatar(name),
-      additional_directories: dirs ?? (entry ? (entry.additional_directories ?? []) : main.additional_directories),
+      additional_directories: dirs ?? (entry ? (entry.additional_directories ?? []) : (configuredAdditionalDirectories(paths) ?? main.additional_directories)),
     };
   };
 
@@ -217,9 +219,10 @@ export function startAdminAgents(deps: AdminAgentsDeps): Subscription {
 
   const pollLogs = async ({ principal, agent, after }: Data<'pollLogs'>) => {
     seen(principal, agent);
-    // `after` 0 is a first poll: the recent lines, as `GET /api/logs` would give them.
+    // `after` 0 is a first poll: the recent lines, as `GET /api/logs` would give them. Later polls
+    // take up to the cap, so a burst between two polls is not cut.
     const tail = await readLogTail(paths.logsDir, {
-      maxLines: DEFAULT_LOG_LINES,
+      maxLines: after > 0 ? MAX_LOG_LINES : DEFAULT_LOG_LINES,
       keep: recordsOf(agent),
       ...(after > 0 ? { afterMs: after * 1000 } : {}),
     });

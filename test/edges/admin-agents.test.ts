@@ -62,7 +62,7 @@ async function serve(t: TT) {
   const bus = new Bus({ log, clock: () => now });
   // The supervisor's answer: main runs, the sub-agents do not.
   const agentList = bus.handle(AGENT_COMMANDS.list, 'agents', () => [{ name: 'main', provider: 'claude', model: 'claude-live', online: true, is_main: true }]);
-  const actor = startAdminAgents({ bus, paths, config: () => loadConfig(paths).config, registry: () => loadRegistry(paths), turns: agentTurnsReadModel(log.projectionDb()), providers: () => DETECTED });
+  const actor = startAdminAgents({ bus, paths, config: () => config, registry: () => loadRegistry(paths), turns: agentTurnsReadModel(log.projectionDb()), providers: () => DETECTED });
   const deps = { bus, paths, config: () => config, registry: () => loadRegistry(paths), users: () => [], notifications: notificationReadModel(log.projectionDb()), clock: () => now, version: 'test' };
   const srv = await serveSurfaces(t, [{ name: 'admin', routes: agentsRoutes(deps), statuses: ADMIN_STATUSES, authenticators: [testAdminJwt(PEOPLE)] }]);
   t.teardown(() => {
@@ -172,6 +172,7 @@ t.test('PUT /api/agents/{name}: validated, de-duplicated, written to the registr
   const file = JSON.parse(readFileSync(s.paths.configFile, 'utf8')) as { additional_directories: string[] };
   t.same(file.additional_directories, [b]);
   t.same(loadConfig(s.paths).config.additional_directories, [b], 'config.json still loads');
+  t.same((await s.call('/api/agents/main')).body, { ...(r.body as object), additional_directories: [b] }, 'GET shows what is configured, before a restart applies it');
 
   r = await s.call('/api/agents/main', { method: 'PUT', body: { additional_directories: [] } });
   t.same((r.body as { additional_directories: string[] }).additional_directories, []);
