@@ -13,6 +13,7 @@ import {
   parseLogLevel,
   recoverOrphanProcesses,
   registryWatcher,
+  startAdminAgents,
   startChatSessions,
   startNotifier,
   startTranscriber,
@@ -26,6 +27,7 @@ import {
   PROJECTIONS,
   SqliteEventLog,
   acquirePidLock,
+  agentTurnsReadModel,
   assertEventLogKept,
   chatSessionReadModel,
   ensureDir,
@@ -309,6 +311,21 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    name: 'admin-agents',
+    start(ctx) {
+      const adminAgents = startAdminAgents({
+        bus: ctx.bus,
+        paths: ctx.paths,
+        config: ctx.config,
+        registry: ctx.registry,
+        turns: agentTurnsReadModel(ctx.log.projectionDb()),
+        providers: () => detectedProviders(ctx),
+        discoveredGemini: () => ctx.models.models('gemini'),
+      });
+      return () => adminAgents.unsubscribe();
+    },
+  },
+  {
     // Before anything new starts: what a crashed run left of its own helper processes.
     name: 'orphan-recovery',
     async start(ctx) {
@@ -393,6 +410,17 @@ function portTaken(key: string): (e: unknown) => never {
   };
 }
 
+/** What provider discovery finds now, with the models the cache refresher knows: the direct API and the admin listing share it. */
+function detectedProviders(ctx: DaemonContext) {
+  return detectProviders({
+    env: ctx.hostEnv,
+    home: ctx.userHome,
+    paths: ctx.paths,
+    config: ctx.config(),
+    models: { codex: ctx.models.models('codex'), gemini: ctx.models.models('gemini') },
+  });
+}
+
 function apiListenAddress(ctx: DaemonContext): { host: string; port: number; allowPublic: boolean } {
   const api = ctx.config().api;
   return { host: api.host, port: ctx.opts.apiPort ?? api.port, allowPublic: api.allow_public };
@@ -410,16 +438,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
     config: ctx.config,
     paths,
     connectionMachine,
-    providers: () =>
-      authOkProviders(
-        detectProviders({
-          env: ctx.hostEnv,
-          home: ctx.userHome,
-          paths,
-          config: ctx.config(),
-          models: { codex: ctx.models.models('codex'), gemini: ctx.models.models('gemini') },
-        }),
-      ),
+    providers: () => authOkProviders(detectedProviders(ctx)),
   });
   return [
     ...(direct ? [direct.surface] : []),

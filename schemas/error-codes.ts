@@ -60,6 +60,8 @@ export const ERROR_CODES = [
   'registry-invalid',
   'home-defaults-missing',
   'invalid-additional-directory',
+  /** An avatar upload that is not a PNG, JPEG, GIF or WebP picture (judged by its bytes). */
+  'invalid-image',
   'invalid-agent-name',
   'invalid-model',
   'invalid-provider',

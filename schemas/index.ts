@@ -33,6 +33,8 @@ export * from './notification.schema.js';
 export * from './commands/notification.commands.js';
 export * from './commands/chat-session.commands.js';
 export * from './commands/transcription.commands.js';
+export * from './commands/admin-agents.commands.js';
+export * from './admin-agents.schema.js';
 export * from './cli-stream.js';
 export * from './connection-machine.js';
 export * from './direct-frames.schema.js';

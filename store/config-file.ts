@@ -116,6 +116,23 @@ export function existingDirectories(text: string): string[] {
   return raw.additional_directories.filter((d): d is string => typeof d === 'string' && isDirectory(d));
 }
 
+/**
+ * `additional_directories` as config.json says now, or null when the file is unreadable or holds no
+ * such list of strings. The main agent starts with it (it is not hot-reloaded), so the admin panel
+ * shows what is configured rather than what the running process began with.
+ */
+export function configuredAdditionalDirectories(paths: Pick<HomePaths, 'configFile'>): string[] | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(paths.configFile, 'utf8'));
+  } catch {
+    return null;
+  }
+  if (!isPlainObject(raw) || !Array.isArray(raw.additional_directories)) return null;
+  const dirs = raw.additional_directories;
+  return dirs.every((d): d is string => typeof d === 'string') ? dirs : null;
+}
+
 function seedText(exampleFile: string | null): string {
   if (exampleFile) {
     try {

@@ -21,3 +21,5 @@ export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
 export * from './contained-file.js';
+export * from './agent-turns.projection.js';
+export * from './log-files.js';

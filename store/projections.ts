@@ -1,3 +1,4 @@
+import { agentTurnsProjection } from './agent-turns.projection.js';
 import { chatSessionsProjection } from './chat-sessions.projection.js';
 import { daemonRunsProjection } from './daemon-runs.projection.js';
 import { notificationsProjection } from './notifications.projection.js';
@@ -5,4 +6,4 @@ import type { Projection } from './projection.js';
 import { streamHeadsProjection } from './stream-heads.projection.js';
 
 /** Every read model the daemon keeps; `svc events replay` rebuilds exactly these. */
-export const PROJECTIONS: readonly Projection[] = [streamHeadsProjection, daemonRunsProjection, notificationsProjection, chatSessionsProjection];
+export const PROJECTIONS: readonly Projection[] = [streamHeadsProjection, daemonRunsProjection, notificationsProjection, chatSessionsProjection, agentTurnsProjection];

@@ -1,4 +1,13 @@
 import type { StatusTable } from '../http/index.js';
 
 /** The one status table of the admin surface, beyond COMMON_STATUSES (DESIGN.md §4). */
-export const ADMIN_STATUSES: StatusTable = {};
+export const ADMIN_STATUSES: StatusTable = {
+  /** A command's data failed its schema where it is handled (an over-long agent name, ...). */
+  'invalid-command': 400,
+  /** `PUT /api/agents/{name}`: a path that is relative, missing, not a directory or has `..`. */
+  'invalid-additional-directory': 400,
+  /** An avatar upload whose bytes are not a PNG, JPEG, GIF or WebP picture. */
+  'invalid-image': 415,
+  /** The registry file on disk is broken (a hand edit): fix it before the panel may write it. */
+  'registry-invalid': 409,
+};

@@ -4,3 +4,5 @@ export * from './admin-surface.js';
 export * from './errors.js';
 export * from './static-token.js';
 export * from './sessions.routes.js';
+export * from './agents.routes.js';
+export * from './system.routes.js';

@@ -1,6 +1,71 @@
-import type { Route } from '../http/index.js';
+import * as v from 'valibot';
+import { ADMIN_AGENT_COMMANDS, DEFAULT_LOG_LINES, MAIN_AGENT, MAX_LOG_LINES, maskSecrets } from '../../schemas/index.js';
+import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
-export function systemRoutes(_deps: AdminDeps): Route[] {
-  return [];
+/*
+ * SPEC.md "Admin REST: system": the configuration (secrets masked) and the daemon's log with its live
+ * tail. The system status and instance name live in dashboard.routes.ts. Which agent's log a caller
+ * may read is decided where the command is handled.
+ */
+
+const AgentParam = v.pipe(v.string(), v.minLength(1), v.maxLength(128));
+/** A whole number as the query string spells it; `lines` above the cap is served at the cap. */
+const LinesParam = v.pipe(
+  v.string(),
+  v.regex(/^\d{1,9}$/, 'a whole number'),
+  v.transform(Number),
+  v.minValue(1),
+  v.transform((n) => Math.min(n, MAX_LOG_LINES)),
+);
+const AfterParam = v.pipe(v.string(), v.regex(/^\d{1,12}(\.\d{1,6})?$/, 'a timestamp in epoch seconds (the `timestamp` of the previous poll, 0 at first)'), v.transform(Number));
+
+const LogsQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), lines: v.optional(LinesParam, String(DEFAULT_LOG_LINES)) });
+const PollQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), after: v.optional(AfterParam, '0') });
+
+/** The named query parameters (the first of each); others, like a cache-buster, are ignored. */
+function query(req: HttpRequest, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const value = req.query.get(n);
+    if (value !== null) out[n] = value;
+  }
+  return out;
+}
+
+export function systemRoutes(deps: AdminDeps): Route[] {
+  const { bus } = deps;
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/config',
+      auth: adminAuth('config.read'),
+      summary: 'The configuration, every secret masked as ***',
+      // The effective configuration, every credential (nested ones too) as `***`.
+      handler: () => json(200, maskSecrets(deps.config())),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/logs',
+      auth: adminAuth('logs.read'),
+      summary: "The last lines of an agent's log",
+      query: LogsQuery,
+      handler: async (req, principal) => {
+        const q = parseWith(LogsQuery, query(req, ['agent', 'lines']), 'invalid-query', 'query');
+        return json(200, await bus.send(ADMIN_AGENT_COMMANDS.logs, { principal, agent: q.agent, lines: q.lines }));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/logs/poll',
+      auth: adminAuth('logs.read'),
+      summary: 'Log lines newer than `after`, for a live tail',
+      query: PollQuery,
+      handler: async (req, principal) => {
+        const q = parseWith(PollQuery, query(req, ['agent', 'after']), 'invalid-query', 'query');
+        return json(200, await bus.send(ADMIN_AGENT_COMMANDS.pollLogs, { principal, agent: q.agent, after: q.after }));
+      },
+    },
+  ];
 }
