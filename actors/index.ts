@@ -25,3 +25,4 @@ export * from './recovery/interrupted-turns.js';
 export * from './notifications/notifier.js';
 export * from './chat-sessions/chat-sessions.js';
 export * from './transcription/transcriber.js';
+export * from './content/index.js';

@@ -14,6 +14,10 @@ import {
   recoverOrphanProcesses,
   registryWatcher,
   startChatSessions,
+  startMemoryAdmin,
+  startRagAdmin,
+  startSkillsAdmin,
+  startUserFilesAdmin,
   startNotifier,
   startTranscriber,
   type ActorClock,
@@ -306,6 +310,15 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     start(ctx) {
       const chatSessions = startChatSessions({ bus: ctx.bus, readModel: chatSessionReadModel(ctx.log.projectionDb()) });
       return () => chatSessions.unsubscribe();
+    },
+  },
+  {
+    // The admin API's memory, RAG, skills and files: they act on the home's files, each for a principal.
+    name: 'content-admin',
+    start(ctx) {
+      const deps = { bus: ctx.bus, paths: ctx.paths, registry: ctx.registry, config: ctx.config };
+      const subs = [startMemoryAdmin(deps), startRagAdmin(deps), startSkillsAdmin(deps), startUserFilesAdmin(deps)];
+      return () => subs.forEach((s) => s.unsubscribe());
     },
   },
   {

@@ -21,3 +21,5 @@ export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
 export * from './contained-file.js';
+export * from './user-files.js';
+export * from './skills.js';

@@ -1,4 +1,20 @@
 import type { StatusTable } from '../http/index.js';
 
 /** The one status table of the admin surface, beyond COMMON_STATUSES (DESIGN.md §4). */
-export const ADMIN_STATUSES: StatusTable = {};
+export const ADMIN_STATUSES: StatusTable = {
+  /** A command's data failed its schema where it is handled. */
+  'invalid-command': 400,
+  'invalid-agent-name': 400,
+  /** The principal's allowed_agents does not list the agent. */
+  'agent-not-allowed': 403,
+  'unknown-agent': 404,
+  /** Memory module or skill document above its size limit. */
+  'file-too-large': 413,
+  'file-exists': 409,
+  'skill-exists': 409,
+  /** config.json itself does not validate: fix it first, nothing was written. */
+  'config-invalid': 409,
+  /** A signed download link that was not issued by this server (or was altered). */
+  'signature-invalid': 403,
+  'link-expired': 410,
+};
