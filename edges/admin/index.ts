@@ -3,3 +3,8 @@ export * from './admin-deps.js';
 export * from './admin-surface.js';
 export * from './errors.js';
 export * from './static-token.js';
+export * from './memory.routes.js';
+export * from './rag.routes.js';
+export * from './skills.routes.js';
+export * from './files.routes.js';
+export * from './signed-url.js';
