@@ -347,13 +347,20 @@ export async function makeContainedDir(requested: string, rules: RootedRules): P
 }
 
 /**
- * Deletes a file, a symlink (the link only) or a directory with what is in it (links inside are
+ * Deletes a file, a symlink inside the root (the link only) or a directory with what is in it (links inside are
  * unlinked, never followed). Never the root.
  */
 export async function removeContained(requested: string, rules: RootedRules): Promise<{ realPath: string; wasDir: boolean }> {
   const target = await resolveContainedTarget(requested, rules);
   const st = await lstatOrNull(target.realPath);
   if (!st) throw new SvcError('not-found', `${requested}: no such file or directory`);
+  if (st.isSymbolicLink()) {
+    // Removing the link would touch nothing outside, but a link that leads out is not something
+    // this API acts on at all (broken links, which lead nowhere, may go).
+    const real = await fsp.realpath(target.realPath).catch(() => null);
+    if (real !== null && !within(real, target.realRoot)) throw outside(requested, rules);
+    if (real !== null && isRefused(real, rules)) throw secretRefusal(requested);
+  }
   if (st.isDirectory()) await fsp.rm(target.realPath, { recursive: true });
   else await fsp.unlink(target.realPath);
   await syncDir(target.realParent);

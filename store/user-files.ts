@@ -25,11 +25,17 @@ export async function userFilesRules(paths: HomePaths, agent: string): Promise<C
   return { base: root, root, rootLabel: `the workspace of agent "${agent}"`, refused: await serviceSecretRealPaths(paths) };
 }
 
-/** Relative to the area, forward slashes; absolute, drive-letter and backslash paths are refused. */
+/**
+ * Relative to the area, forward slashes; absolute, drive-letter and backslash paths are refused,
+ * and so are percent-escapes: a query or a JSON body is decoded once, so an escape still present is
+ * a second layer (`%2e%2e%2f`), which no file name needs badly enough to let it through.
+ */
 export function checkRelativePath(requested: string): string {
+  const shown = JSON.stringify(requested.slice(0, 200));
   if (requested.startsWith('/') || requested.includes('\\') || /^[A-Za-z]:/.test(requested)) {
-    throw new SvcError('invalid-path', `path ${JSON.stringify(requested.slice(0, 200))} must be relative to the agent's workspace, with '/' between names`);
+    throw new SvcError('invalid-path', `path ${shown} must be relative to the agent's workspace, with '/' between names`);
   }
+  if (/%[0-9a-f]{2}/i.test(requested)) throw new SvcError('invalid-path', `path ${shown}: percent-encoded characters are not allowed (send the path decoded)`);
   return requested;
 }
 
