@@ -222,10 +222,10 @@ function moduleName(filename: string): string {
  * moment, so the file is opened and then checked (store/contained-file.ts): a directory swapped for
  * a link between the lookup and the read cannot bring in a file from outside.
  */
-function loadModule(path: string, filename: string, memDir: string): MemoryModuleFile {
+function loadModule(path: string, filename: string, memDir: string, refused?: readonly string[]): MemoryModuleFile {
   let file: { size: number; text: string };
   try {
-    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/' }, MAX_MEMORY_MODULE_BYTES);
+    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/', ...(refused ? { refused } : {}) }, MAX_MEMORY_MODULE_BYTES);
   } catch (err) {
     if (!(err instanceof SvcError)) throw err;
     if (err.code === 'file-too-large') {
@@ -234,7 +234,8 @@ function loadModule(path: string, filename: string, memDir: string): MemoryModul
         size: err.details?.size,
       });
     }
-    if (err.code === 'forbidden') throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
+    // With `refused`, the helper's own words say which (a link out, or one of the secrets).
+    if (err.code === 'forbidden') throw refused ? err : invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
     if (err.code === 'invalid-path') throw new SvcError('invalid-path', `${filename}: not a file`, { filename });
     throw err;
   }
@@ -296,11 +297,12 @@ function invalidPath(filename: unknown, why: string): SvcError {
 }
 
 /**
- * One module by its listing filename. Rejects anything that could leave `memory_system/`: `..`,
+ * One module by its listing filename (`refused`: the service's secrets as real paths, so not even a
+ * hard link to one is read). Rejects anything that could leave `memory_system/`: `..`,
  * absolute or drive paths, backslashes, percent-encoding (the edge decodes URLs once; a second
  * layer is an attack), NUL, and symlinks resolving outside.
  */
-export function readMemoryModule(workspace: string, filename: string): MemoryModuleFile {
+export function readMemoryModule(workspace: string, filename: string, refused?: readonly string[]): MemoryModuleFile {
   const parts = checkModuleFilename(filename);
   const memDir = join(workspace, MEMORY_DIR);
   const realMem = realOrNull(memDir);
@@ -310,7 +312,7 @@ export function readMemoryModule(workspace: string, filename: string): MemoryMod
   const real = realOrNull(path);
   if (!real) throw invalidPath(filename, 'a broken symlink');
   if (!within(real, realMem)) throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
-  return loadModule(real, parts.join('/'), realMem);
+  return loadModule(real, parts.join('/'), realMem, refused);
 }
 
 /** The segments of a module filename from outside, or the refusal naming what is wrong with it. */

@@ -25,8 +25,9 @@ export function startMemoryAdmin(deps: MemoryAdminDeps): Subscription {
   const subs = new Subscription();
   subs.add(bus.handle(MEMORY_COMMANDS.list, 'memory-admin', (cmd) => listMemoryModules(workspaceOf(cmd.data.principal, cmd.data.agent))));
   subs.add(
-    bus.handle(MEMORY_COMMANDS.read, 'memory-admin', (cmd) => {
-      const m = readMemoryModule(workspaceOf(cmd.data.principal, cmd.data.agent), cmd.data.filename);
+    bus.handle(MEMORY_COMMANDS.read, 'memory-admin', async (cmd) => {
+      const workspace = workspaceOf(cmd.data.principal, cmd.data.agent);
+      const m = readMemoryModule(workspace, cmd.data.filename, await serviceSecretRealPaths(paths));
       return { filename: m.filename, content: m.text };
     }),
   );

@@ -162,3 +162,17 @@ t.test('a write is atomic: an existing module keeps its mode, no temp file is le
   t.match(r, { status: 400, body: { code: 'invalid-path' } });
   t.equal(fs.readFileSync(file, 'utf8'), 'v2\n');
 });
+
+t.test('a hard link to a secret inside memory_system is not read, however it is named', async (t) => {
+  const s = await seeded(t);
+  const link = join(mem(s.paths.workspace), 'modules', 'innocent.md');
+  try {
+    fs.linkSync(s.paths.usersFile, link);
+  } catch {
+    t.skip('hard links not possible here');
+    return;
+  }
+  const r = await s.call(`/api/memory/modules/${enc('modules/innocent.md')}`);
+  t.match(r, { status: 403, body: { code: 'forbidden' } });
+  t.notMatch(JSON.stringify(r.body), LEAK);
+});
