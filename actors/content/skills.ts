@@ -1,7 +1,6 @@
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus, type Command } from '../../bus/index.js';
-import { SKILL_COMMANDS, SKILL_EVENTS, SvcError, skillsStream, type CommandData, type Principal, type SkillEntryWire, type SubAgentConfig } from '../../schemas/index.js';
-import { MAIN_AGENT } from '../../schemas/index.js';
+import { MAIN_AGENT, SKILL_COMMANDS, SKILL_EVENTS, SvcError, skillsStream, type CommandData, type Principal, type SkillEntryWire, type SubAgentConfig } from '../../schemas/index.js';
 
 const visibleToAll = (p: Principal) => p.allowed_agents.length === 0 || p.allowed_agents.includes('*');
 import { deleteSkill, listSkills, readSkill, writeSkill, type HomePaths, type SkillScope } from '../../store/index.js';

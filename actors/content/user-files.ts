@@ -1,5 +1,4 @@
-import { basename } from 'node:path';
-import { posix } from 'node:path';
+import { basename, posix } from 'node:path';
 import { lookup } from 'mime-types';
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
