@@ -26,3 +26,4 @@ export * from './notifications/notifier.js';
 export * from './chat-sessions/chat-sessions.js';
 export * from './transcription/transcriber.js';
 export * from './admin-agents/admin-agents.js';
+export * from './content/index.js';

@@ -272,6 +272,14 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   'webhooks.token': 'Bearer token accepted by every hook without its own; generated when empty.',
   'webhooks.max_body_bytes': 'Largest accepted webhook body.',
   'webhooks.rate_limit_per_minute': 'Webhook calls accepted per minute (sliding window).',
+  'rag.enabled': 'Retrieve indexed workspace and memory chunks for prompts (`PUT /api/rag/config`).',
+  'rag.embedding_model': 'Embedding model of the index; empty detects one.',
+  'rag.reranker_enabled': 'Rerank retrieved chunks before the best `top_k_final` are used.',
+  'rag.reranker_model': 'Reranker model; empty detects one.',
+  'rag.index_workspace': 'Index the agent workspace.',
+  'rag.index_memory': 'Index the memory modules.',
+  'rag.top_k_retrieval': 'Chunks retrieved per query before reranking.',
+  'rag.top_k_final': 'Chunks put into the prompt; at most `top_k_retrieval`.',
   'fileshare.enabled': 'Run the file-share server and tell agent tools about it (`FILESHARE_URL`).',
   'fileshare.host': 'Address the file-share server listens on.',
   'fileshare.port': 'Port of the file-share server.',
@@ -357,7 +365,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
  */
 export const NOT_YET_USED: readonly string[] = [
   'transport', 'transports', 'telegram_token', 'allowed_group_ids', 'group_mention_only', 'update_check',
-  'matrix', 'streaming', 'docker', 'heartbeat', 'cleanup', 'webhooks', 'fileshare', 'image', 'scene', 'workflow',
+  'matrix', 'streaming', 'docker', 'heartbeat', 'cleanup', 'webhooks', 'fileshare', 'image', 'scene', 'workflow', 'rag',
   'memory.module_line_limit', 'memory.session_max_age_days', 'memory.check_hour', 'memory.vector_search',
   'memory.vector_model', 'memory.vector_results', 'tasks.enabled', 'tasks.max_parallel', 'timeouts.subagent',
   'timeouts.warning_intervals', 'api.jwt_secret', 'api.cors_origins',

@@ -15,6 +15,10 @@ import {
   registryWatcher,
   startAdminAgents,
   startChatSessions,
+  startMemoryAdmin,
+  startRagAdmin,
+  startSkillsAdmin,
+  startUserFilesAdmin,
   startNotifier,
   startTranscriber,
   type ActorClock,
@@ -323,6 +327,15 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         discoveredGemini: () => ctx.models.models('gemini'),
       });
       return () => adminAgents.unsubscribe();
+    },
+  },
+  {
+    // The admin API's memory, RAG, skills and files: they act on the home's files, each for a principal.
+    name: 'content-admin',
+    start(ctx) {
+      const deps = { bus: ctx.bus, paths: ctx.paths, registry: ctx.registry, config: ctx.config };
+      const subs = [startMemoryAdmin(deps), startRagAdmin(deps), startSkillsAdmin(deps), startUserFilesAdmin(deps)];
+      return () => subs.forEach((s) => s.unsubscribe());
     },
   },
   {

@@ -118,3 +118,16 @@ export function buildInjection(modules: readonly { filename: string; text: strin
 export function overLimit(modules: readonly { filename: string; lines: number }[], moduleLineLimit: number): string[] {
   return modules.filter((m) => m.lines > moduleLineLimit).map((m) => m.filename);
 }
+
+/**
+ * Facts in a memory file (SPEC.md "RAG status" `memory_fact_count`): lines with text that are
+ * neither headings (structure, not facts) nor inside HTML comments (where the templates keep their
+ * guidance).
+ */
+export function memoryFactCount(text: string): number {
+  return text
+    .replace(/\r\n?/g, '\n')
+    .replace(/<!--[\s\S]*?(-->|$)/g, '')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/^\s{0,3}#/.test(l)).length;
+}

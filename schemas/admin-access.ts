@@ -42,6 +42,8 @@ export const ADMIN_ACCESS = {
   'rag.write': 'admin',
   'skills.read': 'operator',
   'skills.write': 'admin',
+  /** WIRE.md §2: the global scope (`/api/skills`), read or written, is the admin's. */
+  'skills.global': 'admin',
   'files.read': 'operator',
   /** Attaching a file to a chat message (`/upload`) is part of chatting, an operator's right. */
   'files.upload': 'operator',

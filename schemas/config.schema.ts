@@ -46,7 +46,7 @@ export const HOT_RELOADABLE_FIELDS = [
 /** SPEC.md "Hot reload": recorded on change, applied only after a restart. */
 export const RESTART_REQUIRED_FIELDS = [
   'transport', 'telegram_token', 'matrix', 'docker', 'api', 'webhooks', 'svc_home', 'log_level',
-  'gemini_api_key', 'timeouts', 'tasks',
+  'gemini_api_key', 'timeouts', 'tasks', 'rag',
 ] as const;
 
 // ---------------------------------------------------------------- building blocks
@@ -200,6 +200,24 @@ export const MemoryConfigSchema = v.object({
   vector_results: v.optional(int(1), 5),
 });
 
+/*
+ * RAG (SPEC.md "RAG status", `PUT /api/rag/config`). Off by default: svc ships no indexer yet, and
+ * turning retrieval on should be a choice. When on, workspace and memory are both indexed (they are
+ * what an agent's answers draw on). 20 candidates reranked down to 5 is the usual retrieve-then-rerank
+ * shape: enough recall for the reranker, few enough chunks to keep a prompt small. Empty model
+ * names mean "detect one", as `memory.vector_model` does.
+ */
+export const RagConfigSchema = v.object({
+  enabled: bool(false),
+  embedding_model: str(),
+  reranker_enabled: bool(false),
+  reranker_model: str(),
+  index_workspace: bool(true),
+  index_memory: bool(true),
+  top_k_retrieval: v.optional(int(1, 1000), 20),
+  top_k_final: v.optional(int(1, 1000), 5),
+});
+
 export const WebhookConfigSchema = v.object({
   enabled: bool(false),
   host: str('127.0.0.1'),
@@ -303,6 +321,7 @@ export const AgentConfigShape = v.looseObject({
   heartbeat: block(HeartbeatConfigSchema),
   cleanup: block(CleanupConfigSchema),
   memory: block(MemoryConfigSchema),
+  rag: block(RagConfigSchema),
   webhooks: block(WebhookConfigSchema),
   fileshare: block(FileshareConfigSchema),
   api: block(ApiConfigSchema),
@@ -369,6 +388,7 @@ export type TranscriptionConfig = v.InferOutput<typeof TranscriptionConfigSchema
 export type SceneConfig = v.InferOutput<typeof SceneConfigSchema>;
 export type CleanupConfig = v.InferOutput<typeof CleanupConfigSchema>;
 export type MemoryConfig = v.InferOutput<typeof MemoryConfigSchema>;
+export type RagConfig = v.InferOutput<typeof RagConfigSchema>;
 export type WebhookConfig = v.InferOutput<typeof WebhookConfigSchema>;
 export type FileshareConfig = v.InferOutput<typeof FileshareConfigSchema>;
 export type ApiConfig = v.InferOutput<typeof ApiConfigSchema>;

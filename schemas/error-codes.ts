@@ -26,6 +26,8 @@ export const ERROR_CODES = [
   // Who may do what.
   'unauthorized',
   'forbidden',
+  'signature-invalid',
+  'link-expired',
   'unknown-caller',
   'unknown-user',
   'agent-not-allowed',
@@ -40,6 +42,8 @@ export const ERROR_CODES = [
   'file-missing',
   'not-a-directory',
   'chat-session-exists',
+  'file-exists',
+  'skill-exists',
   'notification-exists',
   'actor-exists',
   'handler-exists',

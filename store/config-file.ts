@@ -348,3 +348,19 @@ export function ensureApiToken(paths: HomePaths, randomToken: () => string): { t
   writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
   return { token, generated: true };
 }
+
+/**
+ * Sets fields inside one block of config.json (`rag`, ...), keeping every other key as the user
+ * wrote it. The whole result is validated first: a value the schema refuses writes nothing.
+ * Returns the config as it will load.
+ */
+export function setConfigBlockFields(paths: HomePaths, block: string, fields: Record<string, unknown>, check?: (next: AgentConfig) => void): AgentConfig {
+  const raw = readRawConfig(paths.configFile);
+  const current = isPlainObject(raw[block]) ? raw[block] : {};
+  const next = { ...raw, [block]: { ...current, ...fields } };
+  const checked = validateConfig(next, paths.configFile);
+  if (!checked.ok) throw invalid(paths.configFile, checked.errors);
+  check?.(checked.config);
+  writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
+  return checked.config;
+}

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { isAbsolute, join, normalize, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { SvcError } from '../schemas/index.js';
 import { homePaths, serviceSecretPaths, type HomePaths } from './home.js';
 
@@ -79,7 +80,7 @@ export async function openContainedFile(requested: string, rules: ContainmentRul
  * openContainedFile for synchronous callers (memory modules read into a prompt): the same checks
  * on the opened descriptor, then its whole text, refused past `maxBytes` as `file-too-large`.
  */
-export function readContainedFileSync(requested: string, rules: ContainmentRules, maxBytes: number): { realPath: string; size: number; text: string } {
+export function readContainedFileSync(requested: string, rules: ContainmentRules, maxBytes: number): { realPath: string; size: number; mtimeMs: number; text: string } {
   const path = lexicallyContained(requested, rules);
   let fd: number;
   try {
@@ -102,7 +103,7 @@ export function readContainedFileSync(requested: string, rules: ContainmentRules
     if (st.size > maxBytes) {
       throw new SvcError('file-too-large', `${requested}: ${st.size} bytes is over the ${maxBytes}-byte limit`, { size: st.size });
     }
-    return { realPath, size: st.size, text: fs.readFileSync(fd, 'utf8') };
+    return { realPath, size: st.size, mtimeMs: st.mtimeMs, text: fs.readFileSync(fd, 'utf8') };
   } finally {
     fs.closeSync(fd);
   }
@@ -188,4 +189,235 @@ export async function serviceSecretRealPaths(paths: HomePaths): Promise<string[]
   const named = homes.flatMap(serviceSecretPaths);
   const resolved = await Promise.all(named.map((p) => fsp.realpath(p).catch(() => null)));
   return [...new Set([...named, ...resolved.filter((p): p is string => p !== null)])];
+}
+
+// ---------------------------------------------------------------- changing what is inside a root
+
+/*
+ * Writes, directories and deletions under a root, for paths that came from outside (admin memory,
+ * skills, user files). The same lexical checks as openContainedFile, then the parent directory is
+ * resolved by the kernel (realpath) and must lie inside the root's real path and outside the
+ * service's secrets; every change is then made on that real parent, to the entry itself: a final
+ * symlink is never written through, and a deletion removes a link, never what it points at.
+ */
+
+export interface ContainedTarget {
+  /** The requested path, lexically normalised under the root (what the caller named). */
+  path: string;
+  /** The parent directory's real path, checked. */
+  realParent: string;
+  /** `realParent/<last component>`: the entry a change touches. */
+  realPath: string;
+  realRoot: string;
+}
+
+type RootedRules = ContainmentRules & { root: string };
+
+const isRefused = (real: string, rules: ContainmentRules) => rules.refused?.some((p) => within(real, p)) ?? false;
+
+const secretRefusal = (requested: string) => new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves or changes`);
+
+async function realRootOf(rules: RootedRules): Promise<string> {
+  try {
+    return await fsp.realpath(rules.root);
+  } catch {
+    throw new SvcError('not-found', `${rules.rootLabel} does not exist yet`);
+  }
+}
+
+/** A real directory, inside the root and not a secret, or the refusal saying why. */
+function checkRealDir(requested: string, rules: RootedRules, real: string, realRoot: string): void {
+  if (!within(real, realRoot)) throw outside(requested, rules);
+  if (isRefused(real, rules)) throw secretRefusal(requested);
+}
+
+/**
+ * Resolves where a change to `requested` would land. The root itself is never a target. Missing
+ * parents are made one at a time under an already checked real directory when `createParents`.
+ */
+export async function resolveContainedTarget(requested: string, rules: RootedRules, opts: { createParents?: boolean } = {}): Promise<ContainedTarget> {
+  const path = lexicallyContained(requested, rules);
+  if (path === normalize(rules.root)) throw new SvcError('invalid-path', `${requested} is ${rules.rootLabel} itself; name something inside it`);
+  const realRoot = await realRootOf(rules);
+  const missing: string[] = [];
+  let dir = dirname(path);
+  let realDir: string | null = null;
+  while (realDir === null) {
+    try {
+      realDir = await fsp.realpath(dir);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || !within(dir, normalize(rules.root)) || dir === normalize(rules.root)) throw fsError(e, requested);
+      if (!opts.createParents) throw new SvcError('not-found', `${requested}: no such directory`);
+      missing.unshift(basename(dir));
+      dir = dirname(dir);
+    }
+  }
+  checkRealDir(requested, rules, realDir, realRoot);
+  for (const name of missing) {
+    const next = join(realDir, name);
+    try {
+      await fsp.mkdir(next, { mode: 0o755 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fsError(e, requested);
+    }
+    // Made or found by someone else meanwhile: only a real directory inside the root is entered.
+    realDir = await fsp.realpath(next).catch((e: unknown) => {
+      throw fsError(e, requested);
+    });
+    checkRealDir(requested, rules, realDir, realRoot);
+  }
+  const realPath = join(realDir, basename(path));
+  if (isRefused(realPath, rules)) throw secretRefusal(requested);
+  return { path, realParent: realDir, realPath, realRoot };
+}
+
+async function lstatOrNull(path: string): Promise<fs.Stats | null> {
+  try {
+    return await fsp.lstat(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NOCTTY;
+
+/**
+ * Replaces (or creates) the regular file `requested` with `text`, atomically: a temp file in the
+ * checked real parent, whose descriptor is checked to be where it was meant to be, fsynced, renamed
+ * over. An existing file keeps its mode; a directory or a symlink at the name is refused.
+ */
+export async function writeContainedFile(
+  requested: string,
+  rules: RootedRules,
+  text: string,
+  opts: { maxBytes: number; createParents?: boolean },
+): Promise<{ realPath: string; size: number; created: boolean }> {
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > opts.maxBytes) throw new SvcError('file-too-large', `${requested}: ${size} bytes is over the ${opts.maxBytes}-byte limit`, { size });
+  const target = await resolveContainedTarget(requested, rules, opts);
+  const existing = await lstatOrNull(target.realPath);
+  if (existing?.isSymbolicLink()) throw new SvcError('invalid-path', `${requested} is a symlink; write to the file it names instead`);
+  if (existing && !existing.isFile()) throw new SvcError('invalid-path', `${requested} is not a regular file`);
+  const mode = existing ? existing.mode & 0o777 : 0o644;
+  const tmp = join(target.realParent, `.${basename(target.realPath)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await fsp.open(tmp, WRITE_FLAGS, mode).catch((e: unknown) => {
+    throw fsError(e, requested);
+  });
+  try {
+    try {
+      // The parent was checked by name; the descriptor says where the temp file really is.
+      const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
+      if (dirname(real) !== target.realParent) throw outside(requested, rules);
+      await handle.writeFile(text, 'utf8');
+      await handle.chmod(mode);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fsp.rename(tmp, target.realPath);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true });
+    throw e;
+  }
+  await syncDir(target.realParent);
+  return { realPath: target.realPath, size, created: existing === null };
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const dh = await fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+/** mkdir -p inside the root; an existing directory is `file-exists` so a second create is told. */
+export async function makeContainedDir(requested: string, rules: RootedRules): Promise<{ realPath: string }> {
+  const target = await resolveContainedTarget(requested, rules, { createParents: true });
+  try {
+    await fsp.mkdir(target.realPath, { mode: 0o755 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new SvcError('file-exists', `${requested} already exists`);
+    throw fsError(e, requested);
+  }
+  return { realPath: target.realPath };
+}
+
+/**
+ * Deletes a file, a symlink inside the root (the link only) or a directory with what is in it (links inside are
+ * unlinked, never followed). Never the root.
+ */
+export async function removeContained(requested: string, rules: RootedRules): Promise<{ realPath: string; wasDir: boolean }> {
+  const target = await resolveContainedTarget(requested, rules);
+  const st = await lstatOrNull(target.realPath);
+  if (!st) throw new SvcError('not-found', `${requested}: no such file or directory`);
+  if (st.isSymbolicLink()) {
+    // Removing the link would touch nothing outside, but a link that leads out is not something
+    // this API acts on at all (broken links, which lead nowhere, may go).
+    const real = await fsp.realpath(target.realPath).catch(() => null);
+    if (real !== null && !within(real, target.realRoot)) throw outside(requested, rules);
+    if (real !== null && isRefused(real, rules)) throw secretRefusal(requested);
+  }
+  if (st.isDirectory()) await fsp.rm(target.realPath, { recursive: true });
+  else await fsp.unlink(target.realPath);
+  await syncDir(target.realParent);
+  return { realPath: target.realPath, wasDir: st.isDirectory() };
+}
+
+export interface ContainedDirEntry {
+  name: string;
+  /** Relative to the root, with `/`, as a later request names it. */
+  path: string;
+  isDir: boolean;
+  size: number;
+  mtimeMs: number;
+}
+
+export const MAX_LISTED_ENTRIES = 5000;
+
+/**
+ * The entries of a directory inside the root (the root itself included; empty `requested` is the
+ * root). Symlinks are shown as what they point at when that is inside the root and not a secret,
+ * and left out otherwise; at most MAX_LISTED_ENTRIES, directories first, then by name.
+ */
+export async function listContainedDir(requested: string, rules: RootedRules): Promise<ContainedDirEntry[]> {
+  const root = normalize(rules.root);
+  const path = requested === '' || requested === '/' || requested === '.' ? root : lexicallyContained(requested, rules);
+  const realRoot = await realRootOf(rules);
+  let realDir: string;
+  try {
+    realDir = await fsp.realpath(path);
+  } catch (e) {
+    throw fsError(e, requested);
+  }
+  checkRealDir(requested, rules, realDir, realRoot);
+  let names: string[];
+  try {
+    names = await fsp.readdir(realDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOTDIR') throw new SvcError('invalid-path', `${requested} is a file, not a directory`);
+    throw fsError(e, requested);
+  }
+  const out: ContainedDirEntry[] = [];
+  for (const name of names) {
+    const entryPath = join(realDir, name);
+    let st: fs.Stats;
+    try {
+      st = await fsp.lstat(entryPath);
+      if (st.isSymbolicLink()) {
+        const real = await fsp.realpath(entryPath);
+        if (!within(real, realRoot) || isRefused(real, rules)) continue;
+        st = await fsp.stat(real);
+      } else if (isRefused(entryPath, rules)) continue;
+    } catch {
+      continue; // vanished or a broken link: nothing to show
+    }
+    const rel = relative(root, join(path, name)).split(sep).join('/');
+    out.push({ name, path: rel, isDir: st.isDirectory(), size: st.isDirectory() ? 0 : st.size, mtimeMs: st.mtimeMs });
+  }
+  out.sort((a, b) => (a.isDir !== b.isDir ? (a.isDir ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out.slice(0, MAX_LISTED_ENTRIES);
 }

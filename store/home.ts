@@ -22,6 +22,8 @@ export interface HomePaths {
   workspace: string;
   agentsDir: string;
   skillsDir: string;
+  /** The RAG vector index (SPEC.md "RAG status"); written by an indexer, only described here. */
+  ragIndex: string;
   logsDir: string;
   eventsDb: string;
   /** Written once the log has held history; its presence with no log means the log was lost. */
@@ -63,6 +65,7 @@ export function homePaths(root: string): HomePaths {
     workspace: join(root, 'workspace'),
     agentsDir: join(root, 'agents'),
     skillsDir: join(root, 'skills'),
+    ragIndex: join(root, 'rag', 'index.db'),
     logsDir: join(root, 'logs'),
     eventsDb: join(root, 'events.db'),
     eventsHistoryMarker: join(root, 'events.db.history'),

@@ -23,3 +23,5 @@ export * from './event-log-history.js';
 export * from './contained-file.js';
 export * from './agent-turns.projection.js';
 export * from './log-files.js';
+export * from './user-files.js';
+export * from './skills.js';

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NAME_PATTERN, MAIN_AGENT, SvcError, isPlainObject } from '../schemas/index.js';
-import { readContainedFileSync, within } from './contained-file.js';
+import { readContainedFileSync, within, writeContainedFile } from './contained-file.js';
 import { agentHomeRoot, type HomePaths } from './home.js';
 import { writeJsonAtomicSync } from './json-file.js';
 
@@ -222,10 +222,10 @@ function moduleName(filename: string): string {
  * moment, so the file is opened and then checked (store/contained-file.ts): a directory swapped for
  * a link between the lookup and the read cannot bring in a file from outside.
  */
-function loadModule(path: string, filename: string, memDir: string): MemoryModuleFile {
+function loadModule(path: string, filename: string, memDir: string, refused?: readonly string[]): MemoryModuleFile {
   let file: { size: number; text: string };
   try {
-    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/' }, MAX_MEMORY_MODULE_BYTES);
+    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/', ...(refused ? { refused } : {}) }, MAX_MEMORY_MODULE_BYTES);
   } catch (err) {
     if (!(err instanceof SvcError)) throw err;
     if (err.code === 'file-too-large') {
@@ -234,7 +234,8 @@ function loadModule(path: string, filename: string, memDir: string): MemoryModul
         size: err.details?.size,
       });
     }
-    if (err.code === 'forbidden') throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
+    // With `refused`, the helper's own words say which (a link out, or one of the secrets).
+    if (err.code === 'forbidden') throw refused ? err : invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
     if (err.code === 'invalid-path') throw new SvcError('invalid-path', `${filename}: not a file`, { filename });
     throw err;
   }
@@ -246,16 +247,20 @@ function loadModule(path: string, filename: string, memDir: string): MemoryModul
  * symlinked directories and symlinks leading out of `memory_system/` are skipped.
  */
 export function listMemoryModules(workspace: string): MemoryModuleEntry[] {
+  return readMemoryModules(workspace).map(({ text: _text, ...entry }) => entry);
+}
+
+/** listMemoryModules with each module's text. */
+export function readMemoryModules(workspace: string): MemoryModuleFile[] {
   const memDir = join(workspace, MEMORY_DIR);
   const realMem = realOrNull(memDir);
   if (!realMem) return [];
-  const out: MemoryModuleEntry[] = [];
+  const out: MemoryModuleFile[] = [];
   const add = (path: string, filename: string) => {
     const real = realOrNull(path);
     if (!real || !within(real, realMem)) return;
     try {
-      const { text: _text, ...entry } = loadModule(real, filename, realMem);
-      out.push(entry);
+      out.push(loadModule(real, filename, realMem));
     } catch (err) {
       // One oversized or vanished file must not hide the others from the listing.
       if (!(err instanceof SvcError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -292,11 +297,26 @@ function invalidPath(filename: unknown, why: string): SvcError {
 }
 
 /**
- * One module by its listing filename. Rejects anything that could leave `memory_system/`: `..`,
+ * One module by its listing filename (`refused`: the service's secrets as real paths, so not even a
+ * hard link to one is read). Rejects anything that could leave `memory_system/`: `..`,
  * absolute or drive paths, backslashes, percent-encoding (the edge decodes URLs once; a second
  * layer is an attack), NUL, and symlinks resolving outside.
  */
-export function readMemoryModule(workspace: string, filename: string): MemoryModuleFile {
+export function readMemoryModule(workspace: string, filename: string, refused?: readonly string[]): MemoryModuleFile {
+  const parts = checkModuleFilename(filename);
+  const memDir = join(workspace, MEMORY_DIR);
+  const realMem = realOrNull(memDir);
+  const path = join(memDir, ...parts);
+  if (!realMem) throw new SvcError('not-found', `memory module ${filename} does not exist (no ${memDir})`, { filename });
+  if (!exists(path)) throw new SvcError('not-found', `memory module ${filename} does not exist`, { filename });
+  const real = realOrNull(path);
+  if (!real) throw invalidPath(filename, 'a broken symlink');
+  if (!within(real, realMem)) throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
+  return loadModule(real, parts.join('/'), realMem, refused);
+}
+
+/** The segments of a module filename from outside, or the refusal naming what is wrong with it. */
+function checkModuleFilename(filename: string): string[] {
   if (typeof filename !== 'string' || filename === '') throw invalidPath(filename, 'empty or not a string');
   if (filename.length > 512) throw invalidPath(filename, 'longer than 512 characters');
   if (filename.includes('\0')) throw invalidPath(filename, 'contains a NUL byte');
@@ -306,16 +326,24 @@ export function readMemoryModule(workspace: string, filename: string): MemoryMod
   const parts = filename.split('/');
   if (parts.some((p) => p === '..' || p === '.' || p === '')) throw invalidPath(filename, "'..', '.' and empty path segments are not allowed");
   if (!/\.md$/i.test(filename)) throw invalidPath(filename, 'not a .md file');
+  return parts;
+}
 
+/**
+ * Replaces (or creates) a module with `text`, atomically, through store/contained-file.ts: only
+ * the two root files or a `.md` under `modules/` (new folders there are made), never through a
+ * symlink, never over the module size limit. `refused`: the service's secrets, as real paths.
+ */
+export async function writeMemoryModule(workspace: string, filename: string, text: string, refused: readonly string[]): Promise<MemoryModuleEntry & { created: boolean }> {
+  const parts = checkModuleFilename(filename);
+  const clean = parts.join('/');
+  if (!(MEMORY_ROOT_FILES as readonly string[]).includes(clean) && (parts[0] !== 'modules' || parts.length < 2)) {
+    throw invalidPath(filename, 'only MAINMEMORY.md, SHAREDMEMORY.md and files under modules/ are memory');
+  }
   const memDir = join(workspace, MEMORY_DIR);
-  const realMem = realOrNull(memDir);
-  const path = join(memDir, ...parts);
-  if (!realMem) throw new SvcError('not-found', `memory module ${filename} does not exist (no ${memDir})`, { filename });
-  if (!exists(path)) throw new SvcError('not-found', `memory module ${filename} does not exist`, { filename });
-  const real = realOrNull(path);
-  if (!real) throw invalidPath(filename, 'a broken symlink');
-  if (!within(real, realMem)) throw invalidPath(filename, 'resolves (through a symlink) outside memory_system/');
-  return loadModule(real, parts.join('/'), realMem);
+  const rules = { base: memDir, root: memDir, rootLabel: 'memory_system/', refused, followSymlinks: false };
+  const { size, created } = await writeContainedFile(clean, rules, text, { maxBytes: MAX_MEMORY_MODULE_BYTES, createParents: true });
+  return { name: moduleName(clean), filename: clean, lines: countLines(text), size: formatSize(size), created };
 }
 
 // ---------------------------------------------------------------- sub-agent sandbox hook

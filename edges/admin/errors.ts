@@ -10,4 +10,17 @@ export const ADMIN_STATUSES: StatusTable = {
   'invalid-image': 415,
   /** The registry file on disk is broken (a hand edit): fix it before the panel may write it. */
   'registry-invalid': 409,
+  'invalid-agent-name': 400,
+  /** The principal's allowed_agents does not list the agent. */
+  'agent-not-allowed': 403,
+  'unknown-agent': 404,
+  /** Memory module or skill document above its size limit. */
+  'file-too-large': 413,
+  'file-exists': 409,
+  'skill-exists': 409,
+  /** config.json itself does not validate: fix it first, nothing was written. */
+  'config-invalid': 409,
+  /** A signed download link that was not issued by this server (or was altered). */
+  'signature-invalid': 403,
+  'link-expired': 410,
 };

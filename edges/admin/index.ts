@@ -6,3 +6,8 @@ export * from './static-token.js';
 export * from './sessions.routes.js';
 export * from './agents.routes.js';
 export * from './system.routes.js';
+export * from './memory.routes.js';
+export * from './rag.routes.js';
+export * from './skills.routes.js';
+export * from './files.routes.js';
+export * from './signed-url.js';

@@ -1,6 +1,89 @@
-import type { Route } from '../http/index.js';
+import {
+  AgentParamQuerySchema,
+  ContentBodySchema,
+  MAIN_AGENT,
+  MEMORY_COMMANDS,
+  SvcError,
+  type Principal,
+} from '../../schemas/index.js';
+import { MAX_MEMORY_MODULE_BYTES } from '../../store/index.js';
+import { json, parseJsonBody, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
-export function memoryRoutes(_deps: AdminDeps): Route[] {
-  return [];
+/*
+ * SPEC.md "Admin REST: memory", WIRE.md §2: an agent's `memory_system/` files (`?agent=`, main by
+ * default). A module's filename is relative to `memory_system/` and may hold `/`, sent
+ * percent-encoded in one segment; the router decodes it once and the store refuses anything that
+ * could leave the folder. The main memory is MAINMEMORY.md.
+ */
+
+const MAIN_MEMORY = 'MAINMEMORY.md';
+/** A module at the size limit, every character JSON-escaped, plus the envelope. */
+const BODY_LIMIT = 2 * MAX_MEMORY_MODULE_BYTES + 1024;
+
+const agentOf = (req: HttpRequest) => parseWith(AgentParamQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query').agent ?? MAIN_AGENT;
+
+export function memoryRoutes(deps: AdminDeps): Route[] {
+  const { bus } = deps;
+  const read = (req: HttpRequest, principal: Principal, filename: string) => bus.send(MEMORY_COMMANDS.read, { principal, agent: agentOf(req), filename });
+  const write = (req: HttpRequest, principal: Principal, filename: string) => {
+    const agent = agentOf(req);
+    const { content } = parseJsonBody(req, ContentBodySchema);
+    return bus.send(MEMORY_COMMANDS.write, { principal, agent, filename, content });
+  };
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/memory',
+      auth: adminAuth('memory.read'),
+      summary: 'The main memory (MAINMEMORY.md)',
+      query: AgentParamQuerySchema,
+      handler: async (req, principal) => {
+        try {
+          return json(200, await read(req, principal, MAIN_MEMORY));
+        } catch (e) {
+          // A workspace without MAINMEMORY.md yet has an empty main memory, not a missing one.
+          if (e instanceof SvcError && e.code === 'not-found') return json(200, { filename: MAIN_MEMORY, content: '' });
+          throw e;
+        }
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/memory',
+      maxBodyBytes: BODY_LIMIT,
+      auth: adminAuth('memory.write'),
+      summary: "Replace the main memory (MAINMEMORY.md)",
+      body: ContentBodySchema,
+      query: AgentParamQuerySchema,
+      handler: async (req, principal) => json(200, await write(req, principal, MAIN_MEMORY)),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/memory/modules',
+      auth: adminAuth('memory.read'),
+      summary: 'The memory modules, with their lines and size',
+      query: AgentParamQuerySchema,
+      handler: async (req, principal) => json(200, await bus.send(MEMORY_COMMANDS.list, { principal, agent: agentOf(req) })),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/memory/modules/:filename',
+      auth: adminAuth('memory.read'),
+      summary: 'One memory module (filename percent-encoded, may hold /)',
+      query: AgentParamQuerySchema,
+      handler: async (req, principal) => json(200, await read(req, principal, req.params.filename ?? '')),
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/memory/modules/:filename',
+      maxBodyBytes: BODY_LIMIT,
+      auth: adminAuth('memory.write'),
+      summary: 'Write one memory module',
+      body: ContentBodySchema,
+      query: AgentParamQuerySchema,
+      handler: async (req, principal) => json(200, await write(req, principal, req.params.filename ?? '')),
+    },
+  ];
 }

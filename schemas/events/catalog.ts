@@ -6,6 +6,7 @@ import { AGENT_CHUNK_SCHEMAS, AGENT_EVENT_SCHEMAS } from './agent.events.js';
 import { BUS_EVENT_SCHEMAS } from './bus.events.js';
 import { CHAT_SESSION_EVENT_SCHEMAS } from './chat-session.events.js';
 import { CONFIG_EVENT_SCHEMAS } from './config.events.js';
+import { MEMORY_EVENT_SCHEMAS, RAG_EVENT_SCHEMAS, SKILL_EVENT_SCHEMAS, USER_FILES_EVENT_SCHEMAS } from './content.events.js';
 import { CONNECTION_EVENT_SCHEMAS } from './connection.events.js';
 import { DAEMON_EVENT_SCHEMAS } from './daemon.events.js';
 import { INTERAGENT_EVENT_SCHEMAS } from './interagent.events.js';
@@ -39,6 +40,10 @@ export const EVENT_SCHEMAS = {
   ...ACTOR_EVENT_SCHEMAS,
   ...USER_EVENT_SCHEMAS,
   ...AUDIT_EVENT_SCHEMAS,
+  ...MEMORY_EVENT_SCHEMAS,
+  ...SKILL_EVENT_SCHEMAS,
+  ...USER_FILES_EVENT_SCHEMAS,
+  ...RAG_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -1,0 +1,58 @@
+import { SvcError } from '../schemas/index.js';
+import {
+  listContainedDir,
+  makeContainedDir,
+  openContainedFile,
+  removeContained,
+  serviceSecretRealPaths,
+  type ContainedDirEntry,
+  type ContainedFile,
+  type ContainmentRules,
+} from './contained-file.js';
+import type { HomePaths } from './home.js';
+import { workspaceDir } from './workspace.js';
+
+/*
+ * The admin panel's "user files" area of an agent (WIRE.md §2 Files) is the agent's workspace:
+ * where it works, where `/upload` drops files (`api_files/`) and where it leaves files for the user
+ * (`output_to_user/`). It is the narrowest root `file_access` knows, holds none of the service's
+ * secrets, and is the same whatever `file_access` says, because this API also writes and deletes.
+ * Every path is relative to it and goes through store/contained-file.ts.
+ */
+
+export async function userFilesRules(paths: HomePaths, agent: string): Promise<ContainmentRules & { root: string }> {
+  const root = workspaceDir(paths, agent);
+  return { base: root, root, rootLabel: `the workspace of agent "${agent}"`, refused: await serviceSecretRealPaths(paths) };
+}
+
+/**
+ * Relative to the area, forward slashes; absolute, drive-letter and backslash paths are refused,
+ * and so are percent-escapes: a query or a JSON body is decoded once, so an escape still present is
+ * a second layer (`%2e%2e%2f`), which no file name needs badly enough to let it through.
+ */
+export function checkRelativePath(requested: string): string {
+  const shown = JSON.stringify(requested.slice(0, 200));
+  if (requested.startsWith('/') || requested.includes('\\') || /^[A-Za-z]:/.test(requested)) {
+    throw new SvcError('invalid-path', `path ${shown} must be relative to the agent's workspace, with '/' between names`);
+  }
+  if (/%[0-9a-f]{2}/i.test(requested)) throw new SvcError('invalid-path', `path ${shown}: percent-encoded characters are not allowed (send the path decoded)`);
+  return requested;
+}
+
+export async function listUserFiles(paths: HomePaths, agent: string, requested: string): Promise<ContainedDirEntry[]> {
+  return listContainedDir(checkRelativePath(requested), await userFilesRules(paths, agent));
+}
+
+/** Opened then checked (the descriptor's real path); the caller streams from the handle and closes it. */
+export async function openUserFile(paths: HomePaths, agent: string, requested: string): Promise<ContainedFile> {
+  return openContainedFile(checkRelativePath(requested), await userFilesRules(paths, agent));
+}
+
+export async function makeUserDir(paths: HomePaths, agent: string, requested: string): Promise<void> {
+  await makeContainedDir(checkRelativePath(requested), await userFilesRules(paths, agent));
+}
+
+export async function removeUserFile(paths: HomePaths, agent: string, requested: string): Promise<{ wasDir: boolean }> {
+  const { wasDir } = await removeContained(checkRelativePath(requested), await userFilesRules(paths, agent));
+  return { wasDir };
+}
