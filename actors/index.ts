@@ -25,3 +25,8 @@ export * from './recovery/interrupted-turns.js';
 export * from './notifications/notifier.js';
 export * from './chat-sessions/chat-sessions.js';
 export * from './transcription/transcriber.js';
+export * from './dashboard/dashboard.js';
+export * from './audit/audit-recorder.js';
+export * from './automation/automation-records.js';
+export * from './tasks/task-queries.js';
+export * from './portability/portability.js';

@@ -13,20 +13,26 @@ import {
   parseLogLevel,
   recoverOrphanProcesses,
   registryWatcher,
+  startAuditRecorder,
+  startAutomationRecords,
   startChatSessions,
+  startDashboard,
   startNotifier,
+  startPortability,
+  startTaskQueries,
   startTranscriber,
   type ActorClock,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
   acquirePidLock,
   assertEventLogKept,
+  auditReadModel,
   chatSessionReadModel,
   ensureDir,
   ensureMainAgentToken,
@@ -36,7 +42,9 @@ import {
   loadUsers,
   markEventLogHistory,
   notificationReadModel,
+  readStreamHeads,
   registryLocation,
+  systemSettingsReadModel,
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
@@ -306,6 +314,36 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     start(ctx) {
       const chatSessions = startChatSessions({ bus: ctx.bus, readModel: chatSessionReadModel(ctx.log.projectionDb()) });
       return () => chatSessions.unsubscribe();
+    },
+  },
+  {
+    // The admin API's dashboard, activity, audit, cron/webhook records, tasks and export/import.
+    name: 'admin-ops',
+    start(ctx) {
+      const { bus, paths } = ctx;
+      const db = ctx.log.projectionDb();
+      const startedAt = bus.now();
+      const audit = auditReadModel(db);
+      const subs = [
+        startAuditRecorder({ bus, readModel: audit }),
+        startDashboard({
+          bus,
+          paths,
+          registry: ctx.registry,
+          users: ctx.users,
+          notifications: ctx.notifications,
+          audit,
+          settings: systemSettingsReadModel(db),
+          // An agent is online when the last fact of its stream says it started.
+          onlineAgents: () => readStreamHeads(db, { prefix: 'agent:' }).filter((h) => h.last_type === AGENT_EVENTS.started).map((h) => h.stream.slice('agent:'.length)),
+          version: VERSION,
+          startedAt,
+        }),
+        startAutomationRecords({ bus, paths, registry: ctx.registry }),
+        startTaskQueries({ bus, paths, registry: ctx.registry }),
+        startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
+      ];
+      return () => subs.forEach((s) => s.unsubscribe());
     },
   },
   {

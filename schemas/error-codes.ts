@@ -41,6 +41,9 @@ export const ERROR_CODES = [
   'not-a-directory',
   'chat-session-exists',
   'notification-exists',
+  'cron-job-exists',
+  'webhook-exists',
+  'webhook-no-secret',
   'actor-exists',
   'handler-exists',
   'no-actor',
@@ -50,6 +53,7 @@ export const ERROR_CODES = [
   // The bus and its handlers.
   'no-handler',
   'no-task-hub',
+  'no-scheduler',
   'command-timeout',
   'bus-closed',
   'client-gone',

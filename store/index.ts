@@ -21,3 +21,8 @@ export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
 export * from './contained-file.js';
+export * from './automation-files.js';
+export * from './tasks-file.js';
+export * from './audit.projection.js';
+export * from './system-settings.projection.js';
+export * from './host-metrics.js';

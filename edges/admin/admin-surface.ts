@@ -1,4 +1,5 @@
-import type { Authenticator, Surface } from '../http/index.js';
+import { AUDIT_COMMANDS, SvcError, describeError } from '../../schemas/index.js';
+import { COMMON_STATUSES, combineStatusTables, errorReply, roleSatisfies, type Authenticator, type Route, type StatusTable, type Surface } from '../http/index.js';
 import type { AdminDeps } from './admin-deps.js';
 import { activityRoutes } from './activity.routes.js';
 import { agentsRoutes } from './agents.routes.js';
@@ -27,6 +28,7 @@ import { webhooksRoutes } from './webhooks.routes.js';
  */
 export function adminSurface(deps: AdminDeps): Surface {
   const authenticators: Authenticator[] = [staticTokenAuthenticator(() => deps.config().api.token)];
+  const audit = auditor(deps, combineStatusTables('admin', COMMON_STATUSES, ADMIN_STATUSES));
   return {
     name: 'admin',
     standalone: true,
@@ -50,6 +52,50 @@ export function adminSurface(deps: AdminDeps): Surface {
       ...skillsRoutes(deps),
       ...filesRoutes(deps),
       ...chatRoutes(deps),
-    ],
+    ].map(audit),
+  };
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'DELETE']);
+const MAX_TARGET_CHARS = 300;
+
+/**
+ * SPEC.md `/api/audit`: every mutating admin request an authenticated caller makes, done or
+ * refused, becomes an `audit.recorded` fact: the route's `METHOD /pattern`, what it named in its
+ * path, the status and the client address; never a body, so never a secret. Such a route's least
+ * role is checked here instead of by the server, so a refusal for want of a role is recorded too.
+ * Requests without valid credentials (401) are not: an anonymous client must not be able to fill
+ * the log.
+ */
+function auditor(deps: AdminDeps, statuses: StatusTable): (route: Route) => Route {
+  const { bus } = deps;
+  return (route) => {
+    if (route.auth === 'public' || !MUTATING.has(route.method)) return route;
+    const { role, accepts } = route.auth;
+    const { handler } = route;
+    const action = `${route.method} ${route.pattern}`;
+    return {
+      ...route,
+      auth: { accepts },
+      handler: async (req, principal) => {
+        let status = 500;
+        try {
+          if (role !== undefined && !roleSatisfies(principal.role, role)) {
+            throw new SvcError('forbidden', `${req.method} ${req.path} needs the ${role} role or above; ${principal.id === null ? `this ${principal.kind} credential` : `${principal.kind} "${principal.id}"`} has ${principal.role ?? 'no role'}`);
+          }
+          const reply = await handler(req, principal);
+          status = reply.status;
+          return reply;
+        } catch (e) {
+          status = errorReply(e, statuses).reply.status;
+          throw e;
+        } finally {
+          const target = Object.values(req.params).join('/').slice(0, MAX_TARGET_CHARS) || null;
+          await bus
+            .send(AUDIT_COMMANDS.record, { principal, action, target, status, ip: req.remoteAddress.slice(0, 64) || null })
+            .catch((e: unknown) => bus.emitLog('error', `audit record for ${action} failed: ${describeError(e)}`));
+        }
+      },
+    };
   };
 }
