@@ -82,8 +82,11 @@ export function hmacMatches(secret: string, payload: string, signature: string):
   return given !== null && given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** Names of what an update set, for its fact; a kept (`***`) secret is not a change. */
 function changedFields(changes: Record<string, unknown>): string[] {
-  return Object.keys(changes).filter((k) => changes[k] !== undefined && k !== 'secret').concat('secret' in changes && changes.secret !== MASKED_SECRET && changes.secret !== undefined ? ['secret'] : []);
+  return Object.keys(changes)
+    .filter((k) => changes[k] !== undefined && !(k === 'secret' && changes[k] === MASKED_SECRET))
+    .sort();
 }
 
 /** Keys the body left out are not written as `undefined`. */

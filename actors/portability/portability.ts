@@ -1,12 +1,15 @@
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
 import {
+  AUTOMATION_EVENTS,
   DERIVED_RECORD_FIELDS,
   MAIN_AGENT,
   MASKED_SECRET,
   PORTABILITY_COMMANDS,
   SvcError,
   USER_EVENTS,
+  cronJobStream,
+  webhookStream,
   type CronJobRecord,
   type ImportBody,
   type ImportResult,
@@ -150,6 +153,12 @@ export function startPortability(deps: PortabilityDeps): Subscription {
       if (newHooks.length) saveWebhooks(paths, [...hooks, ...newHooks]);
       if (newUsers.length) saveUsers(paths, [...users, ...newUsers]);
 
+      for (const j of newJobs) {
+        await bus.publish({ stream: cronJobStream(j.id), type: AUTOMATION_EVENTS.job_created, data: { id: j.id, agent: j.agent, by: principal.id }, ...causedBy(cmd) });
+      }
+      for (const h of newHooks) {
+        await bus.publish({ stream: webhookStream(h.id), type: AUTOMATION_EVENTS.created, data: { id: h.id, agent: h.agent, by: principal.id }, ...causedBy(cmd) });
+      }
       for (const u of newUsers) {
         await bus.publish({ stream: `user:${u.username}`, type: USER_EVENTS.created, data: { username: u.username, role: u.role, by: principal.id }, ...causedBy(cmd) });
       }
