@@ -29,12 +29,16 @@ export function readCpuTimes(): CpuTimes | null {
 
 const round1 = (n: number) => Math.round(Math.min(100, Math.max(0, n)) * 10) / 10;
 
-/** Busy share between two samples; with no earlier sample, since boot. */
-export function cpuPercent(prev: CpuTimes | null, now: CpuTimes | null): number {
-  if (!now) return 0;
-  const base = prev && now.total > prev.total ? prev : { idle: 0, total: 0 };
+/**
+ * Busy share between two samples; with no earlier sample (or counters that went back), since boot.
+ * null when no time passed between them: the caller keeps its last figure.
+ */
+export function cpuPercent(prev: CpuTimes | null, now: CpuTimes | null): number | null {
+  if (!now) return null;
+  if (prev && now.total === prev.total) return null;
+  const base = prev && now.total > prev.total && now.idle >= prev.idle ? prev : { idle: 0, total: 0 };
   const total = now.total - base.total;
-  return total > 0 ? round1((100 * (total - (now.idle - base.idle))) / total) : 0;
+  return total > 0 ? round1((100 * (total - (now.idle - base.idle))) / total) : null;
 }
 
 /** Memory in use: what MemAvailable says cannot be had without swapping. */

@@ -76,12 +76,14 @@ export function startDashboard(deps: DashboardDeps): Subscription {
   const { bus, paths } = deps;
   const readHost = deps.readHost ?? readHostSample;
   let lastCpu: CpuTimes | null = null;
+  let lastCpuPercent = 0;
   const cache = new Map<string, { at: number; value: DashboardSummary }>();
 
   const systemFigures = (lang: Language): SystemFigures => {
     const host = readHost(paths.root);
-    const cpu = cpuPercent(lastCpu, host.cpu);
+    const cpu = cpuPercent(lastCpu, host.cpu) ?? lastCpuPercent;
     if (host.cpu) lastCpu = host.cpu;
+    lastCpuPercent = cpu;
     const uptime = Math.max(0, Math.floor((bus.now() - deps.startedAt) / 1000));
     return { cpu_percent: cpu, ram_percent: host.ram_percent ?? 0, disk_percent: host.disk_percent ?? 0, uptime_seconds: uptime, uptime_human: humanUptime(uptime, lang) };
   };
