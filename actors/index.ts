@@ -27,3 +27,8 @@ export * from './chat-sessions/chat-sessions.js';
 export * from './transcription/transcriber.js';
 export * from './admin-agents/admin-agents.js';
 export * from './content/index.js';
+export * from './dashboard/dashboard.js';
+export * from './audit/audit-recorder.js';
+export * from './automation/automation-records.js';
+export * from './tasks/task-queries.js';
+export * from './portability/portability.js';

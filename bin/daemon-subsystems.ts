@@ -14,25 +14,31 @@ import {
   recoverOrphanProcesses,
   registryWatcher,
   startAdminAgents,
+  startAuditRecorder,
+  startAutomationRecords,
   startChatSessions,
+  startDashboard,
   startMemoryAdmin,
   startRagAdmin,
   startSkillsAdmin,
   startUserFilesAdmin,
   startNotifier,
+  startPortability,
+  startTaskQueries,
   startTranscriber,
   type ActorClock,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
   acquirePidLock,
   agentTurnsReadModel,
   assertEventLogKept,
+  auditReadModel,
   chatSessionReadModel,
   ensureDir,
   ensureMainAgentToken,
@@ -42,7 +48,9 @@ import {
   loadUsers,
   markEventLogHistory,
   notificationReadModel,
+  readStreamHeads,
   registryLocation,
+  systemSettingsReadModel,
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
@@ -335,6 +343,36 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     start(ctx) {
       const deps = { bus: ctx.bus, paths: ctx.paths, registry: ctx.registry, config: ctx.config };
       const subs = [startMemoryAdmin(deps), startRagAdmin(deps), startSkillsAdmin(deps), startUserFilesAdmin(deps)];
+      return () => subs.forEach((s) => s.unsubscribe());
+    },
+  },
+  {
+    // The admin API's dashboard, activity, audit, cron/webhook records, tasks and export/import.
+    name: 'admin-ops',
+    start(ctx) {
+      const { bus, paths } = ctx;
+      const db = ctx.log.projectionDb();
+      const startedAt = bus.now();
+      const audit = auditReadModel(db);
+      const subs = [
+        startAuditRecorder({ bus, readModel: audit }),
+        startDashboard({
+          bus,
+          paths,
+          registry: ctx.registry,
+          users: ctx.users,
+          notifications: ctx.notifications,
+          audit,
+          settings: systemSettingsReadModel(db),
+          // An agent is online when the last fact of its stream says it started.
+          onlineAgents: () => readStreamHeads(db, { prefix: 'agent:' }).filter((h) => h.last_type === AGENT_EVENTS.started).map((h) => h.stream.slice('agent:'.length)),
+          version: VERSION,
+          startedAt,
+        }),
+        startAutomationRecords({ bus, paths, registry: ctx.registry }),
+        startTaskQueries({ bus, paths, registry: ctx.registry }),
+        startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
+      ];
       return () => subs.forEach((s) => s.unsubscribe());
     },
   },

@@ -30,3 +30,4 @@ export * from './prompt.logic.js';
 export * from './interrupted-turn.machine.js';
 export * from './daemon-status.logic.js';
 export * from './agent-metrics.logic.js';
+export * from './activity.logic.js';

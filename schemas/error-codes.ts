@@ -45,6 +45,9 @@ export const ERROR_CODES = [
   'file-exists',
   'skill-exists',
   'notification-exists',
+  'cron-job-exists',
+  'webhook-exists',
+  'webhook-no-secret',
   'actor-exists',
   'handler-exists',
   'no-actor',
@@ -54,6 +57,7 @@ export const ERROR_CODES = [
   // The bus and its handlers.
   'no-handler',
   'no-task-hub',
+  'no-scheduler',
   'command-timeout',
   'bus-closed',
   'client-gone',

@@ -25,3 +25,8 @@ export * from './agent-turns.projection.js';
 export * from './log-files.js';
 export * from './user-files.js';
 export * from './skills.js';
+export * from './automation-files.js';
+export * from './tasks-file.js';
+export * from './audit.projection.js';
+export * from './system-settings.projection.js';
+export * from './host-metrics.js';

@@ -1,6 +1,58 @@
-import type { Route } from '../http/index.js';
+import { CRON_COMMANDS, CreateCronJobBodySchema, RecordIdSchema, UpdateCronJobBodySchema } from '../../schemas/index.js';
+import { json, parseJsonBody, type Route } from '../http/index.js';
+import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
+import { pathParam } from './query-params.js';
 
-export function cronRoutes(_deps: AdminDeps): Route[] {
-  return [];
+/*
+ * SPEC.md "Admin REST: cron jobs" with WIRE.md §2's record. A manual run answers 503 `no-scheduler`
+ * until the scheduler exists (the automation issue).
+ */
+const BODY_LIMIT = 64 * 1024;
+
+export function cronRoutes(deps: AdminDeps): Route[] {
+  const { bus } = deps;
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/cron',
+      auth: adminAuth('cron.read'),
+      summary: 'The cron jobs the caller may see',
+      handler: async (_req, principal) => json(200, await bus.send(CRON_COMMANDS.list, { principal })),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/cron',
+      auth: adminAuth('cron.write'),
+      summary: 'Create a cron job',
+      body: CreateCronJobBodySchema,
+      maxBodyBytes: BODY_LIMIT,
+      handler: async (req, principal) => json(201, await bus.send(CRON_COMMANDS.create, { principal, job: parseJsonBody(req, CreateCronJobBodySchema) })),
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/cron/:id',
+      auth: adminAuth('cron.write'),
+      summary: 'Change a cron job',
+      body: UpdateCronJobBodySchema,
+      maxBodyBytes: BODY_LIMIT,
+      handler: async (req, principal) => {
+        const id = pathParam(req, 'id', RecordIdSchema);
+        return json(200, await bus.send(CRON_COMMANDS.update, { principal, id, changes: parseJsonBody(req, UpdateCronJobBodySchema) }));
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: '/api/cron/:id',
+      auth: adminAuth('cron.write'),
+      handler: async (req, principal) => json(200, await bus.send(CRON_COMMANDS.delete, { principal, id: pathParam(req, 'id', RecordIdSchema) })),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/cron/:id/run',
+      auth: adminAuth('cron.run'),
+      summary: 'Run a cron job now',
+      handler: async (req, principal) => json(202, await bus.send(CRON_COMMANDS.run, { principal, id: pathParam(req, 'id', RecordIdSchema) })),
+    },
+  ];
 }

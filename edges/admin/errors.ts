@@ -23,4 +23,10 @@ export const ADMIN_STATUSES: StatusTable = {
   /** A signed download link that was not issued by this server (or was altered). */
   'signature-invalid': 403,
   'link-expired': 410,
+  'cron-job-exists': 409,
+  'webhook-exists': 409,
+  'webhook-no-secret': 409,
+  // Parts that come in later issues: the task hub (13) and the cron scheduler.
+  'no-task-hub': 503,
+  'no-scheduler': 503,
 };

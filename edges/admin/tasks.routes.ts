@@ -1,6 +1,51 @@
-import type { Route } from '../http/index.js';
+import * as v from 'valibot';
+import { CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema } from '../../schemas/index.js';
+import { json, parseJsonBody, parseWith, type Route } from '../http/index.js';
+import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
+import { pathParam, queryLimit } from './query-params.js';
 
-export function tasksRoutes(_deps: AdminDeps): Route[] {
-  return [];
+/*
+ * SPEC.md "Admin REST: tasks" with WIRE.md §2's task. Create and cancel answer 503 `no-task-hub`
+ * (after the role and ACL checks) until the task hub is attached (issue 13).
+ */
+const Status = v.pipe(v.string(), v.maxLength(32, 'must be at most 32 characters'));
+
+export function tasksRoutes(deps: AdminDeps): Route[] {
+  const { bus } = deps;
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/tasks',
+      auth: adminAuth('tasks.read'),
+      summary: 'Tasks the caller may see, newest first',
+      handler: async (req, principal) => {
+        const raw = req.query.get('status');
+        const status = raw === null || raw === '' ? null : parseWith(Status, raw, 'invalid-query', 'query.status');
+        return json(200, await bus.send(TASK_COMMANDS.list, { principal, status, limit: queryLimit(req, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT) }));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/tasks/:id',
+      auth: adminAuth('tasks.read'),
+      handler: async (req, principal) => json(200, await bus.send(TASK_COMMANDS.get, { principal, id: pathParam(req, 'id', TaskIdSchema) })),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/tasks',
+      auth: adminAuth('tasks.create'),
+      summary: 'Create a background task',
+      body: CreateTaskBodySchema,
+      maxBodyBytes: 256 * 1024,
+      handler: async (req, principal) => json(201, await bus.send(TASK_COMMANDS.create, { principal, ...parseJsonBody(req, CreateTaskBodySchema) })),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/tasks/:id/cancel',
+      auth: adminAuth('tasks.cancel'),
+      summary: 'Cancel a running task',
+      handler: async (req, principal) => json(200, await bus.send(TASK_COMMANDS.cancel, { principal, id: pathParam(req, 'id', TaskIdSchema) })),
+    },
+  ];
 }

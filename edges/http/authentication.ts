@@ -38,7 +38,8 @@ export async function authenticateRoute(req: HttpRequest, auth: RouteAuth, authe
     const principal = await authenticator.authenticate(req);
     if (principal === null) continue;
     if (auth.role !== undefined && !roleSatisfies(principal.role, auth.role)) {
-      throw new SvcError('forbidden', `${req.method} ${req.path} needs the ${auth.role} role or above; ${describePrincipal(principal)} has ${principal.role ?? 'no role'}`);
+      // The caller rides along (never shown to the client), so a surface can record who was refused.
+      throw new SvcError('forbidden', `${req.method} ${req.path} needs the ${auth.role} role or above; ${describePrincipal(principal)} has ${principal.role ?? 'no role'}`, { principal });
     }
     return principal;
   }

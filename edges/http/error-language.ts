@@ -1,3 +1,4 @@
+import type { Language } from '../../schemas/index.js';
 import type { HttpReply } from './http.js';
 
 /*
@@ -6,27 +7,6 @@ import type { HttpReply } from './http.js';
  * error's own message (it names the field, the limit, the id); in Russian it is a sentence for the
  * code, or for the status when the code has none, with the English specifics kept in `detail`.
  */
-
-export type ErrorLanguage = 'ru' | 'en';
-
-/** The first language the client ranks highest that we speak; anything else gets the default, ru. */
-export function errorLanguage(acceptLanguage: string | undefined): ErrorLanguage {
-  const ranked = (acceptLanguage ?? '')
-    .split(',')
-    .map((part, i) => {
-      const [tag = '', ...params] = part.trim().toLowerCase().split(';');
-      const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-      // A malformed weight is no weight at all: that entry is dropped, not taken as 1.
-      return { lang: tag.trim().split('-')[0]!, q: q === undefined ? 1 : /^[0-9.]+$/.test(q.slice(2)) ? Number(q.slice(2)) : NaN, i };
-    })
-    .filter((x) => x.lang !== '' && Number.isFinite(x.q) && x.q > 0)
-    .sort((a, b) => b.q - a.q || a.i - b.i);
-  for (const { lang } of ranked) {
-    if (lang === 'en') return 'en';
-    if (lang === 'ru' || lang === 'uk') return 'ru';
-  }
-  return 'ru';
-}
 
 const RU_BY_CODE: Readonly<Record<string, string>> = {
   'invalid-json': 'Тело запроса не является корректным JSON',
@@ -77,7 +57,7 @@ const RU_BY_STATUS: Readonly<Record<number, string>> = {
 };
 
 /** An error reply (`{error, code}`) in `lang`; any other reply is returned as it is. */
-export function localiseError(reply: HttpReply, lang: ErrorLanguage): HttpReply {
+export function localiseError(reply: HttpReply, lang: Language): HttpReply {
   if (lang === 'en' || reply.status < 400 || !reply.json || typeof reply.json !== 'object') return reply;
   const body = reply.json as { error?: unknown; code?: unknown };
   if (typeof body.error !== 'string') return reply;

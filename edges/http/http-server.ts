@@ -1,4 +1,4 @@
-import { SvcError } from '../../schemas/index.js';
+import { SvcError, type Principal } from '../../schemas/index.js';
 import { authenticateRoute, type Authenticator } from './authentication.js';
 import type { Credential } from './route-auth.js';
 import { COMMON_STATUSES, Router, combineStatusTables, type HttpReply, type HttpRequest, type Route, type StatusTable } from './http.js';
@@ -20,6 +20,11 @@ export interface Surface {
   readonly standalone?: boolean;
   /** Its error texts follow `Accept-Language` (WIRE.md §2: the admin API and the `/api/*` routes). */
   readonly localisedErrors?: boolean;
+  /**
+   * How each of its guarded requests ended, once the caller is known (a refusal for want of a role
+   * included; a request without valid credentials is not): awaited before the reply is sent.
+   */
+  observe?(req: HttpRequest, route: Route, principal: Principal, status: number): Promise<void>;
   /** Handlers that need the app itself, such as WebSocket endpoints (`/ws`). */
   mountSockets?(app: App): void;
   /** Fields this surface adds to `GET /health`. */
@@ -78,7 +83,15 @@ export class HttpServer {
       if (this.authenticators.has(a.credential)) throw new SvcError('duplicate-credential', `surface ${surface.name}: credential ${a.credential} already has an authenticator`);
     }
     try {
-      this.router.add(...surface.routes.map((route) => ({ ...route, surface: surface.name, statuses, localisedErrors: surface.localisedErrors === true })));
+      this.router.add(
+        ...surface.routes.map((route) => ({
+          ...route,
+          surface: surface.name,
+          statuses,
+          localisedErrors: surface.localisedErrors === true,
+          ...(surface.observe ? { observe: (req: HttpRequest, principal: Principal, status: number) => surface.observe!(req, route, principal, status) } : {}),
+        })),
+      );
     } catch (e) {
       throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
     }

@@ -1,8 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
-import { SvcError, type Principal } from '../../schemas/index.js';
+import { SvcError, pickLanguage, type Principal } from '../../schemas/index.js';
 import type { RouteAuth } from './route-auth.js';
-import { errorLanguage, localiseError } from './error-language.js';
+import { localiseError } from './error-language.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   errorReply,
@@ -67,7 +67,13 @@ export function listen(app: App, host: string, port: number): Promise<Listening>
 }
 
 /** A route as a server holds it: with the surface it belongs to and that surface's one status table. */
-export type MountedRoute = Route & { surface: string; statuses: StatusTable; localisedErrors?: boolean };
+export type MountedRoute = Route & {
+  surface: string;
+  statuses: StatusTable;
+  localisedErrors?: boolean;
+  /** Told how a guarded request ended once its caller is known (before the reply is sent); see Surface.observe. */
+  observe?: (req: HttpRequest, principal: Principal, status: number) => Promise<void>;
+};
 
 export interface MountOptions {
   router: Router<MountedRoute>;
@@ -126,26 +132,45 @@ export function mountHttp(app: App, opts: MountOptions): void {
     if (early) return send(early);
     const match = router.match(method, path);
     // Before a route is known, a path under /api/ is the admin API's and speaks its language.
-    const early404 = (reply: HttpReply) => send(path.startsWith('/api/') ? localiseError(reply, errorLanguage(headers['accept-language'])) : reply);
+    const early404 = (reply: HttpReply) => send(path.startsWith('/api/') ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply);
     if (match === null) return early404(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
     if (match === 'method') return early404(json(405, { error: `${method} is not allowed on ${path}`, code: 'method-not-allowed' }));
 
     const { route, params } = match;
     const cap = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const declared = Number(headers['content-length'] ?? '0');
-    const sendError = (reply: HttpReply) => send(route.localisedErrors ? localiseError(reply, errorLanguage(headers['accept-language'])) : reply);
+    const sendError = (reply: HttpReply) => send(route.localisedErrors ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply);
     if (declared > cap) {
       return sendError(json(413, { error: `body of ${declared} bytes exceeds the limit of ${cap} bytes`, code: 'body-too-large' }));
     }
     const run = (body: Buffer, bodyStream?: AsyncIterable<Buffer>) => {
       const request: HttpRequest = { method, path, query, headers, params, body, remoteAddress, ...(bodyStream ? { bodyStream } : {}) };
+      // Who called, once known: also for a refusal for want of a role, which names the caller.
+      let caller: Principal | null = null;
+      const observed = async (reply: HttpReply) => {
+        if (route.observe && caller) await route.observe(request, caller, reply.status).catch((e: unknown) => opts.onInternalError(e, { method, path }, route.surface));
+      };
       Promise.resolve()
-        .then(async () => (route.auth === 'public' ? route.handler(request) : route.handler(request, await opts.authenticate(request, route.auth))))
-        .then(send, (e) => {
-          const { reply, internal } = errorReply(e, route.statuses);
-          if (internal) opts.onInternalError(e, { method, path }, route.surface);
-          sendError(reply);
-        });
+        .then(async () => {
+          if (route.auth === 'public') return route.handler(request);
+          caller = await opts.authenticate(request, route.auth).catch((e: unknown) => {
+            caller = e instanceof SvcError && e.code === 'forbidden' ? ((e.details as { principal?: Principal } | undefined)?.principal ?? null) : null;
+            throw e;
+          });
+          return route.handler(request, caller);
+        })
+        .then(
+          async (reply) => {
+            await observed(reply);
+            send(reply);
+          },
+          async (e) => {
+            const { reply, internal } = errorReply(e, route.statuses);
+            if (internal) opts.onInternalError(e, { method, path }, route.surface);
+            await observed(reply);
+            sendError(reply);
+          },
+        );
     };
     if (method === 'GET' || method === 'HEAD') return run(Buffer.alloc(0));
     if (route.streamBody) return run(Buffer.alloc(0), streamBody(res, state, cap));

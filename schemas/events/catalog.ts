@@ -17,6 +17,8 @@ import { REGISTRY_EVENT_SCHEMAS } from './registry.events.js';
 import { SESSION_EVENT_SCHEMAS } from './session.events.js';
 import { TURN_CHUNK_SCHEMAS, TURN_EVENT_SCHEMAS } from './turn.events.js';
 import { USER_EVENT_SCHEMAS } from './user.events.js';
+import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
+import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -44,6 +46,8 @@ export const EVENT_SCHEMAS = {
   ...SKILL_EVENT_SCHEMAS,
   ...USER_FILES_EVENT_SCHEMAS,
   ...RAG_EVENT_SCHEMAS,
+  ...SYSTEM_EVENT_SCHEMAS,
+  ...AUTOMATION_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -1,8 +1,8 @@
 // WIRE.md §2: admin API errors speak the client's Accept-Language (ru by default, en; uk as ru);
 // the English specifics stay in `detail`. Real uWS server, real HTTP.
 import t from 'tap';
-import { errorLanguage, json, type Route } from '../../edges/index.js';
-import { SvcError } from '../../schemas/index.js';
+import { json, type Route } from '../../edges/index.js';
+import { SvcError, pickLanguage } from '../../schemas/index.js';
 import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 t.test('the language is the best-ranked one we speak, else Russian', async (t) => {
@@ -22,7 +22,7 @@ t.test('the language is the best-ranked one we speak, else Russian', async (t) =
     [',,;;,', 'ru'],
     ['x'.repeat(10_000), 'ru'],
   ];
-  for (const [header, want] of cases) t.equal(errorLanguage(header), want, String(header).slice(0, 40));
+  for (const [header, want] of cases) t.equal(pickLanguage(header), want, String(header).slice(0, 40));
 });
 
 t.test('a localised surface answers errors in Russian by default and in English when asked; others stay English', async (t) => {

@@ -17,7 +17,12 @@ type Doc = {
 };
 
 /** POSTs and PUTs that take no body at all (the action is in the path). */
-const NO_BODY = new Set(['POST /api/notifications/read-all', 'PUT /api/notifications/:id/read']);
+const NO_BODY = new Set([
+  'POST /api/notifications/read-all',
+  'PUT /api/notifications/:id/read',
+  'POST /api/cron/:id/run',
+  'POST /api/tasks/:id/cancel',
+]);
 
 t.test('the description matches the mounted routes one for one, bodies and queries included', async (t) => {
   const scratch = tempHome(t);

@@ -1,0 +1,29 @@
+import { Subscription } from 'rxjs';
+import { causedBy, type Bus } from '../../bus/index.js';
+import { AUDIT_COMMANDS, AUDIT_EVENTS, AUDIT_STREAM } from '../../schemas/index.js';
+import type { AuditReadModel } from '../../store/index.js';
+
+/*
+ * The audit log's writer and reader (SPEC.md `/api/audit`): the admin edge sends what a request
+ * did, this actor records it as an `audit.recorded` fact; the list is the projection of those facts.
+ */
+
+export interface AuditRecorderDeps {
+  bus: Bus;
+  readModel: AuditReadModel;
+}
+
+export function startAuditRecorder(deps: AuditRecorderDeps): Subscription {
+  const { bus, readModel } = deps;
+  const subs = new Subscription();
+  subs.add(
+    bus.handle(AUDIT_COMMANDS.record, 'audit', async (cmd) => {
+      const { principal, action, target, status, ip } = cmd.data;
+      const actor = principal.kind === 'agent' ? (principal.acting_for ?? principal.id) : principal.id;
+      const env = await bus.publish({ stream: AUDIT_STREAM, type: AUDIT_EVENTS.recorded, data: { actor, action, target, status, ip }, ...causedBy(cmd) });
+      return { seq: env.seq };
+    }),
+  );
+  subs.add(bus.handle(AUDIT_COMMANDS.list, 'audit', ({ data }) => readModel.list(data.limit)));
+  return subs;
+}

@@ -1,0 +1,175 @@
+import * as v from 'valibot';
+import { REASONING_EFFORTS } from './config.schema.js';
+
+/*
+ * Cron job and webhook records (SPEC.md "Cron job and webhook records", WIRE.md §2), as stored in
+ * `cron_jobs.json` and `webhooks.json` and as the admin API takes them. Stored records are loose
+ * objects: the scheduler and webhook server of a later issue add their own fields (last run,
+ * counters), and a rewrite from the admin API must keep them.
+ */
+
+export const MAX_RECORD_ID_CHARS = 64;
+const MAX_TEXT = 200;
+const MAX_DESCRIPTION = 20_000;
+
+/** Ids name files and URL segments (`/hooks/<id>`): nothing that could traverse or need escaping. */
+export const RecordIdSchema = v.pipe(
+  v.string('must be a string'),
+  v.regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, _ and - only'),
+  v.maxLength(MAX_RECORD_ID_CHARS, `must be at most ${MAX_RECORD_ID_CHARS} characters`),
+);
+
+const AgentName = v.pipe(
+  v.string('must be a string'),
+  v.regex(/^[a-zA-Z0-9_-]+$/, 'must be an agent name of letters, digits, _ and - only'),
+  v.maxLength(64, 'must be at most 64 characters'),
+);
+const Title = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_TEXT, `must be at most ${MAX_TEXT} characters`));
+const Description = v.pipe(v.string('must be a string'), v.maxLength(MAX_DESCRIPTION, `must be at most ${MAX_DESCRIPTION} characters`));
+const ShortText = v.pipe(v.string('must be a string'), v.maxLength(MAX_TEXT, `must be at most ${MAX_TEXT} characters`));
+const Clock = v.pipe(v.string('must be a string'), v.regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (24-hour)'));
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const TimeZone = v.pipe(v.string('must be a string'), v.maxLength(64), v.check(isTimeZone, 'must be an IANA time zone such as Europe/Moscow'));
+
+const CRON_NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+/**
+ * The shape of a cron expression (5 fields, or 6 with seconds, or a nickname); whether each field's
+ * values are in range is the scheduler's to check when it exists (croner, DESIGN.md §9).
+ */
+export function looksLikeCron(expr: string): boolean {
+  const s = expr.trim();
+  if (CRON_NICKNAMES.has(s.toLowerCase())) return true;
+  const fields = s.split(/\s+/);
+  return (fields.length === 5 || fields.length === 6) && fields.every((f) => /^[0-9A-Za-z*,/?#LW-]+$/.test(f));
+}
+const Schedule = v.pipe(
+  v.string('must be a string'),
+  v.trim(),
+  v.maxLength(MAX_TEXT),
+  v.check(looksLikeCron, 'must be a cron expression of 5 or 6 fields (e.g. "0 9 * * 1-5") or @hourly/@daily/...'),
+);
+
+/** SPEC.md CLIParametersConfig, task-level (not merged with the global one). */
+const CliParameters = v.strictObject({
+  claude: v.optional(v.array(ShortText)),
+  codex: v.optional(v.array(ShortText)),
+  gemini: v.optional(v.array(ShortText)),
+});
+
+const nullable = <S extends v.GenericSchema>(s: S) => v.optional(v.nullable(s));
+
+/** The execution fields cron jobs and webhooks share (SPEC.md "Common"). */
+const executionFields = {
+  description: v.optional(Description),
+  enabled: v.optional(v.boolean('must be true or false')),
+  provider: nullable(ShortText),
+  model: nullable(ShortText),
+  reasoning_effort: nullable(v.picklist(REASONING_EFFORTS, `must be one of ${REASONING_EFFORTS.join(', ')}`)),
+  cli_parameters: nullable(CliParameters),
+  quiet_start: nullable(Clock),
+  quiet_end: nullable(Clock),
+  dependency: nullable(ShortText),
+};
+
+/** `POST /api/cron` (WIRE.md: `{id?, title, schedule, agent, description, enabled}` plus SPEC's fields). */
+export const CreateCronJobBodySchema = v.strictObject({
+  id: v.optional(RecordIdSchema),
+  title: Title,
+  name: v.optional(Title),
+  schedule: Schedule,
+  agent: AgentName,
+  timezone: nullable(TimeZone),
+  ...executionFields,
+});
+export type CreateCronJobBody = v.InferOutput<typeof CreateCronJobBodySchema>;
+
+/** `PUT /api/cron/{id}`: any of the create fields but the id. */
+export const UpdateCronJobBodySchema = v.strictObject({
+  title: v.optional(Title),
+  name: v.optional(Title),
+  schedule: v.optional(Schedule),
+  agent: v.optional(AgentName),
+  timezone: nullable(TimeZone),
+  ...executionFields,
+});
+export type UpdateCronJobBody = v.InferOutput<typeof UpdateCronJobBodySchema>;
+
+export const WEBHOOK_MODES = ['wake', 'cron_task'] as const;
+export const MASKED_SECRET = '***';
+const Secret = v.pipe(v.string('must be a string'), v.minLength(8, 'must be at least 8 characters'), v.maxLength(256, 'must be at most 256 characters'));
+
+const webhookFields = {
+  name: v.optional(Title),
+  title: v.optional(Title),
+  mode: v.optional(v.picklist(WEBHOOK_MODES, `must be one of ${WEBHOOK_MODES.join(', ')}`)),
+  prompt_template: v.optional(Description),
+  ...executionFields,
+};
+
+/** `POST /api/webhooks`. Without a secret one is generated and shown once, in the reply. */
+export const CreateWebhookBodySchema = v.strictObject({
+  id: v.optional(RecordIdSchema),
+  agent: AgentName,
+  secret: v.optional(Secret),
+  ...webhookFields,
+});
+export type CreateWebhookBody = v.InferOutput<typeof CreateWebhookBodySchema>;
+
+/** `PUT /api/webhooks/{id}`; a secret of `***` (the masked value a form sends back) keeps the old one. */
+export const UpdateWebhookBodySchema = v.strictObject({
+  agent: v.optional(AgentName),
+  secret: v.optional(v.union([v.literal(MASKED_SECRET), Secret], 'must be the new secret (8 to 256 characters) or "***" to keep it')),
+  ...webhookFields,
+});
+export type UpdateWebhookBody = v.InferOutput<typeof UpdateWebhookBodySchema>;
+
+export const MAX_VERIFY_PAYLOAD_CHARS = 256 * 1024;
+/** `POST /api/webhooks/{id}/verify`: does `signature` sign `payload` with the hook's secret? */
+export const VerifyWebhookBodySchema = v.strictObject({
+  payload: v.pipe(v.string('must be a string'), v.maxLength(MAX_VERIFY_PAYLOAD_CHARS, `must be at most ${MAX_VERIFY_PAYLOAD_CHARS} characters`)),
+  /** Hex or base64 HMAC-SHA256, optionally prefixed `sha256=`. */
+  signature: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters')),
+});
+
+/** What the files hold: every field the admin API writes, and whatever else a later writer added. */
+export const CronJobRecordSchema = v.looseObject({
+  id: RecordIdSchema,
+  title: v.string(),
+  name: v.optional(v.string()),
+  schedule: v.string(),
+  agent: v.string(),
+  enabled: v.optional(v.boolean(), true),
+  description: v.optional(v.string(), ''),
+});
+export type CronJobRecord = v.InferOutput<typeof CronJobRecordSchema>;
+
+export const WebhookRecordSchema = v.looseObject({
+  id: RecordIdSchema,
+  agent: v.string(),
+  name: v.optional(v.string()),
+  title: v.optional(v.string()),
+  enabled: v.optional(v.boolean(), true),
+  description: v.optional(v.string(), ''),
+  secret: v.optional(v.nullable(v.string()), null),
+});
+export type WebhookRecord = v.InferOutput<typeof WebhookRecordSchema>;
+
+const uniqueIds = <T extends { id: string }>(list: T[]): boolean => new Set(list.map((r) => r.id)).size === list.length;
+/** `cron_jobs.json`: a top-level array with unique ids (`{jobs: [...]}` is read too). */
+export const CronJobsFileSchema = v.pipe(
+  v.union([v.array(CronJobRecordSchema), v.pipe(v.looseObject({ jobs: v.array(CronJobRecordSchema) }), v.transform((o) => o.jobs))]),
+  v.check((l) => uniqueIds(l), 'ids must be unique'),
+);
+/** `webhooks.json`: a top-level array with unique ids (`{webhooks: [...]}` is read too). */
+export const WebhooksFileSchema = v.pipe(
+  v.union([v.array(WebhookRecordSchema), v.pipe(v.looseObject({ webhooks: v.array(WebhookRecordSchema) }), v.transform((o) => o.webhooks))]),
+  v.check((l) => uniqueIds(l), 'ids must be unique'),
+);

@@ -1,0 +1,47 @@
+import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cpuPercent, homePaths, loadCronJobs, loadTasks, loadWebhooks, readCpuTimes, readDiskPercent, readHostSample, readRamPercent } from '../../store/index.js';
+
+t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a broken file is refused untouched', async (t) => {
+  const paths = homePaths(t.testdir());
+  t.same(loadTasks(paths), []);
+  const rec = { status: 'running', parent_agent: 'main', created_at: 1, extra: { kept: true } };
+  for (const content of [[{ task_id: 'a', ...rec }], { tasks: [{ task_id: 'a', ...rec }] }, { a: rec }]) {
+    writeFileSync(paths.tasksFile, JSON.stringify(content));
+    t.match(loadTasks(paths), [{ task_id: 'a', status: 'running', parent_agent: 'main', agent: null, extra: { kept: true } }], JSON.stringify(content).slice(0, 30));
+  }
+  writeFileSync(paths.tasksFile, '[{"task_id": 5}]');
+  t.throws(() => loadTasks(paths), { code: 'corrupt-file' });
+  writeFileSync(paths.tasksFile, '{oops');
+  t.throws(() => loadTasks(paths), { code: 'corrupt-file' });
+});
+
+t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and traversal ids refused', async (t) => {
+  const paths = homePaths(t.testdir());
+  mkdirSync(paths.root, { recursive: true });
+  t.same(loadCronJobs(paths), []);
+  writeFileSync(paths.cronJobsFile, JSON.stringify({ jobs: [{ id: 'a', title: 'A', schedule: '@daily', agent: 'main', last_run_at: 5 }] }));
+  t.match(loadCronJobs(paths), [{ id: 'a', enabled: true, description: '', last_run_at: 5 }]);
+  writeFileSync(paths.cronJobsFile, JSON.stringify([{ id: 'a', title: 'A', schedule: '@daily', agent: 'main' }, { id: 'a', title: 'B', schedule: '@daily', agent: 'main' }]));
+  t.throws(() => loadCronJobs(paths), { code: 'corrupt-file', message: /ids must be unique/ });
+  writeFileSync(paths.webhooksFile, JSON.stringify([{ id: '../x', agent: 'main' }]));
+  t.throws(() => loadWebhooks(paths), { code: 'corrupt-file' });
+  writeFileSync(paths.webhooksFile, JSON.stringify({ webhooks: [{ id: 'h', agent: 'main' }] }));
+  t.match(loadWebhooks(paths), [{ id: 'h', secret: null, enabled: true }]);
+});
+
+t.test('host metrics: percentages in range from /proc and statfs; cpu from the difference of two samples', async (t) => {
+  t.equal(cpuPercent(null, { idle: 300, total: 400 }), 25, 'first sample: since boot');
+  t.equal(cpuPercent({ idle: 300, total: 400 }, { idle: 350, total: 600 }), 75, 'busy share between samples');
+  t.equal(cpuPercent({ idle: 300, total: 400 }, { idle: 300, total: 400 }), null, 'no time passed: no new figure');
+  t.equal(cpuPercent({ idle: 300, total: 400 }, { idle: 10, total: 100 }), 90, 'a counter reset falls back to since boot');
+  t.equal(cpuPercent(null, null), null);
+  const sample = readHostSample(t.testdir());
+  for (const n of [readRamPercent(), readDiskPercent(t.testdir()), sample.ram_percent, sample.disk_percent]) {
+    t.ok(n === null || (n >= 0 && n <= 100), String(n));
+  }
+  const cpu = readCpuTimes();
+  t.ok(cpu === null || (cpu.total >= cpu.idle && cpu.idle >= 0));
+  t.equal(readDiskPercent(join(t.testdir(), 'no', 'such', 'dir')), null, 'a missing path is no figure, not an error');
+});
