@@ -304,7 +304,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'chat-sessions',
     start(ctx) {
-      const chatSessions = startChatSessions({ bus: ctx.bus, readModel: chatSessionReadModel(ctx.log.projectionDb()) });
+      const chatSessions = startChatSessions({
+        bus: ctx.bus,
+        readModel: chatSessionReadModel(ctx.log.projectionDb()),
+        paths: ctx.paths,
+        registry: () => ctx.registry(),
+      });
       return () => chatSessions.unsubscribe();
     },
   },

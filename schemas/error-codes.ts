@@ -40,6 +40,7 @@ export const ERROR_CODES = [
   'file-missing',
   'not-a-directory',
   'chat-session-exists',
+  'unknown-message',
   'notification-exists',
   'actor-exists',
   'handler-exists',

@@ -23,7 +23,7 @@ export interface ChatSessionRoutesDeps {
 const BODY_LIMIT = 16 * 1024;
 
 /** WIRE.md §2 session fields this server stores; per-caller read state is added by the list endpoints. */
-function wireSession(s: ChatSession): ChatSession {
+export function wireSession(s: ChatSession): ChatSession {
   return {
     id: s.id,
     agent: s.agent,
@@ -45,9 +45,9 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       // SPEC.md "Roles": creating and managing chat sessions takes an operator.
       auth: API_AUTH.operator,
-      handler: async (req) => {
+      handler: async (req, principal) => {
         const body = parseJsonBody(req, CreateChatSessionBodySchema);
-        const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
+        const data: CreateChatSession = { principal, agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
         const session = await bus.send(CHAT_SESSION_COMMANDS.create, data);
         return json(201, wireSession(session));
       },
@@ -57,9 +57,9 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       pattern: '/api/chat/sessions/:id',
       maxBodyBytes: BODY_LIMIT,
       auth: API_AUTH.operator,
-      handler: async (req) => {
+      handler: async (req, principal) => {
         const { title } = parseJsonBody(req, RenameChatSessionBodySchema);
-        const data: RenameChatSession = { id: req.params.id ?? '', title };
+        const data: RenameChatSession = { principal, id: req.params.id ?? '', title };
         const session = await bus.send(CHAT_SESSION_COMMANDS.rename, data);
         return json(200, wireSession(session));
       },
