@@ -37,3 +37,4 @@ export * from './cli-stream.js';
 export * from './connection-machine.js';
 export * from './direct-frames.schema.js';
 export * from './admin-access.js';
+export * from './chat-command-help.js';
