@@ -20,7 +20,7 @@ import {
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
-import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -439,6 +439,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
             notifications: ctx.notifications,
             clock: ctx.opts.clock ?? Date.now,
             version: VERSION,
+            socket: { connectionMachine: adminConnectionMachine, mayUse: (p, agent) => agentAccess(p, agent, ctx.registry()).allowed },
           }),
         ]
       : []),

@@ -28,3 +28,4 @@ export * from './transport-status.logic.js';
 export * from './prompt.logic.js';
 export * from './interrupted-turn.machine.js';
 export * from './daemon-status.logic.js';
+export * from './admin-connection.machine.js';

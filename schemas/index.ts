@@ -38,3 +38,4 @@ export * from './connection-machine.js';
 export * from './direct-frames.schema.js';
 export * from './admin-access.js';
 export * from './chat-command-help.js';
+export * from './admin-socket.schema.js';

@@ -7,9 +7,11 @@ import {
   CHAT_SESSION_COMMANDS,
   CHAT_SESSION_EVENTS,
   DEFAULT_CHAT_SESSION_TITLE,
+  INTERAGENT_EVENTS,
   MAX_CHAT_SESSION_ID_CHARS,
   SvcError,
   chatSessionStream,
+  describeError,
   type AnyCommandDef,
   type ChatMessage,
   type ChatReads,
@@ -263,12 +265,11 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
     return { session_id, total: readModel.page(session_id, 1, null).total };
   };
 
+  /** WIRE.md §2 rule 3: into the agent's most recently updated session; a first one is opened for it. */
   const recordEnvelope: Handler<typeof CHAT_SESSION_COMMANDS.recordEnvelope> = async (cmd) => {
     const { agent, message } = cmd.data;
-    const s = latest(agent, false);
-    // An agent nobody has chatted with yet has no session to keep it in; the live socket still shows it.
-    if (!s) return { session_id: null };
-    await merge(cmd, s.id, [message]);
+    const s = latest(agent, false) ?? (await createSession(cmd, agent, DEFAULT_CHAT_SESSION_TITLE));
+    await bus.publish({ stream: chatSessionStream(s.id), type: CHAT_SESSION_EVENTS.messages_merged, data: { id: s.id, messages: [message], updated_at: nowIso(), agent }, ...causedBy(cmd) });
     return { session_id: s.id };
   };
 
@@ -287,5 +288,24 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   on(CHAT_SESSION_COMMANDS.beginTurn, beginTurn);
   on(CHAT_SESSION_COMMANDS.endTurn, endTurn);
   on(CHAT_SESSION_COMMANDS.recordEnvelope, recordEnvelope);
+
+  // An asynchronous inter-agent reply is a `chat_message` of kind interagent in the caller's chat.
+  subs.add(
+    bus.events$.subscribe((e) => {
+      if (e.type !== INTERAGENT_EVENTS.completed) return;
+      const d = e.data;
+      const message: ChatMessage = {
+        id: `interagent-${d.task_id}`.slice(0, 128).replace(/[^A-Za-z0-9._:-]/g, '_'),
+        sender: 'agent',
+        content: d.success ? d.text : (d.error ?? d.text),
+        timestamp: e.at,
+        kind: 'interagent',
+        meta: { task_id: d.task_id, from: d.from, to: d.to, success: d.success },
+      };
+      bus.send(CHAT_SESSION_COMMANDS.recordEnvelope, { agent: d.from, message }, { causation: e.seq, ...(e.correlation ? { correlation: e.correlation } : {}) }).catch((err: unknown) => {
+        bus.emitLog('warn', `chat: could not keep the inter-agent reply ${d.task_id} for ${d.from}: ${describeError(err)}`);
+      });
+    }),
+  );
   return subs;
 }

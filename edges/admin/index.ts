@@ -5,3 +5,5 @@ export * from './errors.js';
 export * from './static-token.js';
 export * from './chat.routes.js';
 export * from './admin-turns.js';
+export * from './admin-socket.js';
+export * from './admin-ws.binding.js';

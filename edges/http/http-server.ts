@@ -1,6 +1,6 @@
-import { SvcError } from '../../schemas/index.js';
+import { SvcError, type Principal } from '../../schemas/index.js';
 import { authenticateRoute, type Authenticator } from './authentication.js';
-import type { Credential } from './route-auth.js';
+import type { Credential, RouteAuth } from './route-auth.js';
 import { COMMON_STATUSES, Router, combineStatusTables, type HttpReply, type HttpRequest, type Route, type StatusTable } from './http.js';
 import { createApp, listen, mountHttp, type App, type Listening, type MountedRoute } from './uws-http.binding.js';
 
@@ -18,13 +18,19 @@ export interface Surface {
   readonly authenticators?: readonly Authenticator[];
   /** Reason enough to run the server (direct, admin); the shared `/api` routes only ride along. */
   readonly standalone?: boolean;
-  /** Handlers that need the app itself, such as WebSocket endpoints (`/ws`). */
-  mountSockets?(app: App): void;
+  /**
+   * Handlers that need the app itself, such as WebSocket endpoints (`/ws`, `/ws/admin`).
+   * `authenticate` runs the server's authenticators (every surface's) as a route's `auth` would.
+   */
+  mountSockets?(app: App, authenticate: SocketAuthenticate): void;
   /** Fields this surface adds to `GET /health`. */
   health?(): Record<string, unknown>;
   /** When the server closes, before its listen socket does. */
   close?(): void;
 }
+
+/** Who calls, by the credentials `auth` accepts: 401 `unauthorized` / 403 `forbidden` as for a route. */
+export type SocketAuthenticate = (req: HttpRequest, auth: RouteAuth) => Promise<Principal>;
 
 export interface HttpServerOptions {
   /** Unexpected failures: logged, never shown to the client. */
@@ -76,7 +82,7 @@ export class HttpServer {
       throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
     }
     for (const a of surface.authenticators ?? []) this.authenticators.set(a.credential, a);
-    surface.mountSockets?.(this.app);
+    surface.mountSockets?.(this.app, (req, auth) => authenticateRoute(req, auth, this.authenticators));
     this.mounted.push(surface);
   }
 

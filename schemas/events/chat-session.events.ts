@@ -22,8 +22,12 @@ export const CHAT_SESSION_EVENT_SCHEMAS = {
   'chat.session_provider_set': v.object({ id: v.string(), provider: v.nullable(v.string()), model: v.nullable(v.string()), updated_at: v.string() }),
   /** PUT without merge: the history is exactly these messages now. */
   'chat.messages_replaced': v.object({ id: v.string(), messages: v.array(Message), updated_at: v.string() }),
-  /** Upserted by id: a known id is updated where it stands, a new one appended, in the order given. */
-  'chat.messages_merged': v.object({ id: v.string(), messages: v.array(Message), updated_at: v.string() }),
+  /**
+   * Upserted by id: a known id is updated where it stands, a new one appended, in the order given.
+   * `agent` is set on deliveries that did not come from a chat turn (task results, inter-agent
+   * replies), so live sockets can show them without looking the session up.
+   */
+  'chat.messages_merged': v.object({ id: v.string(), messages: v.array(Message), updated_at: v.string(), agent: v.optional(v.string()) }),
   /**
    * A user's read marker moved forward (the marker itself lives in chat_reads.json); `user` is the
    * marker's owner key there. Recorded so the owner's live sockets learn of it.

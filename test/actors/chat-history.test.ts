@@ -169,7 +169,8 @@ t.test('archive, provider override and turns: the override becomes an @model dir
   await t.rejects(bus.send(C.beginTurn, { principal: ADMIN, agent: 'other', text: 'x', session_id: s.id }), { code: 'invalid-body' }, "another agent's session");
 
   t.same(await bus.send(C.recordEnvelope, { agent: 'main', message: { ...msg('task-1'), kind: 'task_result', meta: { task_id: 't1' } } }), { session_id: s.id });
-  t.same(await bus.send(C.recordEnvelope, { agent: 'nobody', message: msg('x') }), { session_id: null });
+  const opened = await bus.send(C.recordEnvelope, { agent: 'nobody', message: msg('x') });
+  t.same((await bus.send(C.list, { principal: ADMIN, agent: 'nobody' })).map((x) => x.id), [opened.session_id], 'a first session is opened for it');
 
   t.equal(withModelDirective('  /stop', 'x'), '  /stop');
   t.ok(chatIdOfSession('a') > 0 && Number.isSafeInteger(chatIdOfSession('a')) && chatIdOfSession('a') !== chatIdOfSession('b'));
