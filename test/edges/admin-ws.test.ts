@@ -30,7 +30,10 @@ async function open(port: number, headers: Record<string, string>): Promise<Clie
   const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('unexpected-response', (req, res) => {
+      req.destroy();
+      reject(new Error(`HTTP ${res.statusCode}`));
+    });
     ws.once('error', reject);
   });
   const next = (pred: (f: Frame) => boolean, from = 0) =>
