@@ -67,6 +67,8 @@ export interface AdminSocketDeps {
   users(): readonly Pick<UserRecord, 'username' | 'token_version'>[];
   /** The server's authenticators (HttpServer's `mountSockets` hands them over). */
   authenticate: SocketAuthenticate;
+  /** `api.cors_origins`: pages served elsewhere that may open the socket. */
+  allowedOrigins?: () => readonly string[];
   limits?: Partial<AdminSocketLimits>;
   /** Milliseconds since the epoch, for the rate window; defaults to `bus.now`. */
   now?: () => number;
@@ -339,9 +341,29 @@ export class AdminSocketHub {
     this.deps.bus.emitLog(level, msg);
   }
 
-  /** Who the upgrade's credentials name; rejects (401/403 as for a route) when they name nobody. */
-  authenticateUpgrade(req: Parameters<SocketAuthenticate>[0]): Promise<Principal> {
+  /**
+   * Who the upgrade's credentials name; rejects (401/403 as for a route) when they name nobody.
+   * A browser always sends Origin on an upgrade and cannot send a bearer header, so its upgrade
+   * rides the session cookie: one from a page this server does not serve (neither its own host nor
+   * `api.cors_origins`) is refused, so another site cannot open the socket as the user.
+   */
+  async authenticateUpgrade(req: Parameters<SocketAuthenticate>[0]): Promise<Principal> {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.originAllowed(origin, req.headers.host ?? '')) {
+      throw new SvcError('forbidden', `origin ${JSON.stringify(origin)} may not open /ws/admin: it is neither this server nor in api.cors_origins`);
+    }
     return this.deps.authenticate(req, WS_AUTH);
+  }
+
+  private originAllowed(origin: string, host: string): boolean {
+    let parsed: URL;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      return false;
+    }
+    if (parsed.host === host && (parsed.protocol === 'http:' || parsed.protocol === 'https:')) return true;
+    return (this.deps.allowedOrigins?.() ?? []).includes(origin);
   }
 
   connect(socket: AdminFrameSocket, principal: Principal): AdminConnection {

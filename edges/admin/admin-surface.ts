@@ -35,7 +35,7 @@ export function adminSurface(deps: AdminDeps): Surface {
     ...(socket
       ? {
           mountSockets: (app, authenticate) => {
-            hub = new AdminSocketHub({ bus: deps.bus, users: deps.users, authenticate, ...socket });
+            hub = new AdminSocketHub({ bus: deps.bus, users: deps.users, authenticate, allowedOrigins: () => deps.config().api.cors_origins, ...socket });
             mountAdminWs(app, hub);
           },
           close: () => hub?.close(),

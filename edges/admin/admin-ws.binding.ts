@@ -1,5 +1,5 @@
 import uWS from 'uWebSockets.js';
-import type { Principal } from '../../schemas/index.js';
+import { SvcError, type Principal } from '../../schemas/index.js';
 import type { App, HttpRequest } from '../http/index.js';
 import type { AdminConnection, AdminFrameSocket, AdminSocketHub } from './admin-socket.js';
 
@@ -77,9 +77,10 @@ export function mountAdminWs(app: App, hub: AdminSocketHub, pattern = '/ws/admin
         },
         (e: unknown) => {
           if (aborted) return;
-          const message = e instanceof Error && 'code' in e ? e.message : 'unauthorized';
+          const forbidden = e instanceof SvcError && e.code === 'forbidden';
+          const body = e instanceof SvcError ? { error: e.message, code: e.code } : { error: 'unauthorized', code: 'unauthorized' };
           res.cork(() => {
-            res.writeStatus('401 Unauthorized').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: message, code: 'unauthorized' }));
+            res.writeStatus(forbidden ? '403 Forbidden' : '401 Unauthorized').writeHeader('content-type', 'application/json').end(JSON.stringify(body));
           });
         },
       );

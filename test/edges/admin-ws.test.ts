@@ -79,6 +79,16 @@ t.test('upgrade: 401 without credentials; auth_ok with agents and role; auth_err
   await t.rejects(open(s.port, {}), { message: 'HTTP 401' }, 'no credentials: plain HTTP 401');
   await t.rejects(open(s.port, { authorization: 'Bearer wrong' }), { message: 'HTTP 401' });
   await t.rejects(open(s.port, { authorization: 'Bearer as:nobody' }), { message: 'HTTP 401' });
+  // Another site's page cannot open the socket on the user's credentials.
+  await t.rejects(open(s.port, { authorization: 'Bearer as:admin', origin: 'http://evil.example' }), { message: 'HTTP 403' });
+  await t.rejects(open(s.port, { authorization: 'Bearer as:admin', origin: 'not a url' }), { message: 'HTTP 403' });
+  const same = await s.open({ authorization: 'Bearer as:admin', origin: `http://127.0.0.1:${s.port}` });
+  same.send({ type: 'auth', token: '' });
+  t.match(await same.next((f) => f.type === 'auth_ok'), { role: 'admin' }, 'a page of this server may');
+  s.deps.config().api.cors_origins = ['https://panel.example'];
+  const listed = await s.open({ authorization: 'Bearer as:admin', origin: 'https://panel.example' });
+  listed.send({ type: 'auth', token: '' });
+  t.match(await listed.next((f) => f.type === 'auth_ok'), { role: 'admin' }, 'so may one in api.cors_origins');
 
   const a = await s.open({ authorization: `Bearer as:anna` });
   a.send({ type: 'auth', token: '' });
