@@ -198,7 +198,7 @@ export class AdminConnection {
     if (this.gone || this.closing) return;
     const parsed = parseFrame(text, bytes, this.hub.limits.maxFrameBytes);
     if (this.state.value === 'awaiting_auth') {
-      if (this.authenticating) return this.send({ type: 'error', code: 'out_of_order', message: 'wait for auth_ok before sending more frames' });
+      if (this.authenticating) return this.send({ type: 'error', code: 'out_of_order', message: 'wait for auth_ok before sending more frames', session_id: null, agent: null });
       if (parsed.kind !== 'auth') return this.dispatch({ type: 'frame', kind: parsed.kind, at: this.hub.now() });
       return void this.authenticate(parsed.token);
     }
@@ -209,7 +209,8 @@ export class AdminConnection {
       const why = verdict === 'rate_limited'
         ? `more than ${this.hub.limits.maxFrames} frames in ${this.hub.limits.windowMs} ms; slow down`
         : verdict === 'out_of_order' ? 'this connection is already authenticated' : 'why' in parsed ? parsed.why : 'refused';
-      return this.send({ type: 'error', code: verdict ?? 'invalid_frame', message: why });
+      // SPEC.md's error frame names a session and agent; a refused frame belongs to neither.
+      return this.send({ type: 'error', code: verdict ?? 'invalid_frame', message: why, session_id: null, agent: null });
     }
     const principal = this.principal!;
     if (!roleSatisfies(principal.role, ADMIN_ACCESS['chat.write'])) {

@@ -192,6 +192,7 @@ t.test('malformed, oversized, unknown, out-of-order and too many frames: an erro
     const err = await c.next((f) => f.type === 'error', from);
     t.equal(err.code, code, `${JSON.stringify(frame).slice(0, 40)} → ${code}`);
     t.type(err.message, 'string');
+    t.same([err.session_id, err.agent], [null, null], 'SPEC.md: an error frame names session and agent, here none');
   }
   const before = c.frames.length;
   c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
