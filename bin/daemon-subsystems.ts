@@ -30,7 +30,7 @@ import {
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
-import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -318,7 +318,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'chat-sessions',
     start(ctx) {
-      const chatSessions = startChatSessions({ bus: ctx.bus, readModel: chatSessionReadModel(ctx.log.projectionDb()) });
+      const chatSessions = startChatSessions({
+        bus: ctx.bus,
+        readModel: chatSessionReadModel(ctx.log.projectionDb()),
+        paths: ctx.paths,
+        registry: () => ctx.registry(),
+      });
       return () => chatSessions.unsubscribe();
     },
   },
@@ -504,6 +509,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
             notifications: ctx.notifications,
             clock: ctx.opts.clock ?? Date.now,
             version: VERSION,
+            socket: { connectionMachine: adminConnectionMachine, mayUse: (p, agent) => agentAccess(p, agent, ctx.registry()).allowed },
           }),
         ]
       : []),

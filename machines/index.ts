@@ -31,3 +31,4 @@ export * from './interrupted-turn.machine.js';
 export * from './daemon-status.logic.js';
 export * from './agent-metrics.logic.js';
 export * from './activity.logic.js';
+export * from './admin-connection.machine.js';

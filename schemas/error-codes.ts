@@ -44,6 +44,7 @@ export const ERROR_CODES = [
   'chat-session-exists',
   'file-exists',
   'skill-exists',
+  'unknown-message',
   'notification-exists',
   'cron-job-exists',
   'webhook-exists',

@@ -53,3 +53,5 @@ export * from './commands/audit.commands.js';
 export * from './commands/automation.commands.js';
 export * from './commands/task.commands.js';
 export * from './commands/portability.commands.js';
+export * from './chat-command-help.js';
+export * from './admin-socket.schema.js';

@@ -30,3 +30,4 @@ export * from './tasks-file.js';
 export * from './audit.projection.js';
 export * from './system-settings.projection.js';
 export * from './host-metrics.js';
+export * from './chat-reads-file.js';

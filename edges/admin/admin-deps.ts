@@ -1,6 +1,7 @@
 import type { Bus } from '../../bus/index.js';
 import type { AgentConfig, SubAgentConfig, UserRecord } from '../../schemas/index.js';
 import type { HomePaths, NotificationReadModel } from '../../store/index.js';
+import type { AdminSocketDeps } from './admin-socket.js';
 
 /**
  * What the admin routes are built from. Handlers send commands on the bus and read read models;
@@ -17,4 +18,6 @@ export interface AdminDeps {
   /** Epoch ms; injected so caches and expiries are tested on a simulated clock. */
   clock: () => number;
   version: string;
+  /** `/ws/admin` is served when given (bin/ hands in the connection machine and the agent rule). */
+  socket?: Pick<AdminSocketDeps, 'connectionMachine' | 'mayUse' | 'limits'>;
 }

@@ -8,6 +8,8 @@ import { authRoutes } from './auth.routes.js';
 import { chatRoutes } from './chat.routes.js';
 import { cronRoutes } from './cron.routes.js';
 import { dashboardRoutes } from './dashboard.routes.js';
+import { AdminSocketHub } from './admin-socket.js';
+import { mountAdminWs } from './admin-ws.binding.js';
 import { ADMIN_STATUSES } from './errors.js';
 import { filesRoutes } from './files.routes.js';
 import { memoryRoutes } from './memory.routes.js';
@@ -28,7 +30,18 @@ import { webhooksRoutes } from './webhooks.routes.js';
  */
 export function adminSurface(deps: AdminDeps): Surface {
   const authenticators: Authenticator[] = [staticTokenAuthenticator(() => deps.config().api.token)];
+  const socket = deps.socket;
+  let hub: AdminSocketHub | null = null;
   return {
+    ...(socket
+      ? {
+          mountSockets: (app, authenticate) => {
+            hub = new AdminSocketHub({ bus: deps.bus, users: deps.users, authenticate, allowedOrigins: () => deps.config().api.cors_origins, ...socket });
+            mountAdminWs(app, hub);
+          },
+          close: () => hub?.close(),
+        }
+      : {}),
     name: 'admin',
     standalone: true,
     localisedErrors: true,

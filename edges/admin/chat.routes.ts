@@ -1,6 +1,226 @@
-import type { Route } from '../http/index.js';
+import * as v from 'valibot';
+import {
+  CHAT_COMMAND_HELP,
+  CHAT_SESSION_COMMANDS,
+  ChatAgentNameSchema,
+  ChatMessageIdSchema,
+  ChatMessagesSchema,
+  ChatModelSchema,
+  ChatProviderSchema,
+  ChatSessionIdSchema,
+  MAX_CHAT_MESSAGE_CHARS,
+  MAX_CHAT_PAGE,
+  MULTIAGENT_COMMAND_HELP,
+  SvcError,
+  parseWith,
+  type ChatSession,
+  type ChatSessionView,
+} from '../../schemas/index.js';
+import { json, parseJsonBody, type HttpRequest, type Route } from '../http/index.js';
+import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
+import { adminTurnsOf } from './admin-turns.js';
 
-export function chatRoutes(_deps: AdminDeps): Route[] {
-  return [];
+/*
+ * SPEC.md "Admin REST: chat", WIRE.md §2. Pure handlers: validate, send the chat-sessions command
+ * (which decides `allowed_agents`), map the reply. `POST /api/chat/sessions` and the rename live in
+ * edges/api (the direct token may use them too).
+ */
+
+const SMALL_BODY = 16 * 1024;
+/** A whole history in one PUT: below the event log's 4 MiB per fact, with room for the envelope. */
+const HISTORY_BODY = 3 * 1024 * 1024;
+const SEND_BODY = MAX_CHAT_MESSAGE_CHARS * 4 + 4096;
+
+/** WIRE.md §2 session, with the caller's read state. */
+function wireSession(s: ChatSession | ChatSessionView): Record<string, unknown> {
+  const base = {
+    id: s.id,
+    agent: s.agent,
+    title: s.title,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    provider_override: s.provider_override,
+    model_override: s.model_override,
+    archived: s.archived,
+  };
+  return 'unread_count' in s ? { ...base, last_read_message_id: s.last_read_message_id, unread_count: s.unread_count } : base;
+}
+
+/** Unknown parameters are ignored (cache busters); a known one given twice is ambiguous, so refused. */
+function queryOf(req: HttpRequest, keys: readonly string[]): Record<string, string> {
+  const raw: Record<string, string> = {};
+  for (const key of keys) {
+    const values = req.query.getAll(key);
+    if (values.length > 1) throw new SvcError('invalid-query', `query.${key}: given ${values.length} times; give it once`);
+    if (values.length === 1) raw[key] = values[0]!;
+  }
+  return raw;
+}
+
+const sessionId = (req: HttpRequest): string => parseWith(ChatSessionIdSchema, req.params.id ?? '', 'invalid-path', 'path.id');
+
+const AgentQuery = v.object({ agent: v.optional(ChatAgentNameSchema) });
+const RequiredAgentQuery = v.object({ agent: ChatAgentNameSchema });
+const PAGE_MESSAGE = `must be an integer from 1 to ${MAX_CHAT_PAGE}`;
+const MessagesQuery = v.object({
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/, PAGE_MESSAGE), v.transform(Number), v.minValue(1, PAGE_MESSAGE), v.maxValue(MAX_CHAT_PAGE, PAGE_MESSAGE))),
+  before: v.optional(ChatMessageIdSchema),
+});
+const MergeQuery = v.object({
+  merge: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0'], 'must be one of true, false, 1, 0'), v.transform((s) => s === 'true' || s === '1')), 'false'),
+});
+
+const ProviderBody = v.strictObject({ provider: v.nullable(ChatProviderSchema), model: v.nullable(ChatModelSchema) });
+const ReadBody = v.strictObject({ last_read_message_id: ChatMessageIdSchema });
+/** A bare list of messages, or `{messages}`. */
+const HistoryBody = v.union([ChatMessagesSchema, v.strictObject({ messages: ChatMessagesSchema })], 'must be a list of messages or {"messages": [...]}');
+/** The panel's field is `message`; `text` (as on the socket) is taken too. */
+const SendBody = v.pipe(
+  v.strictObject({
+    message: v.optional(v.string('must be a string')),
+    text: v.optional(v.string('must be a string')),
+    session_id: v.optional(ChatSessionIdSchema),
+    user_msg_id: v.optional(ChatMessageIdSchema),
+    assistant_msg_id: v.optional(ChatMessageIdSchema),
+  }),
+  v.check((b) => (b.message === undefined) !== (b.text === undefined), 'give the text as exactly one of "message" or "text"'),
+);
+
+export function chatRoutes(deps: AdminDeps): Route[] {
+  const { bus } = deps;
+  const C = CHAT_SESSION_COMMANDS;
+  return [
+    {
+      method: 'GET',
+      pattern: '/api/chat/sessions',
+      auth: adminAuth('chat.read'),
+      summary: "Chat sessions, each with the caller's read marker and unread count",
+      query: AgentQuery,
+      handler: async (req, principal) => {
+        const { agent } = parseWith(AgentQuery, queryOf(req, ['agent']), 'invalid-query', 'query');
+        const sessions = await bus.send(C.list, { principal, ...(agent !== undefined ? { agent } : {}) });
+        return json(200, sessions.map(wireSession));
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: '/api/chat/sessions/:id',
+      auth: adminAuth('chat.write'),
+      summary: 'Delete a chat session and its history',
+      handler: async (req, principal) => json(200, await bus.send(C.delete, { principal, id: sessionId(req) })),
+    },
+    ...(['archive', 'unarchive'] as const).map(
+      (action): Route => ({
+        method: 'POST',
+        pattern: `/api/chat/sessions/:id/${action}`,
+        maxBodyBytes: SMALL_BODY,
+        auth: adminAuth('chat.write'),
+        summary: `${action === 'archive' ? 'Archive' : 'Unarchive'} a chat session`,
+        handler: async (req, principal) => json(200, wireSession(await bus.send(C.archive, { principal, id: sessionId(req), archived: action === 'archive' }))),
+      }),
+    ),
+    {
+      method: 'POST',
+      pattern: '/api/chat/sessions/:id/provider',
+      maxBodyBytes: SMALL_BODY,
+      auth: adminAuth('chat.write'),
+      summary: "Set the session's provider and model, or reset them with nulls",
+      body: ProviderBody,
+      handler: async (req, principal) => {
+        const id = sessionId(req);
+        const { provider, model } = parseJsonBody(req, ProviderBody);
+        if ((provider === null) !== (model === null)) throw new SvcError('invalid-body', 'body: provider and model are both strings (set) or both null (reset)');
+        return json(200, wireSession(await bus.send(C.setProvider, { principal, id, provider, model })));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/chat/sessions/:id/messages',
+      auth: adminAuth('chat.read'),
+      summary: "A session's messages (all, or the newest `limit` before `before`)",
+      query: MessagesQuery,
+      handler: async (req, principal) => {
+        const id = sessionId(req);
+        const { limit, before } = parseWith(MessagesQuery, queryOf(req, ['limit', 'before']), 'invalid-query', 'query');
+        const page = await bus.send(C.messages, { principal, id, ...(limit !== undefined ? { limit } : {}), ...(before !== undefined ? { before } : {}) });
+        // SPEC.md: a plain array unless a page was asked for.
+        return json(200, limit === undefined ? page.messages : page);
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/api/chat/sessions/:id/messages',
+      maxBodyBytes: HISTORY_BODY,
+      auth: adminAuth('chat.write'),
+      summary: "Overwrite a session's history, or merge by message id",
+      body: HistoryBody,
+      query: MergeQuery,
+      handler: async (req, principal) => {
+        const id = sessionId(req);
+        const { merge } = parseWith(MergeQuery, queryOf(req, ['merge']), 'invalid-query', 'query');
+        const body = parseJsonBody(req, HistoryBody);
+        const messages = Array.isArray(body) ? body : body.messages;
+        return json(200, await bus.send(C.writeMessages, { principal, id, messages, merge }));
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/api/chat/sessions/:id/read',
+      maxBodyBytes: SMALL_BODY,
+      // Marking read is the reader's own state: whoever may read the chat may mark it.
+      auth: adminAuth('chat.read'),
+      summary: "Move the caller's read marker forward",
+      body: ReadBody,
+      handler: async (req, principal) => {
+        const id = sessionId(req);
+        const { last_read_message_id } = parseJsonBody(req, ReadBody);
+        return json(200, await bus.send(C.markRead, { principal, id, last_read_message_id }));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/chat',
+      auth: adminAuth('chat.read'),
+      summary: "An agent's chat history",
+      query: RequiredAgentQuery,
+      handler: async (req, principal) => {
+        const { agent } = parseWith(RequiredAgentQuery, queryOf(req, ['agent']), 'invalid-query', 'query');
+        return json(200, await bus.send(C.history, { principal, agent }));
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/api/chat/:agentId',
+      maxBodyBytes: SEND_BODY,
+      auth: adminAuth('chat.write'),
+      summary: 'Send a message to an agent and wait for its answer',
+      body: SendBody,
+      handler: async (req, principal) => {
+        const agent = parseWith(ChatAgentNameSchema, req.params.agentId ?? '', 'invalid-path', 'path.agentId');
+        const body = parseJsonBody(req, SendBody);
+        const turn = await adminTurnsOf(bus).start(
+          principal,
+          {
+            agent,
+            text: body.message ?? body.text ?? '',
+            ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
+            ...(body.user_msg_id !== undefined ? { user_msg_id: body.user_msg_id } : {}),
+            ...(body.assistant_msg_id !== undefined ? { assistant_msg_id: body.assistant_msg_id } : {}),
+          },
+          null,
+        );
+        const outcome = await turn.asked.outcome;
+        await turn.recorded;
+        return json(200, { response: outcome.text, session_id: turn.session_id, files: outcome.files, status: outcome.status });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/commands',
+      auth: adminAuth('commands.read'),
+      summary: 'The chat commands agents answer',
+      handler: () => json(200, { commands: CHAT_COMMAND_HELP, multiagent: MULTIAGENT_COMMAND_HELP }),
+    },
+  ];
 }

@@ -29,4 +29,12 @@ export const ADMIN_STATUSES: StatusTable = {
   // Parts that come in later issues: the task hub (13) and the cron scheduler.
   'no-task-hub': 503,
   'no-scheduler': 503,
+  /** A read marker or `before` naming a message the session does not hold (SPEC.md "Errors"). */
+  'unknown-message': 400,
+  'call-not-allowed': 403,
+  'unknown-caller': 403,
+  'chat-session-exists': 409,
+  /** A history write bigger than one fact may be. */
+  'event-too-large': 413,
+  'agent-stopped': 503,
 };

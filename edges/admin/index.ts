@@ -11,3 +11,7 @@ export * from './rag.routes.js';
 export * from './skills.routes.js';
 export * from './files.routes.js';
 export * from './signed-url.js';
+export * from './chat.routes.js';
+export * from './admin-turns.js';
+export * from './admin-socket.js';
+export * from './admin-ws.binding.js';

@@ -5,6 +5,7 @@ import {
   RenameChatSessionBodySchema,
   type ChatSession,
   type CreateChatSession,
+  type Principal,
   type RenameChatSession,
 } from '../../schemas/index.js';
 import { json, withBody, type Route } from '../http/index.js';
@@ -23,7 +24,7 @@ export interface ChatSessionRoutesDeps {
 const BODY_LIMIT = 16 * 1024;
 
 /** WIRE.md §2 session fields this server stores; per-caller read state is added by the list endpoints. */
-function wireSession(s: ChatSession): ChatSession {
+export function wireSession(s: ChatSession): ChatSession {
   return {
     id: s.id,
     agent: s.agent,
@@ -46,8 +47,8 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       // SPEC.md "Roles": creating and managing chat sessions takes an operator.
       auth: API_AUTH.operator,
       summary: 'Create a chat session',
-      ...withBody(CreateChatSessionBodySchema, async (body) => {
-        const data: CreateChatSession = { agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
+      ...withBody(CreateChatSessionBodySchema, async (body, _req, principal: Principal) => {
+        const data: CreateChatSession = { principal, agent: body.agent, ...(body.title != null ? { title: body.title } : {}) };
         const session = await bus.send(CHAT_SESSION_COMMANDS.create, data);
         return json(201, wireSession(session));
       }),
@@ -58,8 +59,8 @@ export function chatSessionRoutes(deps: ChatSessionRoutesDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: API_AUTH.operator,
       summary: 'Rename a chat session',
-      ...withBody(RenameChatSessionBodySchema, async ({ title }, req) => {
-        const data: RenameChatSession = { id: req.params.id ?? '', title };
+      ...withBody(RenameChatSessionBodySchema, async ({ title }, req, principal: Principal) => {
+        const data: RenameChatSession = { principal, id: req.params.id ?? '', title };
         const session = await bus.send(CHAT_SESSION_COMMANDS.rename, data);
         return json(200, wireSession(session));
       }),

@@ -10,4 +10,8 @@ export const API_STATUSES: StatusTable = {
   'file-too-large': 413,
   /** An avatar was asked for by a name that cannot be an agent's. */
   'invalid-agent-name': 400,
+  /** The caller's allowed_agents (or an agent's can_call) excludes the agent the request touches. */
+  'agent-not-allowed': 403,
+  'call-not-allowed': 403,
+  'unknown-caller': 403,
 };

@@ -1,6 +1,6 @@
 import { SvcError, type Principal } from '../../schemas/index.js';
 import { authenticateRoute, type Authenticator } from './authentication.js';
-import type { Credential } from './route-auth.js';
+import type { Credential, RouteAuth } from './route-auth.js';
 import { COMMON_STATUSES, Router, combineStatusTables, type HttpReply, type HttpRequest, type Route, type StatusTable } from './http.js';
 import { createApp, listen, mountHttp, type App, type Listening, type MountedRoute } from './uws-http.binding.js';
 
@@ -25,13 +25,19 @@ export interface Surface {
    * included; a request without valid credentials is not): awaited before the reply is sent.
    */
   observe?(req: HttpRequest, route: Route, principal: Principal, status: number): Promise<void>;
-  /** Handlers that need the app itself, such as WebSocket endpoints (`/ws`). */
-  mountSockets?(app: App): void;
+  /**
+   * Handlers that need the app itself, such as WebSocket endpoints (`/ws`, `/ws/admin`).
+   * `authenticate` runs the server's authenticators (every surface's) as a route's `auth` would.
+   */
+  mountSockets?(app: App, authenticate: SocketAuthenticate): void;
   /** Fields this surface adds to `GET /health`. */
   health?(): Record<string, unknown>;
   /** When the server closes, before its listen socket does. */
   close?(): void;
 }
+
+/** Who calls, by the credentials `auth` accepts: 401 `unauthorized` / 403 `forbidden` as for a route. */
+export type SocketAuthenticate = (req: HttpRequest, auth: RouteAuth) => Promise<Principal>;
 
 export interface HttpServerOptions {
   /** Unexpected failures: logged, never shown to the client. */
@@ -96,7 +102,7 @@ export class HttpServer {
       throw e instanceof SvcError ? new SvcError(e.code, `surface ${surface.name}: ${e.message}`) : e;
     }
     for (const a of surface.authenticators ?? []) this.authenticators.set(a.credential, a);
-    surface.mountSockets?.(this.app);
+    surface.mountSockets?.(this.app, (req, auth) => authenticateRoute(req, auth, this.authenticators));
     this.mounted.push(surface);
   }
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import { startChatSessions } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { CHAT_SESSION_COMMANDS, SvcError, type ChatSession } from '../../schemas/index.js';
+import { CHAT_SESSION_COMMANDS, SvcError, type ChatSession, type Principal } from '../../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -17,6 +17,10 @@ import { anyEvent, rawCommand } from '../fixtures/any-event.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Every chat-session command carries its caller; these tests speak for an unrestricted admin. */
+const ADMIN: Principal = { kind: 'user', id: 'root', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'admin', chat_id: null, topic_id: null } };
+const asAdmin = (data: unknown): unknown => (typeof data === 'object' && data !== null && !Array.isArray(data) ? { principal: ADMIN, ...data } : data);
 
 type TT = { testdir(): string; teardown(fn: () => void): void };
 
@@ -40,9 +44,9 @@ function setup(t: TT, opts: { ids?: () => string; agentExists?: (n: string) => b
     bus.close();
     log.close();
   });
-  const create = (data: unknown, by?: string) => bus.send(rawCommand<ChatSession>('chat.session_create'), data, by ? { by } : {});
-  const rename = (data: unknown) => bus.send(rawCommand<ChatSession>('chat.session_rename'), data);
-  const remove = (data: unknown) => bus.send(rawCommand<{ id: string; deleted: true }>('chat.session_delete'), data);
+  const create = (data: unknown, by?: string) => bus.send(rawCommand<ChatSession>('chat.session_create'), asAdmin(data), by ? { by } : {});
+  const rename = (data: unknown) => bus.send(rawCommand<ChatSession>('chat.session_rename'), asAdmin(data));
+  const remove = (data: unknown) => bus.send(rawCommand<{ id: string; deleted: true }>('chat.session_delete'), asAdmin(data));
   const advance = (ms: number) => (now += ms);
   return { dir, file, log, bus, db, create, rename, remove, advance };
 }
@@ -187,8 +191,8 @@ t.test('replay: folding the log again gives the same rows', async (t) => {
 
 t.test('each fact a command causes carries the command’s correlation (minted when the sender starts a request) and causation', async (t) => {
   const { bus, log } = setup(t);
-  await bus.send(CHAT_SESSION_COMMANDS.create, { agent: 'main' }, { by: 'anna', correlation: 'req-1', causation: 1 });
-  await bus.send(CHAT_SESSION_COMMANDS.create, { agent: 'main' }, { by: 'anna' });
+  await bus.send(CHAT_SESSION_COMMANDS.create, { principal: ADMIN, agent: 'main' }, { by: 'anna', correlation: 'req-1', causation: 1 });
+  await bus.send(CHAT_SESSION_COMMANDS.create, { principal: ADMIN, agent: 'main' }, { by: 'anna' });
   const [first, second] = log.read({ streamPrefix: 'chat:' });
   t.same([first!.correlation, first!.causation, first!.by], ['req-1', 1, 'anna'], 'passed on from the command');
   t.match(second!.correlation, /^[0-9a-f-]{36}$/, 'a command without one starts a new request');

@@ -22,6 +22,8 @@ const NO_BODY = new Set([
   'PUT /api/notifications/:id/read',
   'POST /api/cron/:id/run',
   'POST /api/tasks/:id/cancel',
+  'POST /api/chat/sessions/:id/archive',
+  'POST /api/chat/sessions/:id/unarchive',
 ]);
 
 t.test('the description matches the mounted routes one for one, bodies and queries included', async (t) => {
