@@ -16,7 +16,10 @@ import {
   startChatSessions,
   startNotifier,
   startTranscriber,
+  startUsersDirectory,
+  ensureBootstrapAdmin,
   type ActorClock,
+  type BootstrapResult,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
@@ -30,6 +33,7 @@ import {
   chatSessionReadModel,
   ensureDir,
   ensureMainAgentToken,
+  ensureJwtSecret,
   loadConfig,
   loadRegistry,
   listeningPortHolder,
@@ -104,6 +108,10 @@ export class DaemonContext {
   agents!: AgentSupervisor;
   /** internal-api */
   internalApi!: InternalApi;
+  /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
+  bootstrap: BootstrapResult | null = null;
+  generatedJwtSecret = '';
+  readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
 
@@ -365,6 +373,20 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       }).catch(portTaken('interagent_port'));
       ctx.internalApi = api;
       return () => api.close();
+    },
+  },
+  {
+    // Before the API server: its admin routes send the users directory's commands.
+    name: 'users',
+    async start(ctx) {
+      ctx.bootstrap = await ensureBootstrapAdmin(ctx.paths, ctx.config(), ctx.bus, ctx.bus.now());
+      if (ctx.config().api.enabled) {
+        const { secret, generated } = ensureJwtSecret(ctx.paths, () => randomBytes(48).toString('base64url'));
+        ctx.generatedJwtSecret = secret;
+        if (generated) ctx.bus.emitLog('info', `api.jwt_secret was empty: generated one and saved it to ${ctx.paths.configFile}`);
+      }
+      const users = startUsersDirectory({ bus: ctx.bus, paths: ctx.paths, config: ctx.config, jwtSecret: ctx.jwtSecret });
+      return () => users.unsubscribe();
     },
   },
   {

@@ -58,6 +58,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         transports: transportStatuses(ctx.config()),
         agents: ctx.agents.names(),
         apiEnabled: ctx.config().api.enabled,
+        bootstrapPasswordFile: ctx.bootstrap?.created ? ctx.bootstrap.passwordFile : null,
         svc: paths.root === resolveHomeRoot() ? './bin/svc.js' : `./bin/svc.js --home ${/\s/.test(paths.root) ? JSON.stringify(paths.root) : paths.root}`,
       }),
     host: ctx.host,

@@ -37,3 +37,5 @@ export * from './cli-stream.js';
 export * from './connection-machine.js';
 export * from './direct-frames.schema.js';
 export * from './admin-access.js';
+export * from './admin-auth.schema.js';
+export * from './commands/user.commands.js';

@@ -21,3 +21,4 @@ export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
 export * from './contained-file.js';
+export * from './refresh-tokens-file.js';
