@@ -22,7 +22,7 @@ import {
   type BootstrapResult,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
+import { adminCors, adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
@@ -392,7 +392,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'api-server',
     async start(ctx) {
-      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) }).catch(
+      ctx.apiServer = await startApiServer({
+        ...apiListenAddress(ctx),
+        surfaces: apiSurfaces(ctx),
+        log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
+        ...(ctx.config().api.enabled ? { http: adminCors(ctx.config) } : {}),
+      }).catch(
         portTaken('api.port'),
       );
       const server = ctx.apiServer;
@@ -456,6 +461,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
             notifications: ctx.notifications,
             clock: ctx.opts.clock ?? Date.now,
             version: VERSION,
+            jwtSecret: ctx.jwtSecret,
           }),
         ]
       : []),

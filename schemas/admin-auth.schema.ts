@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { ROLES } from './config.schema.js';
 import { PrincipalSchema } from './principal.schema.js';
@@ -11,6 +12,25 @@ import { USERNAME_MAX_LENGTH, type UserRecord } from './users.schema.js';
 /** The `typ` claim: an access token is never accepted where a refresh or a 2FA temp token is, and back. */
 export const TOKEN_TYPES = { access: 'access', refresh: 'refresh', twoFactor: '2fa-pending' } as const;
 export type TokenType = (typeof TOKEN_TYPES)[keyof typeof TOKEN_TYPES];
+
+/** The claims of every admin JWT, as issued by actors/users and checked by edges/admin. */
+export const AdminTokenClaimsSchema = v.object({
+  typ: v.picklist(Object.values(TOKEN_TYPES)),
+  sub: v.string(),
+  /** The user's token_version when it was issued; a reset moves the row on and the token dies. */
+  tv: v.number(),
+  jti: v.string(),
+  /** Refresh family: one login, across its rotations. */
+  fam: v.optional(v.string()),
+  role: v.optional(v.picklist(ROLES)),
+  /** Tokens of the static-token legacy admin: `tv` is then the fingerprint of api.token. */
+  legacy: v.optional(v.literal(true)),
+  exp: v.number(),
+});
+export type AdminTokenClaims = v.InferOutput<typeof AdminTokenClaimsSchema>;
+
+/** Tokens of the legacy admin die when api.token changes: their `tv` is this fingerprint of it. */
+export const staticTokenFingerprint = (token: string): number => parseInt(createHash('sha256').update(token).digest('hex').slice(0, 12), 16);
 
 /** Cookie names the panel's session rides on (WIRE.md §2); `svc_csrf` is readable by the page for double submit. */
 export const AUTH_COOKIES = { access: 'svc_access', refresh: 'svc_refresh', csrf: 'svc_csrf' } as const;
@@ -39,10 +59,9 @@ const Avatar = v.nullable(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]
 const SenderIds = v.array(v.pipe(v.number(), v.safeInteger('a whole number (numeric sender id)')));
 
 /** `{username, password}`, or `{token}` (the static api.token, SPEC.md "login ... or an API token"). */
-export const LoginBodySchema = v.union([
-  v.strictObject({ username: LoginName, password: Password }),
-  v.strictObject({ token: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)) }),
-]);
+export const PasswordLoginBodySchema = v.strictObject({ username: LoginName, password: Password });
+export const TokenLoginBodySchema = v.strictObject({ token: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)) });
+export const LoginBodySchema = v.union([PasswordLoginBodySchema, TokenLoginBodySchema]);
 export const TwoFactorLoginBodySchema = v.strictObject({ temp_token: Jwt, code: TotpCode });
 /** The refresh token comes in the body or, for the panel, in its httpOnly cookie. */
 export const RefreshBodySchema = v.nullish(v.strictObject({ refresh_token: v.optional(Jwt) }));
@@ -143,7 +162,8 @@ const Caller = { principal: PrincipalSchema, ip: Ip };
 export const LoginCommandSchema = v.strictObject({ ip: Ip, credentials: LoginBodySchema });
 export const TwoFactorLoginCommandSchema = v.strictObject({ ip: Ip, temp_token: Jwt, code: TotpCode });
 export const RefreshCommandSchema = v.strictObject({ ip: Ip, refresh_token: Jwt });
-export const LogoutCommandSchema = v.strictObject({ ...Caller, refresh_token: v.nullable(Jwt) });
+/** Proof enough is the refresh token itself: logout works after the access token expired. */
+export const LogoutCommandSchema = v.strictObject({ ip: Ip, refresh_token: v.nullable(Jwt) });
 export const ProfileCommandSchema = v.strictObject({ ...Caller, changes: ProfileBodySchema });
 export const TotpSetupCommandSchema = v.strictObject({ ...Caller });
 export const TotpVerifyCommandSchema = v.strictObject({ ...Caller, code: TotpCode });

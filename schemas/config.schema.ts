@@ -224,6 +224,7 @@ export const ApiConfigSchema = v.object({
   allow_public: bool(false),
   jwt_secret: str(),
   cors_origins: strList(),
+  trusted_proxies: strList(),
 });
 
 export const InteragentConfigSchema = v.object({

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import * as v from 'valibot';
-import { ROLES, SvcError, TOKEN_TYPES, type Role, type TokenType } from '../../schemas/index.js';
+import { AdminTokenClaimsSchema, SvcError, type AdminTokenClaims, type Role, type TokenType } from '../../schemas/index.js';
 
 /*
  * The admin panel's JWTs (HS256 with api.jwt_secret). Issued here, where the login is decided;
@@ -14,23 +14,9 @@ export const ACCESS_TTL_S = 15 * 60;
 export const REFRESH_TTL_S = 30 * 24 * 3600;
 export const TWO_FACTOR_TTL_S = 5 * 60;
 
-const Claims = v.object({
-  typ: v.picklist(Object.values(TOKEN_TYPES)),
-  sub: v.string(),
-  tv: v.number(),
-  jti: v.string(),
-  fam: v.optional(v.string()),
-  role: v.optional(v.picklist(ROLES)),
-  /** Set on tokens of the static-token legacy admin: `tv` is then the api.token fingerprint. */
-  legacy: v.optional(v.literal(true)),
-  exp: v.number(),
-});
-export type TokenClaims = v.InferOutput<typeof Claims>;
 
 export const newTokenId = (): string => randomBytes(16).toString('base64url');
 export const sha256Hex = (s: string): string => createHash('sha256').update(s).digest('hex');
-/** Tokens of the legacy admin die when api.token changes: their `tv` is this fingerprint of it. */
-export const staticTokenFingerprint = (token: string): number => parseInt(sha256Hex(token).slice(0, 12), 16);
 
 const key = (secret: string) => {
   if (secret === '') throw new SvcError('unauthorized', 'api.jwt_secret is not set: admin tokens cannot be issued or checked');
@@ -68,10 +54,10 @@ export async function issueToken(secret: string, nowMs: number, t: IssueInput): 
 }
 
 /** The claims of a valid token of `typ`; anything else (signature, alg, expiry, type, shape) is null. */
-export async function verifyToken(secret: string, nowMs: number, token: string, typ: TokenType): Promise<TokenClaims | null> {
+export async function verifyToken(secret: string, nowMs: number, token: string, typ: TokenType): Promise<AdminTokenClaims | null> {
   try {
     const { payload } = await jwtVerify(token, key(secret), { algorithms: ['HS256'], currentDate: new Date(nowMs) });
-    const claims = v.safeParse(Claims, payload);
+    const claims = v.safeParse(AdminTokenClaimsSchema, payload);
     return claims.success && claims.output.typ === typ ? claims.output : null;
   } catch (e) {
     if (e instanceof SvcError) throw e;

@@ -8,6 +8,7 @@ import {
   TOKEN_TYPES,
   USER_COMMANDS,
   USER_EVENTS,
+  staticTokenFingerprint,
   userInfo,
   userStream,
   type AgentConfig,
@@ -20,7 +21,7 @@ import {
 import { loadRefreshTokens, loadUsers, saveRefreshTokens, saveUsers, type HomePaths } from '../../store/index.js';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './password.js';
 import { LoginThrottle } from './login-throttle.js';
-import { ACCESS_TTL_S, REFRESH_TTL_S, TWO_FACTOR_TTL_S, issueToken, newTokenId, sha256Hex, staticTokenFingerprint, verifyToken } from './tokens.js';
+import { ACCESS_TTL_S, REFRESH_TTL_S, TWO_FACTOR_TTL_S, issueToken, newTokenId, sha256Hex, verifyToken } from './tokens.js';
 import { acceptTotp, newTotpSecret, totpUri } from './totp.js';
 import { timingSafeEqual } from 'node:crypto';
 
@@ -218,13 +219,14 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
   };
 
   const logout = async (cmd: Cmd<'logout'>): Promise<{ ok: true }> => {
-    const { refresh_token, principal, ip } = cmd.data;
-    if (refresh_token !== null) {
-      // An expired refresh token still names the family to end; only the signature must hold.
-      const claims = await verifyToken(deps.jwtSecret(), 0, refresh_token, TOKEN_TYPES.refresh);
-      if (claims?.fam && (claims.legacy ? principal.id === null : claims.sub === principal.id)) revokeFamily(claims.fam);
+    const { refresh_token, ip } = cmd.data;
+    if (refresh_token === null) return { ok: true };
+    // An expired refresh token still names the family to end; only the signature must hold.
+    const claims = await verifyToken(deps.jwtSecret(), 0, refresh_token, TOKEN_TYPES.refresh);
+    if (claims?.fam) {
+      revokeFamily(claims.fam);
+      await audit(cmd, claims.sub || null, 'auth.logout', claims.sub || null, 200, ip);
     }
-    await audit(cmd, principal.id, 'auth.logout', principal.id, 200, ip);
     return { ok: true };
   };
 

@@ -17,4 +17,6 @@ export interface AdminDeps {
   /** Epoch ms; injected so caches and expiries are tested on a simulated clock. */
   clock: () => number;
   version: string;
+  /** api.jwt_secret as the daemon holds it (generated at start when missing); default: config's. */
+  jwtSecret?: () => string;
 }

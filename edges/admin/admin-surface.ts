@@ -1,5 +1,6 @@
 import type { Authenticator, Surface } from '../http/index.js';
 import type { AdminDeps } from './admin-deps.js';
+import { adminCookieAuthenticator, adminJwtAuthenticator } from './access-token.js';
 import { activityRoutes } from './activity.routes.js';
 import { agentsRoutes } from './agents.routes.js';
 import { auditRoutes } from './audit.routes.js';
@@ -26,7 +27,11 @@ import { webhooksRoutes } from './webhooks.routes.js';
  * shared routes accept them too.
  */
 export function adminSurface(deps: AdminDeps): Surface {
-  const authenticators: Authenticator[] = [staticTokenAuthenticator(() => deps.config().api.token)];
+  const authenticators: Authenticator[] = [
+    adminJwtAuthenticator(deps),
+    adminCookieAuthenticator(deps),
+    staticTokenAuthenticator(() => deps.config().api.token),
+  ];
   return {
     name: 'admin',
     standalone: true,

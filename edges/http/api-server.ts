@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { LogLevel } from '../../bus/index.js';
 import { describeError } from '../../schemas/index.js';
 import { json } from './http.js';
-import { HttpServer, type Surface } from './http-server.js';
+import { HttpServer, type HttpServerOptions, type Surface } from './http-server.js';
 
 /** Loopback, RFC 1918, CGNAT (tailnets), link-local and unique-local addresses, and localhost. */
 export function isPrivateHost(host: string): boolean {
@@ -33,6 +33,8 @@ export interface ApiServerOptions {
   /** Every enabled surface, in mount order; the server runs when one of them is `standalone`. */
   surfaces: readonly Surface[];
   log: ApiLog;
+  /** Per-request hooks of the whole server (the admin surface's CORS). */
+  http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
 }
 
 export interface ApiServer {
@@ -72,6 +74,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
     log('warn', `the API server listens on ${host}, which is not a loopback or private address; put it behind a private network or set api.allow_public to silence this`, { host });
   }
   const server = new HttpServer({
+    ...opts.http,
     onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
   });
   try {
