@@ -41,7 +41,8 @@ export function startBanner(f: BannerFacts): string {
   else next.push(`${f.svc} api enable, then restart, to talk to svc over its encrypted API`);
   if (f.bootstrapPasswordFile) {
     const login = api ? `http://${api.host === '0.0.0.0' ? '127.0.0.1' : api.host}:${api.port}/api/auth/login` : `the admin API once ${f.svc} api enable has turned it on`;
-    next.unshift(`log in as admin at ${login} with the password in ${f.bootstrapPasswordFile}; change it with ${f.svc} users set-password`);
+    // Second, after how to reach the API: the lines before it are what existing readers key on.
+    next.push(`log in as admin at ${login} with the password in ${f.bootstrapPasswordFile}; change it with ${f.svc} users set-password`);
   }
   const telegram = f.transports.find((t) => t.name === 'telegram');
   if (telegram && !telegram.on && telegram.fix) next.push(`for Telegram: ${telegram.fix}`);
