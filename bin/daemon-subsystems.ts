@@ -109,7 +109,11 @@ export class DaemonContext {
   /** internal-api */
   internalApi!: InternalApi;
   /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
-  bootstrap: BootstrapResult | null = null;
+  /**
+   * Runs beside the later subsystems (scrypt takes a noticeable part of a second on a small host);
+   * awaited before `ready`. null: nothing was created, or creating it failed (logged).
+   */
+  bootstrap: Promise<BootstrapResult | null> = Promise.resolve(null);
   generatedJwtSecret = '';
   readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server; null when no surface needs it. */
@@ -379,14 +383,21 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     // Before the API server: its admin routes send the users directory's commands.
     name: 'users',
     async start(ctx) {
-      ctx.bootstrap = await ensureBootstrapAdmin(ctx.paths, ctx.config(), ctx.bus, ctx.bus.now());
+      ctx.bootstrap = ensureBootstrapAdmin(ctx.paths, ctx.config(), ctx.bus, ctx.bus.now()).catch((e: unknown) => {
+        ctx.bus.emitLog('error', `could not create the first-start admin: ${describeError(e)}`);
+        return null;
+      });
       if (ctx.config().api.enabled) {
         const { secret, generated } = ensureJwtSecret(ctx.paths, () => randomBytes(48).toString('base64url'));
         ctx.generatedJwtSecret = secret;
         if (generated) ctx.bus.emitLog('info', `api.jwt_secret was empty: generated one and saved it to ${ctx.paths.configFile}`);
       }
       const users = startUsersDirectory({ bus: ctx.bus, paths: ctx.paths, config: ctx.config, jwtSecret: ctx.jwtSecret });
-      return () => users.unsubscribe();
+      return async () => {
+        // A start that fails early must not leave the bootstrap writing after the bus closed.
+        await ctx.bootstrap;
+        users.unsubscribe();
+      };
     },
   },
   {
