@@ -170,7 +170,7 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     mutate((users) => {
       const u = users.find((x) => x.username === username);
       if (!u || !u.totp_secret || u.totp_enabled !== wantEnabled) throw new SvcError('totp-state', wantEnabled ? '2FA is not enabled for this account' : 'start 2FA setup first (POST /api/auth/2fa/setup)');
-      const step = acceptTotp(u.totp_secret, code, now(), u.totp_last_step);
+      const step = acceptTotp(u.totp_secret, code, now(), u.totp_last_step ?? null);
       if (step === null) throw new SvcError('invalid-totp', 'wrong or already used 2FA code');
       u.totp_last_step = step;
       return u;
@@ -284,7 +284,7 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     const u = mutate((users) => {
       const row = users.find((x) => x.username === username);
       if (!row || !row.totp_secret || row.totp_enabled) throw new SvcError('totp-state', row?.totp_enabled ? '2FA is already enabled' : 'start 2FA setup first (POST /api/auth/2fa/setup)');
-      const step = acceptTotp(row.totp_secret, cmd.data.code, now(), row.totp_last_step);
+      const step = acceptTotp(row.totp_secret, cmd.data.code, now(), row.totp_last_step ?? null);
       if (step === null) throw new SvcError('invalid-totp', 'wrong or already used 2FA code');
       row.totp_last_step = step;
       row.totp_enabled = true;

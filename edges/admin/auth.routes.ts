@@ -38,7 +38,7 @@ function cookie(name: string, value: string, maxAgeS: number, opts: { httpOnly: 
 
 export function authRoutes(deps: AdminDeps): Route[] {
   const limit = new LoginRateLimit(deps.clock);
-  const trusted = () => deps.config().api.trusted_proxies;
+  const trusted = () => deps.config().api.trusted_proxies ?? [];
   const ip = (req: HttpRequest) => clientIp(req, trusted());
   /** Secure cookies when a trusted proxy says the browser spoke https (TLS ends at the proxy). */
   const secure = (req: HttpRequest) => fromTrustedProxy(req, trusted()) && req.headers['x-forwarded-proto'] === 'https';

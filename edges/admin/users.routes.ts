@@ -11,7 +11,7 @@ import { clientIp } from './login-rate-limit.js';
 const USER_BODY_BYTES = 16 * 1024;
 
 export function usersRoutes(deps: AdminDeps): Route[] {
-  const ip = (req: HttpRequest) => clientIp(req, deps.config().api.trusted_proxies);
+  const ip = (req: HttpRequest) => clientIp(req, deps.config().api.trusted_proxies ?? []);
   return [
     {
       method: 'GET',
