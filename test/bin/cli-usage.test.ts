@@ -22,7 +22,6 @@ t.test('every command and subcommand answers --help with its usage and exit 0, a
     [], ['start'], ['config'], ['config', 'show'], ['config', 'validate'], ['api'], ['api', 'enable'], ['ask'],
     ['auth'], ['auth', 'status'], ['auth', 'claude'], ['events'], ['events', 'tail'], ['events', 'show'], ['events', 'replay'],
     ['doctor'], ['logs'], ['stop'], ['status'], ['service'], ['service', 'install'], ['service', 'uninstall'], ['service', 'status'],
-    ['users'], ['users', 'set-password'],
   ];
   // Every command with --help; -h on a few, since both go through the one parser.
   const runs = [...commands.map((c) => [...c, '--help']), ['-h'], ['events', 'tail', '-h'], ['auth', 'status', '-h'], ['service', 'install', '-h']];

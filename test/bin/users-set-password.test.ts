@@ -102,5 +102,8 @@ t.test('without a terminal it refuses and changes nothing; --help', async (t) =>
   const help = svc(root, ['users', 'set-password', '--help']);
   t.equal(help.code, 0);
   t.match(help.stdout, /usage: svc users set-password \[USERNAME\] \[--disable-2fa\]/);
+  const usersHelp = svc(root, ['users', '--help']);
+  t.equal(usersHelp.code, 0);
+  t.match(usersHelp.stdout, /usage: svc users set-password/);
   t.ok(existsSync(join(paths.initialAdminPasswordFile)));
 });
