@@ -192,6 +192,7 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
       throw e instanceof SvcError && e.code === 'invalid-totp' ? new SvcError('invalid-credentials', e.message) : e;
     }
     throttle.succeeded(user.username);
+    await updated(cmd, checked, ['totp_last_step'], user.username);
     const pair = await issuePair(checked, null);
     await audit(cmd, user.username, 'auth.login', user.username, 200, ip, { method: '2fa' });
     return pair;
