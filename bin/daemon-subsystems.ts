@@ -26,10 +26,13 @@ import {
   startPortability,
   startTaskQueries,
   startTranscriber,
+  startUsersDirectory,
+  ensureBootstrapAdmin,
   type ActorClock,
+  type BootstrapResult,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
+import { adminCors, adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
@@ -42,6 +45,7 @@ import {
   chatSessionReadModel,
   ensureDir,
   ensureMainAgentToken,
+  ensureJwtSecret,
   loadConfig,
   loadRegistry,
   listeningPortHolder,
@@ -118,6 +122,17 @@ export class DaemonContext {
   agents!: AgentSupervisor;
   /** internal-api */
   internalApi!: InternalApi;
+  /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
+  /**
+   * Runs beside the later subsystems (scrypt takes a noticeable part of a second on a small host);
+   * awaited before `ready`. null: nothing was created, or creating it failed (logged).
+   */
+  bootstrap: Promise<BootstrapResult | null> = Promise.resolve(null);
+  generatedJwtSecret = '';
+  readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
+  /** api-server: api.token as the direct API generated it, until the config watcher reads it back. */
+  generatedApiToken = '';
+  readonly apiToken = (): string => this.config().api.token || this.generatedApiToken;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
 
@@ -441,9 +456,36 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    // Before the API server: its admin routes send the users directory's commands.
+    name: 'users',
+    async start(ctx) {
+      ctx.bootstrap = ensureBootstrapAdmin(ctx.paths, ctx.config(), ctx.bus, ctx.bus.now()).catch((e: unknown) => {
+        ctx.bus.emitLog('error', `could not create the first-start admin: ${describeError(e)}`);
+        return null;
+      });
+      if (ctx.config().api.enabled) {
+        const { secret, generated } = ensureJwtSecret(ctx.paths, () => randomBytes(48).toString('base64url'));
+        ctx.generatedJwtSecret = secret;
+        if (generated) ctx.bus.emitLog('info', `api.jwt_secret was empty: generated one and saved it to ${ctx.paths.configFile}`);
+      }
+      const users = startUsersDirectory({ bus: ctx.bus, paths: ctx.paths, config: ctx.config, jwtSecret: ctx.jwtSecret, apiToken: ctx.apiToken });
+      return async () => {
+        // A start that fails early must not leave the bootstrap writing after the bus closed.
+        await ctx.bootstrap;
+        users.unsubscribe();
+      };
+    },
+  },
+  {
     name: 'api-server',
     async start(ctx) {
-      ctx.apiServer = await startApiServer({ ...apiListenAddress(ctx), surfaces: apiSurfaces(ctx), version: VERSION, log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields) }).catch(
+      ctx.apiServer = await startApiServer({
+        ...apiListenAddress(ctx),
+        surfaces: apiSurfaces(ctx),
+        version: VERSION,
+        log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
+        ...(ctx.config().api.enabled ? { http: adminCors(ctx.config) } : {}),
+      }).catch(
         portTaken('api.port'),
       );
       const server = ctx.apiServer;
@@ -496,6 +538,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
     connectionMachine,
     providers: () => authOkProviders(detectedProviders(ctx)),
   });
+  if (direct) ctx.generatedApiToken = direct.hub.deps.token;
   return [
     ...(direct ? [direct.surface] : []),
     ...(ctx.config().api.enabled
@@ -510,6 +553,8 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
             clock: ctx.opts.clock ?? Date.now,
             version: VERSION,
             socket: { connectionMachine: adminConnectionMachine, mayUse: (p, agent) => agentAccess(p, agent, ctx.registry()).allowed },
+            jwtSecret: ctx.jwtSecret,
+            apiToken: ctx.apiToken,
           }),
         ]
       : []),

@@ -40,6 +40,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const started = await startSubsystems(DAEMON_SUBSYSTEMS, ctx);
   const { bus } = ctx;
   const { paths } = opts;
+  const bootstrap = await ctx.bootstrap;
   const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
   if (ctx.apiServer) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
   ctx.daemon.send({ type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
@@ -62,6 +63,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         transports: transportStatuses(ctx.config()),
         agents: ctx.agents.names(),
         apiEnabled: ctx.config().api.enabled,
+        bootstrapPasswordFile: bootstrap?.created ? bootstrap.passwordFile : null,
         svc: paths.root === resolveHomeRoot() ? './bin/svc.js' : `./bin/svc.js --home ${/\s/.test(paths.root) ? JSON.stringify(paths.root) : paths.root}`,
       }),
     host: ctx.host,

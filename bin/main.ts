@@ -12,6 +12,7 @@ import { logsCommand } from './logs-command.js';
 import { serviceCommand } from './service-command.js';
 import { statusCommand } from './status-command.js';
 import { stopCommand } from './stop-command.js';
+import { usersCommand } from './users-command.js';
 import { VERSION } from './package-info.js';
 
 const HELP = `svc ${VERSION}: runs AI coding-agent CLIs and orchestrates them
@@ -34,6 +35,8 @@ commands:
                       transports and the API's exposure; prints the fix for each problem
   logs [-n N] [-f]    the daemon's log (~/.svc/logs/svc.log); -f follows it
   service ...         install|uninstall|status a systemd user unit running this svc
+  users set-password [USER] [--disable-2fa]
+                      set an admin-panel password from the terminal (default user: admin)
   --version           print the version
 
 The home is $SVC_HOME, else ~/.svc; --home DIR overrides both.`;
@@ -113,6 +116,8 @@ export async function main(argv: string[]): Promise<number> {
         return await logsCommand(args, paths);
       case 'service':
         return serviceCommand(args, paths);
+      case 'users':
+        return await usersCommand(args, paths);
       default:
         throw new SvcError('usage', `unknown command '${cmd}'; see 'svc --help'`);
     }

@@ -17,6 +17,8 @@ export interface BannerFacts {
   transports: readonly TransportStatus[];
   agents: readonly string[];
   apiEnabled: boolean;
+  /** Set on the start that created the bootstrap admin: where its password is (said this once). */
+  bootstrapPasswordFile?: string | null;
   /** How to run svc on this same home: the commands the banner suggests must act on this daemon. */
   svc: string;
 }
@@ -37,6 +39,11 @@ export function startBanner(f: BannerFacts): string {
   const api = f.listeners.find((l) => l.surface === 'direct API');
   if (api) next.push(`connect a client to ws://${api.host === '0.0.0.0' ? '127.0.0.1' : api.host}:${api.port}/ws with api.token from config.json (docs/direct-api.md)`);
   else next.push(`${f.svc} api enable, then restart, to talk to svc over its encrypted API`);
+  if (f.bootstrapPasswordFile) {
+    const login = api ? `http://${api.host === '0.0.0.0' ? '127.0.0.1' : api.host}:${api.port}/api/auth/login` : `the admin API once ${f.svc} api enable has turned it on`;
+    // Second, after how to reach the API: the lines before it are what existing readers key on.
+    next.push(`log in as admin at ${login} with the password in ${f.bootstrapPasswordFile}; change it with ${f.svc} users set-password`);
+  }
   const telegram = f.transports.find((t) => t.name === 'telegram');
   if (telegram && !telegram.on && telegram.fix) next.push(`for Telegram: ${telegram.fix}`);
   next.push(`${f.svc} doctor checks the provider CLIs and their logins`);

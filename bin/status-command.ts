@@ -45,7 +45,7 @@ export function statusCommand(args: string[], paths: HomePaths, now = Date.now()
   // A run is this daemon's only if the pids agree: a log whose last run crashed is not a live picture.
   const live = pid !== null && run !== null && run.pid === pid && run.stopped_at === null;
   if (values.json) {
-    out(JSON.stringify({ running: pid !== null, pid, home: paths.root, uptime_s: live ? Math.floor((now - Date.parse(run.started_at)) / 1000) : null, run }, null, 2) + '\n');
+    out(JSON.stringify({ running: pid !== null, pid, home: paths.root, uptime_s: live ? Math.floor((now - Date.parse(run.started_at)) / 1000) : null, bootstrap_password_unchanged: existsSync(paths.initialAdminPasswordFile), run }, null, 2) + '\n');
     return pid !== null ? 0 : NOT_RUNNING_EXIT;
   }
   const lines: string[] = [];
@@ -62,6 +62,7 @@ export function statusCommand(args: string[], paths: HomePaths, now = Date.now()
     lines.push(`  turns       ${run.running_turns.length ? run.running_turns.map((t) => `${t.agent} in ${t.session_key} since ${t.since}`).join('; ') : 'none running'}`);
     lines.push(`  last error  ${run.last_error ? `${run.last_error.at} ${run.last_error.type}: ${run.last_error.message}` : 'none'}`);
   } else lines.push('  no run recorded yet; ./bin/svc.js start starts svc');
+  if (existsSync(paths.initialAdminPasswordFile)) lines.push(`  admin       the first-start password is unchanged (${paths.initialAdminPasswordFile}); svc users set-password changes it`);
   out(lines.join('\n') + '\n');
   return pid !== null ? 0 : NOT_RUNNING_EXIT;
 }

@@ -48,6 +48,8 @@ export const ADMIN_ACCESS = {
   /** Attaching a file to a chat message (`/upload`) is part of chatting, an operator's right. */
   'files.upload': 'operator',
   'files.write': 'admin',
+  /** One's own account: `me`, profile, 2FA setup (every signed-in user, on their own row only). */
+  'account.self': 'viewer',
   'users.read': 'admin',
   'users.write': 'admin',
   'audit.read': 'admin',

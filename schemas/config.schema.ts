@@ -242,6 +242,8 @@ export const ApiConfigSchema = v.object({
   allow_public: bool(false),
   jwt_secret: str(),
   cors_origins: strList(),
+  /** Not in SPEC.md (issue 12): absent means none, so files and defaults SPEC.md describes stay as they were. */
+  trusted_proxies: v.optional(v.array(v.string())),
 });
 
 export const InteragentConfigSchema = v.object({

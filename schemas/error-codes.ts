@@ -34,6 +34,15 @@ export const ERROR_CODES = [
   'call-not-allowed',
   'self-call',
   'session-busy',
+  // Admin panel login, tokens and accounts.
+  'invalid-credentials',
+  'account-locked',
+  'csrf-failed',
+  'invalid-totp',
+  'totp-state',
+  'legacy-admin',
+  'user-exists',
+  'last-admin',
   // Things that are not there or already are.
   'not-found',
   'unknown-agent',

@@ -55,3 +55,5 @@ export * from './commands/task.commands.js';
 export * from './commands/portability.commands.js';
 export * from './chat-command-help.js';
 export * from './admin-socket.schema.js';
+export * from './admin-auth.schema.js';
+export * from './commands/user.commands.js';

@@ -41,6 +41,8 @@ export const UserRecordSchema = v.looseObject({
   password_hash: v.optional(v.string(), ''),
   totp_secret: v.optional(v.nullable(v.string()), null),
   totp_enabled: v.optional(v.boolean(), false),
+  /** The last TOTP time step accepted: a code is good once (a replayed or older one is refused). */
+  totp_last_step: v.optional(v.nullable(wholeNumber(0))),
   created_at: v.optional(epochSeconds(), 0),
 });
 

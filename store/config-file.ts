@@ -331,6 +331,25 @@ export function setConfigFields(paths: HomePaths, fields: Record<string, unknown
 }
 
 /**
+ * `api.jwt_secret`, generated and written back (like api.token) when the admin API starts without
+ * one, so the panel's tokens survive a restart.
+ */
+export function ensureJwtSecret(paths: HomePaths, randomSecret: () => string): { secret: string; generated: boolean } {
+  const raw = readRawConfig(paths.configFile);
+  const current = isPlainObject(raw.api) ? raw.api : {};
+  if (typeof current.jwt_secret === 'string' && current.jwt_secret !== '') return { secret: current.jwt_secret, generated: false };
+  const secret = randomSecret();
+  if (typeof secret !== 'string' || secret.length < 32) {
+    throw new SvcError('invalid-token', 'generated api.jwt_secret is not allowed (a string of at least 32 characters)');
+  }
+  const next = { ...raw, api: { ...current, jwt_secret: secret } };
+  const checked = validateConfig(next, paths.configFile);
+  if (!checked.ok) throw invalid(paths.configFile, checked.errors);
+  writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
+  return { secret, generated: true };
+}
+
+/**
  * SPEC.md "API token auto-generation": when the API starts and config.json has an `api` block without
  * a token, one is generated and written back (atomically, every other key kept as it is).
  */

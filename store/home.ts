@@ -13,6 +13,8 @@ export interface HomePaths {
   legacyAgentsRegistry: string;
   mainAgentTokenFile: string;
   initialAdminPasswordFile: string;
+  /** Refresh-token families of the admin panel (hashes only). */
+  refreshTokensFile: string;
   envFile: string;
   tasksFile: string;
   cronJobsFile: string;
@@ -56,6 +58,7 @@ export function homePaths(root: string): HomePaths {
     legacyAgentsRegistry: join(root, 'agents.json'),
     mainAgentTokenFile: join(secretsDir, 'main_agent_token.json'),
     initialAdminPasswordFile: join(secretsDir, '.initial_admin_password'),
+    refreshTokensFile: join(secretsDir, 'refresh_tokens.json'),
     envFile: join(root, '.env'),
     tasksFile: join(root, 'tasks.json'),
     cronJobsFile: join(root, 'cron_jobs.json'),

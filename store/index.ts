@@ -31,3 +31,4 @@ export * from './audit.projection.js';
 export * from './system-settings.projection.js';
 export * from './host-metrics.js';
 export * from './chat-reads-file.js';
+export * from './refresh-tokens-file.js';

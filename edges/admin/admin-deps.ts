@@ -20,4 +20,8 @@ export interface AdminDeps {
   version: string;
   /** `/ws/admin` is served when given (bin/ hands in the connection machine and the agent rule). */
   socket?: Pick<AdminSocketDeps, 'connectionMachine' | 'mayUse' | 'limits'>;
+  /** api.jwt_secret as the daemon holds it (generated at start when missing); default: config's. */
+  jwtSecret?: () => string;
+  /** api.token as the daemon holds it (generated at start when missing); default: config's. */
+  apiToken?: () => string;
 }

@@ -1,6 +1,7 @@
 import { AUDIT_COMMANDS, describeError } from '../../schemas/index.js';
 import type { Authenticator, Surface } from '../http/index.js';
 import type { AdminDeps } from './admin-deps.js';
+import { adminCookieAuthenticator, adminJwtAuthenticator } from './access-token.js';
 import { activityRoutes } from './activity.routes.js';
 import { agentsRoutes } from './agents.routes.js';
 import { auditRoutes } from './audit.routes.js';
@@ -29,7 +30,11 @@ import { webhooksRoutes } from './webhooks.routes.js';
  * shared routes accept them too.
  */
 export function adminSurface(deps: AdminDeps): Surface {
-  const authenticators: Authenticator[] = [staticTokenAuthenticator(() => deps.config().api.token)];
+  const authenticators: Authenticator[] = [
+    adminJwtAuthenticator(deps),
+    adminCookieAuthenticator(deps),
+    staticTokenAuthenticator(deps.apiToken ?? (() => deps.config().api.token)),
+  ];
   const socket = deps.socket;
   let hub: AdminSocketHub | null = null;
   return {

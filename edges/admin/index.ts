@@ -15,3 +15,6 @@ export * from './chat.routes.js';
 export * from './admin-turns.js';
 export * from './admin-socket.js';
 export * from './admin-ws.binding.js';
+export * from './access-token.js';
+export * from './cors.js';
+export * from './login-rate-limit.js';

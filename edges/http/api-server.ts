@@ -4,7 +4,7 @@ import { describeError } from '../../schemas/index.js';
 import { json } from './http.js';
 import { openApiDocument } from './openapi.js';
 import type { MountedRoute } from './uws-http.binding.js';
-import { HttpServer, type Surface } from './http-server.js';
+import { HttpServer, type HttpServerOptions, type Surface } from './http-server.js';
 
 /** Loopback, RFC 1918, CGNAT (tailnets), link-local and unique-local addresses, and localhost. */
 export function isPrivateHost(host: string): boolean {
@@ -37,6 +37,8 @@ export interface ApiServerOptions {
   log: ApiLog;
   /** svc's version, for the API description. */
   version?: string;
+  /** Per-request hooks of the whole server (the admin surface's CORS). */
+  http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
 }
 
 export interface ApiServer {
@@ -100,6 +102,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
     log('warn', `the API server listens on ${host}, which is not a loopback or private address; put it behind a private network or set api.allow_public to silence this`, { host });
   }
   const server = new HttpServer({
+    ...opts.http,
     onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
   });
   try {

@@ -30,6 +30,8 @@ export interface FileBody {
 export interface HttpReply {
   status: number;
   headers?: Record<string, string>;
+  /** `Set-Cookie` values, each sent as its own header. */
+  cookies?: readonly string[];
   /** Serialised as JSON with `content-type: application/json`. */
   json?: unknown;
   body?: Buffer | string;

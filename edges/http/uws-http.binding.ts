@@ -256,9 +256,11 @@ function streamBody(res: UwsResponse, state: RequestState, cap: number): AsyncIt
 }
 
 /** The status line and headers; inside a cork, before any body. */
-function writeHead(res: UwsResponse, status: number, headers: Record<string, string> = {}): void {
+function writeHead(res: UwsResponse, status: number, headers: Record<string, string> = {}, cookies: readonly string[] = []): void {
   res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`.trim());
   for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+  // One header per cookie: Set-Cookie values cannot be joined with commas (their dates hold commas).
+  for (const c of cookies) res.writeHeader('set-cookie', c);
 }
 
 function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): void {
@@ -271,7 +273,7 @@ function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): vo
     headers['content-type'] ??= 'application/json; charset=utf-8';
   } else if (reply.body !== undefined) body = reply.body;
   res.cork(() => {
-    writeHead(res, reply.status, headers);
+    writeHead(res, reply.status, headers, reply.cookies);
     res.end(body);
   });
 }
@@ -310,7 +312,7 @@ async function streamFile(res: UwsResponse, reply: HttpReply, state: RequestStat
   let started = false;
   const head = () => {
     started = true;
-    writeHead(res, reply.status, reply.headers);
+    writeHead(res, reply.status, reply.headers, reply.cookies);
   };
   /** Writes a chunk; resolves once uWS has taken all of it (or the client left). */
   const write = (chunk: Buffer, total: number | null) =>
@@ -391,7 +393,7 @@ async function streamChunks(res: UwsResponse, reply: HttpReply, state: RequestSt
   let started = false;
   const head = () => {
     started = true;
-    writeHead(res, reply.status, reply.headers);
+    writeHead(res, reply.status, reply.headers, reply.cookies);
   };
   let watching = false;
   try {

@@ -4,7 +4,6 @@ import { PrincipalSchema } from '../principal.schema.js';
 
 /* The audit log (SPEC.md `/api/audit`): the admin edge records, an actor publishes `audit.recorded`. */
 
-export const AUDIT_STREAM = 'audit';
 export const MAX_AUDIT_LIMIT = 1000;
 export const DEFAULT_AUDIT_LIMIT = 200;
 

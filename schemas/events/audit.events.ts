@@ -6,6 +6,8 @@ import { typeNames } from './type-names.js';
  * facts, so the audit log is a projection of the event log. `target` names what was acted on;
  * `detail` never holds a secret (passwords, tokens and TOTP codes are left out by the recorder).
  */
+export const AUDIT_STREAM = 'audit';
+
 export const AUDIT_EVENT_SCHEMAS = {
   'audit.recorded': v.object({
     /** Username, or null for the static-token legacy admin or an unknown login name. */

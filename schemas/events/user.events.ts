@@ -7,6 +7,7 @@ import { typeNames } from './type-names.js';
  * deleted are closed on these facts (WIRE.md §2 `/ws/admin`).
  */
 const Username = v.string();
+export const userStream = (username: string): string => `user:${username}`;
 export const USER_EVENT_SCHEMAS = {
   'user.created': v.object({ username: Username, role: v.string(), by: v.nullable(v.string()) }),
   /** `fields`: names of what changed (`role`, `active`, `allowed_agents`, `password`, `totp`, ...). */

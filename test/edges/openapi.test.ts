@@ -24,6 +24,8 @@ const NO_BODY = new Set([
   'POST /api/tasks/:id/cancel',
   'POST /api/chat/sessions/:id/archive',
   'POST /api/chat/sessions/:id/unarchive',
+  'POST /api/auth/2fa/setup',
+  'POST /api/dashboard/errors/ack',
 ]);
 
 t.test('the description matches the mounted routes one for one, bodies and queries included', async (t) => {
