@@ -43,7 +43,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const bootstrap = await ctx.bootstrap;
   const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
   if (ctx.apiServer) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
-  ctx.daemon.send({ type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
+  // Committed before the banner says it runs: `svc status` right after it must find daemon.ready.
+  await ctx.host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
   let stopping: Promise<void> | null = null;

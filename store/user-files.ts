@@ -48,11 +48,23 @@ export async function openUserFile(paths: HomePaths, agent: string, requested: s
   return openContainedFile(checkRelativePath(requested), await userFilesRules(paths, agent));
 }
 
+/**
+ * A path the panel may change: never under a CLI's settings folder (`.claude/` holds the sub-agent
+ * sandbox hook; `.codex/`, `.gemini/` their CLIs' settings), which would loosen the agent's limits.
+ */
+function checkWritablePath(requested: string): string {
+  const path = checkRelativePath(requested);
+  if (path.split('/').some((seg) => /^\.(claude|codex|gemini)$/i.test(seg))) {
+    throw new SvcError('forbidden', `path ${JSON.stringify(path.slice(0, 200))}: the CLIs' settings folders (.claude, .codex, .gemini) are not changed through the file manager`);
+  }
+  return path;
+}
+
 export async function makeUserDir(paths: HomePaths, agent: string, requested: string): Promise<void> {
-  await makeContainedDir(checkRelativePath(requested), await userFilesRules(paths, agent));
+  await makeContainedDir(checkWritablePath(requested), await userFilesRules(paths, agent));
 }
 
 export async function removeUserFile(paths: HomePaths, agent: string, requested: string): Promise<{ wasDir: boolean }> {
-  const { wasDir } = await removeContained(checkRelativePath(requested), await userFilesRules(paths, agent));
+  const { wasDir } = await removeContained(checkWritablePath(requested), await userFilesRules(paths, agent));
   return { wasDir };
 }

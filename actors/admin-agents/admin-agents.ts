@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { normalize } from 'node:path';
+import { normalize, relative } from 'node:path';
 import { Subscription } from 'rxjs';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import {
@@ -164,6 +164,17 @@ export function startAdminAgents(deps: AdminAgentsDeps): Subscription {
     writes(async (): Promise<AdminAgent> => {
       seen(principal, name);
       const dirs = await checkedDirectories(additional_directories);
+      // An admin limited to some agents must not hand one of them svc's own home (its secrets, the
+      // other agents' workspaces): not the home, nothing inside it, nothing that contains it.
+      const restricted = principal.allowed_agents.length > 0 && !principal.allowed_agents.includes('*');
+      if (restricted) {
+        for (const d of dirs) {
+          const rel = relative(d, paths.root);
+          if (rel === '' || !rel.startsWith('..') || !relative(paths.root, d).startsWith('..')) {
+            throw badDirectory(d, `would give the agent svc's home (${paths.root}); only an admin with access to every agent may`);
+          }
+        }
+      }
       if (name === MAIN_AGENT) {
         // The config watcher sees the new file and applies and records it like a hand edit.
         setConfigFields(paths, { additional_directories: dirs });

@@ -23,7 +23,7 @@ import { burnPasswordCheck, hashPassword, verifyPassword } from './password.js';
 import { LoginThrottle } from './login-throttle.js';
 import { ACCESS_TTL_S, REFRESH_TTL_S, TWO_FACTOR_TTL_S, issueToken, newTokenId, sha256Hex, verifyToken } from './tokens.js';
 import { acceptTotp, newTotpSecret, totpUri } from './totp.js';
-import { timingSafeEqual } from 'node:crypto';
+import { randomInt, timingSafeEqual } from 'node:crypto';
 
 /*
  * The users directory: the daemon's one writer of users.json rows and of refresh-token state. Every
@@ -89,7 +89,7 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
   // ---- tokens -------------------------------------------------------------------------------
 
   /** A new refresh family (one per login) or the next token of one; its jti hash is what may be used next. */
-  const issuePair = async (user: UserRecord | null, family: string | null): Promise<TokenPair> => {
+  const issuePair = async (user: UserRecord | null, family: string | null, presentedJti: string | null = null): Promise<TokenPair> => {
     const secret = deps.jwtSecret();
     const t = now();
     const fam = family ?? newTokenId();
@@ -103,6 +103,8 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     const existing = state.families[fam];
     // A family revoked while this refresh was being signed stays revoked.
     if (family !== null && (!existing || existing.revoked)) throw badToken();
+    // Two refreshes racing with one token: only the first rotates it; the second is refused.
+    if (family !== null && presentedJti !== null && existing!.current !== sha256Hex(presentedJti)) throw badToken();
     state.families[fam] = { username: sub, current: sha256Hex(refresh.jti), expires_at: nowS(t) + REFRESH_TTL_S, revoked: false };
     saveRefreshTokens(paths, state, nowS(t));
     return {
@@ -157,12 +159,14 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
       await audit(cmd, null, 'auth.login_failed', username, 401, ip);
       throw badLogin();
     }
-    throttle.succeeded(username);
+    // With a second factor to come, failures so far stand until it succeeds: a right password
+    // alone must not reset the count that limits guessing the code.
     if (found.totp_enabled && found.totp_secret) {
       const temp = await issueToken(deps.jwtSecret(), t, { typ: TOKEN_TYPES.twoFactor, sub: found.username, tv: found.token_version, ttlS: TWO_FACTOR_TTL_S });
       await audit(cmd, found.username, 'auth.login_2fa_required', found.username, 200, ip);
       return { requires_2fa: true, temp_token: temp.token };
     }
+    throttle.succeeded(username);
     const pair = await issuePair(found, null);
     await audit(cmd, found.username, 'auth.login', found.username, 200, ip);
     return pair;
@@ -219,7 +223,7 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
       revokeFamily(fam);
       throw badToken();
     }
-    return issuePair(user === 'legacy' ? null : user, fam);
+    return issuePair(user === 'legacy' ? null : user, fam, claims.jti);
   };
 
   const logout = async (cmd: Cmd<'logout'>): Promise<{ ok: true }> => {
@@ -328,8 +332,26 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
 
   // ---- users CRUD (admin) -------------------------------------------------------------------
 
+  /**
+   * Users decide who may use which agent, so only an admin who may use every agent manages them:
+   * an admin limited by allowed_agents could otherwise lift its own limit or take over another admin.
+   */
+  const assertUnrestricted = (principal: Principal) => {
+    const list = principal.allowed_agents;
+    if (list.length > 0 && !list.includes('*')) throw new SvcError('forbidden', 'managing users needs an admin with access to every agent (allowed_agents empty or ["*"])');
+  };
+
+  /** Ends every refresh family of a user: a deleted, deactivated or reset account keeps no session. */
+  const revokeFamilies = (username: string) => {
+    const state = loadRefreshTokens(paths);
+    let changed = false;
+    for (const f of Object.values(state.families)) if (f.username === username && !f.revoked) (f.revoked = true), (changed = true);
+    if (changed) saveRefreshTokens(paths, state, nowS(now()));
+  };
+
   const create = async (cmd: Cmd<'create'>) => {
     const { principal, user: body } = cmd.data;
+    assertUnrestricted(principal);
     const hash = await hashPassword(body.password);
     const row = mutate((users) => {
       if (users.some((u) => u.username === body.username)) throw new SvcError('user-exists', `body.username: user ${JSON.stringify(body.username)} already exists`);
@@ -339,7 +361,8 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
         active: body.active ?? true,
         allowed_agents: body.allowed_agents ?? [],
         telegram_user_ids: body.telegram_user_ids ?? [],
-        token_version: 0,
+        // Not 0: a token of an earlier user of the same name must never match the new row.
+        token_version: randomInt(1, 2 ** 31),
         errors_ack_at: null,
         display_name: body.display_name ?? '',
         avatar: null,
@@ -358,13 +381,19 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
 
   const update = async (cmd: Cmd<'update'>) => {
     const { principal, username, changes } = cmd.data;
+    assertUnrestricted(principal);
     const hash = changes.password !== undefined ? await hashPassword(changes.password) : null;
     const fields: string[] = [];
     const row = mutate((users) => {
       const u = users.find((x) => x.username === username);
       if (!u) throw new SvcError('not-found', `user ${JSON.stringify(username)} does not exist`);
       if (changes.role !== undefined && changes.role !== u.role) (u.role = changes.role), fields.push('role');
-      if (changes.active !== undefined && changes.active !== u.active) (u.active = changes.active), fields.push('active');
+      if (changes.active !== undefined && changes.active !== u.active) {
+        u.active = changes.active;
+        // Reactivating must not revive the tokens the account had when it was turned off.
+        if (!u.active) u.token_version += 1;
+        fields.push('active');
+      }
       if (changes.allowed_agents !== undefined) (u.allowed_agents = changes.allowed_agents), fields.push('allowed_agents');
       if (changes.telegram_user_ids !== undefined) (u.telegram_user_ids = changes.telegram_user_ids), fields.push('telegram_user_ids');
       if (changes.display_name !== undefined) (u.display_name = changes.display_name), fields.push('display_name');
@@ -382,18 +411,21 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
       if (activeAdmins(users) === 0) throw new SvcError('last-admin', `${username} is the last active admin: it cannot be demoted or deactivated`);
       return u;
     });
+    if (!row.active || hash !== null) revokeFamilies(row.username);
     if (fields.length) await updated(cmd, row, fields, principal.id);
     return userInfo(row);
   };
 
   const remove = async (cmd: Cmd<'delete'>) => {
     const { principal, username } = cmd.data;
+    assertUnrestricted(principal);
     mutate((users) => {
       const i = users.findIndex((x) => x.username === username);
       if (i < 0) throw new SvcError('not-found', `user ${JSON.stringify(username)} does not exist`);
       users.splice(i, 1);
       if (activeAdmins(users) === 0) throw new SvcError('last-admin', `${username} is the last active admin: it cannot be deleted`);
     });
+    revokeFamilies(username);
     await bus.publish({ stream: userStream(username), type: USER_EVENTS.deleted, data: { username, by: principal.id }, ...causedBy(cmd) });
     return { username, deleted: true as const };
   };

@@ -64,7 +64,7 @@ export interface AdminSocketDeps {
   /** SPEC.md "Agent-scoped access" for one socket's principal: bin/ binds the runtime's rule and registry. */
   mayUse(principal: Principal, agent: string): boolean;
   /** users.json as last loaded: the token_version a socket authenticated under. */
-  users(): readonly Pick<UserRecord, 'username' | 'token_version'>[];
+  users(): readonly Pick<UserRecord, 'username' | 'token_version' | 'active' | 'role' | 'allowed_agents'>[];
   /** The server's authenticators (HttpServer's `mountSockets` hands them over). */
   authenticate: SocketAuthenticate;
   /** `api.cors_origins`: pages served elsewhere that may open the socket. */
@@ -212,7 +212,8 @@ export class AdminConnection {
       // SPEC.md's error frame names a session and agent; a refused frame belongs to neither.
       return this.send({ type: 'error', code: verdict ?? 'invalid_frame', message: why, session_id: null, agent: null });
     }
-    const principal = this.principal!;
+    const principal = this.hub.current(this);
+    if (!principal) return;
     if (!roleSatisfies(principal.role, ADMIN_ACCESS['chat.write'])) {
       const agent = parsed.kind === 'message' ? parsed.frame.agent : parsed.kind === 'abort' ? parsed.agent : null;
       return this.send({ type: 'error', code: 'forbidden', message: `chatting needs the ${ADMIN_ACCESS['chat.write']} role or above; this user has ${principal.role ?? 'no role'}`, session_id: null, agent });
@@ -406,6 +407,25 @@ export class AdminSocketHub {
     }
   }
 
+  /**
+   * The connection's principal as users.json says now (a demotion or a narrower allowed_agents
+   * applies to the next frame); null, with the socket dropped, when the row is gone, inactive or
+   * its token_version moved (`svc users set-password` writes the file with no daemon to tell).
+   */
+  current(conn: AdminConnection): Principal | null {
+    const principal = conn.principal!;
+    if (principal.id === null) return principal;
+    const row = this.deps.users().find((u) => u.username === principal.id);
+    // A row removed is a `user.deleted` fact, which drops the socket; none here means nothing to refresh from.
+    if (!row) return principal;
+    if (!row.active || (conn.tokenVersion !== null && row.token_version !== conn.tokenVersion)) {
+      conn.dispatch({ type: 'drop', reason: 'revoked' });
+      return null;
+    }
+    conn.principal = { ...principal, role: row.role, allowed_agents: row.allowed_agents };
+    return conn.principal;
+  }
+
   submit(conn: AdminConnection, frame: AdminMessageFrame): void {
     const { type: _type, ...req } = frame;
     adminTurnsOf(this.deps.bus).start(conn.principal!, req, conn.id).catch((e: unknown) => {
@@ -474,7 +494,8 @@ export class AdminSocketHub {
             type: 'chat_message', kind: m.kind, role: m.sender === 'user' ? 'user' : 'assistant', agent, session_id: e.data.id,
             content: m.content, meta, timestamp: Math.floor(Date.parse(m.timestamp) / 1000),
           };
-          for (const c of this.connections) if (c.isOpen && this.deps.mayUse(c.principal!, agent)) c.send(frame);
+          // Chat content: only for sockets whose role may read chats (SPEC.md Roles: not a viewer's).
+          for (const c of this.connections) if (c.isOpen && roleSatisfies(c.principal!.role, ADMIN_ACCESS['chat.read']) && this.deps.mayUse(c.principal!, agent)) c.send(frame);
         }
         return;
       }
@@ -483,11 +504,14 @@ export class AdminSocketHub {
         for (const c of this.connections) if (c.isOpen && (agent === null || this.deps.mayUse(c.principal!, agent))) c.send({ type: 'notification', data: e.data });
         return;
       }
-      case USER_EVENTS.updated:
+      case USER_EVENTS.updated: {
+        // A change of who the user is or may be ends their sockets; they reconnect with what is true now.
+        const rights = e.data.fields.some((f) => ['role', 'allowed_agents', 'active', 'password'].includes(f));
         for (const c of this.byUser.get(e.data.username) ?? []) {
-          if (!e.data.active || (c.tokenVersion !== null && c.tokenVersion !== e.data.token_version)) c.dispatch({ type: 'drop', reason: 'revoked' });
+          if (rights || !e.data.active || (c.tokenVersion !== null && c.tokenVersion !== e.data.token_version)) c.dispatch({ type: 'drop', reason: 'revoked' });
         }
         return;
+      }
       case USER_EVENTS.deleted:
         for (const c of this.byUser.get(e.data.username) ?? []) c.dispatch({ type: 'drop', reason: 'revoked' });
         return;

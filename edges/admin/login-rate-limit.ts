@@ -16,7 +16,8 @@ export class LoginRateLimit {
   constructor(private readonly clock: () => number) {}
 
   /** Records an attempt from `ip`; the milliseconds to wait when it is over the limit, else 0. */
-  attempt(ip: string): number {
+  attempt(address: string): number {
+    const ip = rateKey(address);
     const now = this.clock();
     const recent = (this.attempts.get(ip) ?? []).filter((t) => now - t < LOGIN_WINDOW_MS);
     this.attempts.delete(ip);
@@ -29,6 +30,21 @@ export class LoginRateLimit {
     if (this.attempts.size > MAX_TRACKED_IPS) this.attempts.delete(this.attempts.keys().next().value!);
     return 0;
   }
+}
+
+/**
+ * Who the limit counts: a client on this machine can send from any of 127.0.0.0/8, and an IPv6
+ * client usually holds a whole /64, so each of those is one client, not millions.
+ */
+export function rateKey(address: string): string {
+  const ip = normaliseIp(address);
+  if (isIP(ip) === 4) return ip.startsWith('127.') ? '127.0.0.0/8' : ip;
+  if (isIP(ip) !== 6) return ip;
+  const [head = '', tail = ''] = ip.includes('::') ? ip.split('::') : [ip, ''];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 /** `::ffff:10.0.0.1` and `10.0.0.1` are one client. */

@@ -15,7 +15,7 @@ export interface ApiSurfaceDeps extends NotificationRoutesDeps, ChatSessionRoute
 export function apiSurface(deps: ApiSurfaceDeps): Surface {
   return {
     name: 'api',
-    localisedErrors: true,
+    // English, as before: existing direct-API clients read these errors too (WIRE.md localises the admin API).
     statuses: API_STATUSES,
     routes: [...notificationRoutes(deps), ...chatSessionRoutes(deps), ...transcribeRoutes(deps), ...avatarRoutes(deps)],
   };

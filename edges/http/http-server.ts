@@ -18,7 +18,7 @@ export interface Surface {
   readonly authenticators?: readonly Authenticator[];
   /** Reason enough to run the server (direct, admin); the shared `/api` routes only ride along. */
   readonly standalone?: boolean;
-  /** Its error texts follow `Accept-Language` (WIRE.md §2: the admin API and the `/api/*` routes). */
+  /** Its error texts follow `Accept-Language` (WIRE.md §2: the admin API). */
   readonly localisedErrors?: boolean;
   /**
    * How each of its guarded requests ended, once the caller is known (a refusal for want of a role

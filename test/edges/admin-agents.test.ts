@@ -354,3 +354,16 @@ t.test('GET /api/providers/available: the listing with the main agent defaults',
   t.equal(body.providers[0]!.default_model, body.agent_default_model);
   t.equal((await s.call('/api/providers/available', { as: null })).status, 401);
 });
+
+t.test("an admin restricted to some agents cannot hand one of them svc's home (or what contains it)", async (t) => {
+  const s = await serve(t);
+  const before = registryFile(s.paths);
+  for (const dir of ['/', s.paths.root, join(s.paths.root, 'workspace'), join(s.paths.root, '..')]) {
+    mkdirSync(dir, { recursive: true });
+    const r = await s.call('/api/agents/coder', { method: 'PUT', as: 'radmin', body: { additional_directories: [dir] } });
+    t.equal(r.status, 400, dir);
+  }
+  t.equal(registryFile(s.paths), before, 'the registry is unchanged');
+  t.equal((await s.call('/api/agents/coder', { method: 'PUT', as: 'radmin', body: { additional_directories: [join(s.extra, 'a')] } })).status, 200, 'an unrelated directory is fine');
+  t.equal((await s.call('/api/agents/coder', { method: 'PUT', as: 'admin', body: { additional_directories: ['/'] } })).status, 200, 'an unrestricted admin decides for the whole machine');
+});

@@ -117,7 +117,7 @@ t.test('refresh re-reads the row: new role, inactive user refused everywhere, to
   t.equal((await s.call('GET', '/api/auth/me', { bearer: again.json.access_token })).status, 401, 'a password reset ends the sessions before it');
   const fresh = await s.login('bob', 'bob-new-password');
   t.equal(fresh.status, 200);
-  t.equal(loadUsers(s.paths).find((u) => u.username === 'bob')!.token_version, 1);
+  t.equal(loadUsers(s.paths).find((u) => u.username === 'bob')!.token_version, 2, 'bumped by the deactivation and by the reset');
 });
 
 t.test('cookie sessions need the CSRF header on writes; bearer requests do not', async (t) => {

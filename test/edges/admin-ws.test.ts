@@ -229,6 +229,7 @@ t.test("chat.read goes to the marker owner's sockets only; notifications and env
   const b = await s.login('operator');
   const bob = await s.login('bob');
   const anna = await s.login('anna');
+  const vera = await s.login('viewer');
   a.send({ type: 'message', agent: 'main', text: 'hello', assistant_msg_id: 'a1' });
   await resultOf(a);
   await resultOf(b);
@@ -254,6 +255,7 @@ t.test("chat.read goes to the marker owner's sockets only; notifications and env
   t.same(bob.frames.filter((f) => f.type === 'chat.read'), [], "bob never sees olga's marker");
   t.same(a.frames.filter((f) => f.type === 'chat.read').length, 1, 'an unchanged marker sends nothing');
   t.same(anna.frames.filter((f) => f.type === 'notification' || f.type === 'chat_message'), [], "anna may not use main: none of its broadcasts");
+  t.same(vera.frames.filter((f) => f.type === 'chat_message'), [], 'a viewer may not read chats: no chat content either');
 });
 
 t.test("a token_version bump, deactivation or deletion closes that user's sockets and no one else's", async (t) => {
@@ -277,4 +279,7 @@ t.test("a token_version bump, deactivation or deletion closes that user's socket
   t.equal(bob.ws.readyState, WebSocket.OPEN, 'bob stays');
   bob.send({ type: 'message', agent: 'main', text: 'still here' });
   t.match(await resultOf(bob), { text: 'echo: still here' });
+  // A new role or a narrower allowed_agents also ends the sockets: they reconnect with what is true now.
+  await s.bus.publish({ stream: 'user:bob', type: 'user.updated', data: { username: 'bob', fields: ['role'], token_version: 1, active: true, by: 'root' } });
+  t.equal(await bob.closed, 1008, 'demoted');
 });
