@@ -39,3 +39,12 @@ export const PrincipalSchema = v.strictObject({
   origin: OriginSchema,
 });
 export type Principal = v.InferOutput<typeof PrincipalSchema>;
+
+/**
+ * The agents a principal is limited to (SPEC.md "Agent-scoped access"), or null when it may use
+ * every agent (an empty list or one holding `*`).
+ */
+export function agentLimit(principal: Pick<Principal, 'allowed_agents'>): readonly string[] | null {
+  const list = principal.allowed_agents;
+  return list.length === 0 || list.includes('*') ? null : list;
+}

@@ -9,6 +9,11 @@ export interface ListNotificationsQuery {
   unread_only?: boolean;
   /** Only these severities; absent means all four, silent included. */
   severity?: readonly Severity[];
+  /**
+   * Only notifications about these agents, or about none (SPEC.md "Agent-scoped access": a user
+   * limited to some agents); absent or null: every notification.
+   */
+  agents?: readonly string[] | null;
 }
 
 export const DEFAULT_NOTIFICATION_LIMIT = 50;
@@ -127,9 +132,13 @@ function readQueries(db: Database.Database) {
         SELECT ${cols} FROM notifications
         WHERE (? = 0 OR read = 0)
           AND (? IS NULL OR severity IN (SELECT value FROM json_each(?)))
+          AND (? IS NULL OR agent IS NULL OR agent IN (SELECT value FROM json_each(?)))
         ORDER BY seq DESC
         LIMIT ?`),
-      count: db.prepare(`SELECT count(*) AS n FROM notifications WHERE read = 0 AND severity <> 'silent'`),
+      count: db.prepare(`
+        SELECT count(*) AS n FROM notifications
+        WHERE read = 0 AND severity <> 'silent'
+          AND (? IS NULL OR agent IS NULL OR agent IN (SELECT value FROM json_each(?)))`),
       get: db.prepare(`SELECT ${cols} FROM notifications WHERE id = ?`),
       unreadIds: db.prepare(`SELECT id FROM notifications WHERE read = 0 ORDER BY seq`),
     };
@@ -156,13 +165,15 @@ export function listNotifications(db: Database.Database, query: ListNotification
     if (bad !== undefined) throw new SvcError('invalid-query', `severity ${JSON.stringify(bad)} is not one of ${NOTIFICATION_SEVERITIES.join(', ')}`);
   }
   const sev = severities === undefined ? null : JSON.stringify(severities);
-  const rows = readQueries(db).list.all(query.unread_only ? 1 : 0, sev, sev, limit) as Row[];
+  const agents = query.agents == null ? null : JSON.stringify(query.agents);
+  const rows = readQueries(db).list.all(query.unread_only ? 1 : 0, sev, sev, agents, agents, limit) as Row[];
   return rows.map(toNotification);
 }
 
 /** The badge: unread and not silent (SPEC.md: silent never counts). */
-export function unreadNotificationCount(db: Database.Database): number {
-  return (readQueries(db).count.get() as { n: number }).n;
+export function unreadNotificationCount(db: Database.Database, agents: readonly string[] | null = null): number {
+  const list = agents === null ? null : JSON.stringify(agents);
+  return (readQueries(db).count.get(list, list) as { n: number }).n;
 }
 
 export function getNotification(db: Database.Database, id: string): Notification | null {
@@ -178,7 +189,7 @@ export function unreadNotificationIds(db: Database.Database): string[] {
 /** The read model bound to one connection, for the notifier and the HTTP edge. */
 export interface NotificationReadModel {
   list(query?: ListNotificationsQuery): Notification[];
-  unreadCount(): number;
+  unreadCount(agents?: readonly string[] | null): number;
   get(id: string): Notification | null;
   unreadIds(): string[];
 }
@@ -186,7 +197,7 @@ export interface NotificationReadModel {
 export function notificationReadModel(db: Database.Database): NotificationReadModel {
   return {
     list: (query) => listNotifications(db, query),
-    unreadCount: () => unreadNotificationCount(db),
+    unreadCount: (agents) => unreadNotificationCount(db, agents ?? null),
     get: (id) => getNotification(db, id),
     unreadIds: () => unreadNotificationIds(db),
   };

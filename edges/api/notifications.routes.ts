@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
-import { NOTIFICATION_COMMANDS, NOTIFICATION_SEVERITIES, SvcError, type Severity } from '../../schemas/index.js';
+import { NOTIFICATION_COMMANDS, NOTIFICATION_SEVERITIES, SvcError, agentLimit, type Severity } from '../../schemas/index.js';
 import { DEFAULT_NOTIFICATION_LIMIT, MAX_NOTIFICATION_LIMIT, type NotificationReadModel } from '../../store/index.js';
 import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
@@ -68,11 +68,12 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       auth: API_AUTH.viewer,
       summary: 'List notifications, newest first',
       query: ListQuerySchema,
-      handler: (req) => {
+      // A user limited to some agents sees only their notifications (and those about no agent).
+      handler: (req, principal) => {
         const q = listQuery(req);
         return json(
           200,
-          readModel.list({ limit: q.limit, unread_only: q.unread_only, ...(q.severity ? { severity: q.severity } : {}) }),
+          readModel.list({ limit: q.limit, unread_only: q.unread_only, agents: agentLimit(principal), ...(q.severity ? { severity: q.severity } : {}) }),
         );
       },
     },
@@ -81,7 +82,7 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       pattern: '/api/notifications/unread-count',
       auth: API_AUTH.viewer,
       summary: 'How many notifications are unread (silent ones never count)',
-      handler: () => json(200, { count: readModel.unreadCount() }),
+      handler: (_req, principal) => json(200, { count: readModel.unreadCount(agentLimit(principal)) }),
     },
     {
       method: 'PUT',

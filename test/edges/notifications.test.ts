@@ -7,6 +7,7 @@ import type { Notification } from '../../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, notificationReadModel } from '../../store/index.js';
 import { rawCommand } from '../fixtures/any-event.js';
 import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
+import { adminUser, testAdminJwt } from '../fixtures/admin-api.js';
 
 const TOKEN = 'test-token-0123456789';
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -21,7 +22,9 @@ async function serve(t: TT) {
   const readModel = notificationReadModel(log.projectionDb());
   let n = 0;
   const notifier = startNotifier({ bus, readModel, newId: () => `n${++n}` });
-  const srv = await serveSurfaces(t, [{ name: 'api', routes: notificationRoutes({ readModel, bus }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN)] }]);
+  const srv = await serveSurfaces(t, [
+    { name: 'api', routes: notificationRoutes({ readModel, bus }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN), testAdminJwt({ rita: adminUser('rita', 'viewer', ['ops']) })] },
+  ]);
   const { internal } = srv;
   t.teardown(() => {
     notifier.unsubscribe();
@@ -188,4 +191,16 @@ t.test('every endpoint is 401 without the right bearer token, and changes nothin
   }
   t.equal(s.log.lastSeq(), seq);
   t.same((await s.call('/api/notifications/unread-count')).body, { count: 3 });
+});
+
+t.test('a user limited to some agents sees only notifications about them or about no agent', async (t) => {
+  const s = await serve(t);
+  await s.create({ source: 'cron', outcome: 'failed', title: 'main failed', body: 'x', agent: 'main', source_id: 'cron:a', status: 'failed' });
+  await s.create({ source: 'cron', outcome: 'failed', title: 'ops failed', body: 'x', agent: 'ops', source_id: 'cron:b', status: 'failed' });
+  await s.create({ source: 'webhook', outcome: 'failed', title: 'nobody in particular', body: 'x', source_id: 'hook:c', status: 'failed' });
+  const rita = { headers: { authorization: 'Bearer as:rita' }, token: null };
+  const list = (await s.call('/api/notifications', rita)).body as { title: string }[];
+  t.same(list.map((n) => n.title).sort(), ['nobody in particular', 'ops failed']);
+  t.same((await s.call('/api/notifications/unread-count', rita)).body, { count: 2 });
+  t.same((await s.call('/api/notifications/unread-count')).body, { count: 3 }, 'the owner token sees all three');
 });
