@@ -16,8 +16,11 @@ export type AgentEvent =
   | { type: 'stop'; reason: string }
   /** A command for the session under `key`; the session's actor is created on its first one. */
   | { type: 'session'; key: string; command: SessionCommand }
-  /** A session the log holds, brought back after a restart (nothing is emitted: its facts exist). */
-  | { type: 'session.restore'; key: string; state: SessionState };
+  /**
+   * A session as the log holds it: brought back after a restart, or set back after facts it decided
+   * could not be recorded (nothing is emitted: its facts exist).
+   */
+  | { type: 'session.restore'; key: string; state: SessionState | null };
 
 /**
  * An agent's life as the log tells it: online until stopped (registry removal, restart,
@@ -52,6 +55,7 @@ export const agentMachine = setup({
         'session.restore': {
           actions: enqueueActions(({ event, enqueue, self }) => {
             if (!self.getSnapshot().children[event.key]) enqueue.spawnChild('session', { id: event.key, input: { state: event.state } });
+            else enqueue.sendTo(event.key, { type: 'restore', state: event.state });
           }),
         },
         stop: {

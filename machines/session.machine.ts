@@ -1,4 +1,4 @@
-import { enqueueActions, setup } from 'xstate';
+import { assign, enqueueActions, setup } from 'xstate';
 import type { ErrorCode } from '../schemas/index.js';
 import type { SessionState } from './agent-session.logic.js';
 import { decideSession, evolveSession, type SessionCommand, type SessionFact } from './session.decider.js';
@@ -23,11 +23,12 @@ export const sessionMachine = setup({
   types: {
     input: {} as SessionMachineInput,
     context: {} as SessionContext,
-    events: {} as SessionCommand,
+    events: {} as SessionCommand | { type: 'restore'; state: SessionState | null },
     emitted: {} as SessionFact,
   },
   actions: {
     decide: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === 'restore') return;
       const decision = decideSession(event, context.state);
       if (!decision.ok) {
         enqueue.assign({ refused: { code: decision.code, message: decision.message } });
@@ -47,7 +48,14 @@ export const sessionMachine = setup({
   initial: 'open',
   states: {
     open: {
-      on: { reset: { actions: 'decide' }, 'begin-turn': { actions: 'decide' }, 'record-turn': { actions: 'decide' }, end: { actions: 'decide' } },
+      on: {
+        reset: { actions: 'decide' },
+        'begin-turn': { actions: 'decide' },
+        'record-turn': { actions: 'decide' },
+        end: { actions: 'decide' },
+        // Back to what the stream holds, when facts it decided could not be recorded (nothing is emitted).
+        restore: { actions: assign(({ event }) => ({ state: event.state, refused: null })) },
+      },
     },
   },
 });

@@ -14,6 +14,7 @@ import {
   resolveTimezone,
   sessionIdFor,
   sessionKey,
+  sessionStream,
   turnMachine,
   type sessionMachine,
   type ChatCommand,
@@ -89,9 +90,11 @@ export class AgentRuntime {
   /** Messages taken off their lane and still preparing a turn (session facts, files): request → chat. */
   private readonly preparing = new Map<string, number>();
   /** Turns waiting for a CLI slot: request → chat, and the place in the queue an abort gives up. */
-  private readonly queued = new Map<string, { chat_id: number; slot: CliSlot }>();
+  private readonly queued = new Map<string, { chat_id: number; session_key: string; slot: CliSlot }>();
   /** Bumped by each abort of a chat, so preparation that outlives an abort does not start its turn. */
   private readonly abortEpoch = new Map<number, number>();
+  /** Bumped by each end of a session (DELETE /api/sessions), for the same reason. */
+  private readonly endEpoch = new Map<string, number>();
   private stopped = false;
   private readonly out: TurnStream;
 
@@ -171,6 +174,7 @@ export class AgentRuntime {
    * is queued in its lane so it follows the killed turn's record. How many turns were killed.
    */
   async endSession(key: string, principal: Principal, requestId: string): Promise<number> {
+    if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     const state = this.sessionActor(key)?.getSnapshot().context.state;
     if (!state) throw new SvcError('not-found', `agent ${this.d.name} has no session ${key}`);
     let killed = 0;
@@ -179,6 +183,9 @@ export class AgentRuntime {
       turn.actor.send({ type: 'abort', reason: 'user' });
       killed++;
     }
+    // One still preparing or waiting for a CLI slot never starts its CLI in the ending session.
+    this.endEpoch.set(key, (this.endEpoch.get(key) ?? 0) + 1);
+    for (const q of this.queued.values()) if (q.session_key === key) q.slot.cancel();
     this.lanes.drop(
       (_q, k) => k === key,
       (q) => this.commands.reply(q.msg, 'Cancelled: the session was ended.', 'aborted', 'aborted'),
@@ -217,7 +224,8 @@ export class AgentRuntime {
       turn.actor.send({ type: 'abort', reason: 'user' });
       killed++;
     }
-    this.lanes.drop((q) => q.msg.chat_id === chatId, (q) => this.commands.reply(q.msg, 'Cancelled by /stop.', 'aborted'));
+    // A queued session end is not the chat's work: it still ends the session.
+    this.lanes.drop((q) => q.msg.chat_id === chatId && !q.end, (q) => this.commands.reply(q.msg, 'Cancelled by /stop.', 'aborted'));
     return killed;
   }
 
@@ -257,7 +265,12 @@ export class AgentRuntime {
   private async runSessionCommand(msg: AgentMessage, key: string, command: SessionCommand): Promise<SessionState | null> {
     const committed = this.d.host.sendAndCommit(this.actorId, { type: 'session', key, command }, { correlation: msg.request_id });
     const decided = this.sessionActor(key)?.getSnapshot().context;
-    await committed;
+    await committed.catch((e: unknown) => {
+      // The session moved on facts the log lacks: set it back to what the log says before failing.
+      const state = foldSession(this.d.log.read({ stream: sessionStream(this.d.name, key) }));
+      if (this.d.host.get(this.actorId)) this.d.host.send(this.actorId, { type: 'session.restore', key, state });
+      throw e;
+    });
     if (!decided) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     if (decided.refused) throw new SvcError(decided.refused.code, decided.refused.message);
     return decided.state;
@@ -277,7 +290,7 @@ export class AgentRuntime {
     const msg = answer?.turn ?? sent;
 
     this.preparing.set(msg.request_id, msg.chat_id);
-    const epoch = this.abortEpoch.get(msg.chat_id) ?? 0;
+    const epoch = { chat: this.abortEpoch.get(msg.chat_id) ?? 0, session: this.endEpoch.get(key) ?? 0 };
     const turnId = randomUUID();
     const slot = await this.cliSlot(msg, key, turnId);
     try {
@@ -300,12 +313,13 @@ export class AgentRuntime {
   private async cliSlot(msg: AgentMessage, key: string, turnId: string): Promise<CliSlot | null> {
     // An inter-agent call is made from inside a running turn that holds a slot and waits for this
     // one: queueing it behind the bound could wait on itself (max_concurrent_cli = 1 deadlocks).
+    if (this.stopped) return null;
     const slot = msg.kind === 'interagent' ? undefined : this.d.cliSlots?.acquire();
     if (!slot) return { granted: Promise.resolve(true), queued: null, release: () => undefined, cancel: () => undefined };
     if (!slot.queued) return slot;
     const base: TurnChunkBase = { request_id: msg.request_id, turn_id: turnId, agent: this.d.name, session_key: key, transport: msg.transport, chat_id: msg.chat_id, topic_id: msg.topic_id };
     const status = (text: string | null) => this.out.chunk({ stream: `turn:${turnId}`, type: TURN_CHUNKS.system_status, data: { ...base, status: text } });
-    this.queued.set(msg.request_id, { chat_id: msg.chat_id, slot });
+    this.queued.set(msg.request_id, { chat_id: msg.chat_id, session_key: key, slot });
     status(queuedStatus(slot.queued));
     const granted = await slot.granted;
     this.queued.delete(msg.request_id);
@@ -314,7 +328,7 @@ export class AgentRuntime {
     return slot;
   }
 
-  private async runTurn(msg: AgentMessage, key: string, epoch: number, turnId: string): Promise<TurnOutcome> {
+  private async runTurn(msg: AgentMessage, key: string, epoch: { chat: number; session: number }, turnId: string): Promise<TurnOutcome> {
     const config = this.d.config();
     // Checked again: `/retry` replaced the text after it was accepted.
     const { prompt, directive } = promptOf(msg.text);
@@ -337,7 +351,7 @@ export class AgentRuntime {
     const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
     const resume = sessionIdFor(session.providerSessions, provider);
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
-    if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch) {
+    if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch.chat || (this.endEpoch.get(key) ?? 0) !== epoch.session) {
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);

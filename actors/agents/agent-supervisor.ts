@@ -64,6 +64,8 @@ export interface SupervisorDeps {
  */
 export class AgentSupervisor {
   private readonly runtimes = new Map<string, AgentRuntime>();
+  /** Agents whose runtime is stopping (turns ending, facts recording) and whose actor still exists. */
+  private readonly stopping = new Map<string, Promise<void>>();
   private readonly subs: Subscription[] = [];
   private readonly interrupted: InterruptedTurns;
   /** One bound for every agent's CLIs; the main config's value, re-read per admission (hot reload). */
@@ -110,6 +112,12 @@ export class AgentSupervisor {
   }
 
   private tryStart(name: string): void {
+    // Added back while its last run is still stopping: start once that run's actor is gone.
+    const stopping = this.stopping.get(name);
+    if (stopping) {
+      void stopping.then(() => this.tryStart(name));
+      return;
+    }
     try {
       this.startAgent(name);
     } catch (e) {
@@ -161,12 +169,16 @@ export class AgentSupervisor {
 
   private async stopAgent(name: string, reason: string): Promise<void> {
     const runtime = this.runtimes.get(name);
-    if (!runtime) return;
+    if (!runtime) return this.stopping.get(name);
     this.runtimes.delete(name);
-    // Only svc stopping cuts answers for good; an agent restarted in place still answers its open connections.
-    await runtime.stop(reason === 'shutdown' ? SHUTDOWN_ABORT : 'agent-stopped');
-    this.d.host.get(`agent:${name}`)?.send({ type: 'stop', reason });
-    this.d.host.stop(`agent:${name}`);
+    const done = (async () => {
+      // Only svc stopping cuts answers for good; an agent restarted in place still answers its open connections.
+      await runtime.stop(reason === 'shutdown' ? SHUTDOWN_ABORT : 'agent-stopped');
+      this.d.host.get(`agent:${name}`)?.send({ type: 'stop', reason });
+      this.d.host.stop(`agent:${name}`);
+    })().finally(() => this.stopping.delete(name));
+    this.stopping.set(name, done);
+    await done;
   }
 
   async restart(name: string, reason: string): Promise<void> {

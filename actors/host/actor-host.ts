@@ -38,10 +38,8 @@ interface Hosted {
   subs: { unsubscribe(): void }[];
   /** What the event being handled right now was caused by; xstate emits synchronously inside `send`. */
   handling: Cause | undefined;
-  /** Facts this actor and its children emitted and are not yet committed. */
-  recording: Set<Promise<unknown>>;
-  /** Why facts of this actor could not be recorded since `committed` last looked. */
-  failures: unknown[];
+  /** While `sendAndCommit` delivers an event: the appends of the facts it causes. */
+  collecting: Promise<unknown>[] | null;
 }
 
 /** How to bring children of a live actor back after a restart: each stream folded into the event that re-creates its child. */
@@ -78,20 +76,13 @@ export class ActorHost {
       ...(opts.correlation !== undefined ? { correlation: opts.correlation } : {}),
     };
     let root: unknown = null;
-    const hosted: Hosted = { actor: null as unknown as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined, recording: new Set(), failures: [] };
+    const hosted: Hosted = { actor: null as unknown as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined, collecting: null };
     // What a machine hands to `emit(...)` becomes a persisted fact on its stream.
     const record = (stream: string, fact: Fact) => {
       const why = hosted.handling ?? own;
-      const recorded = this.bus
-        .publish({ ...fact, stream, ...why, ...(opts.by ? { by: opts.by } : {}) })
-        .catch((err) => {
-          hosted.failures.push(err);
-          this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`);
-        })
-        .finally(() => {
-          hosted.recording.delete(recorded);
-        });
-      hosted.recording.add(recorded);
+      const appended = this.bus.publish({ ...fact, stream, ...why, ...(opts.by ? { by: opts.by } : {}) });
+      hosted.collecting?.push(appended);
+      appended.catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`));
     };
     const actor = createActor(machine, {
       id,
@@ -116,12 +107,14 @@ export class ActorHost {
       actor.subscribe({
         error: (err) => {
           this.actors.delete(id);
+          for (const s of subs) s.unsubscribe();
           void this.bus
             .publish({ stream: opts.stream, type: ACTOR_EVENTS.crashed, data: { id, error: describeError(err) }, ...(hosted.handling ?? own) })
             .catch(() => undefined);
         },
         complete: () => {
           this.actors.delete(id);
+          for (const s of subs) s.unsubscribe();
         },
       }),
     );
@@ -147,22 +140,22 @@ export class ActorHost {
   }
 
   /**
-   * Resolves once every fact actor `id` and its children emitted so far is committed; rejects with
-   * the first that could not be, so what a caller goes on to acknowledge was really recorded.
-   */
-  async committed(id: string): Promise<void> {
-    const hosted = this.actors.get(id);
-    if (hosted) await committedOf(hosted);
-  }
-
-  /**
-   * `send`, then wait until what the actor emitted in handling it is committed — also when handling
-   * it finished the actor. Callers may read the actor's snapshot synchronously before awaiting.
+   * `send`, then wait until the facts it caused (the actor's and its children's) are committed;
+   * rejects with the first that could not be, so a caller never acknowledges what the log lacks.
+   * Each call waits for its own facts only. Callers may read snapshots synchronously before awaiting.
    */
   sendAndCommit<E extends { type: string }>(id: string, event: E, cause?: Cause): Promise<void> {
     const hosted = this.actors.get(id);
-    this.send(id, event, cause);
-    return committedOf(hosted!);
+    if (!hosted) throw new SvcError('no-actor', `no actor named ${id} is running`);
+    const outer = hosted.collecting;
+    const mine: Promise<unknown>[] = [];
+    hosted.collecting = mine;
+    try {
+      this.send(id, event, cause);
+    } finally {
+      hosted.collecting = outer;
+    }
+    return Promise.all(mine).then(() => undefined);
   }
 
   get<M extends AnyStateMachine = AnyStateMachine>(id: string): Actor<M> | undefined {
@@ -216,12 +209,6 @@ export class ActorHost {
     }
     return restored;
   }
-}
-
-async function committedOf(hosted: Hosted): Promise<void> {
-  await Promise.all([...hosted.recording]);
-  const failed = hosted.failures.splice(0);
-  if (failed.length > 0) throw failed[0];
 }
 
 /** A kind's streams in the log, each with its facts in order. */
