@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { agentsOf } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { ADMIN_STATUSES, sessionsRoutes, type AdminDeps } from '../../edges/index.js';
-import type { Principal } from '../../schemas/index.js';
+import { AGENT_COMMANDS, type Principal } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { adminUser, testAdminJwt } from '../fixtures/admin-api.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
@@ -102,4 +102,25 @@ t.test('ids that name no session are 404, credentials are checked first', async 
   t.match(await call('GET', '/api/sessions', null), { status: 401 });
   t.match(await call('DELETE', '/api/sessions/main:api:1', null), { status: 401 });
   t.equal(((await call('GET', '/api/sessions')).body as unknown[]).length, 1);
+});
+
+t.test('a /stop while a session end waits behind the killed turn does not cancel the end', async (t) => {
+  const { mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const gate = join(tempHome(t).dir, 'gate');
+  mkdirSync(gate, { recursive: true });
+  writeFileSync(join(gate, 'open'), '');
+  // The CLI ignores SIGTERM: a killed turn takes the whole grace to end, and the end waits behind it.
+  const { d, ask } = await boot(t, { FAKE_CLI_GATE_DIR: gate, FAKE_CLI_IGNORE_TERM: '1' });
+  await ask('first').outcome;
+  rmSync(join(gate, 'open'));
+  const held = ask('held at the gate');
+  await held.accepted;
+  for (let i = 0; i < 400 && !d.log.read({ streamPrefix: 'turn:', types: ['turn.spawned'] }).some((e) => e.correlation === 'r2'); i++) await new Promise((r) => setTimeout(r, 5));
+  const ending = d.bus.send(AGENT_COMMANDS.endSession, { id: 'main:api:1', principal: ASKER, request_id: 'end-1' });
+  // The end is queued once the command's handler has run: a few turns of the event loop, well inside the grace.
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  await agentsOf(d.bus).abort(1, ASKER);
+  t.same(await ending, { killed: 1 });
+  t.equal(d.log.read({ stream: 'session:main:api:1' }).at(-1)!.type, 'session.ended', 'the session did end');
+  await held.outcome.catch(() => undefined);
 });
