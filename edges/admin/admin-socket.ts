@@ -29,7 +29,7 @@ import {
   type TurnChunk,
   type UserRecord,
 } from '../../schemas/index.js';
-import { roleSatisfies, type SocketAuthenticate } from '../http/index.js';
+import { roleSatisfies, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
 import { ADMIN_CREDENTIALS } from './admin-auth.js';
 import { adminTurnsOf, type AdminTurn } from './admin-turns.js';
 
@@ -72,15 +72,6 @@ export interface AdminSocketDeps {
   limits?: Partial<AdminSocketLimits>;
   /** Milliseconds since the epoch, for the rate window; defaults to `bus.now`. */
   now?: () => number;
-}
-
-/** The socket as the connection sees it; the uWS binding implements it. */
-export interface AdminFrameSocket {
-  send(text: string): void;
-  cork(write: () => void): void;
-  bufferedAmount(): number;
-  end(code: number, reason: string): void;
-  abort(): void;
 }
 
 interface ConnectionActor {
@@ -171,7 +162,7 @@ export class AdminConnection {
 
   constructor(
     private readonly hub: AdminSocketHub,
-    private readonly socket: AdminFrameSocket,
+    private readonly socket: FrameSocket,
     /** Who the upgrade's credential (cookie or bearer) named: an empty auth token means them. */
     private readonly upgradePrincipal: Principal,
   ) {
@@ -368,7 +359,7 @@ export class AdminSocketHub {
     return (this.deps.allowedOrigins?.() ?? []).includes(origin);
   }
 
-  connect(socket: AdminFrameSocket, principal: Principal): AdminConnection {
+  connect(socket: FrameSocket, principal: Principal): AdminConnection {
     const conn = new AdminConnection(this, socket, principal);
     this.connections.add(conn);
     if (this.closed) conn.dispatch({ type: 'drop', reason: 'shutdown' });

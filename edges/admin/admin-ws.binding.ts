@@ -1,46 +1,11 @@
-import uWS from 'uWebSockets.js';
 import { SvcError, type Principal } from '../../schemas/index.js';
-import type { App, HttpRequest } from '../http/index.js';
-import type { AdminConnection, AdminFrameSocket, AdminSocketHub } from './admin-socket.js';
+import { mountFrameSocket, type App, type HttpRequest } from '../http/index.js';
+import type { AdminSocketHub } from './admin-socket.js';
 
-/** uWS copies these onto its own per-socket object. */
-interface SocketData {
-  link: UwsAdminSocket | null;
+/** What the upgrade hands the connection. */
+interface AdminSocketData {
   /** Who the upgrade's credentials named. */
   principal: Principal;
-}
-
-/** The connection's socket on uWS; once the close callback has run uWS forbids touching `ws`. */
-class UwsAdminSocket implements AdminFrameSocket {
-  closed = false;
-  readonly conn: AdminConnection;
-
-  constructor(
-    private readonly ws: uWS.WebSocket<SocketData>,
-    hub: AdminSocketHub,
-  ) {
-    this.conn = hub.connect(this, ws.getUserData().principal);
-  }
-
-  send(text: string): void {
-    if (!this.closed) this.ws.send(text, false);
-  }
-
-  cork(write: () => void): void {
-    if (!this.closed) this.ws.cork(write);
-  }
-
-  bufferedAmount(): number {
-    return this.closed ? 0 : this.ws.getBufferedAmount();
-  }
-
-  end(code: number, reason: string): void {
-    if (!this.closed) this.ws.end(code, reason);
-  }
-
-  abort(): void {
-    if (!this.closed) this.ws.close();
-  }
 }
 
 /**
@@ -48,13 +13,8 @@ class UwsAdminSocket implements AdminFrameSocket {
  * token): without valid ones it is answered 401 as plain HTTP, never upgraded (WIRE.md §2).
  */
 export function mountAdminWs(app: App, hub: AdminSocketHub, pattern = '/ws/admin'): void {
-  app.ws<SocketData>(pattern, {
-    maxPayloadLength: hub.limits.hardFrameBytes,
-    maxBackpressure: hub.limits.maxBufferedBytes * 2,
-    closeOnBackpressureLimit: 0,
-    idleTimeout: 120,
-    sendPingsAutomatically: true,
-    compression: uWS.DISABLED,
+  mountFrameSocket<AdminSocketData>(app, pattern, {
+    limits: hub.limits,
     upgrade: (res, req, context) => {
       // Everything from req is copied now: it is gone after the first await.
       const headers: Record<string, string> = {};
@@ -73,7 +33,7 @@ export function mountAdminWs(app: App, hub: AdminSocketHub, pattern = '/ws/admin
       hub.authenticateUpgrade(request).then(
         (principal) => {
           if (aborted) return;
-          res.cork(() => res.upgrade<SocketData>({ link: null, principal }, key, protocol, extensions, context));
+          res.cork(() => res.upgrade({ link: null, principal }, key, protocol, extensions, context));
         },
         (e: unknown) => {
           if (aborted) return;
@@ -85,24 +45,6 @@ export function mountAdminWs(app: App, hub: AdminSocketHub, pattern = '/ws/admin
         },
       );
     },
-    open: (ws) => {
-      const link = new UwsAdminSocket(ws, hub);
-      ws.getUserData().link = link;
-      link.conn.open();
-    },
-    message: (ws, message, isBinary) => {
-      const link = ws.getUserData().link;
-      if (!link) return;
-      const bytes = message.byteLength;
-      // Decode only what may be used: an oversized or binary frame is refused unread.
-      const text = isBinary ? null : bytes > hub.limits.maxFrameBytes ? '' : Buffer.from(message).toString('utf8');
-      link.conn.onFrame(text, bytes);
-    },
-    close: (ws, code) => {
-      const link = ws.getUserData().link;
-      if (!link) return;
-      link.closed = true;
-      link.conn.onClose(code);
-    },
+    connect: (socket, { principal }) => hub.connect(socket, principal),
   });
 }

@@ -5,18 +5,7 @@ import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type Con
 import { classifyClientPayload, jsonObjectOf, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
-
-/** The socket as the connection sees it; the uWS binding implements it. */
-export interface FrameSocket {
-  send(text: string): void;
-  /** Runs `write` with the socket's output held back, so its sends leave as one write. */
-  cork(write: () => void): void;
-  bufferedAmount(): number;
-  /** Close handshake with a close frame. */
-  end(code: number, reason: string): void;
-  /** Drop at once: a peer that does not read would never take a close frame. */
-  abort(): void;
-}
+import type { FrameSocket } from '../http/index.js';
 
 /** The connection machine's actor as this class drives it, typed by the machine's contract in schemas/. */
 interface ConnectionActor {

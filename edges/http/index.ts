@@ -8,3 +8,4 @@ export * from './file-access.js';
 export * from './route-auth.js';
 export * from './openapi.js';
 export * from './error-language.js';
+export * from './uws-ws.binding.js';
