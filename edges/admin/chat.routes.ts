@@ -17,6 +17,7 @@ import {
   type ChatSessionView,
 } from '../../schemas/index.js';
 import { json, parseJsonBody, type HttpRequest, type Route } from '../http/index.js';
+import { wireSession } from '../api/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { adminTurnsOf } from './admin-turns.js';
@@ -32,18 +33,9 @@ const SMALL_BODY = 16 * 1024;
 const HISTORY_BODY = 3 * 1024 * 1024;
 const SEND_BODY = MAX_CHAT_MESSAGE_CHARS * 4 + 4096;
 
-/** WIRE.md §2 session, with the caller's read state. */
-function wireSession(s: ChatSession | ChatSessionView): Record<string, unknown> {
-  const base = {
-    id: s.id,
-    agent: s.agent,
-    title: s.title,
-    created_at: s.created_at,
-    updated_at: s.updated_at,
-    provider_override: s.provider_override,
-    model_override: s.model_override,
-    archived: s.archived,
-  };
+/** WIRE.md §2 session, with the caller's read state when the command answered with it. */
+function wireSessionView(s: ChatSession | ChatSessionView): Record<string, unknown> {
+  const base = wireSession(s);
   return 'unread_count' in s ? { ...base, last_read_message_id: s.last_read_message_id, unread_count: s.unread_count } : base;
 }
 
@@ -100,7 +92,7 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       handler: async (req, principal) => {
         const { agent } = parseWith(AgentQuery, queryOf(req, ['agent']), 'invalid-query', 'query');
         const sessions = await bus.send(C.list, { principal, ...(agent !== undefined ? { agent } : {}) });
-        return json(200, sessions.map(wireSession));
+        return json(200, sessions.map(wireSessionView));
       },
     },
     {
@@ -117,7 +109,7 @@ export function chatRoutes(deps: AdminDeps): Route[] {
         maxBodyBytes: SMALL_BODY,
         auth: adminAuth('chat.write'),
         summary: `${action === 'archive' ? 'Archive' : 'Unarchive'} a chat session`,
-        handler: async (req, principal) => json(200, wireSession(await bus.send(C.archive, { principal, id: sessionId(req), archived: action === 'archive' }))),
+        handler: async (req, principal) => json(200, wireSessionView(await bus.send(C.archive, { principal, id: sessionId(req), archived: action === 'archive' }))),
       }),
     ),
     {
@@ -131,7 +123,7 @@ export function chatRoutes(deps: AdminDeps): Route[] {
         const id = sessionId(req);
         const { provider, model } = parseJsonBody(req, ProviderBody);
         if ((provider === null) !== (model === null)) throw new SvcError('invalid-body', 'body: provider and model are both strings (set) or both null (reset)');
-        return json(200, wireSession(await bus.send(C.setProvider, { principal, id, provider, model })));
+        return json(200, wireSessionView(await bus.send(C.setProvider, { principal, id, provider, model })));
       },
     },
     {
