@@ -1,4 +1,5 @@
 import { Subscription } from 'rxjs';
+import QRCode from 'qrcode';
 import { causedBy, type Bus, type Cause, type Command } from '../../bus/index.js';
 import {
   AUDIT_EVENTS,
@@ -281,8 +282,8 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
       return row;
     });
     const uri = totpUri(secret, username);
-    // No QR encoder is bundled: the panel renders the otpauth URI itself.
-    return { secret, otpauth_uri: uri, qr_data: uri };
+    // The panel shows qr_data as an <img>: a PNG data URL an authenticator app can scan.
+    return { secret, otpauth_uri: uri, qr_data: await QRCode.toDataURL(uri, { type: 'image/png', errorCorrectionLevel: 'M', margin: 2, scale: 6 }) };
   };
 
   const totpVerify = async (cmd: Cmd<'totpVerify'>) => {

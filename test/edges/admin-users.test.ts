@@ -15,7 +15,10 @@ t.test('TOTP: setup, verify, login in two steps, a code is good once, disable wi
   const { secret, otpauth_uri, qr_data } = setup.json;
   t.match(secret, /^[A-Z2-7]{32}$/);
   t.match(otpauth_uri, /^otpauth:\/\/totp\/svc:alice\?/);
-  t.equal(qr_data, otpauth_uri);
+  t.match(qr_data, /^data:image\/png;base64,/, 'qr_data is an image the panel can show');
+  const png = Buffer.from(qr_data.slice('data:image/png;base64,'.length), 'base64');
+  t.same([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a real PNG');
+  t.ok(png.readUInt32BE(16) >= 150 && png.readUInt32BE(16) === png.readUInt32BE(20), 'square and large enough to scan');
   t.equal(row(s, 'alice')!.totp_enabled, false, 'not on until a code proves the app has it');
   t.equal((await s.call('POST', '/api/auth/2fa/verify', { bearer: token, body: { code: '000000' } })).json.code, 'invalid-totp');
   const verify = await s.call('POST', '/api/auth/2fa/verify', { bearer: token, body: { code: totpCode(secret, s.clock.now) } });
