@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { ChatAgentNameSchema, ChatMessageIdSchema, ChatSessionIdSchema, MAX_CHAT_MESSAGE_CHARS } from './chat-sessions.schema.js';
 import type { Role } from './config.schema.js';
+import type { ConnectionLifecycleEvent } from './connection-machine.js';
 
 /*
  * `/ws/admin` (SPEC.md "Admin WebSocket", WIRE.md §2): the frames both ways, and the contract of
@@ -91,6 +92,4 @@ export type AdminConnectionEvent =
   | { type: 'auth'; ok: boolean; role: Role | null }
   /** `at`: the edge's clock (ms), for the rate window. */
   | { type: 'frame'; kind: AdminFrameKind; at: number }
-  | { type: 'timeout' }
-  | { type: 'drop'; reason: 'backpressure' | 'shutdown' | 'revoked' }
-  | { type: 'close'; code: number };
+  | ConnectionLifecycleEvent<'backpressure' | 'shutdown' | 'revoked'>;

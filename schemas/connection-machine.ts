@@ -47,10 +47,14 @@ export type ConnectionEvent =
    * that decrypted, or null for one that did not (bad base64, too short, failed box, binary, too large).
    */
   | { type: 'frame'; nonce: string | null }
+  | ConnectionLifecycleEvent;
+
+/** What the edge's connection host (edges/http) tells every connection machine, whatever its surface. */
+export type ConnectionLifecycleEvent<DropReason extends string = 'backpressure' | 'shutdown'> =
   /** The edge's auth timer fired. */
   | { type: 'timeout' }
-  /** The server must drop the connection (slow reader, shutdown). */
-  | { type: 'drop'; reason: 'backpressure' | 'shutdown' }
+  /** The server must drop the connection (slow reader, shutdown, and what a surface adds). */
+  | { type: 'drop'; reason: DropReason }
   /** The socket is gone, whoever closed it. */
   | { type: 'close'; code: number };
 

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import { createActor, fromTransition, type AnyActorRef, type AnyStateMachine } from 'xstate';
+import type { AnyActorRef, AnyStateMachine } from 'xstate';
 import * as v from 'valibot';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import {
@@ -29,7 +28,7 @@ import {
   type TurnChunk,
   type UserRecord,
 } from '../../schemas/index.js';
-import { roleSatisfies, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
+import { CLOSE_POLICY, MachineConnection, connectionActorsRoot, jsonObjectOf, roleSatisfies, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
 import { ADMIN_CREDENTIALS } from './admin-auth.js';
 import { adminTurnsOf, type AdminTurn } from './admin-turns.js';
 
@@ -74,34 +73,17 @@ export interface AdminSocketDeps {
   now?: () => number;
 }
 
-interface ConnectionActor {
-  send(e: AdminConnectionEvent): void;
-  getSnapshot(): { status: 'active' | 'done' | 'error' | 'stopped'; value: AdminConnectionState; context: AdminConnectionContext };
-  start(): void;
-}
-
 const AUTH_MESSAGES: Record<AdminAuthRejection, string> = {
   auth_timeout: 'no auth frame within the time allowed after connecting',
   auth_required: 'the first frame must be {"type":"auth","token":"<access token or empty>"}',
   auth_failed: 'authentication failed',
 };
 
-const CLOSE_POLICY = 1008;
-const CLOSE_GOING_AWAY = 1001;
 const WS_AUTH = { accepts: ADMIN_CREDENTIALS } as const;
 
 /** Whose sockets: a user's name, or the one key of the credential with no user (as chat_reads.json keys it). */
 export function socketUserKey(p: Principal): string {
   return p.id ?? CHAT_READS_LEGACY_KEY;
-}
-
-function jsonObject(text: string): Record<string, unknown> | null {
-  try {
-    const x: unknown = JSON.parse(text);
-    return typeof x === 'object' && x !== null && !Array.isArray(x) ? (x as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 function chunkFrame(chunk: TurnChunk, turn: AdminTurn): AdminServerFrame {
@@ -125,7 +107,7 @@ type Parsed =
 function parseFrame(text: string | null, bytes: number, maxBytes: number): Parsed {
   if (text === null) return { kind: 'invalid', why: 'binary frames are not accepted; send JSON in a text frame' };
   if (bytes > maxBytes) return { kind: 'too_large', why: `frame of ${bytes} bytes exceeds the limit of ${maxBytes} bytes` };
-  const obj = jsonObject(text);
+  const obj = jsonObjectOf(text);
   if (!obj) return { kind: 'invalid', why: 'a frame is a JSON object' };
   if (typeof obj.type !== 'string' || !(ADMIN_CLIENT_FRAME_TYPES as readonly string[]).includes(obj.type)) {
     return { kind: 'unknown', why: `unknown frame type ${JSON.stringify(obj.type)}; expected one of ${ADMIN_CLIENT_FRAME_TYPES.join(', ')}` };
@@ -145,48 +127,37 @@ function parseFrame(text: string | null, bytes: number, maxBytes: number): Parse
 
 /**
  * One `/ws/admin` client: an auth frame, then chat frames. Decisions come from the admin
- * connection machine; this class does the I/O around it (authenticating, timer, socket writes,
- * backpressure).
+ * connection machine; the shared host (edges/http) does the lifecycle I/O and this class the admin
+ * socket's own: authenticating with the server's authenticators and the chat frame vocabulary.
  */
-export class AdminConnection {
-  readonly id = randomBytes(8).toString('hex');
-  private readonly actor: ConnectionActor;
-  private timer: NodeJS.Timeout | null = null;
-  private gone = false;
-  private closing = false;
+export class AdminConnection extends MachineConnection<AdminConnectionEvent, AdminConnectionState, AdminConnectionContext> {
   /** The auth frame is being checked; other frames wait their turn by being refused. */
   private authenticating = false;
+  private authFailure = '';
   principal: Principal | null = null;
   /** users.json's token_version when this socket authenticated; null for a credential with no user. */
   tokenVersion: number | null = null;
 
   constructor(
     private readonly hub: AdminSocketHub,
-    private readonly socket: FrameSocket,
+    socket: FrameSocket,
     /** Who the upgrade's credential (cookie or bearer) named: an empty auth token means them. */
     private readonly upgradePrincipal: Principal,
   ) {
-    this.actor = createActor(hub.deps.connectionMachine, {
-      parent: hub.connectionsRoot as AnyActorRef,
+    super(socket, {
+      machine: hub.deps.connectionMachine,
+      root: hub.connectionsRoot,
       input: { maxFrames: hub.limits.maxFrames, windowMs: hub.limits.windowMs },
+      limits: hub.limits,
     });
   }
 
-  open(): void {
-    this.actor.start();
-    this.timer = setTimeout(() => this.dispatch({ type: 'timeout' }), this.hub.limits.authTimeoutMs);
-  }
-
-  private get state() {
-    return this.actor.getSnapshot();
-  }
-
   get isOpen(): boolean {
-    return !this.gone && !this.closing && this.state.value === 'open';
+    return this.live && this.state.value === 'open';
   }
 
   onFrame(text: string | null, bytes: number): void {
-    if (this.gone || this.closing) return;
+    if (!this.live) return;
     const parsed = parseFrame(text, bytes, this.hub.limits.maxFrameBytes);
     if (this.state.value === 'awaiting_auth') {
       if (this.authenticating) return this.send({ type: 'error', code: 'out_of_order', message: 'wait for auth_ok before sending more frames', session_id: null, agent: null });
@@ -229,9 +200,9 @@ export class AdminConnection {
       else this.hub.log('error', `admin socket ${this.id}: authenticating failed: ${describeError(e)}`);
     }
     this.authenticating = false;
-    if (this.gone || this.closing) return;
+    if (!this.live) return;
     const agents = principal ? await this.hub.visibleAgents(principal) : [];
-    if (this.gone || this.closing) return;
+    if (!this.live) return;
     if (principal) {
       this.principal = principal;
       this.tokenVersion = principal.id === null ? null : (this.hub.deps.users().find((u) => u.username === principal!.id)?.token_version ?? null);
@@ -244,61 +215,31 @@ export class AdminConnection {
     this.hub.authenticated(this);
   }
 
-  private authFailure = '';
-
-  /** Sends the event, then carries out a close the machine decided on. */
-  dispatch(event: AdminConnectionEvent): void {
-    this.actor.send(event);
-    const snap = this.state;
-    if (this.closing || this.gone) return;
-    if (snap.status === 'error') {
-      this.closing = true;
-      this.clearTimer();
-      return this.socket.abort();
-    }
-    if (snap.value !== 'closing') return;
-    this.closing = true;
-    this.clearTimer();
-    const rejection = snap.context.rejection;
-    const reason = snap.context.closeReason;
+  protected closeAsDecided(context: AdminConnectionContext): void {
+    const { rejection, closeReason } = context;
     if (rejection) {
       const message = rejection === 'auth_failed' ? `${AUTH_MESSAGES.auth_failed}: ${this.authFailure}` : AUTH_MESSAGES[rejection];
       this.write({ type: 'auth_error', message });
       return this.socket.end(CLOSE_POLICY, rejection);
     }
-    if (reason === 'backpressure') {
-      this.hub.log('warn', `admin socket ${this.id} closed: the client is not reading (${this.socket.bufferedAmount()} bytes waiting)`);
-      return this.socket.abort();
-    }
-    if (reason === 'revoked') return this.socket.end(CLOSE_POLICY, 'credentials revoked');
-    this.socket.end(CLOSE_GOING_AWAY, 'server shutting down');
+    if (closeReason === 'backpressure') return this.dropSlowReader((why) => this.hub.log('warn', `admin socket ${this.id} closed: ${why}`));
+    if (closeReason === 'revoked') return this.socket.end(CLOSE_POLICY, 'credentials revoked');
+    this.goAway();
   }
 
-  onClose(code: number): void {
-    if (this.gone) return;
-    this.gone = true;
-    this.clearTimer();
+  protected released(): void {
     this.hub.remove(this);
-    this.actor.send({ type: 'close', code });
   }
 
   /** A frame to this client; past the send-buffer cap the client is dropped instead. */
   send(frame: AdminServerFrame): void {
-    if (this.gone || this.closing) return;
-    this.socket.cork(() => {
-      if (this.socket.bufferedAmount() > this.hub.limits.maxBufferedBytes) return this.dispatch({ type: 'drop', reason: 'backpressure' });
-      this.write(frame);
-    });
+    this.deliver(() => this.write(frame));
   }
 
   private write(frame: AdminServerFrame): void {
     this.socket.send(JSON.stringify(frame));
   }
 
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-  }
 }
 
 /**
@@ -316,12 +257,7 @@ export class AdminSocketHub {
   private readonly running = new Set<AdminTurn>();
   private readonly subs: Subscription[] = [];
   private closed = false;
-  readonly connectionsRoot = createActor(
-    fromTransition((_: null, e: { type: string; error?: unknown }) => {
-      if (e.type.startsWith('xstate.error.actor')) this.log('error', `admin connection actor failed: ${describeError(e.error)}`);
-      return null;
-    }, null),
-  ).start();
+  readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `admin connection actor failed: ${describeError(e)}`));
 
   constructor(readonly deps: AdminSocketDeps) {
     this.limits = { ...DEFAULT_ADMIN_SOCKET_LIMITS, ...deps.limits };

@@ -1,24 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { createActor, type AnyActorRef } from 'xstate';
 import * as v from 'valibot';
 import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type ConnectionEventType, type ConnectionState, type Fact } from '../../schemas/index.js';
-import { classifyClientPayload, jsonObjectOf, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
+import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
-import type { FrameSocket } from '../http/index.js';
-
-/** The connection machine's actor as this class drives it, typed by the machine's contract in schemas/. */
-interface ConnectionActor {
-  send(e: ConnectionEvent): void;
-  getSnapshot(): {
-    /** 'error' when an action threw: the actor has stopped (the hub's root logs why). */
-    status: 'active' | 'done' | 'error' | 'stopped';
-    value: ConnectionState;
-    context: ConnectionContext;
-  };
-  on(type: '*', fn: (fact: Fact<ConnectionEventType>) => void): unknown;
-  start(): void;
-}
+import { CLOSE_POLICY, MachineConnection, jsonObjectOf, type FrameSocket } from '../http/index.js';
 
 const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
   auth_timeout: 'no auth frame within the time allowed after connecting',
@@ -26,27 +11,22 @@ const AUTH_MESSAGES: Record<AuthErrorCode, string> = {
   auth_failed: 'authentication failed',
 };
 
-/** WS close codes: 1008 policy violation for refusals, 1001 going away on shutdown, 1013 try again later for a failure past its address's limit. */
-const CLOSE_POLICY = 1008;
-const CLOSE_GOING_AWAY = 1001;
+/** WS close code 1013 try again later: a failure past its address's limit, or evicted to make room. */
 const CLOSE_TRY_AGAIN_LATER = 1013;
 
 /**
  * One `/ws` client: plaintext auth, then encrypted frames only. Decisions come from the connection
- * machine; this class does the I/O around it (crypto, timer, socket writes, backpressure).
+ * machine; the shared host (edges/http) does the lifecycle I/O and this class the direct API's own:
+ * the token and key exchange, sealing frames, the per-address limits.
  *
  * An idle connection is what a server holds most of, so its state is kept small: the key pair
  * exists only while the auth frame is handled, and the session holds just the box key and nonce.
  */
-export class DirectConnection implements HubConnection, WaitingConnection {
-  readonly id = randomBytes(8).toString('hex');
-  private readonly actor: ConnectionActor;
+export class DirectConnection
+  extends MachineConnection<ConnectionEvent, ConnectionState, ConnectionContext, Fact<ConnectionEventType>>
+  implements HubConnection, WaitingConnection
+{
   private session: BoxSession | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  /** The socket's close callback ran: it must not be touched again. */
-  private gone = false;
-  /** The server started closing; nothing more is sent. */
-  private closing = false;
   /** Counted among its address's sockets waiting to authenticate. */
   private pending = false;
   /** A refusal past the address's limit, held back until its timer (or an eviction) sends it. */
@@ -55,33 +35,28 @@ export class DirectConnection implements HubConnection, WaitingConnection {
 
   constructor(
     private readonly hub: DirectHub,
-    private readonly socket: FrameSocket,
+    socket: FrameSocket,
     /** The client's address, as the per-address limits key it. */
     readonly address = '',
   ) {
-    this.actor = createActor(hub.deps.connectionMachine, {
-      // One actor system for all connections: a root actor builds its own (maps, scheduler,
-      // closures), about 1.9 KB that each idle connection would otherwise carry.
-      parent: hub.connectionsRoot as AnyActorRef,
+    super(socket, {
+      machine: hub.deps.connectionMachine,
+      root: hub.connectionsRoot,
       input: { nonceCap: hub.limits.nonceCap },
+      limits: hub.limits,
     });
     this.actor.on('*', (fact) => hub.record(this.id, fact));
   }
 
-  open(): void {
+  override open(): void {
     this.hub.add(this);
     this.pending = true;
-    this.actor.start();
-    this.timer = setTimeout(() => this.dispatch({ type: 'timeout' }), this.hub.limits.authTimeoutMs);
+    super.open();
     this.hub.waitingStarted(this);
   }
 
-  private get state(): ReturnType<ConnectionActor['getSnapshot']> {
-    return this.actor.getSnapshot();
-  }
-
   get authenticated(): boolean {
-    return !this.gone && !this.closing && this.state.value === 'encrypted';
+    return this.live && this.state.value === 'encrypted';
   }
 
   get chatId(): number | null {
@@ -94,7 +69,7 @@ export class DirectConnection implements HubConnection, WaitingConnection {
 
   /** A frame from the client; `text` is null for a binary frame. */
   onFrame(text: string | null, bytes: number): void {
-    if (this.gone || this.closing) return;
+    if (!this.live) return;
     if (this.state.value === 'plaintext') return this.onAuthFrame(text);
     if (this.state.value !== 'encrypted') return;
 
@@ -106,7 +81,7 @@ export class DirectConnection implements HubConnection, WaitingConnection {
     const nonce = opened?.nonceKey ?? null;
     // A nonce the machine refuses after a good decrypt can only be a replay.
     this.dispatch({ type: 'frame', nonce });
-    if (this.closing || this.gone) return;
+    if (!this.live) return;
     if (this.state.context.lastFrame !== 'accepted') {
       return this.sendSealed({ type: 'error', code: 'decrypt_failed', message: nonce ? 'nonce already used on this connection (replayed frame)' : why });
     }
@@ -158,23 +133,9 @@ export class DirectConnection implements HubConnection, WaitingConnection {
     return `${AUTH_MESSAGES.auth_failed}: ${this.authFailure}`;
   }
 
-  /** Sends the event, then carries out a close the machine decided on. */
-  private dispatch(event: ConnectionEvent): void {
-    this.actor.send(event);
-    const snap = this.state;
-    if (this.closing || this.gone) return;
-    if (snap.status === 'error') {
-      // No machine to decide anything any more: drop the client rather than leave it hanging.
-      this.closing = true;
-      this.clearTimer();
-      return this.socket.abort();
-    }
-    if (snap.value !== 'closing') return;
-    this.closing = true;
-    this.clearTimer();
-    const reason = snap.context.closeReason;
-    if (snap.context.rejection) {
-      const code = snap.context.rejection;
+  protected closeAsDecided(context: ConnectionContext): void {
+    const code = context.rejection;
+    if (code) {
       const message = code === 'auth_failed' ? this.authFailureMessage() : AUTH_MESSAGES[code];
       if (!this.hub.authFailed(this.address)) {
         this.writePlain({ type: 'error', code, message });
@@ -185,60 +146,41 @@ export class DirectConnection implements HubConnection, WaitingConnection {
       const delayMs = this.hub.limits.authFailureDelayMs;
       this.delayedRefusal = () => {
         this.delayedRefusal = null;
-        this.timer = null;
         if (this.gone) return;
         this.writePlain({ type: 'error', code, message: `${message}; too many failed attempts from this address, so failures are answered after ${delayMs} ms` });
         this.socket.end(CLOSE_TRY_AGAIN_LATER, 'auth_rate_limited');
       };
-      this.timer = setTimeout(this.delayedRefusal, delayMs);
-    } else if (reason === 'nonce_limit') {
+      this.setTimer(this.delayedRefusal, delayMs);
+    } else if (context.closeReason === 'nonce_limit') {
       this.writeSealed({ type: 'error', code: 'decrypt_failed', message: 'this connection used up its nonce budget; reconnect to continue' });
       this.socket.end(CLOSE_POLICY, 'nonce_limit');
-    } else if (reason === 'backpressure') {
-      this.hub.log('warn', `direct connection ${this.id} closed: the client is not reading (${this.socket.bufferedAmount()} bytes waiting, limit ${this.hub.limits.maxBufferedBytes})`, {
-        conn: this.id,
-      });
-      this.socket.abort();
+    } else if (context.closeReason === 'backpressure') {
+      this.dropSlowReader((why) => this.hub.log('warn', `direct connection ${this.id} closed: ${why}`, { conn: this.id }));
     } else {
-      this.socket.end(CLOSE_GOING_AWAY, 'server shutting down');
+      this.goAway();
     }
   }
 
-  /** The socket's close callback. */
-  onClose(code: number): void {
-    if (this.gone) return;
-    this.gone = true;
-    this.clearTimer();
+  protected released(): void {
     this.settlePending();
     this.hub.remove(this);
-    const authenticated = this.state.context.chatId !== null;
-    this.actor.send({ type: 'close', code });
-    if (!authenticated) this.hub.unauthenticated.count(this.state.context.closeReason ?? 'client');
   }
 
-  shutdown(): void {
-    if (this.gone || this.closing) return;
-    this.dispatch({ type: 'drop', reason: 'shutdown' });
+  override onClose(code: number): void {
+    if (this.gone) return;
+    super.onClose(code);
+    // A socket that never authenticated leaves a count, not a fact.
+    const { chatId, closeReason } = this.state.context;
+    if (chatId === null) this.hub.unauthenticated.count(closeReason ?? 'client');
   }
 
   /** Chunks arrive already merged and batched by the agent contract (bus/agents.ts): each is one frame. */
   sendSealed(frame: ServerFrame): void {
-    if (this.gone || this.closing || !this.session) return;
-    this.socket.cork(() => {
-      if (this.roomToSend()) this.writeSealed(frame);
-    });
+    if (this.session) this.deliver(() => this.writeSealed(frame));
   }
 
   private sendPlain(frame: ServerFrame): void {
-    if (this.gone || this.closing) return;
-    this.writePlain(frame);
-  }
-
-  /** Past the cap the reader is not keeping up: drop it rather than buffer without bound. */
-  private roomToSend(): boolean {
-    if (this.socket.bufferedAmount() <= this.hub.limits.maxBufferedBytes) return true;
-    this.dispatch({ type: 'drop', reason: 'backpressure' });
-    return false;
+    if (this.live) this.writePlain(frame);
   }
 
   private writeSealed(frame: ServerFrame): void {
@@ -271,10 +213,5 @@ export class DirectConnection implements HubConnection, WaitingConnection {
     if (!this.pending) return;
     this.pending = false;
     this.hub.waitingEnded(this);
-  }
-
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
   }
 }

@@ -14,16 +14,6 @@ export type ClientRequest =
 const STOP = /^\s*\/stop(?:@[A-Za-z0-9_]{1,64})?\s*$/i;
 const EXPECTED = 'expected {"type":"message","text":"..."} or {"type":"abort"}';
 
-/** A plaintext or decrypted frame as JSON, or null when it is not a JSON object. */
-export function jsonObjectOf(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return isPlainObject(value) ? value : null;
-  } catch {
-    return null;
-  }
-}
-
 /** `{type:"message",text}` / `{type:"abort"}`, parsed by ClientFrameSchema; the text `/stop` is an abort (SPEC.md). */
 export function classifyClientPayload(payload: Uint8Array): ClientRequest {
   let value: unknown;

@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import { createActor, fromTransition, type AnyStateMachine } from 'xstate';
+import type { AnyActorRef, AnyStateMachine } from 'xstate';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
@@ -18,6 +18,7 @@ import {
   type TurnChunk,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
+import { connectionActorsRoot } from '../http/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
 import { AuthFailureLimit, authLimitKey } from './auth-failure-limit.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
@@ -151,17 +152,8 @@ export class DirectHub {
   private readonly waiting = new Map<string, Set<WaitingConnection>>();
   private readonly waitingAll = new Set<WaitingConnection>();
   private readonly now: () => number;
-  /**
-   * The parent of every connection's actor, so that they share one actor system. xstate hands a
-   * child's failure to its parent instead of throwing it, so it is logged here; a child's end is
-   * ignored.
-   */
-  readonly connectionsRoot = createActor(
-    fromTransition((_: null, e: { type: string; error?: unknown }) => {
-      if (e.type.startsWith('xstate.error.actor')) this.log('error', `direct connection actor failed: ${describeError(e.error)}`);
-      return null;
-    }, null),
-  ).start();
+  /** The parent of every connection's actor: they share one actor system. */
+  readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `direct connection actor failed: ${describeError(e)}`));
 
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };

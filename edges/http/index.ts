@@ -9,3 +9,4 @@ export * from './route-auth.js';
 export * from './openapi.js';
 export * from './error-language.js';
 export * from './uws-ws.binding.js';
+export * from './machine-connection.js';
