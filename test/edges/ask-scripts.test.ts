@@ -1,8 +1,9 @@
 // The clients of the internal API, run as real processes against a real server: the agent tool
 // scripts (python3, stdlib only) and `svc ask`.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,8 +21,12 @@ interface Run {
 }
 
 function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; onStdout?: (all: string) => void } = {}): Promise<Run> {
+  return runIn(undefined, cmd, args, opts);
+}
+
+function runIn(cwd: string | undefined, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; onStdout?: (all: string) => void } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: opts.env ?? {}, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env: opts.env ?? {}, stdio: ['pipe', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -172,4 +177,109 @@ t.test('svc ask streams the answer and reports the outcome in its exit code', as
   r = await svcAsk(['x']);
   t.same([r.code, r.stdout], [1, '']);
   t.equal(r.stderr, `svc ask: svc is not running (nothing listens on 127.0.0.1:${down})\n`);
+});
+
+/** A loopback server that records each request and answers from `reply`: the internal API's side of the task tools' contract (WIRE.md §3). */
+async function recordingServer(t: Test, reply: (method: string, url: string, body: unknown) => [number, unknown]) {
+  const seen: { method: string; url: string; body: unknown; headers: Record<string, unknown> }[] = [];
+  const server = createHttpServer((req, res) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d));
+    req.on('end', () => {
+      const body: unknown = raw ? JSON.parse(raw) : null;
+      seen.push({ method: req.method!, url: req.url!, body, headers: req.headers });
+      const [status, answer] = reply(req.method!, req.url!, body);
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { port: (server.address() as { port: number }).port, seen };
+}
+
+t.test('task tools: create, resume, ask_parent, list, cancel, delete send what WIRE.md §3 names and print the answer', async (t) => {
+  const srv = await recordingServer(t, (_method, url, body) => {
+    const b = body as Record<string, unknown> | null;
+    if (url === '/tasks/create') return [200, { success: true, task_id: 't-42' }];
+    if (url === '/tasks/ask_parent') return [200, { success: true, answer: `yes to ${String(b!.question).trim()}` }];
+    if (url.startsWith('/tasks/list')) return [200, [{ task_id: 't-1', status: 'running', name: 'crawl' }, { task_id: 't-2', status: 'done', name: null }]];
+    if (url === '/tasks/delete' && b!.task_id === 't-busy') return [400, { success: false, error: 'only finished tasks can be deleted' }];
+    return [200, { success: true, task_id: b?.task_id }];
+  });
+  const env = (extra: NodeJS.ProcessEnv = {}) => ({ PATH: process.env.PATH, SVC_INTERAGENT_PORT: String(srv.port), SVC_AGENT_NAME: 'main', SVC_INTERAGENT_TOKEN: MAIN_TOKEN, ...extra });
+  const tool = (name: string, args: string[], e: NodeJS.ProcessEnv = env(), stdin?: string, cwd?: string) =>
+    runIn(cwd, '/usr/bin/python3', [join(TOOLS, `${name}.py`), ...args], { env: e, ...(stdin ? { stdin } : {}) });
+
+  let r = await tool('create_task', ['--name', 'crawl', '--provider=codex', '--model', 'o3', 'fetch', 'the', 'site'], env({ SVC_CHAT_ID: '5', SVC_TOPIC_ID: '7' }));
+  t.same(r, { code: 0, stdout: 't-42\n', stderr: '' });
+  t.same(srv.seen.at(-1)!.body, { from: 'main', prompt: 'fetch the site', name: 'crawl', provider: 'codex', model: 'o3', chat_id: 5, topic_id: 7 });
+  t.equal(srv.seen.at(-1)!.headers.authorization, `Bearer ${MAIN_TOKEN}`);
+  r = await tool('create_task', ['-'], env({ SVC_CHAT_ID: 'abc', SVC_TOPIC_ID: '-3' }), 'a long\nprompt\n');
+  t.equal(r.code, 0);
+  t.same(srv.seen.at(-1)!.body, { from: 'main', prompt: 'a long\nprompt\n' }, 'stdin prompt; chat and topic that are not positive integers are left out');
+
+  r = await tool('resume_task', ['t-42', 'go', 'on']);
+  t.same([r.code, r.stdout], [0, 't-42\n']);
+  t.same(srv.seen.at(-1)!.body, { task_id: 't-42', prompt: 'go on', from: 'main' });
+
+  r = await tool('ask_parent', ['which', 'branch?'], env({ SVC_TASK_ID: 't-42' }));
+  t.same([r.code, r.stdout], [0, 'yes to which branch?\n']);
+  t.same(srv.seen.at(-1)!.body, { task_id: 't-42', question: 'which branch?' });
+  r = await tool('ask_parent', ['--task', 't-9', 'ok?']);
+  t.same(srv.seen.at(-1)!.body, { task_id: 't-9', question: 'ok?' }, '--task names the task');
+  const folder = join(t.testdir({ workspace: { tasks: { 't-77': {} } } }), 'workspace', 'tasks', 't-77');
+  r = await tool('ask_parent', ['from', 'my', 'folder'], env(), undefined, folder);
+  t.equal(r.code, 0);
+  t.same(srv.seen.at(-1)!.body, { task_id: 't-77', question: 'from my folder' }, "a task's own folder names it");
+
+  r = await tool('list_tasks', []);
+  t.same([r.code, r.stdout], [0, 't-1\trunning\tcrawl\nt-2\tdone\t\n']);
+  t.same([srv.seen.at(-1)!.method, srv.seen.at(-1)!.url], ['GET', '/tasks/list?from=main']);
+  r = await tool('list_tasks', ['--all', '--json']);
+  t.equal(srv.seen.at(-1)!.url, '/tasks/list', '--all: no owner filter');
+  t.same(JSON.parse(r.stdout), [{ task_id: 't-1', status: 'running', name: 'crawl' }, { task_id: 't-2', status: 'done', name: null }]);
+
+  r = await tool('cancel_task', ['t-1']);
+  t.same([r.code, r.stdout], [0, 'cancelled t-1\n']);
+  t.same(srv.seen.at(-1)!.body, { task_id: 't-1', from: 'main' });
+  r = await tool('delete_task', ['t-2']);
+  t.same([r.code, r.stdout], [0, 'deleted t-2\n']);
+  r = await tool('delete_task', ['t-busy']);
+  t.same([r.code, r.stdout, r.stderr], [1, '', 'delete_task.py: only finished tasks can be deleted (HTTP 400)\n'], "svc's refusal, said plainly");
+
+  const sent = srv.seen.length;
+  const usage: [string, string[], RegExp, NodeJS.ProcessEnv?][] = [
+    ['create_task', [], /usage: create_task\.py/],
+    ['create_task', ['--name'], /--name needs a value/],
+    ['create_task', ['--name', ' ', 'x'], /--name must not be empty/],
+    ['create_task', ['--bogus', 'x'], /unknown option --bogus/],
+    ['create_task', ['--user-id=alice', 'x'], /--user-id was removed/],
+    ['create_task', ['  '], /the prompt is empty/],
+    ['resume_task', ['t-1'], /usage: resume_task\.py/],
+    ['ask_parent', ['why?'], /no task: run this inside a task/],
+    ['ask_parent', [], /usage: ask_parent\.py/, env({ SVC_TASK_ID: 't-1' })],
+    ['list_tasks', ['extra'], /usage: list_tasks\.py/],
+    ['cancel_task', [], /usage: cancel_task\.py/],
+    ['delete_task', ['a', 'b'], /usage: delete_task\.py/],
+  ];
+  for (const [name, args, why, e] of usage) {
+    r = await tool(name, args, e);
+    t.equal(r.code, 2, `${name} ${args.join(' ')}: exit 2`);
+    t.match(r.stderr, why);
+  }
+  t.equal(srv.seen.length, sent, 'usage errors send nothing');
+  r = await tool('create_task', ['--help']);
+  t.same([r.code, r.stderr], [0, '']);
+  t.match(r.stdout, /^Start a background task/);
+});
+
+t.test('task tools against the internal API with no task hub: the refusal reaches the agent', async (t) => {
+  const { port } = await serveInternal(t);
+  const e = { PATH: process.env.PATH, SVC_INTERAGENT_PORT: String(port), SVC_AGENT_NAME: 'main', SVC_INTERAGENT_TOKEN: MAIN_TOKEN };
+  const r = await run('/usr/bin/python3', [join(TOOLS, 'create_task.py'), 'x'], { env: e });
+  t.equal(r.code, 1);
+  t.match(r.stderr, /^create_task\.py: .*\(HTTP 503\)\n$/);
+  const down = await closedPort();
+  const d = await run('/usr/bin/python3', [join(TOOLS, 'list_tasks.py')], { env: { ...e, SVC_INTERAGENT_PORT: String(down) } });
+  t.same([d.code, d.stderr], [1, `list_tasks.py: svc is not running (nothing listens on 127.0.0.1:${down})\n`]);
 });

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -59,11 +60,74 @@ class Tool:
             self.fail("the message is empty", 2)
         return agent, message, new_session
 
+    def options(self, argv, values=(), flags=()):
+        """Splits argv into ({option: value or True}, [positional...]) for the task tools.
+
+        Options come before the first positional word (after it, words are the text); `--` ends
+        them; -h/--help prints the usage; an unknown option is a usage error (exit 2).
+        """
+        opts = {}
+        rest = []
+        i = 0
+        while i < len(argv):
+            arg = argv[i]
+            i += 1
+            if rest:
+                rest.append(arg)
+                continue
+            if self.is_removed_user_id(arg):
+                self.fail("--user-id was removed: the caller identity comes only from SVC_CALLER_USER_ID, which svc sets", 2)
+            if arg == "--":
+                rest.extend(argv[i:])
+                break
+            if arg in ("-h", "--help"):
+                self.usage(0)
+            name, eq, inline = arg.partition("=")
+            if name in values:
+                if eq:
+                    opts[name] = inline
+                elif i < len(argv):
+                    opts[name] = argv[i]
+                    i += 1
+                else:
+                    self.fail("%s needs a value (see --help)" % name, 2)
+                if not opts[name].strip():
+                    self.fail("%s must not be empty" % name, 2)
+            elif arg in flags:
+                opts[arg] = True
+            elif arg.startswith("-") and arg != "-":
+                self.fail("unknown option %s (see --help)" % arg, 2)
+            else:
+                rest.append(arg)
+        return opts, rest
+
+    def text(self, words, what):
+        """The words as one text, or standard input for a lone `-`; empty is a usage error."""
+        text = sys.stdin.read() if words == ["-"] else " ".join(words)
+        if not text.strip():
+            self.fail("the %s is empty" % what, 2)
+        return text
+
+    @staticmethod
+    def env_int(name):
+        """A positive integer from the environment (svc sets SVC_CHAT_ID, SVC_TOPIC_ID), else None."""
+        raw = os.environ.get(name, "").strip()
+        return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
     def post(self, path, body):
+        return self.call("POST", path, body)
+
+    def get(self, path, query=None):
+        qs = ("?" + urllib.parse.urlencode(query)) if query else ""
+        return self.call("GET", path + qs, None)
+
+    def call(self, method, path, body):
         port = os.environ.get("SVC_INTERAGENT_PORT", "8799").strip() or "8799"
         if not port.isdigit():
             self.fail("SVC_INTERAGENT_PORT is %r, not a port number" % port)
-        headers = {"Content-Type": "application/json", "Connection": "close"}
+        headers = {"Connection": "close"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         token = os.environ.get("SVC_INTERAGENT_TOKEN", "").strip()
         if token:
             headers["Authorization"] = "Bearer " + token
@@ -71,7 +135,8 @@ class Tool:
         if caller:
             headers["X-SVC-Caller-User-Id"] = caller
         url = "http://127.0.0.1:%s%s" % (port, path)
-        req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self.http_timeout_s) as res:
                 return json.loads(res.read().decode("utf-8"))
