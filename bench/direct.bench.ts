@@ -8,6 +8,7 @@ import nacl from 'tweetnacl';
 import WebSocket from 'ws';
 import type { BenchReport } from './report.js';
 import { FIXTURES, startServer, type ServerHandle } from './server-handle.js';
+import { median, percentile, within } from './timing.js';
 
 /*
  * What a direct-API user pays, with svc and a bare uWS echo each in their own process (their CPU
@@ -29,16 +30,8 @@ const RUNS = 5;
 const LATENCY_LINES = 250;
 const LINE_EVERY_MS = 20;
 const BURST_LINES = 10_000;
-/** Any wait on a peer gives up after this: a stuck run fails instead of hanging the bench. */
-const DEADLINE_MS = 60_000;
 
 type Frame = { type: string; data?: string; [k: string]: unknown };
-
-function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`bench: no ${what} within ${DEADLINE_MS} ms`)), DEADLINE_MS)));
-  return Promise.race([p, expired]).finally(() => clearTimeout(timer));
-}
 
 /** The loopback socket the fake CLIs report to; each is known by the prompt it was started with. */
 class Control {
@@ -131,12 +124,6 @@ async function cpuPer(server: ServerHandle, from: Cpu, items: number) {
   const system = (now.system - from.system) / items;
   return { total: (now.user - from.user) / items + system, system };
 }
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 /** One line per frame: each line is written only after the previous one's plaintext arrived. */
 async function relayPerFrame(svc: ServerHandle, control: Control, client: Client, run: number, count = FRAMES) {

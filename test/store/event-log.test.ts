@@ -85,6 +85,26 @@ t.test('sqlite: stream_heads follows the log and a rebuild from the log matches 
   t.same(diffProjections(log.projectionDb(), scratch, [streamHeadsProjection]), []);
 });
 
+t.test('sqlite: readStreamHeads by prefix is exactly the streams that start with it, in order', async (t) => {
+  const log = openIn(t.testdir());
+  t.teardown(() => log.close());
+  // Neighbours of the range's bounds: `agent;` is the successor of `agent:`, `agent` and `agen` sort before it.
+  const streams = ['agent:b', 'agent;', 'agent', 'agent:a', 'agen', 'turn:1', 'agent:', 'agent:a:x', 'café:1', 'cafê', 'caf', 'Agent:c', 'agent:\u00e9'];
+  log.append(
+    streams.map((stream) => ({ stream, type: 'task.created', data: {} })),
+    AT,
+  );
+  const all = readStreamHeads(log.projectionDb());
+  t.same(
+    all.map((h) => h.stream),
+    [...streams].sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)))),
+    'no prefix: every stream, in SQLite\'s order',
+  );
+  for (const prefix of ['agent:', 'agent', 'agent:a', 'turn:', 'café', 'caf', 'x', '', 'agent:\u00e9']) {
+    t.same(readStreamHeads(log.projectionDb(), { prefix }), all.filter((h) => h.stream.startsWith(prefix)), `prefix ${JSON.stringify(prefix)}`);
+  }
+});
+
 t.test('diffProjections names missing, extra and changed rows and caps each table', async (t) => {
   const live = new Database(':memory:');
   const scratch = new Database(':memory:');
