@@ -41,6 +41,15 @@ class Browser {
     }
   }
 
+  /** The files page's upload: multipart from a FormData, the cookie and the CSRF header. */
+  async upload(path: string, name: string, text: string): Promise<{ status: number; body: Json }> {
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/plain' }), name);
+    const headers: Record<string, string> = { origin: PANEL, 'accept-language': this.lang, connection: 'close', cookie: this.cookieHeader(), [CSRF_HEADER]: this.jar.get(AUTH_COOKIES.csrf) ?? '' };
+    const res = await fetch(this.base + path, { method: 'POST', headers, body: form });
+    return { status: res.status, body: (await res.json()) as Json };
+  }
+
   async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json; cookies: string[]; headers: Headers }> {
     const headers: Record<string, string> = { origin: PANEL, 'accept-language': this.lang, connection: 'close' };
     if (this.jar.size) headers.cookie = this.cookieHeader();
@@ -180,6 +189,9 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
     session: await admin.call('POST', '/api/chat/sessions', { agent: 'main', title: 'Walk' }),
   };
   for (const [what, res] of Object.entries(created)) t.ok(res.status >= 200 && res.status < 300, `${what} created: ${res.status} ${JSON.stringify(res.body)}`);
+  const uploaded = await admin.upload('/upload?agent=main&relative_path=panel-walk', 'from the panel.txt', 'uploaded through the files page');
+  t.match(uploaded, { status: 200, body: { path: join(paths.workspace, 'panel-walk', 'from_the_panel.txt'), name: 'from the panel.txt', size: 31, mime: 'text/plain', prompt: String } });
+  t.equal(readFileSync(join(paths.workspace, 'panel-walk', 'from_the_panel.txt'), 'utf8'), 'uploaded through the files page', "the files page's upload is in the folder it shows");
   const cronId = created.cron.body.id as string;
   const hookId = created.webhook.body.id as string;
 
