@@ -325,6 +325,76 @@ export async function writeContainedFile(
   return { realPath: target.realPath, size, created: existing === null };
 }
 
+/** A new file being written under a root by a stream (an upload): the bytes go to `handle`, then `commit` or `discard`. */
+export interface ContainedNewFile {
+  /** Owned by the caller: write to it, close it, then commit or discard. */
+  handle: fsp.FileHandle;
+  /** Where the file appears once committed. */
+  realPath: string;
+  /** Gives the finished temp file its name; refused with `file-exists` when the name was taken meanwhile. */
+  commit(): Promise<void>;
+  /** Removes the temp file (a failed or abandoned write); safe to call after a failed commit. */
+  discard(): Promise<void>;
+}
+
+/**
+ * Starts a new regular file `requested` whose content arrives later (a streamed upload): the same
+ * target checks as writeContainedFile, then a temp file opened exclusively in the checked real parent
+ * and checked by its descriptor. The name is taken by a hard link at commit, which never replaces
+ * what is there, so an existing file (or a link planted under the name) is never overwritten.
+ */
+export async function createContainedFile(requested: string, rules: RootedRules, opts: { mode?: number } = {}): Promise<ContainedNewFile> {
+  const target = await resolveContainedTarget(requested, rules);
+  if (await lstatOrNull(target.realPath)) throw new SvcError('file-exists', `${requested} already exists`);
+  const tmp = join(target.realParent, `.${basename(target.realPath)}.${process.pid}.${randomBytes(6).toString('hex')}.part`);
+  const handle = await fsp.open(tmp, WRITE_FLAGS, opts.mode ?? 0o600).catch((e: unknown) => {
+    throw fsError(e, requested);
+  });
+  const discard = () => fsp.rm(tmp, { force: true });
+  try {
+    const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
+    if (dirname(real) !== target.realParent) throw outside(requested, rules);
+  } catch (e) {
+    await handle.close().catch(() => undefined);
+    await discard();
+    throw e;
+  }
+  return {
+    handle,
+    realPath: target.realPath,
+    discard,
+    commit: async () => {
+      try {
+        await fsp.link(tmp, target.realPath);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new SvcError('file-exists', `${requested} already exists`);
+        throw fsError(e, requested);
+      }
+      await fsp.unlink(tmp);
+      await syncDir(target.realParent);
+    },
+  };
+}
+
+/**
+ * A directory inside the root that new entries may be made in (the root itself for '' or '.'):
+ * its real path, inside the root's and not a secret. Nothing is created.
+ */
+export async function resolveContainedDir(requested: string, rules: RootedRules): Promise<{ realPath: string }> {
+  const path = requested === '' || requested === '.' ? normalize(rules.root) : lexicallyContained(requested, rules);
+  const realRoot = await realRootOf(rules);
+  let real: string;
+  try {
+    real = await fsp.realpath(path);
+  } catch (e) {
+    throw fsError(e, requested);
+  }
+  checkRealDir(requested, rules, real, realRoot);
+  const st = await fsp.stat(real);
+  if (!st.isDirectory()) throw new SvcError('invalid-path', `${requested} is a file, not a directory`);
+  return { realPath: real };
+}
+
 async function syncDir(dir: string): Promise<void> {
   const dh = await fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {

@@ -1,11 +1,14 @@
 import { SvcError } from '../schemas/index.js';
 import {
+  createContainedFile,
   listContainedDir,
   makeContainedDir,
   openContainedFile,
   removeContained,
+  resolveContainedDir,
   serviceSecretRealPaths,
   type ContainedDirEntry,
+  type ContainedNewFile,
   type ContainedFile,
   type ContainmentRules,
 } from './contained-file.js';
@@ -67,4 +70,18 @@ export async function makeUserDir(paths: HomePaths, agent: string, requested: st
 export async function removeUserFile(paths: HomePaths, agent: string, requested: string): Promise<{ wasDir: boolean }> {
   const { wasDir } = await removeContained(checkWritablePath(requested), await userFilesRules(paths, agent));
   return { wasDir };
+}
+
+/**
+ * The folder an upload may land in (`/upload?agent=&relative_path=`): an existing directory of the
+ * area ('' is the workspace itself), writable by the file manager's rules. Nothing is created.
+ */
+export async function checkUserUploadDir(paths: HomePaths, agent: string, requested: string): Promise<void> {
+  const dir = requested === '' || requested === '.' ? requested : checkWritablePath(requested);
+  await resolveContainedDir(dir, await userFilesRules(paths, agent));
+}
+
+/** A new file of the area, filled by the caller from a stream; never replaces an existing one. */
+export async function createUserFile(paths: HomePaths, agent: string, requested: string): Promise<ContainedNewFile> {
+  return createContainedFile(checkWritablePath(requested), await userFilesRules(paths, agent));
 }

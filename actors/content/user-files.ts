@@ -3,7 +3,7 @@ import { lookup } from 'mime-types';
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
 import { USER_FILES_COMMANDS, USER_FILES_EVENTS, userFilesStream, type SubAgentConfig } from '../../schemas/index.js';
-import { checkRelativePath, listUserFiles, makeUserDir, openUserFile, removeUserFile, type HomePaths } from '../../store/index.js';
+import { checkRelativePath, checkUserUploadDir, listUserFiles, makeUserDir, openUserFile, removeUserFile, type HomePaths } from '../../store/index.js';
 import { serialRunner } from '../host/serial.js';
 import { targetAgent } from './agent-target.js';
 
@@ -70,6 +70,14 @@ export function startUserFilesAdmin(deps: UserFilesAdminDeps): Subscription {
         return { agent, relative_path, deleted: true as const };
       }),
     ),
+  );
+  subs.add(
+    bus.handle(USER_FILES_COMMANDS.placeUpload, 'user-files-admin', async (cmd) => {
+      const agent = agentOf(cmd);
+      const dir = cmd.data.path;
+      await checkUserUploadDir(paths, agent, dir);
+      return { agent, relative_path: dir === '' || dir === '.' ? '' : canonical(dir) };
+    }),
   );
   return subs;
 }

@@ -41,7 +41,6 @@ export const ADMIN_STATUSES: StatusTable = {
   'invalid-credentials': 401,
   /** Too many failed logins for one account name (SPEC.md's per-IP limit is `rate-limited`). */
   'account-locked': 429,
-  'csrf-failed': 403,
   'invalid-totp': 400,
   /** 2FA set up or turned off twice, or verified with nothing set up. */
   'totp-state': 409,

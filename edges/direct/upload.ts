@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fsp from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,13 +17,31 @@ export interface UploadResult {
   prompt: string;
 }
 
-export interface UploadOptions {
-  /** `workspace/api_files`; the dated folder is made under it. */
-  baseDir: string;
-  /** `YYYY-MM-DD` of today in the user's timezone. */
-  day: string;
-  maxFileBytes: number;
+/** Where an upload's bytes are written, and under what name it is kept once complete. */
+export interface UploadDestination {
+  /** Opens the part's file, not yet under its final name, for the client's file name. */
+  open(clientName: string): Promise<OpenedUpload>;
 }
+
+export interface OpenedUpload {
+  handle: FileHandle;
+  /** Its path once committed: what the answer names. */
+  final: string;
+  /** Gives the complete file its final name. */
+  commit(): Promise<void>;
+  /** Removes what `open` made for a failed upload. */
+  discard(): Promise<void>;
+}
+
+export type UploadOptions = { maxFileBytes: number } & (
+  | {
+      /** `workspace/api_files`; the dated folder is made under it. */
+      baseDir: string;
+      /** `YYYY-MM-DD` of today in the user's timezone. */
+      day: string;
+    }
+  | { destination: UploadDestination }
+);
 
 const MAX_CAPTION_BYTES = 64 * 1024;
 
@@ -61,6 +80,11 @@ function cutToBytes(s: string, bytes: number): string {
  * never collide.
  */
 export function safeUploadName(clientName: string | null, random: string): string {
+  return `${random}_${safeFileName(clientName)}`;
+}
+
+/** safeUploadName without its random prefix: for a folder the user chose, where the name itself matters. */
+export function safeFileName(clientName: string | null): string {
   const base = (clientName ?? '').split(/[/\\]/).pop()!.normalize('NFC');
   let safe = base.replace(/[^\p{L}\p{N}._-]+/gu, '_').replace(/^[._]+/, '').replace(/_+/g, '_');
   if (Buffer.byteLength(safe) > MAX_NAME_BYTES) {
@@ -68,7 +92,40 @@ export function safeUploadName(clientName: string | null, random: string): strin
     const kept = Buffer.byteLength(ext) <= 16 ? ext : '';
     safe = cutToBytes(safe.slice(0, safe.length - ext.length), MAX_NAME_BYTES - Buffer.byteLength(kept)) + kept;
   }
-  return `${random}_${safe || 'file'}`;
+  return safe || 'file';
+}
+
+/**
+ * The direct API's place for uploads: `baseDir/day/<random>_<safe name>`, written under a dot-name
+ * and renamed when complete; a dated folder a failed upload made and left empty goes too.
+ */
+export function datedUploadFolder(baseDir: string, day: string): UploadDestination {
+  const dir = join(baseDir, day);
+  const dropEmptyDir = () => fsp.rmdir(dir).catch(() => undefined);
+  return {
+    open: async (clientName) => {
+      const name = safeUploadName(clientName, randomBytes(4).toString('hex'));
+      const temp = join(dir, `.${name}.part`);
+      const final = join(dir, name);
+      let handle: FileHandle;
+      try {
+        await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+        handle = await fsp.open(temp, 'wx', 0o600);
+      } catch (e) {
+        await dropEmptyDir();
+        throw e;
+      }
+      return {
+        handle,
+        final,
+        commit: () => fsp.rename(temp, final),
+        discard: async () => {
+          await fsp.rm(temp, { force: true }).catch(() => undefined);
+          await dropEmptyDir();
+        },
+      };
+    },
+  };
 }
 
 function uploadPrompt(r: Omit<UploadResult, 'prompt'>, caption: string): string {
@@ -104,22 +161,22 @@ interface PendingFile {
   stream: Readable;
   clientName: string;
   declaredType: string;
-  temp: string;
-  final: string;
+  opened: Promise<OpenedUpload>;
   /** Settles when the part is on disk; its bytes. */
   written: Promise<number>;
 }
 
 /**
- * Streams a multipart body (field `file`, optional `caption`) to `baseDir/day/<safe name>`. The file
- * is written under a dot-name and renamed when complete; on any failure (too large → `body-too-large`,
+ * Streams a multipart body (field `file`, optional `caption`) to its destination (by default
+ * `baseDir/day/<safe name>`). The file is written under a temporary name and given its own when
+ * complete; on any failure (too large → `body-too-large`,
  * malformed → `invalid-body`, client gone) the partial file is removed. Busboy may report an error
  * and then a finish for the same truncated body, so every outcome goes through one `settle`, and
  * only the first counts.
  */
 export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string | undefined, opts: UploadOptions): Promise<UploadResult> {
   const bb = multipartParser(contentType, opts.maxFileBytes);
-  const dir = join(opts.baseDir, opts.day);
+  const destination = 'destination' in opts ? opts.destination : datedUploadFolder(opts.baseDir, opts.day);
   let file: PendingFile | null = null;
   let caption = '';
 
@@ -142,13 +199,14 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
         if ('error' in outcome) throw outcome.error;
         const f = outcome.ok;
         const size = await f.written;
-        await fsp.rename(f.temp, f.final);
-        const stored = basename(f.final);
+        const opened = await f.opened;
+        await opened.commit();
+        const stored = basename(opened.final);
         // The client's own base name, for display; `path` has the stored one.
         const name = f.clientName.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255) || stored;
         const declared = f.declaredType.toLowerCase();
         const mime = lookup(stored) || (/^[\w.+-]+\/[\w.+-]+$/.test(declared) && declared !== 'text/plain' ? declared : 'application/octet-stream');
-        const result = { path: f.final, name, mime, size };
+        const result = { path: opened.final, name, mime, size };
         return { ...result, prompt: uploadPrompt(result, caption) };
       } catch (e) {
         if (file) {
@@ -156,9 +214,8 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
           // settled the write stream is closed or was never opened, and the partial file can go.
           file.stream.destroy();
           await file.written.catch(() => undefined);
-          await fsp.rm(file.temp, { force: true }).catch(() => undefined);
-          // A dated folder this failed upload created and left empty goes too.
-          await fsp.rmdir(dir).catch(() => undefined);
+          const opened = await file.opened.catch(() => null);
+          await opened?.discard().catch(() => undefined);
         }
         throw e;
       }
@@ -173,14 +230,13 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
         stream.resume();
         return settle({ error: invalid(`the file part must be the field "file", not ${JSON.stringify(field.slice(0, 80))}`) });
       }
-      const name = safeUploadName(filename, randomBytes(4).toString('hex'));
-      const temp = join(dir, `.${name}.part`);
       stream.on('limit', () => settle({ error: new SvcError('body-too-large', `the uploaded file exceeds the limit of ${opts.maxFileBytes} bytes`) }));
-      // The temp file exists before `written` can settle, so a failure's cleanup never runs ahead
+      // The file is opened before `written` can settle, so a failure's cleanup never runs ahead
       // of its creation.
+      const opened = destination.open(filename);
+      opened.catch(() => undefined);
       const written = (async () => {
-        await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-        const fh = await fsp.open(temp, 'wx', 0o600);
+        const fh = (await opened).handle;
         try {
           // A stream destroyed meanwhile (settled elsewhere) would hang pipeline().
           if (stream.destroyed) throw new Error('upload abandoned');
@@ -191,7 +247,7 @@ export function receiveUpload(body: AsyncIterable<Buffer>, contentType: string |
         }
         return (stream as Readable & { bytesRead: number }).bytesRead;
       })();
-      file = { stream, clientName: filename, declaredType: mimeType, temp, final: join(dir, name), written };
+      file = { stream, clientName: filename, declaredType: mimeType, opened, written };
       written.catch((e: unknown) => settle({ error: e }));
     });
     bb.on('field', (field: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {

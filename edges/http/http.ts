@@ -90,6 +90,11 @@ export const COMMON_STATUSES: StatusTable = {
   'invalid-path': 400,
   unauthorized: 401,
   forbidden: 403,
+  /**
+   * A cookie-authenticated write without the double-submit header. Raised by the admin cookie's
+   * authenticator, which every surface's routes on the server may accept (`/upload`, the shared `/api`).
+   */
+  'csrf-failed': 403,
   'not-found': 404,
   'method-not-allowed': 405,
   'body-too-large': 413,

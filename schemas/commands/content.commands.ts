@@ -67,7 +67,12 @@ export const USER_FILES_COMMANDS = {
   locate: defineCommand('files.locate', FileTarget, LocatedFileSchema),
   mkdir: defineCommand('files.mkdir', FileTarget, v.object({ agent: v.string(), relative_path: v.string() })),
   delete: defineCommand('files.delete', FileTarget, v.object({ agent: v.string(), relative_path: v.string(), deleted: v.literal(true) })),
+  /** Where an upload may go (`/upload?agent=&relative_path=`): `path` an existing folder, '' the workspace. */
+  placeUpload: defineCommand('files.place_upload', FileTarget, v.object({ agent: v.string(), relative_path: v.string() })),
 } as const;
+
+/** `/upload?agent=&relative_path=` (WIRE.md §2 Files): both absent keeps the direct API's dated folder. */
+export const UploadPlacementQuerySchema = v.object({ agent: v.optional(Agent), relative_path: v.optional(RequestedPath) });
 
 // ---------------------------------------------------------------- RAG
 
