@@ -79,11 +79,12 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   'PUT /api/chat/sessions/:id/messages': ['operator', 'validated', 'Agent-scoped: chat sessions (write validated)'],
   'POST /api/chat/sessions/:id/read': ['operator', 'validated', 'Agent-scoped: chat sessions (read validated)'],
   'POST /api/transcribe': ['operator', 'none', 'part of chatting (WIRE.md §2); names no agent'],
-  // Notifications: the dashboard's bell; SPEC.md lists no agent scope for them.
-  'GET /api/notifications': ['viewer', 'filtered', 'dashboards; the list is filtered by agent'],
-  'GET /api/notifications/unread-count': ['viewer', 'none', 'dashboards'],
-  'PUT /api/notifications/:id/read': ['viewer', 'none', 'dashboards: the caller\'s own read state'],
-  'POST /api/notifications/read-all': ['viewer', 'none', 'dashboards: the caller\'s own read state'],
+  // Notifications: the dashboard's bell, each about a cron job, webhook or task of one agent, so
+  // scoped as those are ("WebSocket broadcasts are ACL-aware per socket": the bell the same).
+  'GET /api/notifications': ['viewer', 'filtered', 'dashboards; about cron jobs, webhooks, tasks (filtered by agent)'],
+  'GET /api/notifications/unread-count': ['viewer', 'none', 'dashboards; a count, of what the list shows'],
+  'PUT /api/notifications/:id/read': ['viewer', 'validated', 'dashboards; one the list hides is not the caller\'s to mark'],
+  'POST /api/notifications/read-all': ['viewer', 'filtered', 'dashboards; marks what the caller is shown, not what the list hides'],
   // Cron jobs and webhooks.
   'GET /api/cron': ['viewer', 'filtered', 'Roles: viewer reads cron jobs; Agent-scoped: filtered by job agent'],
   'POST /api/cron': ['admin', 'validated', 'Roles: create on cron jobs is admin; Agent-scoped: create needs the agent'],
