@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { PrincipalSchema } from './principal.schema.js';
 
 /*
  * Notifications (SPEC.md "Notification", WIRE.md §2): the vocabulary the notifier, its rules in
@@ -65,8 +66,9 @@ export const NotificationIdSchema = v.pipe(
   v.minLength(1, 'must not be empty'),
   v.maxLength(MAX_NOTIFICATION_ID_CHARS, `must be at most ${MAX_NOTIFICATION_ID_CHARS} characters`),
 );
-export const MarkReadSchema = v.strictObject({ id: NotificationIdSchema });
-export const MarkAllReadSchema = v.strictObject({});
+/** Who marks: a caller limited to some agents may mark only the notifications their list shows. */
+export const MarkReadSchema = v.strictObject({ id: NotificationIdSchema, principal: PrincipalSchema });
+export const MarkAllReadSchema = v.strictObject({ principal: PrincipalSchema });
 
 export const CreateNotificationResultSchema = v.variant('persisted', [
   v.object({ persisted: v.literal(false) }),

@@ -140,7 +140,11 @@ function readQueries(db: Database.Database) {
         WHERE read = 0 AND severity <> 'silent'
           AND (? IS NULL OR agent IS NULL OR agent IN (SELECT value FROM json_each(?)))`),
       get: db.prepare(`SELECT ${cols} FROM notifications WHERE id = ?`),
-      unreadIds: db.prepare(`SELECT id FROM notifications WHERE read = 0 ORDER BY seq`),
+      unreadIds: db.prepare(`
+        SELECT id FROM notifications
+        WHERE read = 0
+          AND (? IS NULL OR agent IS NULL OR agent IN (SELECT value FROM json_each(?)))
+        ORDER BY seq`),
     };
     queries.set(db, q);
   }
@@ -181,9 +185,13 @@ export function getNotification(db: Database.Database, id: string): Notification
   return r ? toNotification(r) : null;
 }
 
-/** Ids whose `read` flag is false, oldest first, silent included: read-all clears them all. */
-export function unreadNotificationIds(db: Database.Database): string[] {
-  return (readQueries(db).unreadIds.all() as { id: string }[]).map((r) => r.id);
+/**
+ * Ids whose `read` flag is false, oldest first, silent included: read-all clears them all; `agents`
+ * as in the list, so a caller limited to some agents clears only what their list shows.
+ */
+export function unreadNotificationIds(db: Database.Database, agents: readonly string[] | null = null): string[] {
+  const list = agents === null ? null : JSON.stringify(agents);
+  return (readQueries(db).unreadIds.all(list, list) as { id: string }[]).map((r) => r.id);
 }
 
 /** The read model bound to one connection, for the notifier and the HTTP edge. */
@@ -191,7 +199,7 @@ export interface NotificationReadModel {
   list(query?: ListNotificationsQuery): Notification[];
   unreadCount(agents?: readonly string[] | null): number;
   get(id: string): Notification | null;
-  unreadIds(): string[];
+  unreadIds(agents?: readonly string[] | null): string[];
 }
 
 export function notificationReadModel(db: Database.Database): NotificationReadModel {
@@ -199,6 +207,6 @@ export function notificationReadModel(db: Database.Database): NotificationReadMo
     list: (query) => listNotifications(db, query),
     unreadCount: (agents) => unreadNotificationCount(db, agents ?? null),
     get: (id) => getNotification(db, id),
-    unreadIds: () => unreadNotificationIds(db),
+    unreadIds: (agents) => unreadNotificationIds(db, agents ?? null),
   };
 }

@@ -8,6 +8,7 @@ import {
   NOTIFICATION_COMMANDS,
   NOTIFICATION_EVENTS,
   SvcError,
+  agentLimit,
   notificationStream,
   type CommandData,
   type CreateNotificationResult,
@@ -83,16 +84,20 @@ export function startNotifier(deps: NotifierDeps): Subscription {
   };
 
   const markRead = async (cmd: Command<string, CommandData<typeof NOTIFICATION_COMMANDS.markRead>>): Promise<Notification> => {
-    const { id } = cmd.data;
+    const { id, principal } = cmd.data;
     const current = readModel.get(id);
-    if (!current) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
+    // One the caller's list hides is answered as absent: the answer would show it, marking it would change it for everyone.
+    const limit = agentLimit(principal);
+    if (!current || (limit !== null && current.agent !== null && !limit.includes(current.agent))) {
+      throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
+    }
     if (current.read) return current;
     await bus.publish({ stream: notificationStream(id), type: NOTIFICATION_EVENTS.read, data: { id }, ...causedBy(cmd) });
     return readModel.get(id) ?? { ...current, read: true };
   };
 
-  const markAllRead = async (cmd: Command): Promise<MarkAllReadResult> => {
-    const ids = readModel.unreadIds();
+  const markAllRead = async (cmd: Command<string, CommandData<typeof NOTIFICATION_COMMANDS.markAllRead>>): Promise<MarkAllReadResult> => {
+    const ids = readModel.unreadIds(agentLimit(cmd.data.principal));
     if (ids.length === 0) return { ids: [] };
     await bus.publish({ stream: NOTIFICATIONS_STREAM, type: NOTIFICATION_EVENTS.all_read, data: { ids }, ...causedBy(cmd) });
     return { ids };

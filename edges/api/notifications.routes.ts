@@ -91,9 +91,9 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       // Marking read changes no resource, only what is shown as new: a viewer may (SPEC.md's errors ack is alike).
       auth: API_AUTH.viewer,
       summary: 'Mark one notification read',
-      handler: async (req) => {
+      handler: async (req, principal) => {
         const id = req.params.id ?? '';
-        await bus.send(NOTIFICATION_COMMANDS.markRead, { id });
+        await bus.send(NOTIFICATION_COMMANDS.markRead, { id, principal });
         // Answer with the row as the read model holds it: the command's publish has been folded.
         const n = readModel.get(id);
         if (!n) throw new SvcError('not-found', `notification ${JSON.stringify(id)} does not exist`);
@@ -106,8 +106,8 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       maxBodyBytes: 4096,
       auth: API_AUTH.viewer,
       summary: 'Mark every notification read',
-      handler: async () => {
-        const r = await bus.send(NOTIFICATION_COMMANDS.markAllRead, {});
+      handler: async (_req, principal) => {
+        const r = await bus.send(NOTIFICATION_COMMANDS.markAllRead, { principal });
         return json(200, { status: 'ok', marked: r.ids.length, ids: r.ids });
       },
     },

@@ -6,6 +6,10 @@ import { Bus, type LogLine } from '../../bus/index.js';
 import { PROJECTIONS, SqliteEventLog, listNotifications, notificationReadModel } from '../../store/index.js';
 import { rawCommand } from '../fixtures/any-event.js';
 import type { Notification } from '../../schemas/index.js';
+import { adminUser } from '../fixtures/admin-api.js';
+
+/** An unrestricted caller: marking is theirs for every notification. */
+const ANYONE = adminUser('alice', 'viewer');
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -91,34 +95,45 @@ t.test('the throttle is only logged: repeated warnings are all delivered', async
 t.test('mark_read: unknown id is not-found; read once publishes, twice returns the state', async (t) => {
   const s = setup(t);
   await s.create({ source: 'webhook', outcome: 'error', title: 'w', source_id: 'h' });
-  await t.rejects(s.send('notification.mark_read', { id: 'missing' }), { code: 'not-found', message: 'notification "missing" does not exist' });
-  const first = await s.send<Notification>('notification.mark_read', { id: 'n1' }, 'alice');
+  await t.rejects(s.send('notification.mark_read', { id: 'missing', principal: ANYONE }), { code: 'not-found', message: 'notification "missing" does not exist' });
+  const first = await s.send<Notification>('notification.mark_read', { id: 'n1', principal: ANYONE }, 'alice');
   t.equal(first.read, true);
   const read = s.log.read({ types: ['notification.read'] });
   t.match(read, [{ stream: 'notification:n1', data: { id: 'n1' }, by: 'alice' }]);
   const seq = s.log.lastSeq();
-  const again = await s.send<Notification>('notification.mark_read', { id: 'n1' });
+  const again = await s.send<Notification>('notification.mark_read', { id: 'n1', principal: ANYONE });
   t.same(again, first);
   t.equal(s.log.lastSeq(), seq, 'no second event');
 
   // Two racing requests for one id: commands run one at a time, so only one fact.
   await s.create({ source: 'webhook', outcome: 'error', title: 'w2' });
-  await Promise.all([s.send('notification.mark_read', { id: 'n2' }), s.send('notification.mark_read', { id: 'n2' })]);
+  await Promise.all([s.send('notification.mark_read', { id: 'n2', principal: ANYONE }), s.send('notification.mark_read', { id: 'n2', principal: ANYONE })]);
   t.equal(s.log.read({ types: ['notification.read'] }).length, 2);
+});
+
+t.test('a caller limited to some agents marks only what their list shows', async (t) => {
+  const s = setup(t);
+  const coderOnly = adminUser('carol', 'admin', ['coder']);
+  await s.create({ source: 'webhook', outcome: 'error', title: 'main', agent: 'main' });
+  await s.create({ source: 'webhook', outcome: 'error', title: 'coder', agent: 'coder' });
+  await s.create({ source: 'system', outcome: 'error', title: 'about no agent' });
+  await t.rejects(s.send('notification.mark_read', { id: 'n1', principal: coderOnly }), { code: 'not-found' }, "main's is hidden from them, so absent");
+  t.same(await s.send('notification.mark_all_read', { principal: coderOnly }), { ids: ['n2', 'n3'] });
+  t.same(listNotifications(s.db).filter((n) => !n.read).map((n) => n.id), ['n1'], "main's stays unread for everyone else");
 });
 
 t.test('mark_all_read: one event naming the unread ones, silent included; none when nothing is unread', async (t) => {
   const s = setup(t);
-  await t.resolves(s.send('notification.mark_all_read', {}));
+  await t.resolves(s.send('notification.mark_all_read', { principal: ANYONE }));
   t.equal(s.log.lastSeq(), 0, 'empty: no event');
   await s.create({ source: 'webhook', outcome: 'error', title: 'a' });
   await s.create({ source: 'task', outcome: 'success', title: 'b', body: 'real' });
   await s.create({ source: 'cron', outcome: 'failed', title: 'c' });
-  await s.send('notification.mark_read', { id: 'n1' });
-  t.same(await s.send('notification.mark_all_read', {}), { ids: ['n2', 'n3'] });
+  await s.send('notification.mark_read', { id: 'n1', principal: ANYONE });
+  t.same(await s.send('notification.mark_all_read', { principal: ANYONE }), { ids: ['n2', 'n3'] });
   t.match(s.log.read({ types: ['notification.all_read'] }), [{ stream: 'notifications', data: { ids: ['n2', 'n3'] } }]);
   const seq = s.log.lastSeq();
-  t.same(await s.send('notification.mark_all_read', {}), { ids: [] });
+  t.same(await s.send('notification.mark_all_read', { principal: ANYONE }), { ids: [] });
   t.equal(s.log.lastSeq(), seq, 'nothing unread: no event');
   t.ok(listNotifications(s.db).every((n) => n.read));
 });
@@ -142,11 +157,11 @@ t.test('bad commands are refused with the field named, and change nothing', asyn
   for (const [data, message] of cases) {
     await t.rejects(s.send('notification.create', data), { code: 'invalid-command', message }, JSON.stringify(data)?.slice(0, 60));
   }
-  await t.rejects(s.send('notification.mark_read', {}), { code: 'invalid-command', message: /mark_read data\.id: / });
-  await t.rejects(s.send('notification.mark_read', { id: '' }), { code: 'invalid-command', message: /data\.id: must not be empty/ });
-  await t.rejects(s.send('notification.mark_read', { id: 5 }), { code: 'invalid-command', message: /data\.id: must be a string/ });
-  await t.rejects(s.send('notification.mark_read', { id: 'x'.repeat(201) }), { code: 'invalid-command' });
-  await t.rejects(s.send('notification.mark_all_read', { all: true }), { code: 'invalid-command', message: /mark_all_read data\.all: / });
+  await t.rejects(s.send('notification.mark_read', { principal: ANYONE }), { code: 'invalid-command', message: /mark_read data\.id: / });
+  await t.rejects(s.send('notification.mark_read', { id: '', principal: ANYONE }), { code: 'invalid-command', message: /data\.id: must not be empty/ });
+  await t.rejects(s.send('notification.mark_read', { id: 5, principal: ANYONE }), { code: 'invalid-command', message: /data\.id: must be a string/ });
+  await t.rejects(s.send('notification.mark_read', { id: 'x'.repeat(201), principal: ANYONE }), { code: 'invalid-command' });
+  await t.rejects(s.send('notification.mark_all_read', { principal: ANYONE, all: true }), { code: 'invalid-command', message: /mark_all_read data\.all: / });
   t.equal(s.log.lastSeq(), 0, 'no event from any of them');
   const after = await s.create(ok);
   t.match(after, { persisted: true, notification: { id: 'n1', severity: 'critical' } }, 'the notifier still works after refusals');

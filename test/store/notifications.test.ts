@@ -16,6 +16,9 @@ import {
 } from '../../store/index.js';
 import type { NewEvent, Notification } from '../../schemas/index.js';
 import { anyEvent, rawCommand } from '../fixtures/any-event.js';
+import { adminUser } from '../fixtures/admin-api.js';
+
+const ANYONE = adminUser('alice', 'viewer');
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -86,8 +89,8 @@ t.test('created notifications fold into rows the queries return', async (t) => {
   t.equal(unreadNotificationCount(s.db), 4, 'silent never counts');
   t.same(unreadNotificationIds(s.db), ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'], 'read-all candidates include silent, oldest first');
 
-  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n4' });
-  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n2' });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n4', principal: ANYONE });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n2', principal: ANYONE });
   t.equal(getNotification(s.db, 'n4')!.read, true);
   t.equal(unreadNotificationCount(s.db), 3, 'reading a silent one changes no count');
   t.same(ids(listNotifications(s.db, { unread_only: true })), ['n6', 'n5', 'n3', 'n1']);
@@ -95,7 +98,7 @@ t.test('created notifications fold into rows the queries return', async (t) => {
   t.same(ids(listNotifications(s.db, { unread_only: true, severity: ['warning'] })), []);
   t.same(ids(listNotifications(s.db, { unread_only: true, limit: 1 })), ['n6']);
 
-  await s.bus.send(rawCommand('notification.mark_all_read'), {});
+  await s.bus.send(rawCommand('notification.mark_all_read'), { principal: ANYONE });
   t.equal(unreadNotificationCount(s.db), 0);
   t.same(listNotifications(s.db, { unread_only: true }), []);
   t.same(unreadNotificationIds(s.db), []);
@@ -155,10 +158,10 @@ t.test('replay: folding the log again gives the same rows, twice over and across
   const dir = t.testdir();
   const s = setup(t, join(dir, 'events.db'));
   await seed(s);
-  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n1' });
+  await s.bus.send(rawCommand('notification.mark_read'), { id: 'n1', principal: ANYONE });
   s.advance(5000);
   await s.create({ source: 'system', outcome: 'error', title: 'config reload failed', body: 'bad json' });
-  await s.bus.send(rawCommand('notification.mark_all_read'), {});
+  await s.bus.send(rawCommand('notification.mark_all_read'), { principal: ANYONE });
   await s.create({ source: 'webhook', outcome: 'error', title: 'late', body: 'x', source_id: 'hook:stripe' });
   const live = listNotifications(s.db, { limit: 500 });
   t.equal(live.length, 8);
