@@ -128,6 +128,8 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   'POST /api/files/sign-url': ['operator', 'validated', 'a download, deferred: as the download'],
   'POST /api/files/mkdir': ['admin', 'validated', 'Roles: a write the operator is not given'],
   'DELETE /api/files': ['admin', 'validated', 'Roles: a write the operator is not given'],
+  // WIRE.md §2: /upload also takes the admin session; placing the file in an agent's folder is a files write.
+  'POST /upload': ['admin', 'validated', 'Roles: a write the operator is not given; Agent-scoped: files of an agent not visible'],
   // Users, audit, export/import: "admin only" in their table.
   'GET /api/users': ['admin', 'none', 'Admin REST users: "admin only"'],
   'POST /api/users': ['admin', 'all-agents', 'Admin REST users: "admin only"'],
@@ -278,6 +280,7 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
   // A resource a destructive call may use up, made anew for each cell.
   let n = 0;
   const fresh = () => `x${++n}`;
+  let uploads = 0;
   const CALLS: Record<string, () => Req | Promise<Req>> = {
     'GET /api/auth/me': () => ({ path: '/api/auth/me' }),
     'PUT /api/auth/profile': () => ({ path: '/api/auth/profile', body: { display_name: 'Someone' } }),
@@ -303,6 +306,11 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
       return { path: '/api/agents/coder/avatar', form };
     },
     'DELETE /api/agents/:name/avatar': () => ({ path: '/api/agents/coder/avatar' }),
+    'POST /upload': () => {
+      const form = new FormData();
+      form.append('file', new Blob(['notes']), `up-${++uploads}.txt`);
+      return { path: '/upload?agent=coder&relative_path=', form };
+    },
     'GET /api/agents/:name/metrics': () => ({ path: '/api/agents/coder/metrics?period=24h' }),
     'GET /api/agents/:name/metrics/history': () => ({ path: '/api/agents/coder/metrics/history?period=24h' }),
     'GET /api/providers/available': () => ({ path: '/api/providers/available' }),
