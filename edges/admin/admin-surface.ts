@@ -1,5 +1,4 @@
-import { AUDIT_COMMANDS, describeError } from '../../schemas/index.js';
-import type { Authenticator, Surface } from '../http/index.js';
+import { auditObserver, type Authenticator, type Surface } from '../http/index.js';
 import type { AdminDeps } from './admin-deps.js';
 import { adminCookieAuthenticator, adminJwtAuthenticator } from './access-token.js';
 import { activityRoutes } from './activity.routes.js';
@@ -52,7 +51,7 @@ export function adminSurface(deps: AdminDeps): Surface {
     localisedErrors: true,
     statuses: ADMIN_STATUSES,
     authenticators,
-    observe: auditor(deps),
+    observe: auditObserver(deps.bus),
     routes: [
       ...authRoutes(deps),
       ...usersRoutes(deps),
@@ -72,27 +71,5 @@ export function adminSurface(deps: AdminDeps): Surface {
       ...filesRoutes(deps),
       ...chatRoutes(deps),
     ],
-  };
-}
-
-const MUTATING = new Set(['POST', 'PUT', 'DELETE']);
-const MAX_TARGET_CHARS = 300;
-
-/**
- * SPEC.md `/api/audit`: every mutating admin request an authenticated caller makes, done or
- * refused (for want of a role too), becomes an `audit.recorded` fact, committed before the reply:
- * the route's `METHOD /pattern`, what it named in its path, the status and the client address;
- * never a body, so never a secret. Requests without valid credentials (401) are not recorded: an
- * anonymous client must not be able to fill the log.
- */
-function auditor(deps: AdminDeps): NonNullable<Surface['observe']> {
-  const { bus } = deps;
-  return async (req, route, principal, status) => {
-    if (!MUTATING.has(route.method)) return;
-    const action = `${route.method} ${route.pattern}`;
-    const target = Object.values(req.params).join('/').slice(0, MAX_TARGET_CHARS) || null;
-    await bus
-      .send(AUDIT_COMMANDS.record, { principal, action, target, status, ip: req.remoteAddress.slice(0, 64) || null })
-      .catch((e: unknown) => bus.emitLog('error', `audit record for ${action} failed: ${describeError(e)}`));
   };
 }

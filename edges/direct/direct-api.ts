@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ensureApiToken } from '../../store/index.js';
-import type { Surface } from '../http/index.js';
+import { auditObserver, type Surface } from '../http/index.js';
 import { DIRECT_STATUSES, directRoutes } from './direct-http.js';
 import { DirectHub, type DirectApiDeps } from './direct-hub.js';
 import { directTokenAuthenticator } from './direct-token.js';
@@ -24,6 +24,9 @@ export function directSurface(hub: DirectHub): Surface {
     routes: directRoutes(hub),
     statuses: DIRECT_STATUSES,
     authenticators: [directTokenAuthenticator(hub.deps.token)],
+    // Placing a file in an agent's files is an admin files write, whoever asks; an attachment to
+    // api_files/ is chat traffic, which the audit log does not hold.
+    observe: auditObserver(hub.deps.bus, (req) => req.query.has('agent') || req.query.has('relative_path')),
     mountSockets: (app) => mountDirectWs(app, hub),
     health: () => ({ connections: hub.authenticatedCount }),
     close: () => hub.close(),

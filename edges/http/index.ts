@@ -10,3 +10,4 @@ export * from './openapi.js';
 export * from './error-language.js';
 export * from './uws-ws.binding.js';
 export * from './machine-connection.js';
+export * from './audit-observer.js';

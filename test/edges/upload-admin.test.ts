@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { LoginThrottle, startUserFilesAdmin, startUsersDirectory } from '../../actors/index.js';
+import { LoginThrottle, startAuditRecorder, startUserFilesAdmin, startUsersDirectory } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { adminSurface } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
-import { validateConfig, type SubAgentConfig } from '../../schemas/index.js';
-import { PROJECTIONS, SqliteEventLog, homePaths, loadUsers, notificationReadModel, saveUsers } from '../../store/index.js';
+import { AUDIT_EVENTS, validateConfig, type SubAgentConfig } from '../../schemas/index.js';
+import { PROJECTIONS, SqliteEventLog, auditReadModel, homePaths, loadUsers, notificationReadModel, saveUsers } from '../../store/index.js';
 import { startDirectApi } from '../fixtures/direct-api.js';
 import { snapshot } from '../fixtures/admin-content.js';
 import { API_TOKEN, JWT_SECRET, T0, cookieHeader, cookieJar, parseUsers, userRow } from '../fixtures/admin-auth-stand.js';
@@ -83,6 +83,7 @@ async function serve(t: Test) {
   const actors = [
     startUsersDirectory({ bus, paths, config: () => cfg, jwtSecret: () => JWT_SECRET, throttle: new LoginThrottle() }),
     startUserFilesAdmin({ bus, paths, registry }),
+    startAuditRecorder({ bus, readModel: auditReadModel(log.projectionDb()) }),
   ];
   const admin = adminSurface({ bus, paths, config: () => cfg, registry, users: () => loadUsers(paths), notifications: notificationReadModel(log.projectionDb()), clock: () => T0, version: 'test' });
   const server = (await startDirectApi({ bus, config: () => cfg, paths, providers: () => [], connectionMachine, host: '127.0.0.1', port: 0, limits: { maxUploadBytes: MAX_UPLOAD }, surfaces: [admin] }))!;
@@ -109,7 +110,8 @@ async function serve(t: Test) {
       req.end(body);
     });
   const upload = (query: string, headers: Record<string, string>, body: Buffer = multipart('notes.txt', 'hello panel')) => call(port, 'POST', `/upload${query}`, { ...MP, ...headers }, body);
-  return { paths, outside, coderWs, port, login, cookieLogin, upload, home: join(dir, 'home') };
+  const audited = () => log.read({ types: [AUDIT_EVENTS.recorded] }).map((e) => e.data as { actor: string | null; action: string; status: number });
+  return { paths, outside, coderWs, port, login, cookieLogin, upload, audited, home: join(dir, 'home') };
 }
 
 t.test('/upload with the admin session places the file in the agent folder; the direct token is unchanged', async (t) => {
@@ -144,6 +146,13 @@ t.test('/upload with the admin session places the file in the agent folder; the 
   t.equal(r.status, 200, 'the direct token (the legacy admin) may place too');
   r = await env.upload('', { authorization: `Bearer ${API_TOKEN}` });
   t.match(r.json.path, /\/api_files\/\d{4}-\d{2}-\d{2}\/[0-9a-f]{8}_notes\.txt$/, 'and its plain upload is what it was');
+
+  const uploads = env.audited().filter((a) => a.action === 'POST /upload');
+  t.same(
+    uploads.map((a) => [a.actor, a.status]),
+    [['alice', 200], ['alice', 409], ['alice', 200], ['alice', 200], [null, 200]],
+    'each placement is in the audit log, done or refused; attachments to api_files/ are chat traffic, not audited',
+  );
 });
 
 

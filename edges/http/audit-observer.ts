@@ -1,0 +1,26 @@
+import type { Bus } from '../../bus/index.js';
+import { AUDIT_COMMANDS, describeError, type Principal } from '../../schemas/index.js';
+import type { HttpRequest } from './http.js';
+import type { Surface } from './http-server.js';
+
+const MUTATING = new Set(['POST', 'PUT', 'DELETE']);
+const MAX_TARGET_CHARS = 300;
+
+/**
+ * SPEC.md `/api/audit`: every mutating admin request an authenticated caller makes, done or
+ * refused (for want of a role too), becomes an `audit.recorded` fact, committed before the reply:
+ * the route's `METHOD /pattern`, what it named in its path, the status and the client address;
+ * never a body, so never a secret. Requests without valid credentials (401) are not recorded: an
+ * anonymous client must not be able to fill the log. `audited` picks which requests are admin
+ * actions on a surface that serves other traffic too (`/upload` also takes chat attachments).
+ */
+export function auditObserver(bus: Bus, audited: (req: HttpRequest, principal: Principal) => boolean = () => true): NonNullable<Surface['observe']> {
+  return async (req, route, principal, status) => {
+    if (!MUTATING.has(route.method) || !audited(req, principal)) return;
+    const action = `${route.method} ${route.pattern}`;
+    const target = Object.values(req.params).join('/').slice(0, MAX_TARGET_CHARS) || null;
+    await bus
+      .send(AUDIT_COMMANDS.record, { principal, action, target, status, ip: req.remoteAddress.slice(0, 64) || null })
+      .catch((e: unknown) => bus.emitLog('error', `audit record for ${action} failed: ${describeError(e)}`));
+  };
+}
