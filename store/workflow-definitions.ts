@@ -181,8 +181,9 @@ export function parseWorkflowFile(file: string, source: string, options: Workflo
   const parsed = v.safeParse(WorkflowDefinitionSchema, value);
   if (!parsed.success) {
     // valibot reports in schema order; the one nearest the top of the file is the one to fix first.
-    // An unknown field is pointed at by its key: its value may be anything, even missing.
-    const located = parsed.issues.map((issue) => errorAt(file, doc, counter, issuePath(issue), issue.message, 0, issue.expected === 'never' && issue.kind === 'schema'));
+    // A field that should not be there, or a bad name, is pointed at by its key: the value is not the problem.
+    const atKey = (issue: v.BaseIssue<unknown>) => (issue.expected === 'never' && issue.kind === 'schema') || issue.path?.at(-1)?.origin === 'key';
+    const located = parsed.issues.map((issue) => errorAt(file, doc, counter, issuePath(issue), issue.message, 0, atKey(issue)));
     return fail(located.reduce((a, b) => (b.line < a.line || (b.line === a.line && b.column < a.column) ? b : a)));
   }
   const def = parsed.output;
