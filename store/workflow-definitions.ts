@@ -136,7 +136,7 @@ export function parseWorkflowFile(file: string, source: string, options: Workflo
   const fail = (error: WorkflowLoadError): WorkflowParseResult => ({ ok: false, error });
   const stem = FILE_NAME.exec(file)?.[1];
   if (stem === undefined) return fail(loadError(file, 1, 1, [], 'file name must be letters, digits, _ and - (at most 64) followed by .yaml or .yml'));
-  if (source.length > MAX_WORKFLOW_FILE_BYTES) return fail(loadError(file, 1, 1, [], `file is over the ${MAX_WORKFLOW_FILE_BYTES}-byte limit`));
+  if (source.length > MAX_WORKFLOW_FILE_BYTES || Buffer.byteLength(source, 'utf8') > MAX_WORKFLOW_FILE_BYTES) return fail(loadError(file, 1, 1, [], `file is over the ${MAX_WORKFLOW_FILE_BYTES}-byte limit`));
 
   const counter = new LineCounter();
   let doc: Document;

@@ -249,6 +249,7 @@ t.test('hostile YAML is refused cleanly and quickly', async (t) => {
     ['__proto__ in a step', 'steps:\n  - {id: a, type: notify, message: m, __proto__: {polluted: 1}}\n', /^review\.yaml:2:39: steps\[0\]\.__proto__: unknown field "__proto__"/],
     ['__proto__ at top', '__proto__: {steps: []}\nsteps:\n  - {id: a, type: notify, message: m}\n', /^review\.yaml:1:1: __proto__: unknown field "__proto__"/],
     ['too big', `steps: []\n#${'x'.repeat(MAX_WORKFLOW_FILE_BYTES)}\n`, /^review\.yaml:1:1: file is over the 262144-byte limit/],
+    ['too big in bytes, not in characters', `steps: []\n#${'é'.repeat(MAX_WORKFLOW_FILE_BYTES / 2)}\n`, /^review\.yaml:1:1: file is over the 262144-byte limit/],
   ];
   for (const [name, source, want] of rows) t.match(refusal(source), want, name);
   t.equal(({} as Record<string, unknown>).polluted, undefined, 'no prototype was touched');
