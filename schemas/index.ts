@@ -57,3 +57,4 @@ export * from './chat-command-help.js';
 export * from './admin-socket.schema.js';
 export * from './admin-auth.schema.js';
 export * from './commands/user.commands.js';
+export * from './workflow.schema.js';

@@ -32,3 +32,4 @@ export * from './system-settings.projection.js';
 export * from './host-metrics.js';
 export * from './chat-reads-file.js';
 export * from './refresh-tokens-file.js';
+export * from './workflow-definitions.js';
