@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
+import { openAdminSocket, type Frame } from '../fixtures/admin-socket-client.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
-type Frame = Record<string, any>;
 
 async function boot(t: { teardown(f: () => unknown): void }) {
   const scratch = tempHome(t);
@@ -29,30 +29,10 @@ async function boot(t: { teardown(f: () => unknown): void }) {
 }
 
 async function socket(port: number, token: string) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/admin`, { headers: { authorization: `Bearer ${token}` } });
-  const frames: Frame[] = [];
-  const waiters = new Set<() => void>();
-  ws.on('message', (raw) => {
-    frames.push(JSON.parse(String(raw)) as Frame);
-    for (const w of [...waiters]) w();
-  });
-  await new Promise((r) => ws.once('open', r));
-  const next = (pred: (f: Frame) => boolean) =>
-    new Promise<Frame>((resolve, reject) => {
-      const check = () => {
-        const hit = frames.find(pred);
-        if (!hit) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve(hit);
-      };
-      const timer = setTimeout(() => reject(new Error(`no frame; got ${JSON.stringify(frames)}`)), 15_000);
-      waiters.add(check);
-      check();
-    });
-  ws.send(JSON.stringify({ type: 'auth', token }));
-  await next((f) => f.type === 'auth_ok');
-  return { ws, frames, next };
+  const c = await openAdminSocket(port, { authorization: `Bearer ${token}` });
+  c.send({ type: 'auth', token });
+  await c.next((f) => f.type === 'auth_ok');
+  return c;
 }
 
 t.test('a turn over /ws/admin runs the fake CLI, streams to both sockets of the legacy admin, and is stored', async (t) => {

@@ -4,7 +4,6 @@
 // page's reads answer with the shapes WIRE.md §2 names; chat streams over /ws/admin to two sockets
 // and is stored; a viewer changes nothing through any write route the server mounts, nor the socket.
 import t from 'tap';
-import WebSocket from 'ws';
 import * as OTPAuth from 'otpauth';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { AUTH_COOKIES, CSRF_HEADER } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { snapshot } from '../fixtures/admin-content.js';
+import { openAdminSocket } from '../fixtures/admin-socket-client.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
@@ -70,41 +70,13 @@ class Browser {
   }
 }
 
-type Frame = Record<string, any>;
 
 /** `/ws/admin` as the panel opens it: the cookie and the page's Origin on the upgrade, an empty token in the auth frame. */
 async function adminSocket(port: number, browser: Browser) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/admin`, { headers: { cookie: browser.cookieHeader(), origin: PANEL } });
-  const frames: Frame[] = [];
-  const waiters = new Set<() => void>();
-  ws.on('message', (raw) => {
-    frames.push(JSON.parse(String(raw)) as Frame);
-    for (const w of [...waiters]) w();
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    ws.once('error', reject);
-  });
-  const next = (pred: (f: Frame) => boolean, what: string) =>
-    new Promise<Frame>((resolve, reject) => {
-      const check = () => {
-        const hit = frames.find(pred);
-        if (!hit) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve(hit);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`no ${what} frame within 15 s; got ${JSON.stringify(frames)}`));
-      }, 15_000);
-      waiters.add(check);
-      check();
-    });
-  ws.send(JSON.stringify({ type: 'auth', token: '' }));
-  const ok = await next((f) => f.type === 'auth_ok' || f.type === 'auth_error', 'auth reply');
-  return { ws, frames, next, ok };
+  const c = await openAdminSocket(port, { cookie: browser.cookieHeader(), origin: PANEL });
+  c.send({ type: 'auth', token: '' });
+  const ok = await c.next((f) => f.type === 'auth_ok' || f.type === 'auth_error', 0, 'auth reply');
+  return { ...c, ok };
 }
 
 t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, a viewer who changes nothing', async (t) => {
@@ -204,7 +176,7 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
   });
   t.match(a.ok, { type: 'auth_ok', role: 'admin', agents: Array });
   a.ws.send(JSON.stringify({ type: 'message', agent: 'main', text: 'walk the panel' }));
-  const result = await a.next((f) => f.type === 'result', 'result');
+  const result = await a.next((f) => f.type === 'result', 0, 'result');
   t.match(result, { type: 'result', text: REPLY, agent: 'main', session_id: String });
   const deltas = a.frames.filter((f) => f.type === 'text_delta');
   // How many depends on how the pieces are batched on their way; at least one arrives before the result.
@@ -212,7 +184,7 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
   t.ok(a.frames.indexOf(deltas[0]!) < a.frames.indexOf(result), 'the stream comes before the result');
   t.ok(deltas.every((f) => f.session_id === result.session_id && f.agent === 'main' && typeof f.text === 'string'), 'every delta names the session and agent');
   t.equal(deltas.map((f) => f.text).join(''), REPLY, 'the deltas add up to the result');
-  t.same(await b.next((f) => f.type === 'result', 'mirrored result'), result, 'the second socket sees the same result');
+  t.same(await b.next((f) => f.type === 'result', 0, 'mirrored result'), result, 'the second socket sees the same result');
   t.same(b.frames.filter((f) => f.type === 'text_delta'), deltas, 'and the same deltas');
   const history = await admin.call('GET', `/api/chat/sessions/${result.session_id}/messages`);
   t.equal(history.status, 200);
@@ -352,7 +324,7 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
   t.teardown(() => v.ws.terminate());
   t.match(v.ok, { type: 'auth_ok', role: 'viewer' });
   v.ws.send(JSON.stringify({ type: 'message', agent: 'main', text: 'viewer tries to chat' }));
-  t.match(await v.next((f) => f.type === 'error', 'error'), { type: 'error', message: String });
+  t.match(await v.next((f) => f.type === 'error', 0, 'error'), { type: 'error', message: String });
   t.notOk(v.frames.some((f) => f.type === 'text_delta' || f.type === 'result'), 'nothing streamed to the viewer');
   t.equal(cliRuns(), runsBefore, 'no CLI started for the viewer');
 

@@ -4,56 +4,15 @@ import t from 'tap';
 import WebSocket from 'ws';
 import type { AdminSocketLimits } from '../../edges/index.js';
 import { serveAdminChat, STATIC_TOKEN } from '../fixtures/admin-chat.js';
+import { openAdminSocket, type AdminSocketClient, type Frame } from '../fixtures/admin-socket-client.js';
 
-type Frame = Record<string, any>;
 type TT = Parameters<typeof serveAdminChat>[0] & { teardown(fn: () => void): void };
 
 const DEADLINE_MS = 5000;
 
-interface Client {
-  ws: WebSocket;
-  frames: Frame[];
-  closed: Promise<number>;
-  send(frame: unknown): void;
-  /** The first frame (from `from` on) that matches; fails after a bounded wait. */
-  next(pred: (f: Frame) => boolean, from?: number): Promise<Frame>;
-}
+type Client = AdminSocketClient;
 
-async function open(port: number, headers: Record<string, string>): Promise<Client> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/admin`, { headers });
-  const frames: Frame[] = [];
-  const waiters = new Set<() => void>();
-  ws.on('message', (data) => {
-    frames.push(JSON.parse(String(data)) as Frame);
-    for (const w of [...waiters]) w();
-  });
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (req, res) => {
-      req.destroy();
-      reject(new Error(`HTTP ${res.statusCode}`));
-    });
-    ws.once('error', reject);
-  });
-  const next = (pred: (f: Frame) => boolean, from = 0) =>
-    new Promise<Frame>((resolve, reject) => {
-      const check = () => {
-        const hit = frames.slice(from).find(pred);
-        if (!hit) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve(hit);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`no matching frame within ${DEADLINE_MS} ms; got ${JSON.stringify(frames)}`));
-      }, DEADLINE_MS);
-      waiters.add(check);
-      check();
-    });
-  return { ws, frames, closed, send: (f) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)), next };
-}
+const open = (port: number, headers: Record<string, string>): Promise<Client> => openAdminSocket(port, headers, DEADLINE_MS);
 
 async function setup(t: TT, limits?: Partial<AdminSocketLimits>) {
   const s = await serveAdminChat(t, limits ? { limits } : {});

@@ -13,18 +13,5 @@ from svc_tool import Tool  # noqa: E402  (the script's own folder is on sys.path
 
 tool = Tool("cancel_task.py", __doc__, http_timeout_s=60)
 
-
-def main():
-    _, words = tool.options(sys.argv[1:])
-    if len(words) != 1 or not words[0].strip():
-        tool.usage(2)
-    task_id = words[0]
-    reply = tool.post("/tasks/cancel", {"task_id": task_id, "from": tool.me()})
-    if reply.get("success"):
-        sys.stdout.write("cancelled %s\n" % task_id)
-        return 0
-    tool.fail("task %s: %s" % (task_id, reply.get("error") or "not cancelled"))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tool.task_op("cancel", "cancelled"))

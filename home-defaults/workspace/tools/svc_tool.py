@@ -161,3 +161,15 @@ class Tool:
         if not name:
             self.fail("SVC_AGENT_NAME is not set: run this from an svc agent session")
         return name
+
+    def task_op(self, op, done):
+        """`<op>_task.py <task_id>`: one call to /tasks/<op> as the task's owner, the outcome in one line."""
+        _, words = self.options(sys.argv[1:])
+        if len(words) != 1 or not words[0].strip():
+            self.usage(2)
+        task_id = words[0]
+        reply = self.post("/tasks/" + op, {"task_id": task_id, "from": self.me()})
+        if reply.get("success"):
+            sys.stdout.write("%s %s\n" % (done, task_id))
+            return 0
+        self.fail("task %s: %s" % (task_id, reply.get("error") or "not " + done))
