@@ -419,7 +419,7 @@ export function configReference(): string {
     '  may name only the keys it changes. `[]` marks the fields of each item of a list.',
     '- Fields marked *Not used by this version yet* are accepted and kept, but nothing in this version',
     '  of svc reads them: the Telegram and Matrix transports, the Docker sandbox, heartbeat, cleanup,',
-    '  webhooks, workflows and the admin panel are not included yet.',
+    '  webhooks and workflows are not included yet.',
     '- Timeouts: `cli_timeout` (default 1800) is copied into `timeouts.normal` only when the file sets',
     '  `cli_timeout` to a value other than 600 and does not set `timeouts.normal`; an untouched',
     '  configuration gives foreground turns 600 seconds.',
