@@ -32,3 +32,5 @@ export * from './daemon-status.logic.js';
 export * from './agent-metrics.logic.js';
 export * from './activity.logic.js';
 export * from './admin-connection.machine.js';
+export * from './task.logic.js';
+export * from './task.machine.js';
