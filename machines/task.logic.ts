@@ -53,8 +53,20 @@ export function evolveTask(s: TaskState | null, f: TaskFact): TaskState | null {
     }
     case TASK_EVENTS.answered:
       return { ...s, status: 'running', question: null };
-    case TASK_EVENTS.resumed:
-      return { ...s, status: 'running', question: null, result: null, reason: null, finished_at: null, runs: s.runs + 1 };
+    case TASK_EVENTS.resumed: {
+      const d = f.data as EventPayload<typeof TASK_EVENTS.resumed>;
+      return {
+        ...s,
+        status: 'running',
+        provider: d.provider ?? s.provider,
+        session_id: d.session_id ?? s.session_id,
+        question: null,
+        result: null,
+        reason: null,
+        finished_at: null,
+        runs: s.runs + 1,
+      };
+    }
     case TASK_EVENTS.completed:
     case TASK_EVENTS.failed: {
       const d = f.data as EventPayload<typeof TASK_EVENTS.failed>;

@@ -13,7 +13,8 @@ interface RunEnd {
 export type TaskMachineEvent =
   | { type: 'ask'; question: string; now: number }
   | { type: 'answer'; answer: string; now: number }
-  | { type: 'resume'; prompt: string; now: number }
+  /** `found`: the conversation to continue when the task's facts lack it (see `task.resumed`). */
+  | { type: 'resume'; prompt: string; now: number; found?: { provider: string; session_id: string } }
   | ({ type: 'complete'; result: string } & RunEnd)
   | ({ type: 'fail'; reason: string; result: string } & RunEnd)
   | { type: 'cancel'; now: number }
@@ -27,7 +28,7 @@ function factOf(e: TaskMachineEvent): Fact {
     case 'answer':
       return { type: TASK_EVENTS.answered, data: { answer: e.answer, at: e.now } };
     case 'resume':
-      return { type: TASK_EVENTS.resumed, data: { prompt: e.prompt, at: e.now } };
+      return { type: TASK_EVENTS.resumed, data: { prompt: e.prompt, at: e.now, ...(e.found ? { provider: e.found.provider, session_id: e.found.session_id } : {}) } };
     case 'complete':
       return { type: TASK_EVENTS.completed, data: { result: e.result, provider: e.provider, model: e.model, session_id: e.session_id, at: e.now } };
     case 'fail':
@@ -54,7 +55,7 @@ export const taskMachine = setup({
     emitted: {} as Fact,
   },
   guards: {
-    resumable: ({ context }) => resumable(context),
+    resumable: ({ context, event }) => event.type === 'resume' && (resumable(context) || (event.found !== undefined && context.status !== 'running')),
   },
   actions: {
     /** The event as its fact: emitted for the log, and folded into the context as the log is folded. */

@@ -176,7 +176,7 @@ const taskReplay: MachineReplay<typeof taskMachine> = {
       case TASK_EVENTS.answered:
         return send({ type: 'answer', answer: d.answer, now: d.at });
       case TASK_EVENTS.resumed:
-        return send({ type: 'resume', prompt: d.prompt, now: d.at });
+        return send({ type: 'resume', prompt: d.prompt, now: d.at, ...(d.provider && d.session_id ? { found: { provider: d.provider, session_id: d.session_id } } : {}) });
       case TASK_EVENTS.completed:
         return send({ type: 'complete', result: d.result, ...run });
       case TASK_EVENTS.failed:

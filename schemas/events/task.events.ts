@@ -33,8 +33,12 @@ export const TASK_EVENT_SCHEMAS = {
   'task.question_asked': v.object({ question: v.string(), at: v.number() }),
   /** The parent answered while the asking run was still alive: the same run goes on. */
   'task.answered': v.object({ answer: v.string(), at: v.number() }),
-  /** A new run in the task's folder, continuing its provider session with `prompt`. */
-  'task.resumed': v.object({ prompt: v.string(), at: v.number() }),
+  /**
+   * A new run in the task's folder, continuing its provider session with `prompt`. `provider` and
+   * `session_id` are given when the task's own facts did not hold them yet (a first run cut off by a
+   * restart, whose session the turn's facts recorded).
+   */
+  'task.resumed': v.object({ prompt: v.string(), at: v.number(), provider: v.optional(Nullable), session_id: v.optional(Nullable) }),
   'task.completed': v.object({ result: v.string(), ...RunFacts, at: v.number() }),
   /** `reason`: `timeout`, `exit-code`, `error`, `stale` (left running by a previous run of svc), ... */
   'task.failed': v.object({ reason: v.string(), result: v.string(), ...RunFacts, at: v.number() }),
