@@ -38,3 +38,4 @@ export * from './users/totp.js';
 export * from './users/login-throttle.js';
 export * from './users/bootstrap.js';
 export * from './users/users-directory.js';
+export * from './tasks/task-hub.js';

@@ -25,6 +25,7 @@ import {
   startNotifier,
   startPortability,
   startTaskQueries,
+  TaskHub,
   startTranscriber,
   startUsersDirectory,
   ensureBootstrapAdmin,
@@ -120,6 +121,8 @@ export class DaemonContext {
   notifications!: NotificationReadModel;
   /** agents */
   agents!: AgentSupervisor;
+  /** task-hub; null until it runs, so the admin API answers `no-task-hub` meanwhile. */
+  taskHub: TaskHub | null = null;
   /** internal-api */
   internalApi!: InternalApi;
   /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
@@ -390,7 +393,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           startedAt,
         }),
         startAutomationRecords({ bus, paths, registry: ctx.registry }),
-        startTaskQueries({ bus, paths, registry: ctx.registry }),
+        startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
       ];
       return () => subs.forEach((s) => s.unsubscribe());
@@ -437,6 +440,30 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         throw e;
       }
       return stop;
+    },
+  },
+  {
+    // After the agents (its runs go through them, and a restart's stale tasks are decided before any
+    // new turn), before the internal API whose /tasks/* it answers. Stopped before the agents: the
+    // runs their stop cuts are left running in the log, and the next start fails them as stale.
+    name: 'task-hub',
+    async start(ctx) {
+      const hub = new TaskHub({
+        bus: ctx.bus,
+        host: ctx.host,
+        log: ctx.log,
+        paths: ctx.paths,
+        config: ctx.config,
+        registry: ctx.registry,
+        users: ctx.users,
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+      });
+      await hub.start(ctx.startCorrelation);
+      ctx.taskHub = hub;
+      return () => {
+        ctx.taskHub = null;
+        hub.stop();
+      };
     },
   },
   {

@@ -15,6 +15,26 @@ import { PrincipalSchema } from './principal.schema.js';
 const ChatId = v.pipe(v.number(), v.integer());
 const AgentName = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ and - only'), v.maxLength(64));
 
+/**
+ * What makes a task's run differ from a chat turn: it has its own session key (`task:<id>`, so the
+ * parent chat's lane stays free), works in the task's folder, may override provider and model, and
+ * continues the provider session the task's facts stored rather than whatever its session says.
+ * The text is taken as the prompt: a task prompt starting with `/` is not a chat command.
+ */
+export const TaskRunSchema = v.object({
+  task_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,128}$/, 'a task id')),
+  folder: v.pipe(v.string(), v.minLength(1)),
+  provider: v.nullable(v.picklist(['claude', 'codex', 'gemini'])),
+  model: v.nullable(v.string()),
+  resume_session_id: v.nullable(v.string()),
+});
+export type TaskRun = v.InferOutput<typeof TaskRunSchema>;
+
+/** The session key of a task's runs. */
+export function taskSessionKey(taskId: string): string {
+  return `task:${taskId}`;
+}
+
 export const AgentMessageSchema = v.object({
   /** Chosen by the caller, unique; every streamed chunk of the turn carries it. */
   request_id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
@@ -29,6 +49,8 @@ export const AgentMessageSchema = v.object({
   kind: v.picklist(TURN_KINDS),
   /** Start a fresh provider session before this message. */
   new_session: v.optional(v.boolean()),
+  /** A delegated task's run (kind `task`): see TaskRunSchema. */
+  task: v.optional(TaskRunSchema),
 });
 export type AgentMessage = v.InferOutput<typeof AgentMessageSchema>;
 

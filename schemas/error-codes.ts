@@ -67,6 +67,12 @@ export const ERROR_CODES = [
   // The bus and its handlers.
   'no-handler',
   'no-task-hub',
+  /** Tasks are switched off (`tasks.enabled` false). */
+  'tasks-disabled',
+  /** `from` names another agent than the task's parent. */
+  'task-not-owner',
+  /** The task's status does not allow this (delete a running task, resume one without a session, answer one that asks nothing). */
+  'task-state',
   'no-scheduler',
   'command-timeout',
   'bus-closed',

@@ -47,6 +47,7 @@ export * from './task-record.schema.js';
 export * from './portability.schema.js';
 export * from './events/system.events.js';
 export * from './events/automation.events.js';
+export * from './events/task.events.js';
 export * from './commands/system.commands.js';
 export * from './commands/activity.commands.js';
 export * from './commands/audit.commands.js';

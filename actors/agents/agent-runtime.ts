@@ -21,7 +21,7 @@ import {
   type SessionCommand,
   type SessionState,
 } from '../../machines/index.js';
-import { SvcError, TURN_CHUNKS, type AgentConfig, type AgentMessage, type Principal, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
+import { SvcError, TURN_CHUNKS, taskSessionKey, type AgentConfig, type AgentMessage, type Principal, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
 import type { EventLog, HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { ChatCommands } from './chat-commands.js';
@@ -209,7 +209,7 @@ export class AgentRuntime {
     if (now) return { outcome: now };
     if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     if (cmd === null) promptOf(msg.text);
-    const key = sessionKey(msg.transport, msg.chat_id, msg.topic_id);
+    const key = msg.task ? taskSessionKey(msg.task.task_id) : sessionKey(msg.transport, msg.chat_id, msg.topic_id);
     return { outcome: this.lanes.enqueue(key, { msg, cmd }) };
   }
 
@@ -342,20 +342,29 @@ export class AgentRuntime {
     }))!;
 
     const current = this.currentModel();
-    const { model } = resolveModel({
+    let { model } = resolveModel({
       directive: directive.model ?? null,
       topicId: msg.topic_id,
       topicDefaults: config.topic_defaults,
       configModel: current.model,
     });
-    const provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
-    const resume = sessionIdFor(session.providerSessions, provider);
+    let provider = resolveProviderForModel(model, this.d.discoveredGemini()) as ProviderId;
+    let resume = sessionIdFor(session.providerSessions, provider);
+    const task = msg.task;
+    if (task) {
+      // A task's overrides win; a provider chosen without a model runs that provider's default ('').
+      if (task.model !== null) model = task.model;
+      else if (task.provider !== null && task.provider !== provider) model = '';
+      provider = (task.provider ?? resolveProviderForModel(model, this.d.discoveredGemini())) as ProviderId;
+      // The task's facts know its conversation; its session's expiry rules (idle, daily reset) do not apply.
+      resume = task.resume_session_id;
+    }
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch.chat || (this.endEpoch.get(key) ?? 0) !== epoch.session) {
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
-    const { actor, result: done } = this.launcher.launch({ msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1 });
+    const { actor, result: done } = this.launcher.launch({ msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1, ...(task ? { cwd: task.folder } : {}) });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
     const result = await done.finally(() => this.active.delete(turnId));
 

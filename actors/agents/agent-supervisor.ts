@@ -209,7 +209,7 @@ export class AgentSupervisor {
     const access = agentAccess(msg.principal, msg.agent, this.d.registry());
     if (!access.allowed) throw new SvcError(access.code, access.message);
     if (access.warning) this.d.bus.emitLog('warn', access.warning, { agent: msg.principal.id, to: msg.agent });
-    return runtime.accept(msg, parseChatCommand(msg.text));
+    return runtime.accept(msg, msg.task ? null : parseChatCommand(msg.text));
   }
 
   private async restartCommand(target: string): Promise<'unknown' | 'restarted' | 'not-started'> {

@@ -43,6 +43,8 @@ export interface TurnPlan {
   resume: string | null;
   /** This message's number in the session (the memory reminder comes every few messages). */
   messageNumber: number;
+  /** Where the CLI runs when not in the agent's workspace (a task's folder). */
+  cwd?: string;
 }
 
 export interface LaunchedTurn {
@@ -87,7 +89,7 @@ export class TurnLauncher {
         ...(config.max_budget_usd ? { maxBudgetUsd: config.max_budget_usd } : {}),
         additionalDirectories: config.additional_directories,
         cliParameters: config.cli_parameters[provider] ?? [],
-        cwd: this.d.workspace,
+        cwd: plan.cwd ?? this.d.workspace,
       },
       env,
       tempDir,
@@ -181,6 +183,7 @@ export class TurnLauncher {
       SVC_INTERAGENT_PORT: String(config.interagent_port),
       SVC_HOME: this.d.paths.root,
       ...(caller ? { SVC_CALLER_USER_ID: caller } : {}),
+      ...(msg.task ? { SVC_TASK_ID: msg.task.task_id } : {}),
       ...(token ? { SVC_INTERAGENT_TOKEN: token } : {}),
     });
     return env;

@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import { agentMachine, applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine } from '../../machines/index.js';
-import { ACTOR_EVENTS, AGENT_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
+import { agentMachine, applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
+import { ACTOR_EVENTS, AGENT_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TASK_EVENTS, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };
@@ -153,12 +153,51 @@ const sessionReplay: MachineReplay<typeof sessionMachine> = {
   },
 };
 
+/**
+ * Every task fact is the machine's own and names the event that caused it (times included, since
+ * the hub hands the machine its clock), so a task stream re-drives fact by fact: what it proves is
+ * that each transition was legal from where the task stood (no answer without a question, no
+ * resume of a task without a session, no delete of a running one) and that the payloads agree.
+ */
+const taskReplay: MachineReplay<typeof taskMachine> = {
+  name: 'task',
+  machine: taskMachine,
+  streams: (s) => s.startsWith('task:'),
+  inputOf(fact) {
+    // The log's payloads passed the event schemas when they were appended.
+    const d = fact.data as { question: string; answer: string; prompt: string; result: string; reason: string; at: number; provider?: string | null; model?: string | null; session_id?: string | null };
+    const send = (event: TaskMachineEvent) => ({ send: event, own: true });
+    const run = { provider: d.provider ?? null, model: d.model ?? null, session_id: d.session_id ?? null, now: d.at };
+    switch (fact.type) {
+      case TASK_EVENTS.created:
+        return { start: d as unknown as TaskCreated, own: true };
+      case TASK_EVENTS.question_asked:
+        return send({ type: 'ask', question: d.question, now: d.at });
+      case TASK_EVENTS.answered:
+        return send({ type: 'answer', answer: d.answer, now: d.at });
+      case TASK_EVENTS.resumed:
+        return send({ type: 'resume', prompt: d.prompt, now: d.at, ...(d.provider && d.session_id ? { found: { provider: d.provider, session_id: d.session_id } } : {}) });
+      case TASK_EVENTS.completed:
+        return send({ type: 'complete', result: d.result, ...run });
+      case TASK_EVENTS.failed:
+        return send({ type: 'fail', reason: d.reason, result: d.result, ...run });
+      case TASK_EVENTS.cancelled:
+        return send({ type: 'cancel', now: d.at });
+      case TASK_EVENTS.deleted:
+        return send({ type: 'delete', now: d.at });
+      default:
+        return { own: false };
+    }
+  },
+};
+
 /** Every machine the log holds enough to re-drive. */
 export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   daemonReplay as unknown as MachineReplay,
   interruptedTurnReplay as unknown as MachineReplay,
   agentReplay as unknown as MachineReplay,
   sessionReplay as unknown as MachineReplay,
+  taskReplay as unknown as MachineReplay,
 ];
 
 /** Key order does not matter: a hand-written golden and the machine may build objects differently. */

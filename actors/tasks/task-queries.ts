@@ -1,20 +1,28 @@
 import { Subscription } from 'rxjs';
-import type { Bus } from '../../bus/index.js';
+import type { Bus, Cause } from '../../bus/index.js';
 import { MAIN_AGENT, SvcError, TASK_COMMANDS, TASK_STATUSES, type Principal, type SubAgentConfig, type TaskRecord, type TaskView } from '../../schemas/index.js';
 import { agentAccess, unrestricted } from '../../machines/index.js';
 import { loadTasks, type HomePaths } from '../../store/index.js';
 
 /*
  * Tasks as the admin API sees them (SPEC.md "Admin REST: tasks, sessions", WIRE.md §2 Task): read
- * from tasks.json as the task hub writes it. Creating and cancelling belong to the task hub (issue
- * 13); until it is attached they are answered `no-task-hub` (503), after the same access checks
- * the hub will make, so a caller learns first whether it may.
+ * from tasks.json as the task hub writes it. Creating and cancelling are the task hub's, after the
+ * access checks made here; without a hub they are answered `no-task-hub` (503), so a caller still
+ * learns first whether it may.
  */
 
 export interface TaskQueriesDeps {
   bus: Bus;
   paths: HomePaths;
   registry: () => readonly SubAgentConfig[];
+  /** The task hub once it runs (it starts after the agents); absent or null: `no-task-hub`. */
+  hub?: () => TaskHubApi | null;
+}
+
+/** What the admin API needs of the task hub (actors/tasks/task-hub.ts). */
+export interface TaskHubApi {
+  submit(sub: { from: string; prompt: string; name: string | null; provider: 'claude' | 'codex' | 'gemini' | null; model: string | null; chat_id: null; topic_id: null; transport: null; caller_user: string | null }, cause: Cause): Promise<{ task_id: string }>;
+  cancel(id: string, from: null, cause: Cause): Promise<{ task_id: string; status: string }>;
 }
 
 export function taskView(t: TaskRecord, nowMs: number): TaskView {
@@ -48,7 +56,7 @@ export function taskVisibleTo(p: Principal, t: TaskRecord, registry: readonly Su
 
 export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
   const { bus, paths } = deps;
-  const noHub = (what: string) => new SvcError('no-task-hub', `${what}: the task hub is not attached in this version`);
+  const noHub = (what: string) => new SvcError('no-task-hub', `${what}: the task hub is not running`);
   const find = (p: Principal, id: string): TaskRecord => {
     const task = loadTasks(paths).find((t) => t.task_id === id);
     if (!task) throw new SvcError('not-found', `task ${JSON.stringify(id)} does not exist`);
@@ -73,17 +81,29 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
   );
   subs.add(bus.handle(TASK_COMMANDS.get, 'tasks', ({ data }) => taskView(find(data.principal, data.id), bus.now())));
   subs.add(
-    bus.handle(TASK_COMMANDS.create, 'tasks', ({ data }) => {
+    bus.handle(TASK_COMMANDS.create, 'tasks', (cmd) => {
+      const { data } = cmd;
       const access = agentAccess(data.principal, data.agent, deps.registry());
       if (!access.allowed) throw new SvcError('agent-not-allowed', `create task: ${access.message}`);
       if (data.agent !== MAIN_AGENT && !deps.registry().some((r) => r.name === data.agent)) throw new SvcError('invalid-body', `body.agent: no agent named ${JSON.stringify(data.agent)}`);
-      throw noHub('task not created');
+      const hub = deps.hub?.();
+      if (!hub) throw noHub('task not created');
+      const provider = data.provider ?? null;
+      if (provider !== null && !['claude', 'codex', 'gemini'].includes(provider)) throw new SvcError('invalid-body', `body.provider: must be claude, codex or gemini, got ${JSON.stringify(provider)}`);
+      // The panel's user creates it for the agent: the agent is its parent, the user whom it runs for.
+      return hub.submit(
+        { from: data.agent, prompt: data.prompt, name: data.name, provider: provider as 'claude' | 'codex' | 'gemini' | null, model: data.model ?? null, chat_id: null, topic_id: null, transport: null, caller_user: data.principal.kind === 'user' ? data.principal.id : data.principal.acting_for },
+        cmd,
+      );
     }),
   );
   subs.add(
-    bus.handle(TASK_COMMANDS.cancel, 'tasks', ({ data }) => {
+    bus.handle(TASK_COMMANDS.cancel, 'tasks', (cmd) => {
+      const { data } = cmd;
       find(data.principal, data.id);
-      throw noHub(`task ${JSON.stringify(data.id)} not cancelled`);
+      const hub = deps.hub?.();
+      if (!hub) throw noHub(`task ${JSON.stringify(data.id)} not cancelled`);
+      return hub.cancel(data.id, null, cmd);
     }),
   );
   return subs;

@@ -28,6 +28,8 @@ export const ADMIN_STATUSES: StatusTable = {
   'webhook-no-secret': 409,
   // Parts that come in later issues: the task hub (13) and the cron scheduler.
   'no-task-hub': 503,
+  'tasks-disabled': 503,
+  'task-state': 409,
   'no-scheduler': 503,
   /** A read marker or `before` naming a message the session does not hold (SPEC.md "Errors"). */
   'unknown-message': 400,

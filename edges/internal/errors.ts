@@ -19,4 +19,8 @@ export const INTERNAL_STATUSES: StatusTable = {
   /** The recipient is neither the main agent nor in the registry. */
   'unknown-agent': 404,
   'no-task-hub': 503,
+  'tasks-disabled': 503,
+  'task-not-owner': 403,
+  'task-state': 409,
+  'invalid-task-id': 400,
 };

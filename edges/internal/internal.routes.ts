@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
+  AskParentSchema,
   INTERAGENT_EVENTS,
+  ResumeTaskSchema,
+  SubmitTaskSchema,
+  TASK_COMMANDS,
+  TaskOwnerQuerySchema,
+  TaskRefSchema,
   SvcError,
   TURN_CHUNKS,
   describeError,
@@ -11,9 +17,9 @@ import {
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
-import { COMMON_STATUSES, json, parseJsonBody, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
+import { COMMON_STATUSES, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
 import { AskBody, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
-import { MAIN_AGENT, requireKnownAgent } from './caller.js';
+import { MAIN_AGENT, agentPrincipal, callerUser, requireKnownAgent } from './caller.js';
 import { INTERNAL_STATUSES } from './errors.js';
 import { LineQueue } from './line-queue.js';
 
@@ -230,12 +236,81 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     },
   };
 
-  // Tasks belong to the task hub (a later change); until it is attached the tools get SPEC's
-  // answers, which reveal nothing, so these stay public until the hub declares its credentials.
-  const noHub = (): HttpReply => json(503, { error: 'task hub not attached' });
+  // /tasks/* are public on the loopback API as SPEC.md has them: the task's own tool (ask_parent)
+  // names no agent, and ownership is checked only when `from` is given. A caller user named in
+  // X-SVC-Caller-User-Id must still exist: the task runs with that user's rights.
+  const origin = { transport: INTERAGENT_TRANSPORT, chat_id: null, topic_id: null };
   const tasks: Route[] = [
-    { method: 'GET', pattern: '/tasks/list', auth: 'public', handler: () => json(200, []) },
-    ...['create', 'resume', 'ask_parent', 'cancel', 'delete'].map((op): Route => ({ method: 'POST', pattern: `/tasks/${op}`, maxBodyBytes: MAX_INTERNAL_BODY_BYTES, auth: 'public', handler: noHub })),
+    {
+      method: 'GET',
+      pattern: '/tasks/list',
+      auth: 'public',
+      handler: async (req) => {
+        const { from } = parseWith(TaskOwnerQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query');
+        try {
+          return json(200, await bus.send(TASK_COMMANDS.listOwned, { from: from ?? null }));
+        } catch (e) {
+          // SPEC: an empty list when no hub is attached.
+          if (isSvcError(e, 'no-handler')) return json(200, []);
+          throw e;
+        }
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/tasks/create',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: 'public',
+      handler: async (req) => {
+        const body = parseJsonBody(req, SubmitTaskSchema);
+        const principal = agentPrincipal(body.from, callerUser(deps, req.headers), origin);
+        const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal, ...body }, { by: body.from });
+        return json(200, { success: true, task_id });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/tasks/resume',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: 'public',
+      handler: async (req) => {
+        const body = parseJsonBody(req, ResumeTaskSchema);
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.resume, body, body.from ? { by: body.from } : {})) });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/tasks/ask_parent',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: 'public',
+      handler: async (req) => {
+        const body = parseJsonBody(req, AskParentSchema);
+        // Blocks until the parent answers or the task ends: the run's own deadline bounds it.
+        const r = await bus.send(TASK_COMMANDS.askParent, body, { timeoutMs: 0 });
+        if (r.answer === null) return json(200, { success: false, answer: '', status: r.status, error: `task ${r.task_id} is ${r.status}: no answer will come` });
+        return json(200, { success: true, answer: r.answer, status: r.status });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/tasks/cancel',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: 'public',
+      handler: async (req) => {
+        const body = parseJsonBody(req, TaskRefSchema);
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.cancelOwned, body)) });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/tasks/delete',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: 'public',
+      handler: async (req) => {
+        const body = parseJsonBody(req, TaskRefSchema);
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.delete, body)) });
+      },
+    },
   ];
 
   return [send, sendAsync, agents, ask, ...tasks];

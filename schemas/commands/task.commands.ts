@@ -4,10 +4,42 @@ import { PrincipalSchema } from '../principal.schema.js';
 import { CreateTaskBodySchema, MAX_TASK_LIST_LIMIT, TaskIdSchema, TaskViewSchema } from '../task-record.schema.js';
 
 /*
- * Tasks as the admin API reaches them (SPEC.md "Admin REST: tasks, sessions"). `task.create` and
- * `task.cancel` are answered `no-task-hub` (503) after the role and ACL checks until the task hub
- * (issue 13) takes them over.
+ * Tasks as the admin API reaches them (SPEC.md "Admin REST: tasks, sessions") and as agents' tool
+ * scripts reach them through the internal API (SPEC.md "Internal localhost API", WIRE.md §3).
+ * `task.create` and `task.cancel` are answered `no-task-hub` (503) after the role and ACL checks
+ * when no task hub is attached; the internal commands then have no handler at all (`no-handler`, 503).
  */
+
+const AgentName = v.pipe(v.string('must be a string'), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an agent name (1-64 characters of letters, digits, _ and -)'));
+/** Bytes of UTF-8: the prompt ends up on a CLI's argv or stdin. */
+export const MAX_TASK_TEXT_BYTES = 256 * 1024;
+export const TaskText = (what: string) =>
+  v.pipe(
+    v.string('must be a string'),
+    v.check((s) => s.trim() !== '', `must be a non-empty ${what}`),
+    v.check((s) => Buffer.byteLength(s, 'utf8') <= MAX_TASK_TEXT_BYTES, `must be a ${what} of at most ${MAX_TASK_TEXT_BYTES} bytes of UTF-8`),
+  );
+const ChatId = v.pipe(v.number('must be a number'), v.check((n) => Number.isSafeInteger(n), 'must be a whole number'));
+const Owner = v.optional(v.nullable(AgentName), null);
+
+/** `POST /tasks/create` (WIRE.md §3); `transport` beside chat_id/topic_id names the parent chat's transport when the tool knows it. */
+export const SubmitTaskSchema = v.object({
+  from: AgentName,
+  prompt: TaskText('prompt'),
+  name: v.optional(v.nullable(v.pipe(v.string('must be a string'), v.maxLength(200, 'must be at most 200 characters'))), null),
+  provider: v.optional(v.nullable(v.picklist(['claude', 'codex', 'gemini'], 'must be claude, codex or gemini')), null),
+  model: v.optional(v.nullable(v.pipe(v.string('must be a string'), v.maxLength(200, 'must be at most 200 characters'))), null),
+  chat_id: v.optional(v.nullable(ChatId), null),
+  topic_id: v.optional(v.nullable(ChatId), null),
+  transport: v.optional(v.nullable(v.pipe(v.string('must be a string'), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a transport name'))), null),
+});
+export const ResumeTaskSchema = v.object({ task_id: TaskIdSchema, prompt: TaskText('prompt'), from: Owner });
+export const AskParentSchema = v.object({ task_id: TaskIdSchema, question: TaskText('question') });
+export const TaskRefSchema = v.object({ task_id: TaskIdSchema, from: Owner });
+export const TaskOwnerQuerySchema = v.object({ from: v.optional(AgentName) });
+
+const TaskAnswer = v.object({ task_id: v.string(), status: v.string() });
+
 export const TASK_COMMANDS = {
   list: defineCommand(
     'task.list',
@@ -16,5 +48,14 @@ export const TASK_COMMANDS = {
   ),
   get: defineCommand('task.get', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), TaskViewSchema),
   create: defineCommand('task.create', v.strictObject({ principal: PrincipalSchema, ...CreateTaskBodySchema.entries }), v.object({ task_id: v.string() })),
-  cancel: defineCommand('task.cancel', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), v.object({ task_id: v.string(), status: v.string() })),
+  cancel: defineCommand('task.cancel', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), TaskAnswer),
+  /** Internal API: an agent delegates a task; `principal` is the agent, acting for its caller user. */
+  submit: defineCommand('task.submit', v.object({ principal: PrincipalSchema, ...SubmitTaskSchema.entries }), v.object({ task_id: v.string() }), { invalidCode: 'invalid-body' }),
+  /** Runs a finished task again, or answers a waiting one (see actors/tasks/task-hub.ts). */
+  resume: defineCommand('task.resume', ResumeTaskSchema, TaskAnswer, { invalidCode: 'invalid-body' }),
+  /** Answered when the parent answers (`answer`) or the task ends first (`answer` null). */
+  askParent: defineCommand('task.ask_parent', AskParentSchema, v.object({ task_id: v.string(), status: v.string(), answer: v.nullable(v.string()) }), { invalidCode: 'invalid-body' }),
+  listOwned: defineCommand('task.list_owned', v.object({ from: v.nullable(AgentName) }), v.array(TaskViewSchema), { invalidCode: 'invalid-query' }),
+  cancelOwned: defineCommand('task.cancel_owned', TaskRefSchema, TaskAnswer, { invalidCode: 'invalid-body' }),
+  delete: defineCommand('task.delete', TaskRefSchema, v.object({ task_id: v.string(), deleted: v.boolean() }), { invalidCode: 'invalid-body' }),
 } as const;

@@ -19,6 +19,7 @@ import { TURN_CHUNK_SCHEMAS, TURN_EVENT_SCHEMAS } from './turn.events.js';
 import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
+import { TASK_EVENT_SCHEMAS } from './task.events.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -48,6 +49,7 @@ export const EVENT_SCHEMAS = {
   ...RAG_EVENT_SCHEMAS,
   ...SYSTEM_EVENT_SCHEMAS,
   ...AUTOMATION_EVENT_SCHEMAS,
+  ...TASK_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -32,8 +32,8 @@ t.test('the daemon serves the admin ops routes, and the instance name and audit 
   t.same(r, { status: 200, body: { instance_name: 'Lab' } });
   r = await call(d.apiPort!, '/api/dashboard/summary');
   t.match(r, { status: 200, body: { counters: { agents_total: 1 }, recent_activity: Array } });
-  r = await call(d.apiPort!, '/api/tasks', { method: 'POST', body: { name: 'x', agent: 'main', prompt: 'hi' } });
-  t.match(r, { status: 503, body: { code: 'no-task-hub' } });
+  r = await call(d.apiPort!, '/api/tasks', { method: 'POST', body: { name: 'x', agent: 'ghost', prompt: 'hi' } });
+  t.match(r, { status: 400, body: { code: 'invalid-body' } }, 'the task hub is attached: only a bad body is refused');
   await d.stop('test');
   stopped = true;
 
@@ -45,7 +45,7 @@ t.test('the daemon serves the admin ops routes, and the instance name and audit 
   t.same(
     r.body.map((e: { action: string; status: number; actor: null }) => [e.actor, e.action, e.status]),
     [
-      [null, 'POST /api/tasks', 503],
+      [null, 'POST /api/tasks', 400],
       [null, 'PUT /api/system/instance-name', 200],
     ],
   );

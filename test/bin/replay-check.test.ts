@@ -6,7 +6,7 @@ import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
-  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson']) {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'task.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
     const r = svc(home, ['events', 'replay', '--check']);
@@ -76,6 +76,18 @@ t.test('a golden log altered against its machine fails replay --check with the f
       'a stop the agent never made twice',
       (es) => [...es.slice(0, 5), { ...es[4]!, seq: 6 }, ...es.slice(5).map((e) => ({ ...e, seq: e.seq + 1 }))],
       /agent:main: seq 6 [^\n]*no agent actor was running|agent:main: seq 6: the log has agent\.stopped [^\n]*, the machine emitted nothing/,
+    ],
+    [
+      'task.ndjson',
+      'an answer to a question the task never asked',
+      (es) => es.filter((e) => !(e.stream === 'task:a' && e.type === 'task.question_asked')).map((e, i) => ({ ...e, seq: i + 1 })),
+      /task on task:a: seq 2: the log has task\.answered \{"answer":"2025","at":1795680020\}, the machine emitted nothing/,
+    ],
+    [
+      'task.ndjson',
+      'a delete of a task that was still running',
+      (es) => es.filter((e) => !(e.stream === 'task:a' && e.seq >= 4 && e.seq <= 6)).map((e, i) => ({ ...e, seq: i + 1 })),
+      /task on task:a: seq 4: the log has task\.deleted \{"at":1795680200\}, the machine emitted nothing/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {

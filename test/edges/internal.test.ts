@@ -195,8 +195,14 @@ t.test('POST /ask streams the turn as NDJSON, in order, then the result', async 
 t.test('/tasks answers SPEC gives while no task hub is attached', async (t) => {
   const { call } = await serveInternal(t);
   t.same(await body(await call('/tasks/list?from=bob')), [200, []]);
-  for (const op of ['create', 'resume', 'ask_parent', 'cancel', 'delete']) {
-    t.same(await body(await call(`/tasks/${op}`, { body: { task_id: 'x' } })), [503, { error: 'task hub not attached' }], op);
-  }
+  const valid: Record<string, object> = {
+    create: { from: 'bob', prompt: 'p' },
+    resume: { task_id: 'x', prompt: 'p' },
+    ask_parent: { task_id: 'x', question: 'q' },
+    cancel: { task_id: 'x' },
+    delete: { task_id: 'x', from: 'bob' },
+  };
+  for (const [op, b] of Object.entries(valid)) t.equal((await call(`/tasks/${op}`, { body: b })).status, 503, op);
+  t.equal((await call('/tasks/cancel', { body: { task_id: '../x' } })).status, 400, 'a bad body is refused before the hub is looked for');
   t.equal((await call('/workflows/list')).status, 404, 'workflows are not served yet');
 });

@@ -249,7 +249,7 @@ t.test('tasks: list and details from tasks.json in WIRE.md shape, ACL-filtered; 
   t.equal((await s.call('/api/tasks', { method: 'POST', as: 'operator', body: create })).status, 403, 'creating needs an admin');
   t.match(await s.call('/api/tasks', { method: 'POST', as: 'coderAdmin', body: { ...create, agent: 'writer' } }), { status: 403, body: { code: 'agent-not-allowed' } }, 'ACL before the hub');
   t.match(await s.call('/api/tasks', { method: 'POST', body: { ...create, agent: 'ghost' } }), { status: 400, body: { error: /^body\.agent: no agent named/ } });
-  t.match(await s.call('/api/tasks/a1/cancel', { method: 'POST', as: 'coderOperator' }), { status: 503, body: { code: 'no-task-hub', error: /not cancelled: the task hub is not attached/ } });
+  t.match(await s.call('/api/tasks/a1/cancel', { method: 'POST', as: 'coderOperator' }), { status: 503, body: { code: 'no-task-hub', error: /not cancelled: the task hub is not running/ } });
   t.equal((await s.call('/api/tasks/a1/cancel', { method: 'POST', as: 'viewer' })).status, 403);
   t.match(await s.call('/api/tasks/b2/cancel', { method: 'POST', as: 'coderOperator' }), { status: 403, body: { code: 'agent-not-allowed' } });
   t.match(await s.call('/api/tasks/zz/cancel', { method: 'POST' }), { status: 404 });
