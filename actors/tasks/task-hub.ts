@@ -206,8 +206,8 @@ export class TaskHub {
   }
 
   /** Blocks until the parent answers (the answer) or the task ends first (null). */
-  async askParent(id: string, question: string, cause: Cause = {}): Promise<{ task_id: string; status: string; answer: string | null }> {
-    const s = this.known(id);
+  async askParent(id: string, question: string, from: string | null, cause: Cause = {}): Promise<{ task_id: string; status: string; answer: string | null }> {
+    const s = this.owned(id, from);
     if (s.status !== 'running' || !this.runs.get(id)?.started) throw new SvcError('task-state', `task ${id} is ${s.status === 'running' ? 'not started yet' : s.status}; only a running task asks its parent`);
     const answered = new Promise<string | null>((resolve) => this.questions.set(id, resolve));
     await this.drive(id, { type: 'ask', question, now: this.nowS() }, cause);
@@ -283,7 +283,7 @@ export class TaskHub {
       }),
     );
     this.subs.add(bus.handle(TASK_COMMANDS.resume, 'task-hub', (cmd) => this.resume(cmd.data.task_id, cmd.data.prompt, cmd.data.from, cmd)));
-    this.subs.add(bus.handle(TASK_COMMANDS.askParent, 'task-hub', (cmd) => this.askParent(cmd.data.task_id, cmd.data.question, cmd)));
+    this.subs.add(bus.handle(TASK_COMMANDS.askParent, 'task-hub', (cmd) => this.askParent(cmd.data.task_id, cmd.data.question, cmd.data.from, cmd)));
     this.subs.add(bus.handle(TASK_COMMANDS.listOwned, 'task-hub', (cmd) => this.list(cmd.data.from)));
     this.subs.add(bus.handle(TASK_COMMANDS.cancelOwned, 'task-hub', (cmd) => this.cancel(cmd.data.task_id, cmd.data.from, cmd)));
     this.subs.add(bus.handle(TASK_COMMANDS.delete, 'task-hub', (cmd) => this.delete(cmd.data.task_id, cmd.data.from, cmd)));

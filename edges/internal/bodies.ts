@@ -50,8 +50,8 @@ export const AskBody = v.object({
 export type Ask = v.InferOutput<typeof AskBody>;
 
 /**
- * Who an agent says it is: `from` of the body, or of the query on a GET, where absent means the
- * main agent. Read before the rest of the request, so the right token can be checked first.
+ * Who an agent says it is: `from` of the body, or of the query on a GET; absent, the token says.
+ * Read before the rest of the request, so the right token can be checked first.
  */
-export const CallerClaimBody = v.object({ from: AgentName });
+export const CallerClaimBody = v.object({ from: v.optional(v.nullable(AgentName)) });
 export const CallerClaimQuery = InteragentAgentsQuery;

@@ -73,6 +73,24 @@ export function authenticateAgent(dir: CallerDirectory, from: string, headers: R
   return { tokenless: false };
 }
 
+/**
+ * The agent whose token the request carries, for a request that names no agent: the main agent
+ * token, or a registry entry's `interagent_token` (a token-less legacy entry can never match, so it
+ * must name itself). Every candidate is compared, in constant time each.
+ */
+export function agentOfToken(dir: CallerDirectory, headers: Record<string, string>): string {
+  const given = bearerToken(headers);
+  if (given === null) throw new SvcError('unauthorized', 'missing "Authorization: Bearer <token>" header (the interagent_token of the calling agent)');
+  let found: string | null = null;
+  const main = dir.mainAgentToken();
+  if (main !== null && tokensEqual(given, main)) found = MAIN_AGENT;
+  for (const e of dir.registry()) {
+    if (typeof e.interagent_token === 'string' && e.interagent_token !== '' && tokensEqual(given, e.interagent_token)) found ??= e.name;
+  }
+  if (found === null) throw new SvcError('unauthorized', "the bearer token is no agent's interagent_token (name the calling agent with `from`)");
+  return found;
+}
+
 /** The person the call is made for, from the header only; null when the header is absent (a system call). */
 export function callerUser(dir: Pick<CallerDirectory, 'users'>, headers: Record<string, string>): UserRecord | null {
   const raw = headers[CALLER_USER_HEADER];

@@ -19,7 +19,7 @@ import {
 } from '../../schemas/index.js';
 import { COMMON_STATUSES, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
 import { AskBody, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
-import { MAIN_AGENT, agentPrincipal, callerUser, requireKnownAgent } from './caller.js';
+import { MAIN_AGENT, requireKnownAgent } from './caller.js';
 import { INTERNAL_STATUSES } from './errors.js';
 import { LineQueue } from './line-queue.js';
 
@@ -236,19 +236,23 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     },
   };
 
-  // /tasks/* are public on the loopback API as SPEC.md has them: the task's own tool (ask_parent)
-  // names no agent, and ownership is checked only when `from` is given. A caller user named in
-  // X-SVC-Caller-User-Id must still exist: the task runs with that user's rights.
+  // /tasks/* take the agent's token like every agent tool: a task runs a CLI with its parent's
+  // rights, so no other local process may start, steer or read one. A body's optional `from` is
+  // checked against the token by the authenticator; without it the token names the agent, and the
+  // hub checks that agent owns the task (SPEC: "ownership checked when from is given" — here it
+  // is always given, by the credential).
   const origin = { transport: INTERAGENT_TRANSPORT, chat_id: null, topic_id: null };
   const tasks: Route[] = [
     {
       method: 'GET',
       pattern: '/tasks/list',
-      auth: 'public',
-      handler: async (req) => {
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
         const { from } = parseWith(TaskOwnerQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query');
+        // The main agent orchestrates every agent: without `from` it sees all tasks, any other agent its own.
+        const owner = from ?? (caller.id === MAIN_AGENT ? null : caller.id);
         try {
-          return json(200, await bus.send(TASK_COMMANDS.listOwned, { from: from ?? null }));
+          return json(200, await bus.send(TASK_COMMANDS.listOwned, { from: owner }));
         } catch (e) {
           // SPEC: an empty list when no hub is attached.
           if (isSvcError(e, 'no-handler')) return json(200, []);
@@ -260,11 +264,11 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       method: 'POST',
       pattern: '/tasks/create',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-      auth: 'public',
-      handler: async (req) => {
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        stillActive(caller);
         const body = parseJsonBody(req, SubmitTaskSchema);
-        const principal = agentPrincipal(body.from, callerUser(deps, req.headers), origin);
-        const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal, ...body }, { by: body.from });
+        const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal: { ...caller, origin }, ...body }, { by: body.from });
         return json(200, { success: true, task_id });
       },
     },
@@ -272,21 +276,21 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       method: 'POST',
       pattern: '/tasks/resume',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-      auth: 'public',
-      handler: async (req) => {
-        const body = parseJsonBody(req, ResumeTaskSchema);
-        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.resume, body, body.from ? { by: body.from } : {})) });
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        const body = { ...parseJsonBody(req, ResumeTaskSchema), from: caller.id };
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.resume, body, { by: caller.id! })) });
       },
     },
     {
       method: 'POST',
       pattern: '/tasks/ask_parent',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-      auth: 'public',
-      handler: async (req) => {
-        const body = parseJsonBody(req, AskParentSchema);
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        const body = { ...parseJsonBody(req, AskParentSchema), from: caller.id };
         // Blocks until the parent answers or the task ends: the run's own deadline bounds it.
-        const r = await bus.send(TASK_COMMANDS.askParent, body, { timeoutMs: 0 });
+        const r = await bus.send(TASK_COMMANDS.askParent, body, { timeoutMs: 0, by: caller.id! });
         if (r.answer === null) return json(200, { success: false, answer: '', status: r.status, error: `task ${r.task_id} is ${r.status}: no answer will come` });
         return json(200, { success: true, answer: r.answer, status: r.status });
       },
@@ -295,20 +299,20 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       method: 'POST',
       pattern: '/tasks/cancel',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-      auth: 'public',
-      handler: async (req) => {
-        const body = parseJsonBody(req, TaskRefSchema);
-        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.cancelOwned, body)) });
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        const body = { ...parseJsonBody(req, TaskRefSchema), from: caller.id };
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.cancelOwned, body, { by: caller.id! })) });
       },
     },
     {
       method: 'POST',
       pattern: '/tasks/delete',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
-      auth: 'public',
-      handler: async (req) => {
-        const body = parseJsonBody(req, TaskRefSchema);
-        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.delete, body)) });
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        const body = { ...parseJsonBody(req, TaskRefSchema), from: caller.id };
+        return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.delete, body, { by: caller.id! })) });
       },
     },
   ];

@@ -34,7 +34,8 @@ export const SubmitTaskSchema = v.object({
   transport: v.optional(v.nullable(v.pipe(v.string('must be a string'), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a transport name'))), null),
 });
 export const ResumeTaskSchema = v.object({ task_id: TaskIdSchema, prompt: TaskText('prompt'), from: Owner });
-export const AskParentSchema = v.object({ task_id: TaskIdSchema, question: TaskText('question') });
+/** `from`: the agent asking, which must be the task's parent (its run carries the parent's token). */
+export const AskParentSchema = v.object({ task_id: TaskIdSchema, question: TaskText('question'), from: Owner });
 export const TaskRefSchema = v.object({ task_id: TaskIdSchema, from: Owner });
 export const TaskOwnerQuerySchema = v.object({ from: v.optional(AgentName) });
 

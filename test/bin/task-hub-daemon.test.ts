@@ -29,10 +29,12 @@ t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership, delet
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
 
-  const call = async (path: string, body?: unknown) => {
+  // The main agent's tools carry its token (SVC_INTERAGENT_TOKEN); '' sends none.
+  const mainToken = () => (JSON.parse(readFileSync(paths.mainAgentTokenFile, 'utf8')) as { token: string }).token;
+  const call = async (path: string, body?: unknown, token = mainToken()) => {
     const r = await fetch(`http://127.0.0.1:${d.internalPort}${path}`, {
       method: body === undefined ? 'GET' : 'POST',
-      headers: { connection: 'close', 'content-type': 'application/json' },
+      headers: { connection: 'close', 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
     return { status: r.status, body: (await r.json()) as any };
@@ -64,6 +66,10 @@ t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership, delet
     t.type(r.body.error, 'string');
   }
   t.equal((await call('/tasks/create', { from: 'main', prompt: 'x'.repeat(2 * 1024 * 1024) })).status, 413, 'oversized body');
+  for (const [path, body] of [['/tasks/create', { from: 'main', prompt: 'x' }], ['/tasks/list', undefined], ['/tasks/cancel', { task_id: 'nope' }]] as const) {
+    t.equal((await call(path, body, '')).status, 401, `${path} without the agent's token`);
+    t.equal((await call(path, body, 'z'.repeat(43))).status, 401, `${path} with a token that is no agent's`);
+  }
   t.same((await call('/tasks/list')).body, [], 'nothing was created');
   t.equal((await call('/tasks/cancel', { task_id: 'nope' })).status, 404, 'unknown task');
 
@@ -76,10 +82,10 @@ t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership, delet
   t.match(entry(a), { status: 'running', name: 'research', parent_agent: 'main' });
 
   // Ownership.
-  t.equal((await call('/tasks/cancel', { task_id: a, from: 'bob' })).status, 403);
-  t.equal((await call('/tasks/delete', { task_id: a, from: 'bob' })).status, 403);
+  t.equal((await call('/tasks/cancel', { task_id: a, from: 'bob' })).status, 401, "main's token does not speak for bob");
+  t.equal((await call('/tasks/delete', { task_id: a, from: 'bob' })).status, 401);
   t.equal((await call('/tasks/delete', { task_id: a })).status, 409, 'a running task is not deleted');
-  t.equal((await call('/tasks/list?from=bob')).body.length, 0);
+  t.equal((await call('/tasks/list?from=bob')).status, 401);
   t.equal((await call('/tasks/list?from=main')).body.length, 2);
 
   // ask_parent: blocks until the parent answers through /tasks/resume.

@@ -16,6 +16,7 @@ import { homePaths } from '../../store/index.js';
 import { parseUsers, userRow } from '../fixtures/admin-auth-stand.js';
 import { snapshot } from '../fixtures/admin-content.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { until } from '../bin/cli-helpers.js';
 
 type Role = 'viewer' | 'operator' | 'admin';
 /**
@@ -190,21 +191,13 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
   mkdirSync(paths.configDir, { recursive: true });
   mkdirSync(paths.secretsDir, { recursive: true, mode: 0o700 });
   // Each login comes from its own client address through a trusted proxy, so the per-IP login limit stays out of it.
-  writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] } }));
+  // One task runs per chat: the first holds the slot (its fake CLI prints nothing until killed), so
+  // every later task waits in the queue and no CLI starts, ends or reports mid-matrix (a refused
+  // cell sees no stray fact).
+  writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: true, host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] }, tasks: { max_parallel: 1 } }));
   // additional_directories as PUT /api/agents/coder will write it, so that write changes no agent (no restart mid-matrix).
   const agent = (name: string) => ({ name, telegram_token: '1:x', additional_directories: [] });
   writeFileSync(paths.agentsRegistry, JSON.stringify([agent('coder'), agent('writer')]));
-  const now = Math.floor(Date.now() / 1000);
-  writeFileSync(
-    paths.tasksFile,
-    JSON.stringify([
-      { task_id: 'coder-task', status: 'running', name: 'coder-task', parent_agent: 'coder', agent: 'coder', prompt: 'p', created_at: 1 },
-      { task_id: 'writer-task', status: 'running', name: 'writer-task', parent_agent: 'writer', agent: 'writer', prompt: 'p', created_at: 1 },
-      // Finished ones are what the activity feed shows.
-      { task_id: 'coder-done', status: 'done', name: 'coder-done', parent_agent: 'coder', agent: 'coder', prompt: 'p', created_at: now - 120, finished_at: now - 60 },
-      { task_id: 'writer-done', status: 'done', name: 'writer-done', parent_agent: 'writer', agent: 'writer', prompt: 'p', created_at: now - 120, finished_at: now - 60 },
-    ]),
-  );
   const people: string[] = [];
   const rows = [await userRow('root', 'admin', 'root-password'), await userRow('victim', 'viewer', 'victim-password')];
   for (const role of ROLES) {
@@ -262,6 +255,14 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     await agentsOf(d.bus).ask({ agent, transport: 'api', chat_id: 1, topic_id: null, text: `hello ${agent}`, kind: 'foreground' }, ASKER, { timeoutMs: 30_000 }).outcome;
   }
   await admin('POST', '/api/skills', { name: 'global-skill', content: '# global\n' });
+  // Tasks exist only through the hub (tasks.json is its projection): the holder takes the chat's
+  // one slot, and the tasks the cells name wait behind it.
+  const holder = (await admin('POST', '/api/tasks', { name: 'holder', agent: 'coder', prompt: '[[hold]]' })) as { task_id: string };
+  await until('the holder running', () =>
+    d.log.read({ types: ['turn.spawned'] }).some((e) => d.log.read({ stream: e.stream, types: ['turn.started'] })[0]?.correlation === `task:${holder.task_id}`));
+  const taskOf = async (agent: string) => ((await admin('POST', '/api/tasks', { name: `${agent}-task`, agent, prompt: 'p' })) as { task_id: string }).task_id;
+  const coderTask = await taskOf('coder');
+  await taskOf('writer');
   /** An unread notification about a webhook run of `agent`, through the notifier, as the webhook runner files one. */
   const notify = async (agent: string) => {
     const r = await d.bus.send(NOTIFICATION_COMMANDS.create, { source: 'webhook', outcome: 'success', title: `${agent}-hook ran`, body: 'ok then', agent, source_id: `${agent}-hook` });
@@ -352,9 +353,9 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     },
     'POST /api/webhooks/:id/verify': () => ({ path: '/api/webhooks/coder-hook/verify', body: { payload: '{}', signature: 'sha256=00' } }),
     'GET /api/tasks': () => ({ path: '/api/tasks' }),
-    'GET /api/tasks/:id': () => ({ path: '/api/tasks/coder-task' }),
+    'GET /api/tasks/:id': () => ({ path: `/api/tasks/${coderTask}` }),
     'POST /api/tasks': () => ({ path: '/api/tasks', body: { name: 'n', agent: 'coder', prompt: 'p' } }),
-    'POST /api/tasks/:id/cancel': () => ({ path: '/api/tasks/coder-task/cancel' }),
+    'POST /api/tasks/:id/cancel': () => ({ path: `/api/tasks/${coderTask}/cancel` }),
     'GET /api/sessions': () => ({ path: '/api/sessions' }),
     'DELETE /api/sessions/:id': async () => {
       const chatId = 100 + ++n;

@@ -26,8 +26,10 @@ t.test('agent-token: the agent named by from, acting for the caller user', async
   }, "the user's role and allowed_agents ride along");
   t.same(await auth.authenticate(request('GET', { token: MAIN_TOKEN })), {
     kind: 'agent', id: 'main', acting_for: null, role: 'admin', allowed_agents: [], origin,
-  }, 'no from on a GET: main; no caller user: the framework asks, as admin');
+  }, 'no from on a GET: the main token names main; no caller user: the framework asks, as admin');
   t.same(await auth.authenticate(request('GET', { token: BOB_TOKEN, query: 'from=bob' })), { kind: 'agent', id: 'bob', acting_for: null, role: 'admin', allowed_agents: [], origin });
+  t.match(await auth.authenticate(request('POST', { token: BOB_TOKEN, body: { task_id: 'x' } })), { kind: 'agent', id: 'bob' }, 'no from in a body: the agent whose token it is');
+  t.match(await auth.authenticate(request('GET', { token: BOB_TOKEN })), { kind: 'agent', id: 'bob' }, 'nor on a GET');
   t.match(await auth.authenticate(request('POST', { body: { from: 'dave' } })), { kind: 'agent', id: 'dave', role: 'viewer' }, 'legacy token-less agent: never the framework admin');
   t.match(
     await auth.authenticate(request('POST', { user: 'alice', body: { from: 'dave' } })),
@@ -38,7 +40,9 @@ t.test('agent-token: the agent named by from, acting for the caller user', async
 
   const refusals: [string, HttpRequest, ErrorCode][] = [
     ['bob with main token', request('POST', { token: MAIN_TOKEN, body: { from: 'bob' } }), 'unauthorized'],
-    ['no from in a body', request('POST', { token: MAIN_TOKEN, body: { to: 'bob' } }), 'invalid-body'],
+    ['no from and no token', request('POST', { body: { to: 'bob' } }), 'unauthorized'],
+    ["no from and a token that is no agent's", request('POST', { token: 'z'.repeat(40), body: { to: 'bob' } }), 'unauthorized'],
+    ['no from on a GET and no token', request('GET', {}), 'unauthorized'],
     ['from of the wrong type', request('POST', { token: MAIN_TOKEN, body: { from: ['main'] } }), 'invalid-body'],
     ['a body that is not JSON', { ...request('POST', { token: MAIN_TOKEN }), body: Buffer.from('{"from":') }, 'invalid-json'],
     ['a hostile from in the query', request('GET', { token: MAIN_TOKEN, query: 'from=../main' }), 'invalid-query'],

@@ -192,9 +192,10 @@ t.test('POST /ask streams the turn as NDJSON, in order, then the result', async 
   t.equal(rt!.received.length, 2, 'refused asks sent nothing');
 });
 
-t.test('/tasks answers SPEC gives while no task hub is attached', async (t) => {
+t.test('/tasks answers SPEC gives while no task hub is attached, to the agent whose token it is', async (t) => {
   const { call } = await serveInternal(t);
-  t.same(await body(await call('/tasks/list?from=bob')), [200, []]);
+  t.same(await body(await call('/tasks/list?from=bob', { token: BOB_TOKEN })), [200, []]);
+  t.same(await body(await call('/tasks/list', { token: MAIN_TOKEN })), [200, []]);
   const valid: Record<string, object> = {
     create: { from: 'bob', prompt: 'p' },
     resume: { task_id: 'x', prompt: 'p' },
@@ -202,7 +203,13 @@ t.test('/tasks answers SPEC gives while no task hub is attached', async (t) => {
     cancel: { task_id: 'x' },
     delete: { task_id: 'x', from: 'bob' },
   };
-  for (const [op, b] of Object.entries(valid)) t.equal((await call(`/tasks/${op}`, { body: b })).status, 503, op);
-  t.equal((await call('/tasks/cancel', { body: { task_id: '../x' } })).status, 400, 'a bad body is refused before the hub is looked for');
+  for (const [op, b] of Object.entries(valid)) {
+    t.equal((await call(`/tasks/${op}`, { body: b, token: BOB_TOKEN })).status, 503, op);
+    // A task runs a CLI with its parent's rights: no other local process may start or steer one.
+    t.equal((await call(`/tasks/${op}`, { body: b, token: '' })).status, 401, `${op} without a token`);
+    t.equal((await call(`/tasks/${op}`, { body: { ...b, from: 'bob' }, token: MAIN_TOKEN })).status, 401, `${op} as bob with main's token`);
+  }
+  t.equal((await call('/tasks/list')).status, 401, 'listing needs a token too: prompts and results are private');
+  t.equal((await call('/tasks/cancel', { body: { task_id: '../x' }, token: BOB_TOKEN })).status, 400, 'a bad body is refused before the hub is looked for');
   t.equal((await call('/workflows/list')).status, 404, 'workflows are not served yet');
 });
