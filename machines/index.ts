@@ -32,3 +32,4 @@ export * from './daemon-status.logic.js';
 export * from './agent-metrics.logic.js';
 export * from './activity.logic.js';
 export * from './admin-connection.machine.js';
+export * from './webhook.logic.js';
