@@ -31,9 +31,22 @@ import {
   ensureBootstrapAdmin,
   type ActorClock,
   type BootstrapResult,
+  type OneShotRunner,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
-import { adminCors, adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
+import {
+  adminCors,
+  adminSurface,
+  apiSurface,
+  openDirectApi,
+  startApiServer,
+  startInternalApi,
+  startWebhookServer,
+  type ApiServer,
+  type InternalApi,
+  type Surface,
+  type WebhookServer,
+} from '../edges/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
@@ -47,6 +60,7 @@ import {
   ensureDir,
   ensureMainAgentToken,
   ensureJwtSecret,
+  ensureWebhookToken,
   loadConfig,
   loadRegistry,
   listeningPortHolder,
@@ -82,6 +96,8 @@ export interface DaemonOptions {
   internalPort?: number;
   /** Overrides `api.port` when the API server runs. */
   apiPort?: number;
+  /** Overrides `webhooks.port` when the webhook server runs. */
+  webhookPort?: number;
 }
 
 type DaemonActor = ReturnType<ActorHost['spawn']>;
@@ -138,6 +154,13 @@ export class DaemonContext {
   readonly apiToken = (): string => this.config().api.token || this.generatedApiToken;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
+  /** webhook-server: webhooks.token as generated at start, until the config watcher reads it back. */
+  generatedWebhookToken = '';
+  readonly webhookToken = (): string => this.config().webhooks.token || this.generatedWebhookToken;
+  /** webhook-server; null unless `webhooks.enabled`. */
+  webhookServer: WebhookServer | null = null;
+  /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
+  oneShotRunner: OneShotRunner | null = null;
 
   readonly hostEnv: NodeJS.ProcessEnv;
   readonly userHome: string;
@@ -392,7 +415,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           version: VERSION,
           startedAt,
         }),
-        startAutomationRecords({ bus, paths, registry: ctx.registry }),
+        startAutomationRecords({
+          bus,
+          paths,
+          registry: ctx.registry,
+          webhooks: { globalToken: ctx.webhookToken, config: ctx.config, oneShot: () => ctx.oneShotRunner },
+        }),
         startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
       ];
@@ -517,6 +545,27 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       );
       const server = ctx.apiServer;
       return () => server?.close();
+    },
+  },
+  {
+    // Its calls are handled by the automation records (admin-ops) and run on the agents.
+    name: 'webhook-server',
+    async start(ctx) {
+      const cfg = ctx.config().webhooks;
+      if (!cfg.enabled) return;
+      const { token, generated } = ensureWebhookToken(ctx.paths, () => randomBytes(32).toString('base64url'));
+      ctx.generatedWebhookToken = token;
+      if (generated) ctx.bus.emitLog('info', `webhooks.token was empty: generated one and saved it to ${ctx.paths.configFile}`);
+      const server = await startWebhookServer({
+        bus: ctx.bus,
+        host: cfg.host,
+        port: ctx.opts.webhookPort ?? cfg.port,
+        maxBodyBytes: cfg.max_body_bytes,
+        rateLimitPerMinute: () => ctx.config().webhooks.rate_limit_per_minute,
+        ...(ctx.opts.clock ? { clock: ctx.opts.clock } : {}),
+      }).catch(portTaken('webhooks.port'));
+      ctx.webhookServer = server;
+      return () => server.close();
     },
   },
 ];

@@ -3,3 +3,4 @@ export * from './direct/index.js';
 export * from './api/index.js';
 export * from './internal/index.js';
 export * from './admin/index.js';
+export * from './webhooks/index.js';

@@ -36,3 +36,4 @@ export * from './workflow-vars.logic.js';
 export * from './workflow-expression.logic.js';
 export * from './task.logic.js';
 export * from './task.machine.js';
+export * from './webhook.logic.js';

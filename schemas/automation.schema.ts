@@ -106,11 +106,58 @@ export const WEBHOOK_MODES = ['wake', 'cron_task'] as const;
 export const MASKED_SECRET = '***';
 const Secret = v.pipe(v.string('must be a string'), v.minLength(8, 'must be at least 8 characters'), v.maxLength(256, 'must be at most 256 characters'));
 
+/*
+ * How an inbound call proves it comes from the sender (WIRE.md §4). `bearer`: `Authorization:
+ * Bearer <the hook's secret, else webhooks.token>`. `hmac`: a keyed digest of the raw body with the
+ * hook's secret, carried in a header; `signature` says which header and how to read it. The three
+ * presets are the real senders' schemes; any field set beside a preset overrides it.
+ */
+export const WEBHOOK_AUTH_MODES = ['bearer', 'hmac'] as const;
+export const WEBHOOK_SIGNATURE_PRESETS = ['github', 'stripe', 'slack'] as const;
+export const HMAC_ALGORITHMS = ['sha256', 'sha1', 'sha512'] as const;
+export const SIGNATURE_ENCODINGS = ['hex', 'base64'] as const;
+/** Timestamped schemes refuse a timestamp further than this from now unless the hook says otherwise. */
+export const DEFAULT_SIGNATURE_MAX_AGE_SECONDS = 300;
+/** Where the timestamp goes in a signed-payload template: `{timestamp}.` (Stripe), `v0:{timestamp}:` (Slack). */
+export const SIGNED_PAYLOAD_TIMESTAMP = '{timestamp}';
+
+const HeaderName = v.pipe(v.string('must be a string'), v.regex(/^[A-Za-z0-9-]{1,64}$/, 'must be an HTTP header name (letters, digits and -, at most 64)'));
+const ShortToken = v.pipe(v.string('must be a string'), v.maxLength(32, 'must be at most 32 characters'));
+
+export const WebhookSignatureSchema = v.strictObject({
+  preset: v.optional(v.picklist(WEBHOOK_SIGNATURE_PRESETS, `must be one of ${WEBHOOK_SIGNATURE_PRESETS.join(', ')}`)),
+  /** The header carrying the signature (`X-Hub-Signature-256`). */
+  header: v.optional(HeaderName),
+  algorithm: v.optional(v.picklist(HMAC_ALGORITHMS, `must be one of ${HMAC_ALGORITHMS.join(', ')}`)),
+  encoding: v.optional(v.picklist(SIGNATURE_ENCODINGS, `must be one of ${SIGNATURE_ENCODINGS.join(', ')}`)),
+  /** Written before the digest and stripped before comparing (`sha256=`, `v0=`). */
+  prefix: v.optional(ShortToken),
+  /** The header is a `k=v,k=v` list (Stripe's `t=...,v1=...`): the key whose values are signatures. */
+  signature_key: v.optional(ShortToken),
+  /** In such a list, the key holding the signing time (Stripe's `t`). */
+  timestamp_key: v.optional(ShortToken),
+  /** A header holding the signing time (Slack's `X-Slack-Request-Timestamp`). */
+  timestamp_header: v.optional(HeaderName),
+  /** What is signed before the raw body, `{timestamp}` standing for the signing time. */
+  signed_payload: v.optional(v.pipe(v.string('must be a string'), v.maxLength(64, 'must be at most 64 characters'))),
+  /** Replay window of timestamped schemes, in seconds either side of now. */
+  max_age_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1'), v.maxValue(86_400, 'must be at most 86400'))),
+});
+export type WebhookSignature = v.InferOutput<typeof WebhookSignatureSchema>;
+
+const ChatNumber = v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.safeInteger('must be a safe integer'));
+
 const webhookFields = {
   name: v.optional(Title),
   title: v.optional(Title),
   mode: v.optional(v.picklist(WEBHOOK_MODES, `must be one of ${WEBHOOK_MODES.join(', ')}`)),
   prompt_template: v.optional(Description),
+  auth: v.optional(v.picklist(WEBHOOK_AUTH_MODES, `must be one of ${WEBHOOK_AUTH_MODES.join(', ')}`)),
+  signature: nullable(WebhookSignatureSchema),
+  /** `wake`'s target chat; unset: the agent's main chat (the primary messenger's first allowed user). */
+  transport: nullable(v.pipe(v.string('must be a string'), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a transport name such as telegram'))),
+  chat_id: nullable(ChatNumber),
+  topic_id: nullable(ChatNumber),
   ...executionFields,
 };
 
@@ -161,6 +208,31 @@ export const WebhookRecordSchema = v.looseObject({
   secret: v.optional(v.nullable(v.string()), null),
 });
 export type WebhookRecord = v.InferOutput<typeof WebhookRecordSchema>;
+
+/**
+ * What the webhook server reads of a stored record to decide a call: the fields the admin API
+ * writes, parsed again because webhooks.json may be edited by hand (a bad value refuses calls to
+ * that hook, never the whole file).
+ */
+export const WebhookTriggerSettingsSchema = v.object({
+  id: RecordIdSchema,
+  agent: AgentName,
+  name: v.optional(v.string()),
+  enabled: v.optional(v.boolean(), true),
+  secret: v.optional(v.nullable(v.string()), null),
+  mode: v.optional(v.picklist(WEBHOOK_MODES), 'wake'),
+  prompt_template: v.optional(v.nullable(v.string()), null),
+  auth: v.optional(v.picklist(WEBHOOK_AUTH_MODES), 'bearer'),
+  signature: v.optional(v.nullable(WebhookSignatureSchema), null),
+  transport: v.optional(v.nullable(v.string()), null),
+  chat_id: v.optional(v.nullable(ChatNumber), null),
+  topic_id: v.optional(v.nullable(ChatNumber), null),
+  provider: v.optional(v.nullable(v.string()), null),
+  model: v.optional(v.nullable(v.string()), null),
+  reasoning_effort: v.optional(v.nullable(v.string()), null),
+  dependency: v.optional(v.nullable(v.string()), null),
+});
+export type WebhookTriggerSettings = v.InferOutput<typeof WebhookTriggerSettingsSchema>;
 
 const uniqueIds = <T extends { id: string }>(list: T[]): boolean => new Set(list.map((r) => r.id)).size === list.length;
 /** `cron_jobs.json`: a top-level array with unique ids (`{jobs: [...]}` is read too). */

@@ -58,6 +58,7 @@ export const ERROR_CODES = [
   'cron-job-exists',
   'webhook-exists',
   'webhook-no-secret',
+  'webhook-disabled',
   'actor-exists',
   'handler-exists',
   'no-actor',

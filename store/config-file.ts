@@ -369,6 +369,26 @@ export function ensureApiToken(paths: HomePaths, randomToken: () => string): { t
 }
 
 /**
+ * SPEC.md WebhookConfig: `webhooks.token` (the global bearer fallback) is generated when the
+ * webhook server starts without one, and written back as api.token is: atomically, every other
+ * key kept, so it is generated once and the same token works after a restart.
+ */
+export function ensureWebhookToken(paths: HomePaths, randomToken: () => string): { token: string; generated: boolean } {
+  const raw = readRawConfig(paths.configFile);
+  const current = isPlainObject(raw.webhooks) ? raw.webhooks : {};
+  if (typeof current.token === 'string' && current.token !== '') return { token: current.token, generated: false };
+  const token = randomToken();
+  if (typeof token !== 'string' || token.length < 16) {
+    throw new SvcError('invalid-token', `generated webhooks.token is not allowed (a string of at least 16 characters)`);
+  }
+  const next = { ...raw, webhooks: { ...current, token } };
+  const checked = validateConfig(next, paths.configFile);
+  if (!checked.ok) throw invalid(paths.configFile, checked.errors);
+  writeJsonAtomicSync(paths.configFile, next, { mode: 0o600 });
+  return { token, generated: true };
+}
+
+/**
  * Sets fields inside one block of config.json (`rag`, ...), keeping every other key as the user
  * wrote it. The whole result is validated first: a value the schema refuses writes nothing.
  * Returns the config as it will load.

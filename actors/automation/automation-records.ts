@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Subscription } from 'rxjs';
+import * as v from 'valibot';
 import { causedBy, type Bus } from '../../bus/index.js';
 import {
   AUTOMATION_EVENTS,
@@ -8,21 +9,25 @@ import {
   MASKED_SECRET,
   SvcError,
   WEBHOOK_COMMANDS,
+  describeError,
   cronJobStream,
   webhookStream,
+  WebhookTriggerSettingsSchema,
   type CronJobRecord,
   type Principal,
   type SubAgentConfig,
   type WebhookRecord,
 } from '../../schemas/index.js';
-import { agentAccess } from '../../machines/index.js';
+import { agentAccess, payloadKeys, webhookAuthPlan } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type HomePaths } from '../../store/index.js';
+import { dispatchWebhook, webhookAuthPasses, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
  * Cron job and webhook records through the admin API (SPEC.md "Admin REST: cron jobs", "Admin
- * REST: webhooks", "Agent-scoped access"). Each change is load → change → save with no await in
- * between, then a fact. The scheduler and the webhook server come with the automation issue: a
- * manual run is refused with `no-scheduler` until then.
+ * REST: webhooks", "Agent-scoped access"), and the webhook server's calls (WIRE.md §4), which
+ * update the same webhooks.json: one owner of the file, and each change is load → change → save
+ * with no await in between, then a fact, so admin edits and triggers never lose each other's
+ * writes. The cron scheduler comes later: a manual run is refused with `no-scheduler` until then.
  */
 
 export interface AutomationRecordsDeps {
@@ -32,7 +37,12 @@ export interface AutomationRecordsDeps {
   /** Injected so tests get predictable ids and secrets. */
   newId?: () => string;
   newSecret?: () => string;
+  /** What the webhook server's calls need; without it `webhook.trigger` is not handled. */
+  webhooks?: WebhookDispatchDeps;
 }
+
+/** `last_error` is a line for the panel, not a log. */
+const MAX_LAST_ERROR_CHARS = 500;
 
 /** Lists show whether a secret is set, never the secret. */
 export function maskSecret(secret: unknown): string {
@@ -223,12 +233,75 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
       return { id, deleted: true as const };
     }),
   );
+  if (deps.webhooks) subs.add(handleTriggers(bus, paths, deps.webhooks));
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.verify, 'automation', ({ data }) => {
       const { hooks, index } = webhook(data.principal, data.id, 'verify webhook signature');
       const secret = hooks[index]!.secret;
       if (typeof secret !== 'string' || secret === '') throw new SvcError('webhook-no-secret', `webhook ${JSON.stringify(data.id)} has no secret to verify against; set one first`);
       return { valid: hmacMatches(secret, data.payload, data.signature) };
+    }),
+  );
+  return subs;
+}
+
+/**
+ * Calls that passed the edge's checks: unknown hook 404, disabled 403, failed auth 401 (WIRE.md
+ * §4's order), else the call is counted in webhooks.json, recorded as a fact, and dispatched in the
+ * background; the caller has its 202 before the agent sees anything. A refused call changes nothing.
+ */
+function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
+  const subs = new Subscription();
+  const settle = async (hook: WebhookRecord, mode: string, requestId: string, result: DispatchResult) => {
+    const at = new Date(bus.now()).toISOString();
+    const hooks = loadWebhooks(paths);
+    const index = hooks.findIndex((h) => h.id === hook.id);
+    // A later call owns the record's last_* fields now; this one's end is still a fact.
+    if (index >= 0 && hooks[index]!.last_request_id === requestId) {
+      const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
+      saveWebhooks(paths, hooks.map((h, i) => (i === index ? ({ ...h, ...last, last_finished_at: at } as WebhookRecord) : h)));
+    }
+    const base = { id: hook.id, agent: hook.agent, mode, request_id: requestId };
+    await bus.publish(
+      result.ok
+        ? { stream: webhookStream(hook.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, correlation: requestId }
+        : { stream: webhookStream(hook.id), type: AUTOMATION_EVENTS.failed, data: { ...base, reason: result.reason, error: result.error.slice(0, MAX_LAST_ERROR_CHARS) }, correlation: requestId },
+    );
+  };
+
+  subs.add(
+    bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
+      const { id, headers, payload, request_id: requestId, client } = cmd.data;
+      const hooks = loadWebhooks(paths);
+      const index = hooks.findIndex((h) => h.id === id);
+      if (index < 0) throw new SvcError('not-found', `no webhook ${JSON.stringify(id)}`);
+      const stored = hooks[index]!;
+      if (!stored.enabled) throw new SvcError('webhook-disabled', `webhook ${JSON.stringify(id)} is disabled`);
+      const refuse = (level: 'debug' | 'warn', why: string) => {
+        // The reason helps whoever configures the sender; the caller learns nothing from it.
+        bus.emitLog(level, `webhook ${id}: call from ${client} refused: ${why}`);
+        return new SvcError('unauthorized', 'authentication failed');
+      };
+      const parsed = v.safeParse(WebhookTriggerSettingsSchema, stored);
+      if (!parsed.success) throw refuse('warn', `its record in webhooks.json is not valid: ${v.summarize(parsed.issues)}`);
+      const hook = parsed.output;
+      const body = Buffer.from(cmd.data.body, 'base64');
+      const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
+      if (!webhookAuthPasses(plan, body)) throw refuse('debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
+      const at = new Date(bus.now()).toISOString();
+      const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
+      const record = { ...stored, trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null } as WebhookRecord;
+      saveWebhooks(paths, hooks.map((h, i) => (i === index ? record : h)));
+      await bus.publish({
+        stream: webhookStream(id),
+        type: AUTOMATION_EVENTS.triggered,
+        data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload) },
+        ...causedBy(cmd),
+      });
+      void dispatchWebhook(bus, deps, hook, payload, requestId).then((result) =>
+        settle(record, hook.mode, requestId, result).catch((e: unknown) => bus.emitLog('error', `webhook ${id}: could not record how call ${requestId} ended: ${describeError(e)}`)),
+      );
+      return { accepted: true as const, hook_id: id };
     }),
   );
   return subs;

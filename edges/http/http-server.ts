@@ -20,6 +20,8 @@ export interface Surface {
   readonly standalone?: boolean;
   /** Its error texts follow `Accept-Language` (WIRE.md §2: the admin API). */
   readonly localisedErrors?: boolean;
+  /** Its error bodies in another shape than `{error, code}` (the webhook server's wire names). */
+  readonly errorBody?: (error: { error: string; code: string }) => unknown;
   /**
    * How each of its guarded requests ended, once the caller is known (a refusal for want of a role
    * included; a request without valid credentials is not): awaited before the reply is sent.
@@ -95,6 +97,7 @@ export class HttpServer {
           surface: surface.name,
           statuses,
           localisedErrors: surface.localisedErrors === true,
+          ...(surface.errorBody ? { errorBody: surface.errorBody } : {}),
           ...(surface.observe ? { observe: (req: HttpRequest, principal: Principal, status: number) => surface.observe!(req, route, principal, status) } : {}),
         })),
       );

@@ -52,6 +52,11 @@ interface RouteBase {
   pattern: string;
   /** Bodies above this are refused with 413 before they are buffered. */
   maxBodyBytes?: number;
+  /**
+   * Checks that come before the body is even looked at (a rate limit, the content type): throws an
+   * SvcError to refuse, which then wins over a body too large. `body` is still empty here.
+   */
+  admit?: (req: HttpRequest) => void;
   streamBody?: boolean;
   /** One line for the API description (`GET /api/openapi.json`). */
   summary?: string;

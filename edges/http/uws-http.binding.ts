@@ -71,6 +71,8 @@ export type MountedRoute = Route & {
   surface: string;
   statuses: StatusTable;
   localisedErrors?: boolean;
+  /** Reshapes this surface's error bodies (see Surface.errorBody). */
+  errorBody?: (error: { error: string; code: string }) => unknown;
   /** Told how a guarded request ended once its caller is known (before the reply is sent); see Surface.observe. */
   observe?: (req: HttpRequest, principal: Principal, status: number) => Promise<void>;
 };
@@ -139,7 +141,20 @@ export function mountHttp(app: App, opts: MountOptions): void {
     const { route, params } = match;
     const cap = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const declared = Number(headers['content-length'] ?? '0');
-    const sendError = (reply: HttpReply) => send(route.localisedErrors ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply);
+    const sendError = (reply: HttpReply) => {
+      const localised = route.localisedErrors ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply;
+      const body = localised.json as { error?: unknown; code?: unknown } | undefined;
+      send(route.errorBody && typeof body?.error === 'string' && typeof body.code === 'string' ? { ...localised, json: route.errorBody({ error: body.error, code: body.code }) } : localised);
+    };
+    if (route.admit) {
+      try {
+        route.admit({ method, path, query, headers, params, body: Buffer.alloc(0), remoteAddress });
+      } catch (e) {
+        const { reply, internal } = errorReply(e, route.statuses);
+        if (internal) opts.onInternalError(e, { method, path }, route.surface);
+        return sendError(reply);
+      }
+    }
     if (declared > cap) {
       return sendError(json(413, { error: `body of ${declared} bytes exceeds the limit of ${cap} bytes`, code: 'body-too-large' }));
     }

@@ -1,0 +1,125 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { agentsOf, type Bus } from '../../bus/index.js';
+import { decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
+import { describeError, type AgentConfig, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
+
+/*
+ * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
+ * the raw body bytes, and running it (`wake` into a chat through the agent contract, `cron_task`
+ * through a one-shot runner). What to check and how the prompt reads are machines/webhook.logic.
+ */
+
+/** Constant time whatever the lengths: both sides are hashed to one size first. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a, 'utf8').digest();
+  const hb = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(ha, hb);
+}
+
+/** True when the call proves what the plan asks; a refusal plan never passes. */
+export function webhookAuthPasses(plan: WebhookAuthPlan, rawBody: Uint8Array): boolean {
+  if (plan.kind === 'refuse') return false;
+  if (plan.kind === 'bearer') return constantTimeEqual(plan.given, plan.expected);
+  const expected = createHmac(plan.algorithm, plan.key).update(plan.signedPrefix, 'utf8').update(rawBody).digest();
+  let ok = false;
+  // Every candidate is checked, so the time taken does not say which one matched.
+  for (const candidate of plan.candidates) {
+    const given = decodeSignature(candidate, plan.encoding);
+    if (given !== null && given.length === expected.length && timingSafeEqual(given, expected)) ok = true;
+  }
+  return ok;
+}
+
+/** One run of a `cron_task` hook's prompt in a fresh task folder. */
+export interface OneShotRequest {
+  /** `webhook:<id>` (or `cron:<id>`): what asked for the run. */
+  source: string;
+  agent: string;
+  name: string;
+  prompt: string;
+  provider: string | null;
+  model: string | null;
+  reasoning_effort: string | null;
+  /**
+   * SPEC.md's `dependency`: runs sharing a key wait for each other in one queue, across cron jobs
+   * and webhooks; null runs at once.
+   */
+  dependency: string | null;
+  principal: Principal;
+  /** Stamped on every fact of the run. */
+  correlation: string;
+}
+
+/**
+ * The port `cron_task` runs go through; the task hub implements it. `start` resolves once the run
+ * is queued or started, with its task id; it rejects (an SvcError) when the run cannot be made.
+ */
+export interface OneShotRunner {
+  start(req: OneShotRequest): Promise<{ task_id: string }>;
+}
+
+export interface WebhookDispatchDeps {
+  /** The global bearer fallback: `webhooks.token`, or the one generated when the server started. */
+  globalToken: () => string;
+  /** What `wake` needs to find the agent's main chat. */
+  config: () => Pick<AgentConfig, 'transport' | 'allowed_user_ids' | 'api'>;
+  /** The `cron_task` runner once one is attached; until then such calls are recorded as failed. */
+  oneShot?: () => OneShotRunner | null;
+  /** Per-call fence boundary; random by default (tests pin it). */
+  newBoundary?: () => string;
+}
+
+export type DispatchResult =
+  | { ok: true; status: string; turn_id: string | null; task_id: string | null }
+  | { ok: false; reason: string; error: string };
+
+/** SPEC.md: system-initiated calls (cron, webhooks) run with the admin role. */
+export function webhookPrincipal(hookId: string, target: WakeTarget | null): Principal {
+  return {
+    kind: 'system',
+    id: `webhook:${hookId}`,
+    acting_for: null,
+    role: 'admin',
+    allowed_agents: [],
+    origin: { transport: 'webhook', chat_id: target?.chat_id ?? null, topic_id: target?.topic_id ?? null },
+  };
+}
+
+export const NO_RUNNER_ERROR = 'cron_task webhooks need a one-shot runner (the task hub) and none is attached in this version: nothing was run';
+
+/** Runs one accepted call to its end; never throws (every failure is a result). */
+export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook: WebhookTriggerSettings, payload: Record<string, unknown>, requestId: string): Promise<DispatchResult> {
+  try {
+    const boundary = (deps.newBoundary ?? (() => randomBytes(16).toString('hex')))();
+    const prompt = fencedWebhookPrompt({ hookId: hook.id, hookName: hook.name ?? hook.id, rendered: renderWebhookTemplate(hook.prompt_template, payload), boundary });
+    if (hook.mode === 'cron_task') {
+      const runner = deps.oneShot?.() ?? null;
+      if (!runner) return { ok: false, reason: 'no-runner', error: NO_RUNNER_ERROR };
+      const { task_id } = await runner.start({
+        source: `webhook:${hook.id}`,
+        agent: hook.agent,
+        name: hook.name ?? hook.id,
+        prompt,
+        provider: hook.provider,
+        model: hook.model,
+        reasoning_effort: hook.reasoning_effort,
+        dependency: hook.dependency,
+        principal: webhookPrincipal(hook.id, null),
+        correlation: requestId,
+      });
+      return { ok: true, status: 'started', turn_id: null, task_id };
+    }
+    const target = wakeTarget(hook, deps.config());
+    // Queued in that chat's session like any message: it waits behind the turns already there.
+    const asked = agentsOf(bus).ask({ agent: hook.agent, ...target, text: prompt, kind: 'foreground' }, webhookPrincipal(hook.id, target), { requestId });
+    const admission = await asked.accepted;
+    if (!admission.accepted) return { ok: false, reason: 'agent-refused', error: `${admission.message} [${admission.code}]` };
+    const outcome = await asked.outcome;
+    if (outcome.status !== 'completed' || outcome.is_error) {
+      return { ok: false, reason: 'turn-failed', error: `the turn ended ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ''}` };
+    }
+    return { ok: true, status: outcome.status, turn_id: outcome.turn_id, task_id: null };
+  } catch (e) {
+    return { ok: false, reason: hook.mode === 'cron_task' ? 'runner-failed' : 'turn-failed', error: describeError(e) };
+  }
+}
