@@ -52,15 +52,11 @@ async function svcLatency() {
     request: { provider: 'claude', prompt: 'x', permissionMode: 'bypassPermissions', additionalDirectories: [], cliParameters: [], cwd: tempDir },
     env: { ...(process.env as Record<string, string>), BENCH_RATE: String(RATE), BENCH_LINES: String(LINES) },
     tempDir,
-  });
-  const machine = turnMachine.provide({
-    actors: { cli },
-    actions: {
-      forward: (_, p: { events: StreamEvent[] }) => {
-        for (const e of p.events) if (e.kind === 'text') bus.emitTransient(anyChunk({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } }));
-      },
+    live: (events: StreamEvent[]) => {
+      for (const e of events) if (e.kind === 'text') bus.emitTransient(anyChunk({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } }));
     },
   });
+  const machine = turnMachine.provide({ actors: { cli } });
   const actor = host.spawn('turn:b', machine, {
     stream: 'turn:b',
     input: {

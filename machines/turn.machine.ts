@@ -54,7 +54,7 @@ export interface CliAttempt {
 export type TurnEvent =
   /** `startTime` and `bootId` (from /proc, null elsewhere) let a restart recognise the group after the pid is reused. */
   | { type: 'cli.spawned'; pid: number; startTime: number | null; bootId: string | null }
-  /** What one read of the CLI's stdout held, in order. */
+  /** What the CLI's stdout held since the last such event, in order (the `cli` actor batches them). */
   | { type: 'cli.events'; events: StreamEvent[] }
   | { type: 'cli.exited'; exit: ProcessExitInfo }
   | { type: 'abort'; reason: string };
@@ -115,10 +115,8 @@ const finish = (c: TurnContext, status: TurnStatus, fields: Partial<TurnResult>)
   };
 };
 
-const heard = [
-  'record',
-  { type: 'forward', params: ({ event }: { event: TurnEvent }) => ({ events: (event as Extract<TurnEvent, { type: 'cli.events' }>).events }) },
-] as const;
+/** The CLI's own events reach live listeners from the `cli` actor directly; the machine only folds them. */
+const heard = ['record'] as const;
 
 const decide = (c: TurnContext, exit: ProcessExitInfo) => decideExit(c.progress, exit, { recovered: c.recovered, fellBack: c.fellBack });
 
@@ -165,9 +163,9 @@ export const turnMachine = setup({
     cli: fromCallback<EventObject, CliAttempt>(() => undefined),
   },
   actions: {
-    /** Bound by the host: hand stream chunks to live listeners (never persisted). */
+    /** Bound by the host: hand the machine's own stream chunks (a recovery's status) to live listeners (never persisted). */
     forward: (_, _params: { events: StreamEvent[] }) => undefined,
-    /** Every state that hears the CLI folds what it said (and, with `forward`, passes it on). */
+    /** Every state that hears the CLI folds what it said. */
     record: assign(({ context, event }) =>
       event.type === 'cli.events'
         ? {
