@@ -31,7 +31,8 @@ export const MACHINE_BATCH_MS = 25;
 
 /**
  * The side of a turn that touches the OS: spawn the provider CLI in its own process group, parse
- * its lines, and report spawn, stream events and exit to the turn machine. Stopping this actor
+ * its lines, hand their events to live listeners, and report spawn, stream events and exit to the
+ * turn machine (events always before the exit that follows them). Stopping this actor
  * (daemon shutdown) kills the process group, so a stopped turn never leaves a CLI running.
  */
 export function cliTurnLogic(spec: CliRunSpec) {
