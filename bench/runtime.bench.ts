@@ -37,7 +37,7 @@ async function readlineLatency() {
   return percentiles(lat);
 }
 
-/** svc: process group, line splitter, provider parser, turn machine, transient message on the bus. */
+/** svc: process group, line splitter, provider parser, the cli actor's live hand-off (its turn machine running alongside), transient message on the bus. */
 async function svcLatency() {
   const bus = new Bus({ log: new MemoryEventLog() });
   const host = new ActorHost(bus);
