@@ -37,7 +37,7 @@ async function readlineLatency() {
   return percentiles(lat);
 }
 
-/** svc: process group, line splitter, provider parser, turn machine, transient message on the bus. */
+/** svc: process group, line splitter, provider parser, the cli actor's live hand-off (its turn machine running alongside), transient message on the bus. */
 async function svcLatency() {
   const bus = new Bus({ log: new MemoryEventLog() });
   const host = new ActorHost(bus);
@@ -52,15 +52,11 @@ async function svcLatency() {
     request: { provider: 'claude', prompt: 'x', permissionMode: 'bypassPermissions', additionalDirectories: [], cliParameters: [], cwd: tempDir },
     env: { ...(process.env as Record<string, string>), BENCH_RATE: String(RATE), BENCH_LINES: String(LINES) },
     tempDir,
-  });
-  const machine = turnMachine.provide({
-    actors: { cli },
-    actions: {
-      forward: (_, p: { events: StreamEvent[] }) => {
-        for (const e of p.events) if (e.kind === 'text') bus.emitTransient(anyChunk({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } }));
-      },
+    live: (events: StreamEvent[]) => {
+      for (const e of events) if (e.kind === 'text') bus.emitTransient(anyChunk({ stream: 'turn:b', type: 'turn.text_delta', data: { text: e.text } }));
     },
   });
+  const machine = turnMachine.provide({ actors: { cli } });
   const actor = host.spawn('turn:b', machine, {
     stream: 'turn:b',
     input: {

@@ -27,6 +27,12 @@ export function foldStreamEvent(p: TurnProgress, e: StreamEvent): TurnProgress {
   }
 }
 
+/** `text` followed by the text that `events` stream, in order. */
+export function streamedText(text: string, events: readonly StreamEvent[]): string {
+  for (const e of events) if (e.kind === 'text') text += e.text;
+  return text;
+}
+
 /** Streamed text the log does not hold yet is at most this old or this long: what a crash can lose. */
 export const CHECKPOINT_INTERVAL_MS = 1_000;
 export const CHECKPOINT_MAX_CHARS = 16 * 1024;

@@ -15,6 +15,7 @@ import {
   decideExit,
   extractFiles,
   foldStreamEvent,
+  streamedText,
   usageOf,
   type ProcessExitInfo,
   type TurnProgress,
@@ -53,7 +54,7 @@ export interface CliAttempt {
 export type TurnEvent =
   /** `startTime` and `bootId` (from /proc, null elsewhere) let a restart recognise the group after the pid is reused. */
   | { type: 'cli.spawned'; pid: number; startTime: number | null; bootId: string | null }
-  /** What one read of the CLI's stdout held, in order. */
+  /** What the CLI's stdout held since the last such event, in order (the `cli` actor batches them). */
   | { type: 'cli.events'; events: StreamEvent[] }
   | { type: 'cli.exited'; exit: ProcessExitInfo }
   | { type: 'abort'; reason: string };
@@ -82,8 +83,11 @@ interface TurnContext extends TurnInput {
   extensions: number;
   pid: number | null;
   progress: TurnProgress;
-  /** Length of `progress.streamed` already in the log as `turn.progressed` checkpoints. */
-  saved: number;
+  /**
+   * The tail of `progress.streamed` not yet in the log as a `turn.progressed` checkpoint, kept
+   * apart because slicing it off `streamed` copies the whole answer so far at every checkpoint.
+   */
+  unsaved: string;
   killReason: 'timeout' | 'aborted' | null;
   /** The `abort` event's reason (`user`, `shutdown`, ...): recorded so a restart can tell a stop of svc from a /stop. */
   abortCause: string | null;
@@ -111,21 +115,19 @@ const finish = (c: TurnContext, status: TurnStatus, fields: Partial<TurnResult>)
   };
 };
 
-const heard = [
-  'record',
-  { type: 'forward', params: ({ event }: { event: TurnEvent }) => ({ events: (event as Extract<TurnEvent, { type: 'cli.events' }>).events }) },
-] as const;
+/** The CLI's own events reach live listeners from the `cli` actor directly; the machine only folds them. */
+const heard = ['record'] as const;
 
 const decide = (c: TurnContext, exit: ProcessExitInfo) => decideExit(c.progress, exit, { recovered: c.recovered, fellBack: c.fellBack });
 
 /** A retry starts from nothing but the turn's identity and what it learned about the session. */
-const freshAttempt = (c: TurnContext) => ({ attempt: c.attempt + 1, progress: EMPTY_PROGRESS, saved: 0, pid: null, extensions: 0 });
+const freshAttempt = (c: TurnContext) => ({ attempt: c.attempt + 1, progress: EMPTY_PROGRESS, unsaved: '', pid: null, extensions: 0 });
 
 /** Guards run before this event's `record`, so they count what the event brings on top of the context. */
 const dueIs =
   (want: ReturnType<typeof checkpointDue>) =>
   ({ context, event }: { context: TurnContext; event: TurnEvent }) =>
-    event.type === 'cli.events' && checkpointDue(context.progress.streamed.length - context.saved, event.events) === want;
+    event.type === 'cli.events' && checkpointDue(context.unsaved.length, event.events) === want;
 
 const resultFact = (r: TurnResult, abortCause: string | null): Fact => {
   const base = { text: r.text, session_id: r.session_id, stream_fallback: r.stream_fallback };
@@ -161,18 +163,24 @@ export const turnMachine = setup({
     cli: fromCallback<EventObject, CliAttempt>(() => undefined),
   },
   actions: {
-    /** Bound by the host: hand stream chunks to live listeners (never persisted). */
+    /** Bound by the host: hand the machine's own stream chunks (a recovery's status) to live listeners (never persisted). */
     forward: (_, _params: { events: StreamEvent[] }) => undefined,
-    /** Every state that hears the CLI folds what it said (and, with `forward`, passes it on). */
+    /** Every state that hears the CLI folds what it said. */
     record: assign(({ context, event }) =>
-      event.type === 'cli.events' ? { progress: event.events.reduce(foldStreamEvent, context.progress), heardInWindow: context.heardInWindow + 1 } : {},
+      event.type === 'cli.events'
+        ? {
+            progress: event.events.reduce(foldStreamEvent, context.progress),
+            unsaved: streamedText(context.unsaved, event.events),
+            heardInWindow: context.heardInWindow + 1,
+          }
+        : {},
     ),
     /** Saves the text streamed since the last checkpoint; runs after `record` (its region comes later). */
     checkpoint: enqueueActions(({ context, enqueue }) => {
-      const text = context.progress.streamed.slice(context.saved);
+      const text = context.unsaved;
       if (!text) return;
       enqueue.emit({ type: TURN_EVENTS.progressed, data: { text } });
-      enqueue.assign({ saved: context.progress.streamed.length });
+      enqueue.assign({ unsaved: '' });
     }),
   },
   delays: {
@@ -197,7 +205,7 @@ export const turnMachine = setup({
     extensions: 0,
     pid: null,
     progress: EMPTY_PROGRESS,
-    saved: 0,
+    unsaved: '',
     killReason: null,
     abortCause: null,
     result: null,

@@ -14,11 +14,25 @@ export interface CliRunSpec {
   /** Unique to this turn: gemini's system-prompt file goes here. */
   tempDir: string;
   graceMs?: number;
+  /**
+   * Each stdout read's events, in order, as soon as they are read: live listeners get them here,
+   * not from the turn machine (which hears them batched, see MACHINE_BATCH_MS). Nothing comes after
+   * the attempt reported its exit or was stopped.
+   */
+  live(events: StreamEvent[]): void;
 }
 
 /**
+ * How long the turn machine may hear the CLI's events late. It only folds them (the answer so far,
+ * activity, checkpoints), so a batch every few dozen milliseconds decides the same; a transition
+ * per stdout read was most of the CPU a relayed line cost. A checkpoint can lag this much more.
+ */
+export const MACHINE_BATCH_MS = 25;
+
+/**
  * The side of a turn that touches the OS: spawn the provider CLI in its own process group, parse
- * its lines, and report spawn, stream events and exit to the turn machine. Stopping this actor
+ * its lines, hand their events to live listeners, and report spawn, stream events and exit to the
+ * turn machine (events always before the exit that follows them). Stopping this actor
  * (daemon shutdown) kills the process group, so a stopped turn never leaves a CLI running.
  */
 export function cliTurnLogic(spec: CliRunSpec) {
@@ -42,18 +56,21 @@ export function cliTurnLogic(spec: CliRunSpec) {
       return () => undefined;
     }
     const parser = spec.adapter.createParser(input.resumeSessionId ? { sessionId: input.resumeSessionId } : {});
-    // Lines of one stdout read reach the machine as one batch: one transition, not one per line.
     let batch: StreamEvent[] = [];
+    let batchTimer: NodeJS.Timeout | null = null;
     const flush = () => {
+      if (batchTimer) clearTimeout(batchTimer);
+      batchTimer = null;
       if (batch.length === 0) return;
       const events = batch;
       batch = [];
       send({ type: 'cli.events', events });
     };
     const forward = (events: StreamEvent[]) => {
-      if (events.length === 0) return;
-      if (batch.length === 0) queueMicrotask(flush);
-      batch.push(...events);
+      if (events.length === 0 || exited) return;
+      spec.live(events);
+      if (batch.length === 0) batchTimer = setTimeout(flush, MACHINE_BATCH_MS);
+      for (const e of events) batch.push(e);
     };
     const handle = runProcess(
       { ...invocation, env: { ...spec.env, ...invocation.env }, cwd: request.cwd },
@@ -66,9 +83,10 @@ export function cliTurnLogic(spec: CliRunSpec) {
     );
     if (handle.pid !== null) send({ type: 'cli.spawned', pid: handle.pid, startTime: handle.startTime, bootId: readBootId() });
     void handle.done.then((exit) => {
-      exited = true;
+      if (exited) return;
       forward(parser.end());
       flush();
+      exited = true;
       send({
         type: 'cli.exited',
         exit: {
@@ -87,7 +105,10 @@ export function cliTurnLogic(spec: CliRunSpec) {
       }
     });
     return () => {
+      if (batchTimer) clearTimeout(batchTimer);
       if (!exited) {
+        // Stopped: its machine hears nothing more, and neither does anyone live.
+        exited = true;
         killedByUs = true;
         void handle.kill('stopped');
       }

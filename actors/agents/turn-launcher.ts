@@ -94,6 +94,7 @@ export class TurnLauncher {
       env,
       tempDir,
       ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
+      live: (events) => this.forward(base, events),
     });
     const machine = turnMachine.provide({
       actors: { cli },
@@ -138,7 +139,7 @@ export class TurnLauncher {
     return { actor, result };
   }
 
-  /** One stdout read's events, as live chunks (the turn stream merges consecutive texts). */
+  /** One stdout read's events (or the machine's own status), as live chunks (the turn stream merges consecutive texts). */
   private forward(base: TurnChunkBase, events: StreamEvent[]): void {
     const stream = `turn:${base.turn_id}`;
     for (const e of events) {

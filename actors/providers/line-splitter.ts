@@ -27,8 +27,13 @@ export class LineSplitter {
     const out: SplitItem[] = [];
     let start = 0;
     for (let nl = buf.indexOf(LF, start); nl !== -1; nl = buf.indexOf(LF, start)) {
-      this.take(buf.subarray(start, nl));
-      out.push(this.finish());
+      // A line wholly inside this chunk (the usual case) is decoded where it lies: no copies.
+      if (this.pending === 0 && !this.discarding && nl - start <= this.max) {
+        out.push({ line: buf.toString('utf8', start, nl > start && buf[nl - 1] === CR ? nl - 1 : nl) });
+      } else {
+        this.take(buf.subarray(start, nl));
+        out.push(this.finish());
+      }
       start = nl + 1;
     }
     if (start < buf.length) this.take(buf.subarray(start));

@@ -213,6 +213,7 @@ async function runReal(t: { teardown(f: () => void): void }, adapter: ProviderAd
     env: { PATH: `${BIN}:${process.env.PATH}`, HOME: tempDir, ...env },
     tempDir,
     graceMs: 300,
+    live: (events) => void chunks.push(...events),
   });
   const machine = turnMachine.provide({ actors: { cli }, actions: { forward: (_, p: { events: StreamEvent[] }) => void chunks.push(...p.events) } });
   const actor = new ActorHost(bus).spawn('turn', machine, { stream: 'turn:real', input: baseInput({ provider: adapter.id, ...over }) });
