@@ -22,11 +22,11 @@ export function logFile(paths: HomePaths): string {
  * The last `n` lines of `file`, reading backwards in chunks. Newlines are counted in the bytes and
  * the text decoded once, so a character split across two chunks stays whole.
  */
-export function lastLines(file: string, n: number): string[] {
+export function lastLines(file: string, n: number, end?: number): string[] {
   if (n === 0) return [];
   const fd = fs.openSync(file, 'r');
   try {
-    let pos = fs.fstatSync(fd).size;
+    let pos = end ?? fs.fstatSync(fd).size;
     const chunks: Buffer[] = [];
     let newlines = 0;
     while (pos > 0 && newlines <= n) {
@@ -58,44 +58,66 @@ export async function logsCommand(args: string[], paths: HomePaths, out: (s: str
   if (!fs.existsSync(file) && !values.follow) {
     throw new SvcError('no-log', `${file} does not exist yet; svc writes it once the daemon has started on ${paths.root}`);
   }
-  if (fs.existsSync(file)) for (const line of lastLines(file, n)) out(line + '\n');
+  // Following starts where the tail ended: a line appended while the tail was printed is not skipped.
+  const start = statOrNull(file);
+  if (start) for (const line of lastLines(file, n, start.size)) out(line + '\n');
   if (!values.follow) return 0;
-  await follow(file, out, stop);
+  await follow(file, out, start, stop);
   return 0;
 }
 
-/** Prints what is appended; a rotation (new inode) or truncation starts again at the new file's beginning. */
-async function follow(file: string, out: (s: string) => void, stop?: AbortSignal): Promise<void> {
-  let ino = -1;
-  let offset = 0;
+function statOrNull(file: string): fs.Stats | null {
   try {
-    const st = fs.statSync(file);
-    ino = st.ino;
-    offset = st.size;
+    return fs.statSync(file);
   } catch {
-    // Not there yet: it is read from its start once it appears.
+    return null;
   }
-  while (!stop?.aborted) {
-    await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
-    let st: fs.Stats;
-    try {
-      st = fs.statSync(file);
-    } catch {
-      continue;
+}
+
+/**
+ * Prints what is appended. The file is followed through an open descriptor, so what the daemon
+ * wrote to it just before a rotation is still printed; then the new file (a new inode at the path)
+ * is read from its beginning, as is a file truncated under us.
+ */
+async function follow(file: string, out: (s: string) => void, from: fs.Stats | null, stop?: AbortSignal): Promise<void> {
+  let fd = openOrNull(file);
+  // Where the tail ended, if the descriptor is on the file the tail was read from.
+  let offset = fd !== null && from !== null && fs.fstatSync(fd).ino === from.ino ? from.size : 0;
+  try {
+    while (!stop?.aborted) {
+      await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+      if (fd !== null) offset = drain(fd, offset, out);
+      let st: fs.Stats;
+      try {
+        st = fs.statSync(file);
+      } catch {
+        continue;
+      }
+      if (fd !== null && st.ino === fs.fstatSync(fd).ino) continue;
+      if (fd !== null) fs.closeSync(fd);
+      fd = openOrNull(file);
+      offset = fd === null ? 0 : drain(fd, 0, out);
     }
-    if (st.ino !== ino || st.size < offset) {
-      ino = st.ino;
-      offset = 0;
-    }
-    if (st.size === offset) continue;
-    const fd = fs.openSync(file, 'r');
-    try {
-      const buf = Buffer.alloc(st.size - offset);
-      const read = fs.readSync(fd, buf, 0, buf.length, offset);
-      offset += read;
-      out(buf.subarray(0, read).toString('utf8'));
-    } finally {
-      fs.closeSync(fd);
-    }
+  } finally {
+    if (fd !== null) fs.closeSync(fd);
   }
+}
+
+function openOrNull(file: string): number | null {
+  try {
+    return fs.openSync(file, 'r');
+  } catch {
+    return null;
+  }
+}
+
+/** Prints the descriptor's bytes from `offset` to its end; a file shorter than `offset` was truncated and is read from its start. */
+function drain(fd: number, offset: number, out: (s: string) => void): number {
+  const size = fs.fstatSync(fd).size;
+  const from = size < offset ? 0 : offset;
+  if (size === from) return from;
+  const buf = Buffer.alloc(size - from);
+  const read = fs.readSync(fd, buf, 0, buf.length, from);
+  out(buf.subarray(0, read).toString('utf8'));
+  return from + read;
 }

@@ -35,12 +35,14 @@ t.test('svc logs -f follows appends and a rotation', async (t) => {
   await until('the existing line', () => out.includes('old line'));
   appendFileSync(file, 'appended line\n');
   await until('the appended line', () => out.includes('appended line'));
+  // The daemon's last line before a rotation lands in the file that is being renamed away.
+  appendFileSync(file, 'last before rotation\n');
   renameSync(file, `${file}.1`);
   writeFileSync(file, 'after rotation\n');
   await until('the line of the new file', () => out.includes('after rotation'));
   child.kill('SIGTERM');
   await exited(child);
-  t.equal(out, 'old line\nappended line\nafter rotation\n');
+  t.equal(out, 'old line\nappended line\nlast before rotation\nafter rotation\n', 'nothing skipped, nothing twice');
 });
 
 t.test('lastLines keeps a multibyte character whole where it straddles two read chunks', async (t) => {
