@@ -34,3 +34,5 @@ export * from './activity.logic.js';
 export * from './admin-connection.machine.js';
 export * from './workflow-vars.logic.js';
 export * from './workflow-expression.logic.js';
+export * from './workflow-run.logic.js';
+export * from './workflow-run.machine.js';

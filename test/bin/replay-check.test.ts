@@ -6,7 +6,7 @@ import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
-  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson']) {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'workflow-run.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
     const r = svc(home, ['events', 'replay', '--check']);
@@ -76,6 +76,18 @@ t.test('a golden log altered against its machine fails replay --check with the f
       'a stop the agent never made twice',
       (es) => [...es.slice(0, 5), { ...es[4]!, seq: 6 }, ...es.slice(5).map((e) => ({ ...e, seq: e.seq + 1 }))],
       /agent:main: seq 6 [^\n]*no agent actor was running|agent:main: seq 6: the log has agent\.stopped [^\n]*, the machine emitted nothing/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a condition recorded as going the other way',
+      (es) => es.map((e) => (e.seq === 10 ? { ...e, data: { ...e.data, output: 'false' } } : e)),
+      /workflow-run on run:golden-a: seq 10: the log has workflow\.step_completed \{[^\n]*"output":"false"[^\n]*, the machine emitted workflow\.step_completed \{[^\n]*"output":"true"/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a retry the run never scheduled',
+      (es) => es.filter((e) => e.type !== 'workflow.step_retry_scheduled').map((e, i) => ({ ...e, seq: i + 1 })),
+      /run:golden-a: seq 4: the log has workflow\.step_started [^\n]*, the machine emitted workflow\.step_retry_scheduled/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {
