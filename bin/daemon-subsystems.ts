@@ -17,6 +17,8 @@ import {
   startAuditRecorder,
   startAutomationRecords,
   startChatSessions,
+  startChatDelivery,
+  WorkflowEngine,
   startDashboard,
   startMemoryAdmin,
   startRagAdmin,
@@ -33,7 +35,7 @@ import {
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { adminCors, adminSurface, apiSurface, openDirectApi, startApiServer, startInternalApi, type ApiServer, type InternalApi, type Surface } from '../edges/index.js';
-import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -44,6 +46,7 @@ import {
   auditReadModel,
   chatSessionReadModel,
   ensureDir,
+  loadWorkflowDefinitions,
   ensureMainAgentToken,
   ensureJwtSecret,
   loadConfig,
@@ -120,6 +123,8 @@ export class DaemonContext {
   notifications!: NotificationReadModel;
   /** agents */
   agents!: AgentSupervisor;
+  /** workflows; null until it starts (the agents' reply interceptor asks it from then on). */
+  workflows: WorkflowEngine | null = null;
   /** internal-api */
   internalApi!: InternalApi;
   /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
@@ -331,6 +336,13 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    name: 'chat-delivery',
+    start(ctx) {
+      const delivery = startChatDelivery({ bus: ctx.bus });
+      return () => delivery.unsubscribe();
+    },
+  },
+  {
     name: 'chat-sessions',
     start(ctx) {
       const chatSessions = startChatSessions({
@@ -425,6 +437,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         mainAgentToken: () => ctx.mainAgentToken,
         hostEnv: ctx.hostEnv,
         discoveredGemini: () => ctx.models.models('gemini'),
+        intercept: (msg) => ctx.workflows?.takeReply(msg) ?? null,
         ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
         ...(opts.turnClock ? { clock: opts.turnClock } : {}),
       });
@@ -437,6 +450,29 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         throw e;
       }
       return stop;
+    },
+  },
+  {
+    // After the agents (a run asks them), so it stops before them: what a stop cuts is then left for
+    // the next start's restore instead of being recorded as the step's failure.
+    name: 'workflows',
+    async start(ctx) {
+      ensureDir(ctx.paths.workflowsDir, 0o700);
+      const engine = new WorkflowEngine({
+        bus: ctx.bus,
+        host: ctx.host,
+        log: ctx.log,
+        dir: ctx.paths.workflowsDir,
+        load: () => loadWorkflowDefinitions(ctx.paths.workflowsDir, { checkExpression: checkWorkflowExpression }),
+        config: () => ctx.config().workflow,
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+      });
+      await engine.start();
+      ctx.workflows = engine;
+      return async () => {
+        ctx.workflows = null;
+        await engine.stop();
+      };
     },
   },
   {

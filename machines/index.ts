@@ -36,3 +36,4 @@ export * from './workflow-vars.logic.js';
 export * from './workflow-expression.logic.js';
 export * from './workflow-run.logic.js';
 export * from './workflow-run.machine.js';
+export * from './workflow-command.logic.js';

@@ -19,4 +19,11 @@ export const INTERNAL_STATUSES: StatusTable = {
   /** The recipient is neither the main agent nor in the registry. */
   'unknown-agent': 404,
   'no-task-hub': 503,
+  'unknown-workflow': 404,
+  /** workflow.enabled is false. */
+  'workflows-disabled': 503,
+  /** workflow.max_parallel_runs runs are active. */
+  'too-many-runs': 429,
+  /** Cancel of a run that already ended. */
+  'run-finished': 409,
 };

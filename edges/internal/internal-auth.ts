@@ -1,5 +1,5 @@
 import { parseJsonBody, parseWith, type Authenticator, type HttpRequest } from '../http/index.js';
-import { CallerClaimBody, CallerClaimQuery } from './bodies.js';
+import { CallerClaimBody, CallerClaimOptionalBody, CallerClaimQuery, FROM_OPTIONAL_PATHS } from './bodies.js';
 import { MAIN_AGENT, agentPrincipal, authenticateAgent, authenticateMain, callerUser, ownerPrincipal, type CallerDirectory, type Warn } from './caller.js';
 
 const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const;
@@ -7,6 +7,7 @@ const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const
 /** The calling agent named by the request: the body's `from`, or the query's on a GET (absent: main). */
 function claimedAgent(req: HttpRequest): string {
   if (req.method === 'GET') return parseWith(CallerClaimQuery, Object.fromEntries(req.query), 'invalid-query', 'query').from ?? MAIN_AGENT;
+  if (FROM_OPTIONAL_PATHS.has(req.path)) return parseJsonBody(req, CallerClaimOptionalBody).from ?? MAIN_AGENT;
   return parseJsonBody(req, CallerClaimBody).from;
 }
 

@@ -19,7 +19,7 @@ import { TURN_CHUNK_SCHEMAS, TURN_EVENT_SCHEMAS } from './turn.events.js';
 import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
-import { WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
+import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
 import { CHAT_DELIVERY_CHUNK_SCHEMAS } from '../commands/chat-delivery.commands.js';
 
 /*
@@ -51,6 +51,7 @@ export const EVENT_SCHEMAS = {
   ...SYSTEM_EVENT_SCHEMAS,
   ...AUTOMATION_EVENT_SCHEMAS,
   ...WORKFLOW_RUN_EVENT_SCHEMAS,
+  ...WORKFLOW_DEFINITION_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

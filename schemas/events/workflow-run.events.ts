@@ -69,3 +69,13 @@ export const WORKFLOW_RUN_EVENT_SCHEMAS = {
 };
 export const WORKFLOW_RUN_EVENTS = typeNames(WORKFLOW_RUN_EVENT_SCHEMAS);
 export const workflowRunStream = (runId: string): string => `run:${runId}`;
+
+/**
+ * Stream `workflows`: the definitions in workflows/ were (re)loaded, at start or after a file was
+ * added, edited or deleted. `errors` are the load errors as the user reads them (file:line:col).
+ */
+export const WORKFLOW_DEFINITION_EVENT_SCHEMAS = {
+  'workflow.definitions_loaded': v.object({ ids: v.array(v.string()), errors: v.array(v.string()) }),
+};
+export const WORKFLOW_DEFINITION_EVENTS = typeNames(WORKFLOW_DEFINITION_EVENT_SCHEMAS);
+export const WORKFLOW_DEFINITIONS_STREAM = 'workflows';

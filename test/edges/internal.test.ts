@@ -198,5 +198,5 @@ t.test('/tasks answers SPEC gives while no task hub is attached', async (t) => {
   for (const op of ['create', 'resume', 'ask_parent', 'cancel', 'delete']) {
     t.same(await body(await call(`/tasks/${op}`, { body: { task_id: 'x' } })), [503, { error: 'task hub not attached' }], op);
   }
-  t.equal((await call('/workflows/list')).status, 404, 'workflows are not served yet');
+  t.equal((await call('/workflows/list')).status, 401, 'workflows are served, to agents with their token');
 });
