@@ -15,6 +15,12 @@ export const WorkflowRunIdSchema = v.pipe(v.string('must be a run id'), v.regex(
 /** A run-time override: same bound as a definition's own values. */
 export const MAX_VARIABLE_OVERRIDE_CHARS = 100_000;
 export const WorkflowVariablesSchema = v.pipe(
+  v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a mapping of names to text'),
+  // Before v.record, which silently drops `__proto__` and friends instead of refusing them.
+  v.check(
+    (r) => Object.keys(r).every((k) => v.is(WorkflowVariableNameSchema, k)),
+    (issue) => `holds a name that is not a variable name (${Object.keys(issue.input as object).filter((k) => !v.is(WorkflowVariableNameSchema, k)).map((k) => JSON.stringify(k)).join(', ')}): names start with a letter or _ and hold letters, digits and _ only`,
+  ),
   v.record(WorkflowVariableNameSchema, v.pipe(v.string('must be text'), v.maxLength(MAX_VARIABLE_OVERRIDE_CHARS, `must be at most ${MAX_VARIABLE_OVERRIDE_CHARS} characters`))),
   v.check((r) => Object.keys(r).length <= MAX_WORKFLOW_VARIABLES, `must hold at most ${MAX_WORKFLOW_VARIABLES} variables`),
 );
