@@ -10,6 +10,8 @@ import { Bus, serveAgents } from '../../bus/index.js';
 import { checkWorkflowExpression } from '../../machines/index.js';
 import {
   CHAT_DELIVERY_CHUNKS,
+  CHAT_DELIVERY_COMMANDS,
+  CHAT_SESSION_COMMANDS,
   SvcError,
   WORKFLOW_COMMANDS,
   type AgentMessage,
@@ -314,4 +316,29 @@ t.test('/workflow chat command: usage, list, run with --var, status, runs, cance
   t.match(await answerWorkflowCommand(...msg('runs')), { text: new RegExp(`• ${runId} — greet: waiting at q`) });
   t.match(await answerWorkflowCommand(...msg(`cancel ${runId}`)), { ok: true, text: `Run ${runId}: cancelled.` });
   t.match(await answerWorkflowCommand(...msg(`cancel ${runId}`)), { ok: false, text: /already ended \(cancelled\)/ });
+});
+
+t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text, the direct API a live chunk, other transports nothing', async (t) => {
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log, clock: () => Date.parse('2026-11-20T08:00:00Z') });
+  t.teardown(() => bus.close());
+  const delivery = startChatDelivery({ bus });
+  t.teardown(() => delivery.unsubscribe());
+  const recorded: unknown[] = [];
+  // The chat-sessions actor's side of the command, in memory: what it is asked to keep.
+  const sessions = bus.handle(CHAT_SESSION_COMMANDS.recordEnvelope, 'chat-sessions', (cmd) => {
+    recorded.push(cmd.data);
+    return { session_id: 's1' };
+  });
+  t.teardown(() => sessions.unsubscribe());
+  const live: unknown[] = [];
+  const sub = bus.transient$.subscribe((m) => m.type === CHAT_DELIVERY_CHUNKS.delivered && live.push(m.data));
+  t.teardown(() => sub.unsubscribe());
+
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'admin', chat_id: 5, topic_id: null, text: 'Ship it?', source: 'workflow:r1' }), { delivered: true });
+  t.match(recorded, [{ agent: 'main', message: { sender: 'agent', content: 'Ship it?', kind: 'text', meta: { source: 'workflow:r1' }, timestamp: '2026-11-20T08:00:00.000Z' } }]);
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: 2, text: 'hi', source: 'workflow:r1' }), { delivered: true });
+  t.same(live, [{ transport: 'api', chat_id: 7, topic_id: 2, text: 'hi', source: 'workflow:r1' }]);
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: 7, topic_id: null, text: 'hi', source: 'workflow:r1' }), { delivered: false });
+  await t.rejects(bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: null, text: '', source: 'x' }), { code: 'invalid-command' });
 });
