@@ -6,6 +6,7 @@ import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 import { benchStart } from './start.bench.js';
+import { benchWorkflows } from './workflows.bench.js';
 
 const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   bus: benchBus,
@@ -15,6 +16,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   connections: benchConnections,
   start: benchStart,
   admin: benchAdmin,
+  workflows: benchWorkflows,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.
