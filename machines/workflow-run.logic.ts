@@ -322,8 +322,9 @@ export function decideWorkflowRun(
 
   const failStep = (id: string, n: number, reason: 'error' | 'timeout' | 'interrupted', error: string): void => {
     const step = findStep(run().definition, id)!;
-    if (step.type === 'parallel') stopBranches(step.steps.map((b) => b.id), `stopped: the parallel step ${id} failed (${error})`);
+    // The failure first, then what it stops: replay sends the input when it meets the failure's fact.
     push({ type: WORKFLOW_RUN_EVENTS.step_failed, data: { step: id, n, reason, error, at_ms: now } });
+    if (step.type === 'parallel') stopBranches(step.steps.map((b) => b.id), `stopped: the parallel step ${id} failed (${error})`);
     const rec = run().steps[id]!;
     switch (step.on_error) {
       case 'retry': {

@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redriveMachines } from '../../actors/index.js';
 import { startDaemon, type RunningDaemon } from '../../bin/daemon.js';
 import { WORKFLOW_DEFINITION_EVENTS } from '../../schemas/index.js';
 import { homePaths, readMainAgentToken } from '../../store/index.js';
@@ -151,6 +152,8 @@ t.test('a run asks the agent, asks the chat, takes its next plain message as the
   await again.next('result', /^You said ship$/);
   t.equal((await internal.get(`/workflows/status?run_id=${second}`)).body.status, 'completed');
   t.notOk(again.frames.some((f) => /Ship it\?/.test(String(f.text))), 'the question was not asked again');
+  const replay = redriveMachines(d.log.read({ streamPrefix: 'run:' }));
+  t.same([replay.streams, replay.diffs], [2, []], 'both runs, restart included, re-drive to exactly their facts');
 });
 
 t.test('the workflows folder is watched: a new file is runnable and a broken one is listed with its error, within 5 s', async (t) => {
