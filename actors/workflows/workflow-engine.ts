@@ -68,6 +68,8 @@ import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
 export const WORKFLOW_TRANSPORT = 'workflow';
 /** Finished runs kept in memory for `runs` and `status`; older ones are read back from the log. */
 const RECENT_FINISHED = 200;
+/** Characters of a variable's default a listing shows. */
+const MAX_LISTED_VALUE_CHARS = 200;
 
 export interface WorkflowEngineDeps {
   bus: Bus;
@@ -214,7 +216,8 @@ export class WorkflowEngine {
       name: d.name,
       description: d.description ?? null,
       step_count: workflowSteps(d).size,
-      variables: d.variables,
+      // A default may be 100 000 characters: a listing shows the start of each.
+      variables: Object.fromEntries(Object.entries(d.variables).map(([k, value]) => [k, value.length > MAX_LISTED_VALUE_CHARS ? `${value.slice(0, MAX_LISTED_VALUE_CHARS)}…` : value])),
       error: null,
     }));
     for (const e of this.loadErrors) {
