@@ -40,3 +40,7 @@ export * from './users/login-throttle.js';
 export * from './users/bootstrap.js';
 export * from './users/users-directory.js';
 export * from './tasks/task-hub.js';
+export * from './chat-delivery/chat-delivery.js';
+export * from './workflows/workflow-engine.js';
+export * from './workflows/workflow-definitions-watcher.js';
+export * from './workflows/workflow-chat.js';

@@ -7,6 +7,7 @@ import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 import { benchStart } from './start.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
+import { benchWorkflows } from './workflows.bench.js';
 
 const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   bus: benchBus,
@@ -17,6 +18,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   start: benchStart,
   admin: benchAdmin,
   webhooks: benchWebhooks,
+  workflows: benchWorkflows,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.

@@ -17,6 +17,8 @@ import {
   startAuditRecorder,
   startAutomationRecords,
   startChatSessions,
+  startChatDelivery,
+  WorkflowEngine,
   startDashboard,
   startMemoryAdmin,
   startRagAdmin,
@@ -47,7 +49,7 @@ import {
   type Surface,
   type WebhookServer,
 } from '../edges/index.js';
-import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -58,6 +60,7 @@ import {
   auditReadModel,
   chatSessionReadModel,
   ensureDir,
+  loadWorkflowDefinitions,
   ensureMainAgentToken,
   ensureJwtSecret,
   ensureWebhookToken,
@@ -139,6 +142,8 @@ export class DaemonContext {
   agents!: AgentSupervisor;
   /** task-hub; null until it runs, so the admin API answers `no-task-hub` meanwhile. */
   taskHub: TaskHub | null = null;
+  /** workflows; null until it starts (the agents' reply interceptor asks it from then on). */
+  workflows: WorkflowEngine | null = null;
   /** internal-api */
   internalApi!: InternalApi;
   /** users: the first-start admin (said once in the banner) and api.jwt_secret as generated at start. */
@@ -357,6 +362,13 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    name: 'chat-delivery',
+    start(ctx) {
+      const delivery = startChatDelivery({ bus: ctx.bus });
+      return () => delivery.unsubscribe();
+    },
+  },
+  {
     name: 'chat-sessions',
     start(ctx) {
       const chatSessions = startChatSessions({
@@ -456,6 +468,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         mainAgentToken: () => ctx.mainAgentToken,
         hostEnv: ctx.hostEnv,
         discoveredGemini: () => ctx.models.models('gemini'),
+        intercept: (msg) => ctx.workflows?.takeReply(msg) ?? null,
         ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
         ...(opts.turnClock ? { clock: opts.turnClock } : {}),
       });
@@ -491,6 +504,29 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       return () => {
         ctx.taskHub = null;
         hub.stop();
+      };
+    },
+  },
+  {
+    // After the agents (a run asks them), so it stops before them: what a stop cuts is then left for
+    // the next start's restore instead of being recorded as the step's failure.
+    name: 'workflows',
+    async start(ctx) {
+      ensureDir(ctx.paths.workflowsDir, 0o700);
+      const engine = new WorkflowEngine({
+        bus: ctx.bus,
+        host: ctx.host,
+        log: ctx.log,
+        dir: ctx.paths.workflowsDir,
+        load: () => loadWorkflowDefinitions(ctx.paths.workflowsDir, { checkExpression: checkWorkflowExpression }),
+        config: () => ctx.config().workflow,
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+      });
+      await engine.start();
+      ctx.workflows = engine;
+      return async () => {
+        ctx.workflows = null;
+        await engine.stop();
       };
     },
   },

@@ -4,7 +4,7 @@ import { messageText } from './directive.logic.js';
  * Chat commands (`/new`, `/stop`, `/model`, ...): parsed once, here, for every transport.
  */
 
-export const CHAT_COMMANDS = ['new', 'reset', 'stop', 'model', 'retry', 'agent_restart'] as const;
+export const CHAT_COMMANDS = ['new', 'reset', 'stop', 'model', 'retry', 'agent_restart', 'workflow'] as const;
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number];
 
 export interface ChatCommand {
@@ -17,7 +17,7 @@ const COMMAND_SET = new Set<string>(CHAT_COMMANDS);
 
 /**
  * `/new`, `/reset`, `/stop`, `/model [id]`, `/retry` (ask again what a restart cut off),
- * `/agent_restart <name>`, also as `/cmd@botname`. With
+ * `/agent_restart <name>`, `/workflow ...`, also as `/cmd@botname`. With
  * `botName` set, a command addressed to another bot is not ours (null). Anything else: null.
  */
 export function parseChatCommand(text: string, opts: { botName?: string } = {}): ChatCommand | null {
@@ -30,4 +30,12 @@ export function parseChatCommand(text: string, opts: { botName?: string } = {}):
   if (target !== undefined && opts.botName && target.toLowerCase() !== opts.botName.replace(/^@/, '').toLowerCase()) return null;
   const arg = m[3]!.trim();
   return arg === '' ? { cmd: cmd as ChatCommandName } : { cmd: cmd as ChatCommandName, arg };
+}
+
+/**
+ * Text that reads as a slash command, known to svc or not: a run waiting for a reply never takes
+ * it, so `/stop`, `/workflow cancel` and commands meant for another bot keep working while it waits.
+ */
+export function looksLikeCommand(text: string): boolean {
+  return /^\s*\//.test(text);
 }

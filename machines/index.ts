@@ -37,3 +37,6 @@ export * from './workflow-expression.logic.js';
 export * from './task.logic.js';
 export * from './task.machine.js';
 export * from './webhook.logic.js';
+export * from './workflow-run.logic.js';
+export * from './workflow-run.machine.js';
+export * from './workflow-command.logic.js';

@@ -9,10 +9,11 @@ export const CHAT_COMMAND_HELP: readonly { command: string; description: string 
   { command: '/model', description: 'Show the model in use, or switch with /model <id>' },
   { command: '/retry', description: 'Ask again what a restart cut off' },
   { command: '/agent_restart', description: 'Restart a sub-agent: /agent_restart <name>' },
+  { command: '/workflow', description: 'Workflows: /workflow list | runs | run <id> [--var name=value]... | status <run> | cancel <run>' },
 ];
 
 /**
- * Commands addressed to other agents or to the orchestration (`/workflow`, `/tasks`): none is
- * handled by svc's chat yet, so none is advertised.
+ * Commands addressed to other agents or to the orchestration (`/tasks`): none is handled by svc's
+ * chat yet, so none is advertised (`/workflow` is one of the chat commands above).
  */
 export const MULTIAGENT_COMMAND_HELP: readonly { command: string; description: string }[] = [];

@@ -79,6 +79,11 @@ export const ERROR_CODES = [
   'bus-closed',
   'client-gone',
   'agent-stopped',
+  // Workflows.
+  'unknown-workflow',
+  'workflows-disabled',
+  'too-many-runs',
+  'run-finished',
   // Configuration, registry and agent settings.
   'config-invalid',
   'config-missing',

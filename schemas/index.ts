@@ -59,3 +59,6 @@ export * from './admin-socket.schema.js';
 export * from './admin-auth.schema.js';
 export * from './commands/user.commands.js';
 export * from './workflow.schema.js';
+export * from './events/workflow-run.events.js';
+export * from './commands/workflow.commands.js';
+export * from './commands/chat-delivery.commands.js';

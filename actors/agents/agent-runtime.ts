@@ -7,6 +7,7 @@ import {
   ageWarningOnRecord,
   expiryRulesFromConfig,
   foldSession,
+  looksLikeCommand,
   type agentMachine,
   promptOf,
   resolveModel,
@@ -29,6 +30,7 @@ import { queuedStatus, type CliSlot, type CliSlots } from './cli-slots.js';
 import type { ProviderId } from '../providers/provider.js';
 import { SessionLanes } from './session-lanes.js';
 import { TurnLauncher } from './turn-launcher.js';
+import { answerWorkflowCommand } from '../workflows/workflow-chat.js';
 
 export interface AgentRuntimeDeps {
   bus: Bus;
@@ -53,6 +55,12 @@ export interface AgentRuntimeDeps {
   restartAgent?: (name: string) => Promise<'unknown' | 'restarted' | 'not-started'>;
   /** A turn svc's own shutdown cut off (its chat is told on the next start). */
   onCut?: (turn: { stream: string; agent: string; sessionKey: string; text: string }) => Promise<void>;
+  /**
+   * The one place a message can be taken before it becomes a turn: a workflow run waiting for this
+   * chat's reply (WorkflowEngine.takeReply). Consulted for plain foreground messages only; a
+   * promise of the acknowledgement text when taken, null to queue the message as usual.
+   */
+  intercept?: (msg: AgentMessage) => Promise<string> | null;
   /** The daemon-wide bound on running CLIs, shared by every agent; absent: no bound. */
   cliSlots?: CliSlots;
   graceMs?: number;
@@ -125,6 +133,7 @@ export class AgentRuntime {
       abortChat: (chatId) => this.abort(chatId),
       ...(d.takeRetry ? { takeRetry: d.takeRetry } : {}),
       ...(d.restartAgent ? { restartAgent: d.restartAgent } : {}),
+      workflow: (msg, arg) => answerWorkflowCommand(d.bus, msg, arg),
     });
     // Sessions come back as children of the agent's actor, each with the state its stream folds to.
     d.host.restoreChildren(d.log, this.actorId, {
@@ -209,6 +218,10 @@ export class AgentRuntime {
     if (now) return { outcome: now };
     if (this.stopped) throw new SvcError('agent-stopped', `agent ${this.d.name} is not running`);
     if (cmd === null) promptOf(msg.text);
+    if (cmd === null && msg.kind === 'foreground' && !looksLikeCommand(msg.text)) {
+      const taken = this.d.intercept?.(msg);
+      if (taken) return { outcome: taken.then((text) => this.commands.reply(msg, text)) };
+    }
     const key = msg.task ? taskSessionKey(msg.task.task_id) : sessionKey(msg.transport, msg.chat_id, msg.topic_id);
     return { outcome: this.lanes.enqueue(key, { msg, cmd }) };
   }

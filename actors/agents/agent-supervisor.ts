@@ -51,6 +51,8 @@ export interface SupervisorDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** Gemini model ids found in the installed CLI (provider resolution for a model id). */
   discoveredGemini: () => string[];
+  /** See AgentRuntimeDeps.intercept; every agent's runtime consults the same one. */
+  intercept?: (msg: AgentMessage) => Promise<string> | null;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -157,6 +159,7 @@ export class AgentSupervisor {
         takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),
         onCut: (turn) => notifyInterrupted(this.d.bus, turn),
         cliSlots: this.cliSlots,
+        ...(this.d.intercept ? { intercept: this.d.intercept } : {}),
         ...(this.d.graceMs !== undefined ? { graceMs: this.d.graceMs } : {}),
         ...(this.d.clock ? { clock: this.d.clock } : {}),
       });

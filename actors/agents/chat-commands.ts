@@ -15,6 +15,8 @@ export interface ChatCommandDeps {
   takeRetry?(key: string, requestId: string): Promise<string | null>;
   /** `/agent_restart`: `unknown` when no agent has that name, else whether it came back. */
   restartAgent?(name: string): Promise<'unknown' | 'restarted' | 'not-started'>;
+  /** `/workflow ...`: the answer as text, and whether it is a success. */
+  workflow?(msg: AgentMessage, arg: string | undefined): Promise<{ text: string; ok: boolean }>;
 }
 
 /** What a command in a session's lane comes to: an answer, or the message to run as a turn instead (`/retry`). */
@@ -27,10 +29,14 @@ export type CommandAnswer = { outcome: TurnOutcome } | { turn: AgentMessage };
 export class ChatCommands {
   constructor(private readonly d: ChatCommandDeps) {}
 
-  /** Commands answered at once, outside the session's lane (they are about the agent, not the chat). */
+  /**
+   * Commands answered at once, outside the session's lane: they are about the agent or the
+   * orchestration, not the chat's conversation, so they never wait behind a running turn.
+   */
   immediate(cmd: ChatCommand | null, msg: AgentMessage): Promise<TurnOutcome> | null {
-    if (cmd?.cmd !== 'agent_restart') return null;
-    return this.agentRestart(msg, cmd.arg);
+    if (cmd?.cmd === 'agent_restart') return this.agentRestart(msg, cmd.arg);
+    if (cmd?.cmd === 'workflow') return this.workflow(msg, cmd.arg);
+    return null;
   }
 
   /** A command whose turn has come in its session's lane; null when `cmd` is none of them. */
@@ -72,6 +78,11 @@ export class ChatCommands {
     const provider = resolveProviderForModel(model, this.d.discoveredGemini());
     this.d.setModel(model, provider);
     return this.reply(msg, `Model set to ${model} (${provider}).`);
+  }
+
+  private async workflow(msg: AgentMessage, arg: string | undefined): Promise<TurnOutcome> {
+    const answer = this.d.workflow ? await this.d.workflow(msg, arg) : { text: 'Workflows are not available here.', ok: false };
+    return outcomeWithoutTurn(msg, { text: answer.text, status: answer.ok ? 'completed' : 'failed', reason: answer.ok ? null : 'workflow-command', session_key: '', provider: null, model: null });
   }
 
   private async agentRestart(msg: AgentMessage, target: string | undefined): Promise<TurnOutcome> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
 import type { Bus, TurnStream } from '../../bus/index.js';
 import { buildInjection, callerUserOf, effortFor, memoryHookDue, permissionModeForPrincipal, selectModules, turnMachine, type TurnInput, type TurnResult } from '../../machines/index.js';
-import { TURN_CHUNKS, describeError, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnKind } from '../../schemas/index.js';
+import { MAX_STEP_TIMEOUT_SECONDS, TURN_CHUNKS, describeError, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnKind } from '../../schemas/index.js';
 import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { cliTurnLogic } from './cli-turn.js';
@@ -203,5 +203,8 @@ function timeoutFor(config: AgentConfig, kind: TurnKind): number {
     case 'interagent':
     case 'cron':
       return config.cli_timeout;
+    case 'workflow':
+      // The engine's own step timer bounds the turn (and aborts it); this only backs it up.
+      return MAX_STEP_TIMEOUT_SECONDS;
   }
 }

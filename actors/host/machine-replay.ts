@@ -1,6 +1,22 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
-import { agentMachine, applySessionEvent, daemonMachine, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
-import { ACTOR_EVENTS, AGENT_EVENTS, DAEMON_EVENTS, INTERRUPTED_REASON, SESSION_EVENTS, SHUTDOWN_ABORT, TASK_EVENTS, TURN_EVENTS, type AnyEnvelope, type Listener } from '../../schemas/index.js';
+import * as v from 'valibot';
+import { agentMachine, applySessionEvent, daemonMachine, foldWorkflowRun, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, workflowRunMachine, workflowSteps, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
+import {
+  ACTOR_EVENTS,
+  AGENT_EVENTS,
+  DAEMON_EVENTS,
+  INTERRUPTED_REASON,
+  PrincipalSchema,
+  RunDefinitionSchema,
+  SESSION_EVENTS,
+  SHUTDOWN_ABORT,
+  TASK_EVENTS,
+  TURN_EVENTS,
+  WORKFLOW_RUN_EVENTS,
+  type AnyEnvelope,
+  type Listener,
+  type WorkflowDefinition,
+} from '../../schemas/index.js';
 
 /** What a machine hands to `emit(...)`, as the replay collects it. */
 type EmittedFact = { type: string; data?: unknown };
@@ -191,6 +207,64 @@ const taskReplay: MachineReplay<typeof taskMachine> = {
   },
 };
 
+/**
+ * A run's inputs are the engine's reports, read back from the facts they caused: an ask or notify
+ * step's completion or failure (`step.done`, `step.failed`), a wait's completion (`reply`), a failure
+ * for `timeout` (`step.timeout`), a later attempt started after a scheduled retry (`retry.due`), a
+ * cancel. Whatever else the run records (next steps, conditions, skips, its end) the machine must
+ * emit on its own.
+ */
+const workflowRunReplay: MachineReplay<typeof workflowRunMachine> = {
+  name: 'workflow-run',
+  machine: workflowRunMachine,
+  streams: (s) => s.startsWith('run:'),
+  inputOf(fact, prior) {
+    const d = fact.data as Record<string, unknown>;
+    const now = Number(d.at_ms);
+    if (fact.type === WORKFLOW_RUN_EVENTS.run_started) {
+      return {
+        start: {
+          run_id: String(d.run_id),
+          definition: v.parse(RunDefinitionSchema, d.definition) as WorkflowDefinition,
+          variables: d.variables as Record<string, string>,
+          transport: String(d.transport),
+          chat_id: Number(d.chat_id),
+          topic_id: d.topic_id === null ? null : Number(d.topic_id),
+          principal: v.parse(PrincipalSchema, d.principal),
+          max_step_executions: Number(d.max_step_executions),
+          default_step_timeout: Number(d.default_step_timeout),
+        },
+        send: { type: 'start', now },
+        own: true,
+      };
+    }
+    const run = foldWorkflowRun(prior);
+    const step = String(d.step);
+    const type = run ? workflowSteps(run.definition).get(step)?.step.type : undefined;
+    const performed = (type === 'ask_agent' || type === 'notify' || type === 'wait_for_reply') && run?.steps[step]?.text !== null;
+    switch (fact.type) {
+      case WORKFLOW_RUN_EVENTS.step_started: {
+        const last = prior.findLast((e) => (e.data as { step?: unknown }).step === step);
+        return last?.type === WORKFLOW_RUN_EVENTS.step_retry_scheduled && Number(last.data.due_ms) > Number(last.data.at_ms)
+          ? { send: { type: 'retry.due', step, attempt: Number(d.attempt), now }, own: true }
+          : { own: true };
+      }
+      case WORKFLOW_RUN_EVENTS.step_completed:
+        if (type === 'wait_for_reply') return { send: { type: 'reply', text: String(d.output), now }, own: true };
+        return performed ? { send: { type: 'step.done', step, n: Number(d.n), output: String(d.output), now }, own: true } : { own: true };
+      case WORKFLOW_RUN_EVENTS.step_failed:
+        if (d.reason === 'timeout') return { send: { type: 'step.timeout', step, n: Number(d.n), now }, own: true };
+        return performed
+          ? { send: { type: 'step.failed', step, n: Number(d.n), error: String(d.error), reason: d.reason === 'interrupted' ? 'interrupted' : 'error', now }, own: true }
+          : { own: true };
+      case WORKFLOW_RUN_EVENTS.run_cancelled:
+        return { send: { type: 'cancel', by: d.by === null ? null : String(d.by), now }, own: true };
+      default:
+        return { own: true };
+    }
+  },
+};
+
 /** Every machine the log holds enough to re-drive. */
 export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   daemonReplay as unknown as MachineReplay,
@@ -198,6 +272,7 @@ export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   agentReplay as unknown as MachineReplay,
   sessionReplay as unknown as MachineReplay,
   taskReplay as unknown as MachineReplay,
+  workflowRunReplay as unknown as MachineReplay,
 ];
 
 /** Key order does not matter: a hand-written golden and the machine may build objects differently. */

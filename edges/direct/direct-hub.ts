@@ -3,6 +3,7 @@ import type { AnyActorRef, AnyStateMachine } from 'xstate';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
+  CHAT_DELIVERY_CHUNKS,
   INTERRUPTED_REASON,
   MAIN_AGENT,
   NOTIFICATION_EVENTS,
@@ -172,6 +173,15 @@ export class DirectHub {
         // A restart's recovery runs before this API starts; this covers a turn cut off while a chat is connected.
         else if (e.type === TURN_EVENTS.failed && e.data.reason === INTERRUPTED_REASON && typeof e.data.session_key === 'string') {
           this.deliverInterrupted(e.data.session_key, null);
+        }
+      }),
+      // svc speaking in a chat outside a turn (chat.deliver: a workflow's notify or question), shown
+      // like the interrupted-turn notices: a sealed result frame to every open connection of that chat.
+      deps.bus.transient$.subscribe((m) => {
+        if (m.type !== CHAT_DELIVERY_CHUNKS.delivered || m.data.transport !== 'api') return;
+        const { chat_id, topic_id, text } = m.data;
+        for (const c of this.connections) {
+          if (c.authenticated && c.chatId === chat_id && c.channelId === topic_id) c.sendSealed({ type: 'result', text, stream_fallback: false, files: [] });
         }
       }),
     );

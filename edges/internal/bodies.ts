@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { WorkflowChatSchema, WorkflowIdSchema, WorkflowRunIdSchema, WorkflowVariablesSchema } from '../../schemas/index.js';
 
 /** Every request body (and query) the internal API accepts; anything else is a 400 naming the field. */
 
@@ -55,3 +56,14 @@ export type Ask = v.InferOutput<typeof AskBody>;
  */
 export const CallerClaimBody = v.object({ from: v.optional(v.nullable(AgentName)) });
 export const CallerClaimQuery = InteragentAgentsQuery;
+
+/**
+ * `/workflows/*` (WIRE.md §3). Strict: a misspelt field (`variabels`) is refused, not ignored. `from`
+ * names the calling agent for its token like every internal call, and may be left out (WIRE's
+ * bodies have none): then the agent is the one whose token it is.
+ */
+const From = { from: v.optional(AgentName) };
+export const WorkflowRunBody = v.strictObject({ ...From, workflow_id: WorkflowIdSchema, ...WorkflowChatSchema, variables: v.optional(WorkflowVariablesSchema, {}) });
+export const WorkflowCancelBody = v.strictObject({ ...From, run_id: WorkflowRunIdSchema });
+export const WorkflowStatusQuery = v.strictObject({ ...From, run_id: WorkflowRunIdSchema });
+export const WorkflowListQuery = v.strictObject({ ...From });

@@ -23,4 +23,11 @@ export const INTERNAL_STATUSES: StatusTable = {
   'task-not-owner': 403,
   'task-state': 409,
   'invalid-task-id': 400,
+  'unknown-workflow': 404,
+  /** workflow.enabled is false. */
+  'workflows-disabled': 503,
+  /** workflow.max_parallel_runs runs are active. */
+  'too-many-runs': 429,
+  /** Cancel of a run that already ended. */
+  'run-finished': 409,
 };

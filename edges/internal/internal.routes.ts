@@ -9,6 +9,7 @@ import {
   TaskOwnerQuerySchema,
   TaskRefSchema,
   SvcError,
+  WORKFLOW_COMMANDS,
   TURN_CHUNKS,
   describeError,
   isSvcError,
@@ -18,7 +19,16 @@ import {
   type UserRecord,
 } from '../../schemas/index.js';
 import { COMMON_STATUSES, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
-import { AskBody, InteragentSendBody, MAX_INTERNAL_BODY_BYTES, type InteragentSend } from './bodies.js';
+import {
+  AskBody,
+  InteragentSendBody,
+  MAX_INTERNAL_BODY_BYTES,
+  WorkflowCancelBody,
+  WorkflowListQuery,
+  WorkflowRunBody,
+  WorkflowStatusQuery,
+  type InteragentSend,
+} from './bodies.js';
 import { MAIN_AGENT, requireKnownAgent } from './caller.js';
 import { INTERNAL_STATUSES } from './errors.js';
 import { LineQueue } from './line-queue.js';
@@ -317,5 +327,55 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     },
   ];
 
-  return [send, sendAsync, agents, ask, ...tasks];
+  /** The engine's commands with the calling agent's principal; a refusal maps to its status (errors.ts). */
+  const query = (req: HttpRequest) => Object.fromEntries(req.query);
+  const workflows: Route[] = [
+    {
+      method: 'GET',
+      pattern: '/workflows/list',
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        stillActive(caller);
+        parseWith(WorkflowListQuery, query(req), 'invalid-query', 'query');
+        const { definitions, runs } = await bus.send(WORKFLOW_COMMANDS.list, { principal: caller });
+        return json(200, { definitions, runs });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/workflows/run',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        stillActive(caller);
+        const { from: _from, ...body } = parseJsonBody(req, WorkflowRunBody);
+        const { run_id } = await bus.send(WORKFLOW_COMMANDS.run, { principal: { ...caller, origin: { transport: body.transport, chat_id: body.chat_id, topic_id: body.topic_id } }, ...body });
+        return json(200, { success: true, run_id });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/workflows/status',
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        stillActive(caller);
+        const { run_id } = parseWith(WorkflowStatusQuery, query(req), 'invalid-query', 'query');
+        return json(200, await bus.send(WORKFLOW_COMMANDS.status, { principal: caller, run_id }));
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/workflows/cancel',
+      maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
+      auth: AGENT_AUTH,
+      handler: async (req, caller) => {
+        stillActive(caller);
+        const { run_id } = parseJsonBody(req, WorkflowCancelBody);
+        const r = await bus.send(WORKFLOW_COMMANDS.cancel, { principal: caller, run_id });
+        return json(200, { success: true, ...r });
+      },
+    },
+  ];
+
+  return [send, sendAsync, agents, ask, ...tasks, ...workflows];
 }

@@ -20,6 +20,8 @@ import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
+import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
+import { CHAT_DELIVERY_CHUNK_SCHEMAS } from '../commands/chat-delivery.commands.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -50,6 +52,8 @@ export const EVENT_SCHEMAS = {
   ...SYSTEM_EVENT_SCHEMAS,
   ...AUTOMATION_EVENT_SCHEMAS,
   ...TASK_EVENT_SCHEMAS,
+  ...WORKFLOW_RUN_EVENT_SCHEMAS,
+  ...WORKFLOW_DEFINITION_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */
@@ -57,6 +61,7 @@ export const CHUNK_SCHEMAS = {
   ...TURN_CHUNK_SCHEMAS,
   ...AGENT_CHUNK_SCHEMAS,
   ...LOG_CHUNK_SCHEMAS,
+  ...CHAT_DELIVERY_CHUNK_SCHEMAS,
 };
 
 export type EventType = keyof typeof EVENT_SCHEMAS;

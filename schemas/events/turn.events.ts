@@ -6,7 +6,7 @@ import { typeNames } from './type-names.js';
  * after a restart, by turn recovery (which ends turns the previous run left open).
  */
 
-export const TURN_KINDS = ['foreground', 'background', 'task', 'interagent', 'cron'] as const;
+export const TURN_KINDS = ['foreground', 'background', 'task', 'interagent', 'cron', 'workflow'] as const;
 export type TurnKind = (typeof TURN_KINDS)[number];
 
 export const TURN_STATUSES = ['completed', 'failed', 'timed_out', 'aborted'] as const;

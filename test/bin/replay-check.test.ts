@@ -6,7 +6,7 @@ import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
 t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
-  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'task.ndjson']) {
+  for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'task.ndjson', 'workflow-run.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
     const r = svc(home, ['events', 'replay', '--check']);
@@ -88,6 +88,18 @@ t.test('a golden log altered against its machine fails replay --check with the f
       'a delete of a task that was still running',
       (es) => es.filter((e) => !(e.stream === 'task:a' && e.seq >= 4 && e.seq <= 6)).map((e, i) => ({ ...e, seq: i + 1 })),
       /task on task:a: seq 4: the log has task\.deleted \{"at":1795680200\}, the machine emitted nothing/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a condition recorded as going the other way',
+      (es) => es.map((e) => (e.seq === 10 ? { ...e, data: { ...e.data, output: 'false' } } : e)),
+      /workflow-run on run:golden-a: seq 10: the log has workflow\.step_completed \{[^\n]*"output":"false"[^\n]*, the machine emitted workflow\.step_completed \{[^\n]*"output":"true"/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a retry the run never scheduled',
+      (es) => es.filter((e) => e.type !== 'workflow.step_retry_scheduled').map((e, i) => ({ ...e, seq: i + 1 })),
+      /run:golden-a: seq 4: the log has workflow\.step_started [^\n]*, the machine emitted workflow\.step_retry_scheduled/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {

@@ -211,5 +211,5 @@ t.test('/tasks answers SPEC gives while no task hub is attached, to the agent wh
   }
   t.equal((await call('/tasks/list')).status, 401, 'listing needs a token too: prompts and results are private');
   t.equal((await call('/tasks/cancel', { body: { task_id: '../x' }, token: BOB_TOKEN })).status, 400, 'a bad body is refused before the hub is looked for');
-  t.equal((await call('/workflows/list')).status, 404, 'workflows are not served yet');
+  t.equal((await call('/workflows/list')).status, 401, 'workflows are served, to agents with their token');
 });
