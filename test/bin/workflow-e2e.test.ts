@@ -187,7 +187,7 @@ t.test('/workflows/* refuse hostile, malformed and oversized input with a clear 
   const ok = { workflow_id: 'review', chat_id: 7, transport: 'api' };
   const cases: [string, () => Promise<{ status: number; body: Record<string, unknown> }>, number, RegExp][] = [
     ['no token', () => internal.post('/workflows/run', ok, { headers: { 'content-type': 'application/json', connection: 'close' } }), 401, /Bearer/],
-    ['wrong token', () => internal.post('/workflows/run', ok, { headers: { authorization: 'Bearer nope', 'content-type': 'application/json', connection: 'close' } }), 401, /wrong token/],
+    ['wrong token', () => internal.post('/workflows/run', ok, { headers: { authorization: 'Bearer nope', 'content-type': 'application/json', connection: 'close' } }), 401, /wrong token|no agent's interagent_token/],
     ['not JSON', () => internal.post('/workflows/run', null, { raw: '{"workflow_id": ' }), 400, /JSON/],
     ['a list', () => internal.post('/workflows/run', [ok]), 400, /body/],
     ['unknown field', () => internal.post('/workflows/run', { ...ok, variabels: {} }), 400, /variabels/],
