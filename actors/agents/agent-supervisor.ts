@@ -51,6 +51,8 @@ export interface SupervisorDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** Gemini model ids found in the installed CLI (provider resolution for a model id). */
   discoveredGemini: () => string[];
+  /** See TurnLauncherDeps.toolEnv. */
+  toolEnv?: () => Record<string, string>;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -152,6 +154,7 @@ export class AgentSupervisor {
         discoveredGemini: this.d.discoveredGemini,
         interagentToken: () =>
           name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
+        ...(this.d.toolEnv ? { toolEnv: this.d.toolEnv } : {}),
         saveModel: (model, provider) => this.saveModel(name, model, provider),
         restartAgent: (target) => this.restartCommand(target),
         takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),

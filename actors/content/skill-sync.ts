@@ -309,6 +309,11 @@ export class SkillSync {
     return false;
   }
 
+  /** Something outside the roots changed (an agent started, so its workspace exists): sync soon. */
+  poke(): void {
+    this.schedule();
+  }
+
   private schedule(): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
