@@ -23,6 +23,8 @@ import {
   startMemoryAdmin,
   startRagAdmin,
   startSkillsAdmin,
+  SkillSync,
+  bundledSkillsDir,
   startUserFilesAdmin,
   startNotifier,
   startPortability,
@@ -44,7 +46,9 @@ import {
   startApiServer,
   startInternalApi,
   startWebhookServer,
+  startFileshareServer,
   type ApiServer,
+  type FileshareServer,
   type InternalApi,
   type Surface,
   type WebhookServer,
@@ -64,6 +68,7 @@ import {
   ensureMainAgentToken,
   ensureJwtSecret,
   ensureWebhookToken,
+  homeDefaultsDir,
   loadConfig,
   loadRegistry,
   listeningPortHolder,
@@ -101,6 +106,8 @@ export interface DaemonOptions {
   apiPort?: number;
   /** Overrides `webhooks.port` when the webhook server runs. */
   webhookPort?: number;
+  /** Overrides `fileshare.port` when the fileshare server runs. */
+  filesharePort?: number;
 }
 
 type DaemonActor = ReturnType<ActorHost['spawn']>;
@@ -164,6 +171,10 @@ export class DaemonContext {
   readonly webhookToken = (): string => this.config().webhooks.token || this.generatedWebhookToken;
   /** webhook-server; null unless `webhooks.enabled`. */
   webhookServer: WebhookServer | null = null;
+  /** fileshare; null unless `fileshare.enabled`. Its address reaches agent tools through `toolEnv`. */
+  fileshare: FileshareServer | null = null;
+  readonly toolEnv = (): Record<string, string> =>
+    this.fileshare ? { FILESHARE_URL: this.fileshare.url, FILESHARE_DOWNLOADS: this.fileshare.dir } : {};
   /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
   oneShotRunner: OneShotRunner | null = null;
 
@@ -454,6 +465,26 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    // Before the agents, so their first turn already gets FILESHARE_URL. Stopped after them.
+    name: 'fileshare',
+    async start(ctx) {
+      const cfg = ctx.config().fileshare;
+      if (!cfg.enabled) return;
+      ensureDir(ctx.paths.fileshareDir, 0o755);
+      const server = await startFileshareServer({
+        paths: ctx.paths,
+        host: cfg.host,
+        port: ctx.opts.filesharePort ?? cfg.port,
+        log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
+      }).catch(portTaken('fileshare.port'));
+      ctx.fileshare = server;
+      return () => {
+        ctx.fileshare = null;
+        server.close();
+      };
+    },
+  },
+  {
     name: 'agents',
     async start(ctx) {
       const { opts } = ctx;
@@ -469,6 +500,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         hostEnv: ctx.hostEnv,
         discoveredGemini: () => ctx.models.models('gemini'),
         intercept: (msg) => ctx.workflows?.takeReply(msg) ?? null,
+        toolEnv: ctx.toolEnv,
         ...(opts.killGraceMs !== undefined ? { graceMs: opts.killGraceMs } : {}),
         ...(opts.turnClock ? { clock: opts.turnClock } : {}),
       });
@@ -481,6 +513,30 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         throw e;
       }
       return stop;
+    },
+  },
+  {
+    // After the agents, whose start seeds the workspaces that hold the per-agent skill roots. It
+    // always runs (SPEC.md: a sync at start-up, then a watcher); a failure is logged, never fatal:
+    // skills are a convenience, the agents work without them.
+    name: 'skill-sync',
+    async start(ctx) {
+      const sync = new SkillSync({
+        bus: ctx.bus,
+        paths: ctx.paths,
+        registry: ctx.registry,
+        config: ctx.config,
+        env: ctx.hostEnv,
+        userHome: ctx.userHome,
+        bundledDir: bundledSkillsDir(homeDefaultsDir()),
+      });
+      await sync.start().catch((e: unknown) => ctx.bus.emitLog('warn', `skill sync at start-up failed: ${describeError(e)}`));
+      // A sub-agent added later gets its workspace when it starts: its roots join then.
+      const sub = ctx.bus.subscribe('skill-sync', () => sync.poke(), (e) => e.type === AGENT_EVENTS.started);
+      return async () => {
+        sub.unsubscribe();
+        await sync.stop();
+      };
     },
   },
   {

@@ -19,6 +19,8 @@ export interface RunningDaemon {
   apiPort: number | null;
   /** Where the webhook server listens; null unless `webhooks.enabled`. */
   webhookPort: number | null;
+  /** Where the fileshare server listens; null unless `fileshare.enabled`. */
+  filesharePort: number | null;
   /** Every port this run serves. */
   listeners: Listener[];
   /** The API server's routes as mounted; empty when it does not run. */
@@ -46,6 +48,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
   if (ctx.apiServer) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
   if (ctx.webhookServer) listeners.push({ surface: 'webhooks', host: ctx.config().webhooks.host, port: ctx.webhookServer.port });
+  if (ctx.fileshare) listeners.push({ surface: 'fileshare', host: ctx.config().fileshare.host, port: ctx.fileshare.port });
   // Committed before the banner says it runs: `svc status` right after it must find daemon.ready.
   await ctx.host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
@@ -56,6 +59,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     internalPort: ctx.internalApi.port,
     apiPort: ctx.apiServer?.port ?? null,
     webhookPort: ctx.webhookServer?.port ?? null,
+    filesharePort: ctx.fileshare?.port ?? null,
     listeners,
     apiRoutes: () => ctx.apiServer?.routes() ?? [],
     banner: () =>

@@ -4,3 +4,4 @@ export * from './api/index.js';
 export * from './internal/index.js';
 export * from './admin/index.js';
 export * from './webhooks/index.js';
+export * from './fileshare/index.js';

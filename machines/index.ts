@@ -40,3 +40,4 @@ export * from './webhook.logic.js';
 export * from './workflow-run.logic.js';
 export * from './workflow-run.machine.js';
 export * from './workflow-command.logic.js';
+export * from './skill-sync.logic.js';

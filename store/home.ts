@@ -24,6 +24,8 @@ export interface HomePaths {
   workspace: string;
   agentsDir: string;
   skillsDir: string;
+  /** What the fileshare server serves (FileshareConfig): agents drop files here to hand the user a link. */
+  fileshareDir: string;
   /** The RAG vector index (SPEC.md "RAG status"); written by an indexer, only described here. */
   ragIndex: string;
   logsDir: string;
@@ -68,6 +70,7 @@ export function homePaths(root: string): HomePaths {
     workspace: join(root, 'workspace'),
     agentsDir: join(root, 'agents'),
     skillsDir: join(root, 'skills'),
+    fileshareDir: join(root, 'fileshare'),
     ragIndex: join(root, 'rag', 'index.db'),
     logsDir: join(root, 'logs'),
     eventsDb: join(root, 'events.db'),

@@ -1,5 +1,6 @@
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { SvcError } from '../schemas/index.js';
 import { readContainedFileSync, removeContained, serviceSecretRealPaths, within, writeContainedFile, type ContainmentRules } from './contained-file.js';
 import type { HomePaths } from './home.js';
@@ -174,4 +175,26 @@ export async function deleteSkill(paths: HomePaths, scope: SkillScope, agent: st
   const root = skillsRoot(paths, scope, agent);
   await readSkill(paths, scope, agent, name);
   await removeContained(name, await rulesFor(paths, root, `the ${scope} skills directory`));
+}
+
+/**
+ * What makes a directory a skill for the sync (SPEC.md "Skill storage and sync"): a SKILL.md that
+ * opens with YAML front matter naming a `name` and a `description`, as the CLIs require to load it.
+ * The reason, in a few words, when it does not.
+ */
+export function checkSkillFrontMatter(doc: string): { name: string; description: string } | { error: string } {
+  const text = doc.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  const front = /^---\n([\s\S]*?)\n?---(\n|$)/.exec(text);
+  if (!front) return { error: 'SKILL.md has no YAML front matter' };
+  let data: unknown;
+  try {
+    data = parseYaml(front[1]!, { maxAliasCount: 10 });
+  } catch {
+    return { error: 'SKILL.md front matter is not valid YAML' };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { error: 'SKILL.md front matter is not a mapping' };
+  const { name, description } = data as Record<string, unknown>;
+  if (typeof name !== 'string' || name.trim() === '') return { error: 'SKILL.md front matter has no name' };
+  if (typeof description !== 'string' || description.trim() === '') return { error: 'SKILL.md front matter has no description' };
+  return { name: name.trim(), description: description.trim() };
 }

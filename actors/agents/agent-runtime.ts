@@ -47,6 +47,8 @@ export interface AgentRuntimeDeps {
   discoveredGemini: () => string[];
   /** Handed to the CLI as SVC_INTERAGENT_TOKEN so its tool scripts can call other agents. */
   interagentToken: () => string | null;
+  /** See TurnLauncherDeps.toolEnv. */
+  toolEnv?: () => Record<string, string>;
   /** Persist a `/model` change: config.json for main, the registry entry for a sub-agent. */
   saveModel: (model: string, provider: string) => void;
   /** `/retry`: the prompt of this chat's last answer a restart cut off, handed out once; null if none. */
@@ -117,6 +119,7 @@ export class AgentRuntime {
       workspace: d.workspace,
       hostEnv: d.hostEnv,
       interagentToken: d.interagentToken,
+      ...(d.toolEnv ? { toolEnv: d.toolEnv } : {}),
       ...(d.graceMs !== undefined ? { graceMs: d.graceMs } : {}),
       ...(d.clock ? { clock: d.clock } : {}),
     });

@@ -53,6 +53,8 @@ export interface SupervisorDeps {
   discoveredGemini: () => string[];
   /** See AgentRuntimeDeps.intercept; every agent's runtime consults the same one. */
   intercept?: (msg: AgentMessage) => Promise<string> | null;
+  /** See TurnLauncherDeps.toolEnv. */
+  toolEnv?: () => Record<string, string>;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -154,6 +156,7 @@ export class AgentSupervisor {
         discoveredGemini: this.d.discoveredGemini,
         interagentToken: () =>
           name === MAIN_AGENT ? this.d.mainAgentToken() : (this.d.registry().find((e) => e.name === name)?.interagent_token ?? null),
+        ...(this.d.toolEnv ? { toolEnv: this.d.toolEnv } : {}),
         saveModel: (model, provider) => this.saveModel(name, model, provider),
         restartAgent: (target) => this.restartCommand(target),
         takeRetry: (sessionKey, requestId) => this.interrupted.takeRetry(name, sessionKey, requestId),

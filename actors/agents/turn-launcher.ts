@@ -25,6 +25,8 @@ export interface TurnLauncherDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** Handed to the CLI as SVC_INTERAGENT_TOKEN so its tool scripts can call other agents. */
   interagentToken: () => string | null;
+  /** Variables the daemon's services give agent tools (FILESHARE_URL, FILESHARE_DOWNLOADS), read per turn. */
+  toolEnv?: () => Record<string, string>;
   graceMs?: number;
   clock?: ActorClock;
 }
@@ -177,6 +179,7 @@ export class TurnLauncher {
     const caller = callerUserOf(msg.principal);
     // The framework's own variables describe this call; a stale value in the host env must not win.
     Object.assign(env, {
+      ...this.d.toolEnv?.(),
       SVC_AGENT_NAME: this.d.name,
       SVC_CHAT_ID: String(msg.chat_id),
       SVC_TOPIC_ID: msg.topic_id === null ? '' : String(msg.topic_id),

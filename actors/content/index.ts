@@ -2,3 +2,4 @@ export * from './memory.js';
 export * from './rag.js';
 export * from './skills.js';
 export * from './user-files.js';
+export * from './skill-sync.js';

@@ -48,7 +48,10 @@ export type Reply = Promise<HttpReply> | HttpReply;
 
 interface RouteBase {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** `/api/chat/sessions/:id` style; `:name` matches one non-empty segment. */
+  /**
+   * `/api/chat/sessions/:id` style; `:name` matches one non-empty segment. A last segment `*`
+   * matches the rest of the path (one segment or more), each segment decoded, as param `*`.
+   */
   pattern: string;
   /** Bodies above this are refused with 413 before they are buffered. */
   maxBodyBytes?: number;
@@ -196,6 +199,14 @@ type Routable = Pick<RouteBase, 'method' | 'pattern'>;
 /** `/a/:id` and `/a/:name` match the same requests. */
 const shapeOf = (r: Routable) => `${r.method} ${r.pattern.split('/').filter(Boolean).map((p) => (p.startsWith(':') ? ':' : p)).join('/')}`;
 
+function decodeSegment(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
 /** Splits a pattern once, so matching a request does no regex work. */
 export class Router<R extends Routable = Route> {
   private readonly compiled: { route: R; parts: string[] }[] = [];
@@ -233,13 +244,21 @@ export class Router<R extends Routable = Route> {
     let pathExists = false;
     let best: { match: RouteMatch<R>; literals: boolean[] } | null = null;
     for (const { route, parts } of this.compiled) {
-      if (parts.length !== segments.length) continue;
+      const rest = parts[parts.length - 1] === '*';
+      if (rest ? segments.length < parts.length : parts.length !== segments.length) continue;
       const params: Record<string, string> = {};
       const literals: boolean[] = [];
       let ok = true;
       for (let i = 0; i < parts.length; i++) {
         const p = parts[i]!;
         const s = segments[i]!;
+        if (rest && i === parts.length - 1) {
+          const decoded = segments.slice(i).map(decodeSegment);
+          if (decoded.some((d) => d === null)) ok = false;
+          else params['*'] = decoded.join('/');
+          literals.push(false);
+          break;
+        }
         if (p.startsWith(':')) {
           let decoded: string;
           try {

@@ -95,6 +95,8 @@ interface RequestState {
   /** A reply was written: uWS allows no further pause or resume of this request. */
   responded: boolean;
   onAbort: (() => void)[];
+  /** A HEAD request: the GET route's status and headers, with the length its body would have, and no body. */
+  head?: boolean;
 }
 
 /**
@@ -111,6 +113,7 @@ export function mountHttp(app: App, opts: MountOptions): void {
     });
     // uWS invalidates `req` at the first await: copy everything now.
     const method = req.getMethod().toUpperCase();
+    state.head = method === 'HEAD';
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const headers: Record<string, string> = {};
@@ -132,7 +135,8 @@ export function mountHttp(app: App, opts: MountOptions): void {
 
     const early = opts.before?.(base);
     if (early) return send(early);
-    const match = router.match(method, path);
+    // HEAD is GET without the body (RFC 9110 §9.3.2): every GET route answers it.
+    const match = router.match(state.head ? 'GET' : method, path);
     // Before a route is known, a path under /api/ is the admin API's and speaks its language.
     const early404 = (reply: HttpReply) => send(path.startsWith('/api/') ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply);
     if (match === null) return early404(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
@@ -279,6 +283,7 @@ function writeHead(res: UwsResponse, status: number, headers: Record<string, str
 }
 
 function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): void {
+  if (state.head) return writeHeadReply(res, reply);
   if (reply.file) return void streamFile(res, reply, state);
   if (reply.stream) return void streamChunks(res, reply, state);
   let body: string | Buffer = '';
@@ -290,6 +295,27 @@ function writeReply(res: UwsResponse, reply: HttpReply, state: RequestState): vo
   res.cork(() => {
     writeHead(res, reply.status, headers, reply.cookies);
     res.end(body);
+  });
+}
+
+/** What a GET would have answered, without the body: Content-Length from the body or the file's size. */
+function writeHeadReply(res: UwsResponse, reply: HttpReply): void {
+  const headers = { ...reply.headers };
+  let length: number | undefined;
+  if (reply.file) {
+    length = reply.file.size > 0 ? reply.file.size : undefined;
+    void reply.file.handle.close().catch(() => undefined);
+  } else if (reply.stream) {
+    void Promise.resolve(reply.stream[Symbol.asyncIterator]().return?.()).catch(() => undefined);
+  } else if (reply.json !== undefined) {
+    length = Buffer.byteLength(JSON.stringify(reply.json));
+    headers['content-type'] ??= 'application/json; charset=utf-8';
+  } else {
+    length = Buffer.byteLength(reply.body ?? '');
+  }
+  res.cork(() => {
+    writeHead(res, reply.status, headers, reply.cookies);
+    res.endWithoutBody(length);
   });
 }
 

@@ -20,7 +20,29 @@ export const skillsStream = (agent: string | null): string => `skills:${agent ??
 export const SKILL_EVENT_SCHEMAS = {
   'skill.written': v.object({ agent: v.nullable(v.string()), name: v.string(), doc_filename: v.string(), bytes: v.number(), created: v.boolean() }),
   'skill.deleted': v.object({ agent: v.nullable(v.string()), name: v.string() }),
+  /**
+   * One skill sync (SPEC.md "Skill storage and sync"): counts only, never one fact per file, so a
+   * home with hundreds of skills and a watcher does not flood the log.
+   */
+  'skill.synced': v.object({
+    trigger: v.picklist(['start', 'watch', 'stop']),
+    mode: v.picklist(['link', 'copy']),
+    /** Names with a source skill, over every scope. */
+    skills: v.number(),
+    linked: v.number(),
+    copied: v.number(),
+    removed: v.number(),
+    unchanged: v.number(),
+    /** A root keeps its own skill of a name another root is the source of. */
+    conflicts: v.number(),
+    /** Directories that look like skills but have no valid SKILL.md: reported, not linked or copied anywhere. */
+    invalid: v.number(),
+    /** Actions refused because the disk changed under the plan, or that failed. */
+    failed: v.number(),
+  }),
 };
+/** Where skill syncs are recorded: not a scope, so no agent name can collide (`*`). */
+export const SKILL_SYNC_STREAM = 'skills:*sync';
 export const SKILL_EVENTS = typeNames(SKILL_EVENT_SCHEMAS);
 
 /** Stream `files:<agent>`: the agent's user-files area (its workspace). */
