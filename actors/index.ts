@@ -40,3 +40,5 @@ export * from './users/login-throttle.js';
 export * from './users/bootstrap.js';
 export * from './users/users-directory.js';
 export * from './tasks/task-hub.js';
+export * from './housekeeping/daily-job.js';
+export * from './housekeeping/cleanup.js';

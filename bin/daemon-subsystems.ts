@@ -26,6 +26,9 @@ import {
   startPortability,
   startTaskQueries,
   TaskHub,
+  DailyJob,
+  runCleanup,
+  userTimeZone,
   startTranscriber,
   startUsersDirectory,
   ensureBootstrapAdmin,
@@ -48,7 +51,7 @@ import {
   type WebhookServer,
 } from '../edges/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, MAIN_AGENT, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -73,6 +76,7 @@ import {
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
+  workspaceDir,
 } from '../store/index.js';
 import { VERSION } from './package-info.js';
 import type { Subsystem } from './subsystems.js';
@@ -495,6 +499,27 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    // After the agents: a sub-agent's cleanup settings come from its effective config.
+    name: 'cleanup',
+    start(ctx) {
+      // SPEC.md: hot reload neither starts nor stops it; the hour and the limits do follow reloads.
+      if (!ctx.config().cleanup.enabled) return;
+      const now = () => ctx.bus.now();
+      const job = new DailyJob({
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        now,
+        hour: () => ctx.config().cleanup.check_hour,
+        timeZone: () => userTimeZone(ctx.config().user_timezone, ctx.hostEnv),
+        run: async (at) => {
+          await runCleanup({ bus: ctx.bus, agents: () => housekeptAgents(ctx), workspaceOf: (n) => workspaceDir(ctx.paths, n), configOf: (n) => ctx.agents.agentConfig(n).cleanup }, at, ctx.startCorrelation);
+        },
+        onError: (m) => ctx.bus.emitLog('error', `cleanup: ${m}`),
+      });
+      job.start();
+      return () => job.stop();
+    },
+  },
+  {
     name: 'internal-api',
     async start(ctx) {
       const api = await startInternalApi({
@@ -582,6 +607,11 @@ function portTaken(key: string): (e: unknown) => never {
     const why = holder ? `it is in use by pid ${holder.pid} (${holder.command})` : 'it is in use, or not an address of this machine';
     throw new SvcError('listen-failed', `cannot listen on ${host}:${port} (${key} in config.json): ${why}; stop that process or choose another ${key}`, e.details);
   };
+}
+
+/** Main and every sub-agent in the registry, running or not: their workspaces are still theirs. */
+function housekeptAgents(ctx: DaemonContext): string[] {
+  return [MAIN_AGENT, ...ctx.registry().map((e) => e.name)];
 }
 
 /** What provider discovery finds now, with the models the cache refresher knows: the direct API and the admin listing share it. */

@@ -59,3 +59,4 @@ export * from './admin-socket.schema.js';
 export * from './admin-auth.schema.js';
 export * from './commands/user.commands.js';
 export * from './workflow.schema.js';
+export * from './events/housekeeping.events.js';

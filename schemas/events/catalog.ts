@@ -20,6 +20,7 @@ import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
+import { CLEANUP_EVENT_SCHEMAS, HEARTBEAT_EVENT_SCHEMAS, MEMORY_MAINTENANCE_EVENT_SCHEMAS } from './housekeeping.events.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -50,6 +51,9 @@ export const EVENT_SCHEMAS = {
   ...SYSTEM_EVENT_SCHEMAS,
   ...AUTOMATION_EVENT_SCHEMAS,
   ...TASK_EVENT_SCHEMAS,
+  ...CLEANUP_EVENT_SCHEMAS,
+  ...MEMORY_MAINTENANCE_EVENT_SCHEMAS,
+  ...HEARTBEAT_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */
