@@ -42,3 +42,4 @@ export * from './users/users-directory.js';
 export * from './tasks/task-hub.js';
 export * from './housekeeping/daily-job.js';
 export * from './housekeeping/cleanup.js';
+export * from './housekeeping/heartbeat.js';

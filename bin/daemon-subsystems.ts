@@ -27,6 +27,8 @@ import {
   startTaskQueries,
   TaskHub,
   DailyJob,
+  Heartbeat,
+  deliverToChatHistory,
   runCleanup,
   userTimeZone,
   startTranscriber,
@@ -517,6 +519,25 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       });
       job.start();
       return () => job.stop();
+    },
+  },
+  {
+    // After the agents it asks and whose stale turns it ends; stopped before them.
+    name: 'heartbeat',
+    start(ctx) {
+      const turns = agentTurnsReadModel(ctx.log.projectionDb());
+      const heartbeat = new Heartbeat({
+        bus: ctx.bus,
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        agents: () => housekeptAgents(ctx),
+        configOf: (n) => ctx.agents.agentConfig(n),
+        timeZoneOf: (n) => userTimeZone(ctx.agents.agentConfig(n).user_timezone, ctx.hostEnv),
+        runningTurns: (n) => turns.running(n),
+        deliver: deliverToChatHistory(ctx.bus),
+      });
+      // SPEC.md: enabled at start or not at all; a later reload changes what a tick does, not whether loops run.
+      heartbeat.start();
+      return () => heartbeat.stop();
     },
   },
   {

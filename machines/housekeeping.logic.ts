@@ -81,3 +81,72 @@ export function planCleanup(entries: readonly ListedEntry[], now: number, maxAge
   }
   return { remove, prune };
 }
+
+// ------------------------------------------------------------------ heartbeat
+
+/** The local hour (0..23) at `now` in `timeZone`. */
+export function localHour(now: number, timeZone: string): number {
+  const h = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', hour: 'numeric' }).format(now);
+  return Number(h) % 24;
+}
+
+/**
+ * Whether `now` falls in the quiet hours [start, end) of the user's zone. A window that wraps
+ * midnight (21 → 8) is quiet from 21:00 to 07:59; start equal to end has no quiet hours.
+ */
+export function inQuietHours(now: number, quietStart: number, quietEnd: number, timeZone: string): boolean {
+  if (quietStart === quietEnd) return false;
+  const h = localHour(now, timeZone);
+  return quietStart < quietEnd ? h >= quietStart && h < quietEnd : h >= quietStart || h < quietEnd;
+}
+
+export type HeartbeatSkip = 'quiet' | 'no-session' | 'provider-mismatch' | 'busy' | 'cooldown';
+
+export interface HeartbeatChat {
+  /** The chat's live session, or null: heartbeats only resume, they never open one. */
+  session: { providers: readonly string[]; lastActiveMs: number; busy: boolean } | null;
+  /** A heartbeat of ours is still running in this chat. */
+  inFlight: boolean;
+}
+
+export interface HeartbeatRules {
+  quietStart: number;
+  quietEnd: number;
+  cooldownMinutes: number;
+  timeZone: string;
+  /** The provider the agent is configured for now: a session only holding another one's conversation is not resumed. */
+  provider: string;
+}
+
+/** Whether this tick sends the heartbeat prompt to the chat, or why not (reported in this order). */
+export function heartbeatDecision(chat: HeartbeatChat, now: number, rules: HeartbeatRules): { send: true } | { send: false; skip: HeartbeatSkip } {
+  if (inQuietHours(now, rules.quietStart, rules.quietEnd, rules.timeZone)) return { send: false, skip: 'quiet' };
+  const s = chat.session;
+  if (!s) return { send: false, skip: 'no-session' };
+  if (!s.providers.includes(rules.provider)) return { send: false, skip: 'provider-mismatch' };
+  if (s.busy || chat.inFlight) return { send: false, skip: 'busy' };
+  if (now - s.lastActiveMs < rules.cooldownMinutes * 60_000) return { send: false, skip: 'cooldown' };
+  return { send: true };
+}
+
+/**
+ * Whether an answer is only the acknowledgement (nothing for the user): the token, possibly
+ * repeated, quoted, emphasised or followed by punctuation. An empty answer says nothing either.
+ */
+export function isHeartbeatAck(answer: string, ackToken: string): boolean {
+  const token = ackToken.trim();
+  const rest = token ? answer.split(token).join('') : answer;
+  return rest.replace(/[\s`*_~.!,;:"'()[\]>-]/g, '') === '';
+}
+
+export interface LiveTurn {
+  turn_id: string;
+  session_key: string;
+  started_ms: number;
+}
+
+/** SPEC.md timeouts: a turn running longer than `cli_timeout * 2` is stale. */
+export function staleTurns<T extends LiveTurn>(running: readonly T[], now: number, cliTimeoutSeconds: number): T[] {
+  const threshold = cliTimeoutSeconds * 2 * 1000;
+  return running.filter((r) => now - r.started_ms > threshold);
+}
