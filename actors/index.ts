@@ -43,3 +43,4 @@ export * from './tasks/task-hub.js';
 export * from './housekeeping/daily-job.js';
 export * from './housekeeping/cleanup.js';
 export * from './housekeeping/heartbeat.js';
+export * from './housekeeping/memory-maintenance.js';

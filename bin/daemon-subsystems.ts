@@ -28,6 +28,8 @@ import {
   TaskHub,
   DailyJob,
   Heartbeat,
+  MemoryMaintenance,
+  seedMemoryReview,
   deliverToChatHistory,
   runCleanup,
   userTimeZone,
@@ -53,7 +55,7 @@ import {
   type WebhookServer,
 } from '../edges/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { AGENT_EVENTS, CONFIG_EVENTS, MAIN_AGENT, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, HOUSEKEEPING_STREAM, MAIN_AGENT, MEMORY_MAINTENANCE_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -516,6 +518,39 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           await runCleanup({ bus: ctx.bus, agents: () => housekeptAgents(ctx), workspaceOf: (n) => workspaceDir(ctx.paths, n), configOf: (n) => ctx.agents.agentConfig(n).cleanup }, at, ctx.startCorrelation);
         },
         onError: (m) => ctx.bus.emitLog('error', `cleanup: ${m}`),
+      });
+      job.start();
+      return () => job.stop();
+    },
+  },
+  {
+    // After the agents: it ends their old sessions through them.
+    name: 'memory-maintenance',
+    async start(ctx) {
+      const memory = ctx.config().memory;
+      if (!memory.enabled) return;
+      await seedMemoryReview(
+        {
+          bus: ctx.bus,
+          paths: ctx.paths,
+          checkHour: memory.check_hour,
+          seededBefore: () => ctx.log.read({ stream: HOUSEKEEPING_STREAM, types: [MEMORY_MAINTENANCE_EVENTS.review_seeded] }).length > 0,
+        },
+        ctx.startCorrelation,
+      ).catch((e: unknown) => ctx.bus.emitLog('warn', `memory review cron job not seeded: ${describeError(e)}`));
+      const maintenance = new MemoryMaintenance({
+        bus: ctx.bus,
+        agents: () => housekeptAgents(ctx),
+        configOf: (n) => ctx.agents.agentConfig(n).memory,
+        workspaceOf: (n) => workspaceDir(ctx.paths, n),
+      });
+      const job = new DailyJob({
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        now: () => ctx.bus.now(),
+        hour: () => ctx.config().memory.check_hour,
+        timeZone: () => userTimeZone(ctx.config().user_timezone, ctx.hostEnv),
+        run: async (at) => void (await maintenance.run(at, ctx.startCorrelation)),
+        onError: (m) => ctx.bus.emitLog('error', `memory maintenance: ${m}`),
       });
       job.start();
       return () => job.stop();

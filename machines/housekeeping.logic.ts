@@ -1,3 +1,5 @@
+import { MAIN_AGENT } from '../schemas/index.js';
+import { alwaysLoadModules } from './memory.logic.js';
 import { latestDailyBoundary } from './time-zone.logic.js';
 
 /*
@@ -149,4 +151,60 @@ export interface LiveTurn {
 export function staleTurns<T extends LiveTurn>(running: readonly T[], now: number, cliTimeoutSeconds: number): T[] {
   const threshold = cliTimeoutSeconds * 2 * 1000;
   return running.filter((r) => now - r.started_ms > threshold);
+}
+
+// ------------------------------------------------------------------ memory maintenance
+
+/**
+ * Sessions to end for age (MemoryConfig `session_max_age_days`, 0 keeps them): created longer ago
+ * than the limit. A busy one is left for the next run rather than cut mid-answer; task sessions
+ * belong to their task.
+ */
+export function sessionsPastMaxAge<S extends { key: string; createdMs: number; busy: boolean }>(sessions: readonly S[], now: number, maxAgeDays: number): S[] {
+  if (!(maxAgeDays > 0)) return [];
+  return sessions.filter((s) => !s.key.startsWith('task:') && !s.busy && now - s.createdMs > maxAgeDays * DAY_MS);
+}
+
+export interface MemoryCheck {
+  /** Modules over `module_line_limit`, nested ones included (reported, never cut). */
+  overLimit: { filename: string; lines: number }[];
+  /** Always Load entries of MAINMEMORY.md naming a file that does not exist. */
+  missing: string[];
+}
+
+/** The daily look at one workspace's memory: `modules` as the store lists them (root files and `modules/**`). */
+export function checkMemory(modules: readonly { filename: string; lines: number }[], mainMemoryText: string, lineLimit: number): MemoryCheck {
+  const names = new Set(modules.map((m) => m.filename));
+  return {
+    overLimit: modules.filter((m) => m.filename.startsWith('modules/') && m.lines > lineLimit).map((m) => ({ filename: m.filename, lines: m.lines })),
+    missing: alwaysLoadModules(mainMemoryText).filter((f) => !names.has(f)),
+  };
+}
+
+export const MEMORY_REVIEW_JOB_ID = 'memory-review';
+
+export const MEMORY_REVIEW_PROMPT = [
+  'Monthly memory review.',
+  'Read memory_system/MAINMEMORY.md and every module under memory_system/modules/.',
+  'Merge duplicates, remove facts that are no longer true, split modules that grew past the line limit into nested modules,',
+  'and keep the Always Load table of MAINMEMORY.md to the modules every session needs.',
+].join(' ');
+
+/**
+ * The cron record of the monthly memory review: the 1st of each month at the memory check hour in
+ * the user's zone (the scheduler reads `timezone` null as the global zone). The prompt is the
+ * description, which is what a cron job asks its agent.
+ */
+export function memoryReviewJob(checkHour: number): { id: string; title: string; name: string; schedule: string; agent: string; enabled: boolean; description: string; prompt: string; timezone: null } {
+  return {
+    id: MEMORY_REVIEW_JOB_ID,
+    title: 'Monthly memory review',
+    name: 'Monthly memory review',
+    schedule: `0 ${checkHour} 1 * *`,
+    agent: MAIN_AGENT,
+    enabled: true,
+    description: MEMORY_REVIEW_PROMPT,
+    prompt: MEMORY_REVIEW_PROMPT,
+    timezone: null,
+  };
 }
