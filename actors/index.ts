@@ -44,3 +44,7 @@ export * from './chat-delivery/chat-delivery.js';
 export * from './workflows/workflow-engine.js';
 export * from './workflows/workflow-definitions-watcher.js';
 export * from './workflows/workflow-chat.js';
+export * from './housekeeping/daily-job.js';
+export * from './housekeeping/cleanup.js';
+export * from './housekeeping/heartbeat.js';
+export * from './housekeeping/memory-maintenance.js';

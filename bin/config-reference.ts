@@ -368,9 +368,8 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
  */
 export const NOT_YET_USED: readonly string[] = [
   'transport', 'transports', 'telegram_token', 'allowed_group_ids', 'group_mention_only', 'update_check',
-  'matrix', 'streaming', 'docker', 'heartbeat', 'cleanup', 'webhooks', 'fileshare', 'image', 'scene', 'rag',
-  'memory.module_line_limit', 'memory.session_max_age_days', 'memory.check_hour', 'memory.vector_search',
-  'memory.vector_model', 'memory.vector_results', 'tasks.enabled', 'tasks.max_parallel', 'timeouts.subagent',
+  'matrix', 'streaming', 'docker', 'image', 'scene', 'rag',
+  'memory.vector_search', 'memory.vector_model', 'memory.vector_results', 'timeouts.subagent',
   'timeouts.warning_intervals',
 ];
 
@@ -418,8 +417,8 @@ export function configReference(): string {
     '- Nested blocks are written as JSON objects: `api.port` is `{"api": {"port": 8741}}`. A block',
     '  may name only the keys it changes. `[]` marks the fields of each item of a list.',
     '- Fields marked *Not used by this version yet* are accepted and kept, but nothing in this version',
-    '  of svc reads them: the Telegram and Matrix transports, the Docker sandbox, heartbeat and cleanup',
-    '  are not included yet.',
+    '  of svc reads them: the Telegram and Matrix transports and the Docker sandbox are not included',
+    '  yet.',
     '- Timeouts: `cli_timeout` (default 1800) is copied into `timeouts.normal` only when the file sets',
     '  `cli_timeout` to a value other than 600 and does not set `timeouts.normal`; an untouched',
     '  configuration gives foreground turns 600 seconds.',

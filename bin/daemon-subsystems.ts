@@ -30,6 +30,13 @@ import {
   startPortability,
   startTaskQueries,
   TaskHub,
+  DailyJob,
+  Heartbeat,
+  MemoryMaintenance,
+  seedMemoryReview,
+  deliverToChatHistory,
+  runCleanup,
+  userTimeZone,
   startTranscriber,
   startUsersDirectory,
   ensureBootstrapAdmin,
@@ -54,7 +61,7 @@ import {
   type WebhookServer,
 } from '../edges/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
-import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, HOUSEKEEPING_STREAM, MAIN_AGENT, MEMORY_MAINTENANCE_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -81,6 +88,7 @@ import {
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
+  workspaceDir,
 } from '../store/index.js';
 import { VERSION } from './package-info.js';
 import type { Subsystem } from './subsystems.js';
@@ -587,6 +595,79 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     },
   },
   {
+    // After the agents: a sub-agent's cleanup settings come from its effective config.
+    name: 'cleanup',
+    start(ctx) {
+      // SPEC.md: hot reload neither starts nor stops it; the hour and the limits do follow reloads.
+      if (!ctx.config().cleanup.enabled) return;
+      const now = () => ctx.bus.now();
+      const job = new DailyJob({
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        now,
+        hour: () => ctx.config().cleanup.check_hour,
+        timeZone: () => userTimeZone(ctx.config().user_timezone, ctx.hostEnv),
+        run: async (at) => {
+          await runCleanup({ bus: ctx.bus, agents: () => housekeptAgents(ctx), workspaceOf: (n) => workspaceDir(ctx.paths, n), configOf: (n) => ctx.agents.agentConfig(n).cleanup }, at, ctx.startCorrelation);
+        },
+        onError: (m) => ctx.bus.emitLog('error', `cleanup: ${m}`),
+      });
+      job.start();
+      return () => job.stop();
+    },
+  },
+  {
+    // After the agents: it ends their old sessions through them.
+    name: 'memory-maintenance',
+    async start(ctx) {
+      const memory = ctx.config().memory;
+      if (!memory.enabled) return;
+      await seedMemoryReview(
+        {
+          bus: ctx.bus,
+          paths: ctx.paths,
+          checkHour: memory.check_hour,
+          seededBefore: () => ctx.log.read({ stream: HOUSEKEEPING_STREAM, types: [MEMORY_MAINTENANCE_EVENTS.review_seeded] }).length > 0,
+        },
+        ctx.startCorrelation,
+      ).catch((e: unknown) => ctx.bus.emitLog('warn', `memory review cron job not seeded: ${describeError(e)}`));
+      const maintenance = new MemoryMaintenance({
+        bus: ctx.bus,
+        agents: () => housekeptAgents(ctx),
+        configOf: (n) => ctx.agents.agentConfig(n).memory,
+        workspaceOf: (n) => workspaceDir(ctx.paths, n),
+      });
+      const job = new DailyJob({
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        now: () => ctx.bus.now(),
+        hour: () => ctx.config().memory.check_hour,
+        timeZone: () => userTimeZone(ctx.config().user_timezone, ctx.hostEnv),
+        run: async (at) => void (await maintenance.run(at, ctx.startCorrelation)),
+        onError: (m) => ctx.bus.emitLog('error', `memory maintenance: ${m}`),
+      });
+      job.start();
+      return () => job.stop();
+    },
+  },
+  {
+    // After the agents it asks and whose stale turns it ends; stopped before them.
+    name: 'heartbeat',
+    start(ctx) {
+      const turns = agentTurnsReadModel(ctx.log.projectionDb());
+      const heartbeat = new Heartbeat({
+        bus: ctx.bus,
+        ...(ctx.opts.turnClock ? { clock: ctx.opts.turnClock } : {}),
+        agents: () => housekeptAgents(ctx),
+        configOf: (n) => ctx.agents.agentConfig(n),
+        timeZoneOf: (n) => userTimeZone(ctx.agents.agentConfig(n).user_timezone, ctx.hostEnv),
+        runningTurns: (n) => turns.running(n),
+        deliver: deliverToChatHistory(ctx.bus),
+      });
+      // SPEC.md: enabled at start or not at all; a later reload changes what a tick does, not whether loops run.
+      heartbeat.start();
+      return () => heartbeat.stop();
+    },
+  },
+  {
     name: 'internal-api',
     async start(ctx) {
       const api = await startInternalApi({
@@ -674,6 +755,11 @@ function portTaken(key: string): (e: unknown) => never {
     const why = holder ? `it is in use by pid ${holder.pid} (${holder.command})` : 'it is in use, or not an address of this machine';
     throw new SvcError('listen-failed', `cannot listen on ${host}:${port} (${key} in config.json): ${why}; stop that process or choose another ${key}`, e.details);
   };
+}
+
+/** Main and every sub-agent in the registry, running or not: their workspaces are still theirs. */
+function housekeptAgents(ctx: DaemonContext): string[] {
+  return [MAIN_AGENT, ...ctx.registry().map((e) => e.name)];
 }
 
 /** What provider discovery finds now, with the models the cache refresher knows: the direct API and the admin listing share it. */

@@ -41,3 +41,4 @@ export * from './workflow-run.logic.js';
 export * from './workflow-run.machine.js';
 export * from './workflow-command.logic.js';
 export * from './skill-sync.logic.js';
+export * from './housekeeping.logic.js';

@@ -62,3 +62,4 @@ export * from './workflow.schema.js';
 export * from './events/workflow-run.events.js';
 export * from './commands/workflow.commands.js';
 export * from './commands/chat-delivery.commands.js';
+export * from './events/housekeeping.events.js';

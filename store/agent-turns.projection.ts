@@ -139,8 +139,15 @@ export function agentActivity(db: Database.Database, agent: string, sessionsSinc
     .get(sessionsSinceMs, agent) as AgentActivity;
 }
 
-/** The read model bound to one connection, for the admin agents actor. */
+/** The agent's turns that started and have not ended, oldest first (`turn_id` without the `turn:` prefix). */
+export function runningTurns(db: Database.Database, agent: string): { turn_id: string; session_key: string; started_ms: number }[] {
+  const rows = db.prepare(`SELECT turn, session_key, started_ms FROM agent_turns WHERE agent = ? AND ended_ms IS NULL ORDER BY started_ms`).all(agent) as { turn: string; session_key: string; started_ms: number }[];
+  return rows.map((r) => ({ turn_id: r.turn.slice('turn:'.length), session_key: r.session_key, started_ms: r.started_ms }));
+}
+
+/** The read model bound to one connection, for the admin agents actor and the stale-turn sweep. */
 export interface AgentTurnsReadModel {
+  running(agent: string): { turn_id: string; session_key: string; started_ms: number }[];
   stats(agent: string, sinceMs: number, untilMs: number): TurnStats;
   history(agent: string, startMs: number, bucketMs: number, count: number): TurnBucket[];
   activity(agent: string, sessionsSinceMs: number): AgentActivity;
@@ -148,6 +155,7 @@ export interface AgentTurnsReadModel {
 
 export function agentTurnsReadModel(db: Database.Database): AgentTurnsReadModel {
   return {
+    running: (agent) => runningTurns(db, agent),
     stats: (agent, since, until) => turnStats(db, agent, since, until),
     history: (agent, start, bucket, n) => turnHistory(db, agent, start, bucket, n),
     activity: (agent, since) => agentActivity(db, agent, since),

@@ -431,7 +431,7 @@ export class AgentRuntime {
 }
 
 /** POSIX hosts name their zone by the `/etc/localtime` symlink (resolveTimezone reads the zoneinfo path). */
-function hostZone(): string | null {
+export function hostZone(): string | null {
   try {
     return readlinkSync('/etc/localtime');
   } catch {

@@ -107,6 +107,11 @@ export class AgentSupervisor {
     return [...this.runtimes.keys()];
   }
 
+  /** The agent's effective config (SPEC.md merge priority), for upkeep that follows per-agent overrides. */
+  agentConfig(name: string): AgentConfig {
+    return this.configOf(name);
+  }
+
   private configOf(name: string): AgentConfig {
     const main = this.d.mainConfig();
     if (name === MAIN_AGENT) return main;

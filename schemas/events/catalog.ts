@@ -22,6 +22,7 @@ import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
 import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
 import { CHAT_DELIVERY_CHUNK_SCHEMAS } from '../commands/chat-delivery.commands.js';
+import { CLEANUP_EVENT_SCHEMAS, HEARTBEAT_EVENT_SCHEMAS, MEMORY_MAINTENANCE_EVENT_SCHEMAS } from './housekeeping.events.js';
 
 /*
  * Every fact svc publishes, type → payload schema, gathered from the per-stream files. `Fact`,
@@ -54,6 +55,9 @@ export const EVENT_SCHEMAS = {
   ...TASK_EVENT_SCHEMAS,
   ...WORKFLOW_RUN_EVENT_SCHEMAS,
   ...WORKFLOW_DEFINITION_EVENT_SCHEMAS,
+  ...CLEANUP_EVENT_SCHEMAS,
+  ...MEMORY_MAINTENANCE_EVENT_SCHEMAS,
+  ...HEARTBEAT_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -215,7 +215,8 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
     ['/api/chat?agent=main', null],
     ['/api/commands', { commands: [{ command: str, description: str }], multiagent: arr }],
     ['/api/providers/available', { providers: arr }],
-    ['/api/cron', [{ id: cronId, title: str, name: str, schedule: str, agent: str, enabled: bool, status: 'active', description: str, execution_count: num }]],
+    // The memory-review job the daemon seeds at its first start comes first (MemoryConfig).
+    ['/api/cron', [{ id: 'memory-review' }, { id: cronId, title: str, name: str, schedule: str, agent: str, enabled: bool, status: 'active', description: str, execution_count: num }]],
     ['/api/webhooks', [{ id: hookId, name: str, title: str, url: `/hooks/${hookId}`, agent: str, enabled: bool, trigger_count: num, secret: '***', mode: 'wake' }]],
     ['/api/tasks', arr],
     ['/api/sessions', null],
@@ -275,7 +276,7 @@ t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, 
   r = await viewer.call('POST', '/api/auth/login', { username: 'vera', password: 'vera-password-1' });
   t.match(r, { status: 200, body: { user: { username: 'vera', role: 'viewer' } } });
   t.ok(viewer.jar.get(AUTH_COOKIES.csrf), 'the viewer has a CSRF cookie, so refusals are about the role');
-  t.match(await viewer.call('GET', '/api/cron'), { status: 200, body: [{ id: cronId }] }, 'the viewer reads the pages it may');
+  t.match(await viewer.call('GET', '/api/cron'), { status: 200, body: [{ id: 'memory-review' }, { id: cronId }] }, 'the viewer reads the pages it may');
 
   // State, not the daemon's own log lines, which may be written at any moment.
   const state = () => Object.fromEntries(Object.entries(snapshot(root)).filter(([k]) => !/^logs(\/|$)/.test(k)));

@@ -1,0 +1,239 @@
+import { randomUUID } from 'node:crypto';
+import { agentsOf, type Bus } from '../../bus/index.js';
+import { heartbeatDecision, isHeartbeatAck, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import {
+  AGENT_COMMANDS,
+  CHAT_SESSION_COMMANDS,
+  HEARTBEAT_EVENTS,
+  MAX_CHAT_MESSAGE_CHARS,
+  HEARTBEAT_STREAM,
+  describeError,
+  type AgentConfig,
+  type HeartbeatTarget,
+  type Principal,
+  type SessionSummary,
+} from '../../schemas/index.js';
+import type { ActorClock } from '../host/actor-host.js';
+import { REAL_CLOCK } from './daily-job.js';
+
+/*
+ * Heartbeat (SPEC.md HeartbeatConfig): every `interval_minutes` each agent with heartbeat enabled
+ * looks at its chats that have a session, and each `group_targets` entry at its own chat on its own
+ * interval, and asks the agent the heartbeat prompt where the rules allow. It only resumes: a chat
+ * without a session (or whose session holds no conversation with the configured provider) is left
+ * alone. An answer that is only the ack token is dropped; anything else is delivered to the chat.
+ * Each tick of an agent's chat loop also ends that agent's turns running past `cli_timeout * 2`.
+ */
+
+/** svc itself asks; SPEC.md: system-initiated turns run with the admin role. */
+export function heartbeatPrincipal(chat: { transport: string; chat_id: number; topic_id: number | null }): Principal {
+  return { kind: 'system', id: 'heartbeat', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'heartbeat', chat_id: chat.chat_id, topic_id: chat.topic_id } };
+}
+
+export interface HeartbeatDelivery {
+  agent: string;
+  transport: string;
+  chat_id: number;
+  topic_id: number | null;
+  text: string;
+  request_id: string;
+}
+
+export interface HeartbeatDeps {
+  bus: Bus;
+  clock?: ActorClock;
+  /** Agents looked at when the heartbeat starts (SPEC.md: hot reload does not add loops). */
+  agents: () => string[];
+  configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone'>;
+  timeZoneOf: (agent: string) => string;
+  /** Turns of the agent that started and have not ended. */
+  runningTurns: (agent: string) => LiveTurn[];
+  /** Hands a non-ack answer to the chat. */
+  deliver: (d: HeartbeatDelivery) => Promise<void>;
+  /** Skips are not facts (one per chat per tick would flood the log): tests and debug logs see them here. */
+  onSkip?: (chat: { agent: string; chat_id: number; topic_id: number | null }, skip: HeartbeatSkip) => void;
+}
+
+interface Loop {
+  agent: string;
+  /** null: the agent's chats not claimed by a group target. */
+  target: HeartbeatTarget | null;
+  timer: unknown;
+}
+
+const SYSTEM = heartbeatPrincipal({ transport: 'heartbeat', chat_id: 0, topic_id: null });
+const isTaskKey = (key: string) => key.startsWith('task:');
+
+export class Heartbeat {
+  private readonly loops: Loop[] = [];
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Stale turns already aborted, so a turn slow to die is not aborted (and recorded) each tick. */
+  private readonly swept = new Set<string>();
+  private stopped = false;
+
+  constructor(private readonly d: HeartbeatDeps) {}
+
+  private get clock(): ActorClock {
+    return this.d.clock ?? REAL_CLOCK;
+  }
+
+  /** Starts one loop per agent with heartbeat enabled and one per group target. How many loops run. */
+  start(): number {
+    for (const agent of this.d.agents()) {
+      let hb: AgentConfig['heartbeat'];
+      try {
+        hb = this.d.configOf(agent).heartbeat;
+      } catch (e) {
+        this.d.bus.emitLog('warn', `heartbeat: ${agent}: ${describeError(e)}`);
+        continue;
+      }
+      if (!hb.enabled) continue;
+      for (const target of [null, ...hb.group_targets]) {
+        const loop: Loop = { agent, target, timer: null };
+        this.loops.push(loop);
+        this.schedule(loop);
+      }
+    }
+    return this.loops.length;
+  }
+
+  /** Stops the loops and waits for the heartbeats still running. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const l of this.loops) if (l.timer !== null) this.clock.clearTimeout(l.timer as never);
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  private intervalMs(loop: Loop): number {
+    const hb = this.d.configOf(loop.agent).heartbeat;
+    return (loop.target?.interval_minutes ?? hb.interval_minutes) * 60_000;
+  }
+
+  private schedule(loop: Loop): void {
+    if (this.stopped) return;
+    let ms: number;
+    try {
+      ms = this.intervalMs(loop);
+    } catch {
+      // The agent's config broke after start: look again in the default interval.
+      ms = 30 * 60_000;
+    }
+    loop.timer = this.clock.setTimeout(() => {
+      loop.timer = null;
+      void this.tick(loop.agent, loop.target)
+        .catch((e: unknown) => this.d.bus.emitLog('error', `heartbeat ${loop.agent}: ${describeError(e)}`))
+        .finally(() => this.schedule(loop));
+    }, ms);
+  }
+
+  /**
+   * One tick of a loop: for `target` null, the stale sweep and every chat of the agent no group
+   * target claims; otherwise that target's chat. Resolves once the heartbeats are sent (not answered).
+   */
+  async tick(agent: string, target: HeartbeatTarget | null): Promise<void> {
+    if (this.stopped) return;
+    const cfg = this.d.configOf(agent);
+    const hb = cfg.heartbeat;
+    if (!hb.enabled) return;
+    const now = this.d.bus.now();
+    const sessions = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }, { by: 'heartbeat' })).filter((s) => s.agent === agent && !isTaskKey(s.key));
+    if (target === null) await this.sweep(agent, cfg.cli_timeout, sessions, now);
+    const summary = (await this.d.bus.send(AGENT_COMMANDS.list, { principal: SYSTEM }, { by: 'heartbeat' })).find((a) => a.name === agent);
+    if (!summary) return;
+    const claimed = (s: { chat_id: number; topic_id: number | null }, t: HeartbeatTarget) => s.chat_id === t.chat_id && (t.topic_id ?? null) === s.topic_id;
+    const chats: { transport: string; chat_id: number; topic_id: number | null; session: SessionSummary | null }[] =
+      target === null
+        ? sessions.filter((s) => !hb.group_targets.some((t) => claimed(s, t))).map((s) => ({ transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id, session: s }))
+        : [{ transport: '', chat_id: target.chat_id, topic_id: target.topic_id ?? null, session: sessions.find((s) => claimed(s, target)) ?? null }];
+    const rules = {
+      quietStart: target?.quiet_start ?? hb.quiet_start,
+      quietEnd: target?.quiet_end ?? hb.quiet_end,
+      cooldownMinutes: hb.cooldown_minutes,
+      timeZone: this.d.timeZoneOf(agent),
+      provider: summary.provider,
+    };
+    for (const chat of chats) {
+      const key = `${agent}\u0000${chat.chat_id}\u0000${chat.topic_id ?? ''}`;
+      const s = chat.session;
+      const decision = heartbeatDecision(
+        { session: s ? { providers: s.providers, lastActiveMs: Date.parse(s.last_active), busy: s.busy } : null, inFlight: this.inFlight.has(key) },
+        now,
+        rules,
+      );
+      if (!decision.send) {
+        this.d.onSkip?.({ agent, chat_id: chat.chat_id, topic_id: chat.topic_id }, decision.skip);
+        continue;
+      }
+      const where = { agent, transport: s!.transport, chat_id: chat.chat_id, topic_id: chat.topic_id };
+      const run = this.send(where, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, run);
+    }
+  }
+
+  private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, prompt: string, ackToken: string): Promise<void> {
+    const requestId = `heartbeat:${randomUUID()}`;
+    const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background' }, heartbeatPrincipal(where), { requestId });
+    try {
+      const admission = await asked.accepted;
+      if (!admission.accepted) {
+        this.d.bus.emitLog('info', `heartbeat ${where.agent} chat ${where.chat_id}: refused (${admission.code}): ${admission.message}`);
+        return;
+      }
+      const outcome = await asked.outcome;
+      if (outcome.status !== 'completed' || outcome.is_error) {
+        this.d.bus.emitLog('info', `heartbeat ${where.agent} chat ${where.chat_id}: the turn ended ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ''}`);
+        return;
+      }
+      const delivered = !isHeartbeatAck(outcome.text, ackToken);
+      if (delivered) await this.d.deliver({ ...where, text: outcome.text, request_id: requestId });
+      await this.d.bus.publish({ stream: HEARTBEAT_STREAM, type: HEARTBEAT_EVENTS.answered, data: { ...where, request_id: requestId, delivered }, correlation: requestId });
+    } catch (e) {
+      this.d.bus.emitLog('warn', `heartbeat ${where.agent} chat ${where.chat_id}: ${describeError(e)}`);
+    }
+  }
+
+  /** Ends the agent's turns running past `cli_timeout * 2` through the chat abort every surface uses. */
+  private async sweep(agent: string, cliTimeout: number, sessions: SessionSummary[], now: number): Promise<void> {
+    const stale = staleTurns(this.d.runningTurns(agent), now, cliTimeout).filter((t) => !this.swept.has(t.turn_id));
+    for (const turn of stale) {
+      this.swept.add(turn.turn_id);
+      const session = sessions.find((s) => s.key === turn.session_key);
+      if (!session) {
+        this.d.bus.emitLog('warn', `heartbeat: turn ${turn.turn_id} of ${agent} runs past cli_timeout * 2 but its session ${turn.session_key} is not live; not aborted`);
+        continue;
+      }
+      const { killed } = await agentsOf(this.d.bus).abort(session.chat_id, heartbeatPrincipal(session), agent);
+      await this.d.bus.publish({
+        stream: HEARTBEAT_STREAM,
+        type: HEARTBEAT_EVENTS.stale_aborted,
+        data: { agent, turn_id: turn.turn_id, session_key: turn.session_key, chat_id: session.chat_id, running_ms: Math.max(0, Math.round(now - turn.started_ms)), threshold_ms: Math.round(cliTimeout * 2000), killed },
+        correlation: `turn:${turn.turn_id}`,
+      });
+    }
+  }
+}
+
+/**
+ * Where a heartbeat answer goes in this version: the agent's chat history, as a `chat_message`
+ * (WIRE.md §2) that live admin sockets show at once. Messenger edges, when they exist, deliver to
+ * their own chat instead.
+ */
+export function deliverToChatHistory(bus: Bus): (d: HeartbeatDelivery) => Promise<void> {
+  return async (d) => {
+    await bus.send(
+      CHAT_SESSION_COMMANDS.recordEnvelope,
+      {
+        agent: d.agent,
+        message: {
+          id: d.request_id,
+          sender: 'agent',
+          content: d.text.slice(0, MAX_CHAT_MESSAGE_CHARS),
+          timestamp: new Date(bus.now()).toISOString(),
+          kind: 'text',
+          meta: { source: 'heartbeat', transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id },
+        },
+      },
+      { correlation: d.request_id, by: 'heartbeat' },
+    );
+  };
+}

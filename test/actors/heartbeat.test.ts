@@ -1,0 +1,214 @@
+import t from 'tap';
+import { SimulatedClock } from 'xstate';
+import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
+import { Bus, serveAgents } from '../../bus/index.js';
+import { heartbeatDecision, inQuietHours, isHeartbeatAck, staleTurns, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
+import { AGENT_COMMANDS, HEARTBEAT_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
+import { MemoryEventLog } from '../../store/index.js';
+
+const MIN = 60_000;
+const at = (iso: string) => Date.parse(iso);
+
+t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
+  for (const [iso, quiet] of [
+    ['2026-11-27T20:59:00Z', false],
+    ['2026-11-27T21:00:00Z', true],
+    ['2026-11-27T23:30:00Z', true],
+    ['2026-11-28T07:59:00Z', true],
+    ['2026-11-28T08:00:00Z', false],
+    ['2026-11-28T12:00:00Z', false],
+  ] as const) t.equal(inQuietHours(at(iso), 21, 8, 'UTC'), quiet, iso);
+  t.notOk(inQuietHours(at('2026-11-27T23:00:00Z'), 9, 9, 'UTC'), 'start equal to end: never quiet');
+  t.ok(inQuietHours(at('2026-11-27T12:00:00Z'), 9, 17, 'UTC'), 'a window inside one day');
+  // 20:30Z is 21:30 in Berlin (UTC+1 in November).
+  t.ok(inQuietHours(at('2026-11-27T20:30:00Z'), 21, 8, 'Europe/Berlin'));
+});
+
+t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => {
+  const NOON = at('2026-11-27T12:00:00Z');
+  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude' };
+  const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, busy: false };
+  const cases: [string, HeartbeatChat, number, ReturnType<typeof heartbeatDecision>][] = [
+    ['idle chat with a claude session', { session: idle, inFlight: false }, NOON, { send: true }],
+    ['quiet hours win over everything', { session: idle, inFlight: false }, at('2026-11-27T22:00:00Z'), { send: false, skip: 'quiet' }],
+    ['no session: never created', { session: null, inFlight: false }, NOON, { send: false, skip: 'no-session' }],
+    ['the session holds another provider', { session: { ...idle, providers: ['codex'] }, inFlight: false }, NOON, { send: false, skip: 'provider-mismatch' }],
+    ['a turn is running', { session: { ...idle, busy: true }, inFlight: false }, NOON, { send: false, skip: 'busy' }],
+    ['our last heartbeat still runs', { session: idle, inFlight: true }, NOON, { send: false, skip: 'busy' }],
+    ['active 4 minutes ago', { session: { ...idle, lastActiveMs: NOON - 4 * MIN }, inFlight: false }, NOON, { send: false, skip: 'cooldown' }],
+    ['active exactly 5 minutes ago', { session: { ...idle, lastActiveMs: NOON - 5 * MIN }, inFlight: false }, NOON, { send: true }],
+  ];
+  for (const [name, chat, now, want] of cases) t.same(heartbeatDecision(chat, now, rules), want, name);
+});
+
+t.test('ack detection', async (t) => {
+  for (const a of ['HEARTBEAT_OK', '  HEARTBEAT_OK\n', '**HEARTBEAT_OK**.', '`HEARTBEAT_OK`', 'HEARTBEAT_OK HEARTBEAT_OK', '']) t.ok(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
+  for (const a of ['HEARTBEAT_OK, but the nightly build failed', 'All fine', 'heartbeat_ok']) t.notOk(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
+  t.ok(isHeartbeatAck('NOTHING', 'NOTHING'), 'per-target tokens');
+});
+
+t.test('staleTurns: past cli_timeout * 2', async (t) => {
+  const now = at('2026-11-27T12:00:00Z');
+  const turns = [
+    { turn_id: 'a', session_key: 'k', started_ms: now - 1200_000 },
+    { turn_id: 'b', session_key: 'k', started_ms: now - 1200_001 },
+  ];
+  t.same(staleTurns(turns, now, 600).map((x) => x.turn_id), ['b']);
+});
+
+// ------------------------------------------------------------------ the actor on a bus
+
+const NOON = at('2026-11-27T12:00:00Z');
+
+function session(chat_id: number, over: Partial<SessionSummary> = {}): SessionSummary {
+  return {
+    id: `main:api:${chat_id}`, agent: 'main', key: `api:${chat_id}`, transport: 'api', chat_id, topic_id: null,
+    created_at: new Date(NOON - 600 * MIN).toISOString(), last_active: new Date(NOON - 60 * MIN).toISOString(),
+    message_count: 3, providers: ['claude'], busy: false, ...over,
+  };
+}
+
+function outcome(m: AgentMessage, text: string): TurnOutcome {
+  return {
+    request_id: m.request_id, turn_id: `t-${m.chat_id}`, agent: m.agent, session_key: `api:${m.chat_id}`, status: 'completed', text, is_error: false,
+    stream_fallback: false, files: [], provider: 'claude', model: null, session_id: 's', usage: null, cost_usd: null, duration_ms: 1, reason: null,
+  };
+}
+
+function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; running?: { turn_id: string; session_key: string; started_ms: number }[] }) {
+  const clock = new SimulatedClock();
+  clock.set(NOON);
+  const log = new MemoryEventLog();
+  const bus = new Bus({ log, clock: () => clock.now() });
+  const asked: AgentMessage[] = [];
+  const aborts: AgentAbort[] = [];
+  const delivered: HeartbeatDelivery[] = [];
+  const skips: [number, HeartbeatSkip][] = [];
+  let sessionQueries = 0;
+  serveAgents(bus, 'fake', {
+    accept: (m) => {
+      asked.push(m);
+      return { outcome: Promise.resolve(outcome(m, opts.answers[m.chat_id] ?? 'HEARTBEAT_OK')) };
+    },
+    abort: (a) => {
+      aborts.push(a);
+      return { killed: 1 };
+    },
+    list: () => [{ name: 'main', provider: 'claude', model: 'm', online: true, is_main: true }],
+  });
+  bus.handle(AGENT_COMMANDS.sessions, 'fake', () => {
+    sessionQueries++;
+    return opts.sessions;
+  });
+  const base = defaultConfig();
+  const config = { ...base, cli_timeout: 600, heartbeat: { ...base.heartbeat, enabled: true, ...opts.heartbeat } };
+  const hb = new Heartbeat({
+    bus,
+    clock,
+    agents: () => ['main'],
+    configOf: () => config,
+    timeZoneOf: () => 'UTC',
+    runningTurns: () => opts.running ?? [],
+    deliver: async (d) => void delivered.push(d),
+    onSkip: (c, s) => void skips.push([c.chat_id, s]),
+  });
+  t.teardown(async () => {
+    await hb.stop();
+    bus.close();
+  });
+  return { clock, log, bus, hb, asked, aborts, delivered, skips, sessionQueries: () => sessionQueries };
+}
+
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
+
+t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', async (t) => {
+  const r = rig(t, {
+    sessions: [
+      session(1),
+      session(2),
+      session(3, { busy: true }),
+      session(4, { providers: ['codex'] }),
+      session(5, { last_active: new Date(NOON - 2 * MIN).toISOString() }),
+      session(6, { key: 'task:abc' }),
+    ],
+    answers: { 1: 'HEARTBEAT_OK', 2: 'The nightly deploy failed; want me to look?' },
+    heartbeat: { group_targets: [{ chat_id: 9, topic_id: null, prompt: 'group check', ack_token: null, interval_minutes: 60, quiet_start: null, quiet_end: null }] },
+  });
+  await r.hb.tick('main', null);
+  await r.hb.tick('main', { chat_id: 9, topic_id: null, prompt: 'group check', ack_token: null, interval_minutes: 60, quiet_start: null, quiet_end: null });
+  await settle();
+  t.same(r.asked.map((m) => m.chat_id).sort(), [1, 2], 'only the idle chats with a claude session are asked');
+  for (const m of r.asked) {
+    t.equal(m.principal.kind, 'system');
+    t.equal(m.principal.id, 'heartbeat');
+    t.equal(m.text, defaultConfig().heartbeat.prompt);
+    t.equal(m.transport, 'api');
+  }
+  t.same(r.skips.sort((a, b) => a[0] - b[0]), [[3, 'busy'], [4, 'provider-mismatch'], [5, 'cooldown'], [9, 'no-session']]);
+  t.same(r.delivered.map((d) => [d.chat_id, d.text]), [[2, 'The nightly deploy failed; want me to look?']], 'the ack is not delivered');
+  const facts = r.log.read({ stream: 'heartbeat' });
+  t.same(facts.map((f) => [f.type, (f.data as { chat_id: number }).chat_id, (f.data as { delivered: boolean }).delivered]).sort(), [
+    [HEARTBEAT_EVENTS.answered, 1, false],
+    [HEARTBEAT_EVENTS.answered, 2, true],
+  ]);
+});
+
+t.test('a group target uses its own prompt and token, and is not asked by the chat loop', async (t) => {
+  const target = { chat_id: 9, topic_id: null, prompt: 'group check', ack_token: 'NOTHING', interval_minutes: null, quiet_start: null, quiet_end: null };
+  const r = rig(t, { sessions: [session(9)], answers: { 9: 'NOTHING' }, heartbeat: { group_targets: [target] } });
+  await r.hb.tick('main', null);
+  await settle();
+  t.same(r.asked, [], 'claimed by its target');
+  await r.hb.tick('main', target);
+  await settle();
+  t.same(r.asked.map((m) => m.text), ['group check']);
+  t.same(r.delivered, [], 'the target\'s own token is the ack');
+});
+
+t.test('quiet hours: nothing is asked', async (t) => {
+  const r = rig(t, { sessions: [session(1)], answers: {} });
+  r.clock.set(at('2026-11-27T23:00:00Z'));
+  await r.hb.tick('main', null);
+  await settle();
+  t.same(r.asked, []);
+  t.same(r.skips, [[1, 'quiet']]);
+});
+
+t.test('stale sweep: a turn past cli_timeout * 2 is aborted once, through the chat abort', async (t) => {
+  const r = rig(t, {
+    sessions: [session(1, { busy: true }), session(2)],
+    answers: {},
+    running: [
+      { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000 },
+      { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000 },
+    ],
+  });
+  await r.hb.tick('main', null);
+  await r.hb.tick('main', null);
+  await settle();
+  t.same(r.aborts.map((a) => [a.chat_id, a.agent, a.principal.kind]), [[1, 'main', 'system']]);
+  const facts = r.log.read({ stream: 'heartbeat' }).filter((f) => f.type === HEARTBEAT_EVENTS.stale_aborted);
+  t.equal(facts.length, 1);
+  t.match(facts[0]!.data, { turn_id: 'old', chat_id: 1, threshold_ms: 1200_000, killed: 1 });
+});
+
+t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
+  const target = { chat_id: 9, topic_id: null, prompt: null, ack_token: null, interval_minutes: 10, quiet_start: null, quiet_end: null };
+  const r = rig(t, { sessions: [session(9)], answers: {}, heartbeat: { interval_minutes: 30, group_targets: [target] } });
+  t.equal(r.hb.start(), 2, 'the chat loop and the target loop');
+  r.clock.increment(10 * MIN);
+  await settle();
+  t.equal(r.sessionQueries(), 1, 'the 10-minute target ticked');
+  t.equal(r.asked.length, 1);
+  r.clock.increment(10 * MIN);
+  await settle();
+  r.clock.increment(10 * MIN);
+  await settle();
+  t.equal(r.sessionQueries(), 4, 'at 30 minutes both ticked (the target twice more)');
+  await r.hb.stop();
+  r.clock.increment(60 * MIN);
+  await settle();
+  t.equal(r.sessionQueries(), 4, 'nothing after stop');
+});

@@ -1,0 +1,62 @@
+// Heartbeat, memory maintenance and cleanup in the real daemon: a real SQLite log in a temp home,
+// the fake claude, and the loops driven by a SimulatedClock passed as the daemon's turn clock.
+import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SimulatedClock } from 'xstate';
+import { startDaemon } from '../../bin/daemon.js';
+import { agentsOf } from '../../bus/index.js';
+import { CHAT_SESSION_EVENTS, HEARTBEAT_EVENTS, MEMORY_MAINTENANCE_EVENTS, type Principal } from '../../schemas/index.js';
+import { homePaths, loadCronJobs } from '../../store/index.js';
+import { tempHome } from '../fixtures/temp-home.js';
+import { until } from './cli-helpers.js';
+
+const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
+const ANN: Principal = { kind: 'user', id: 'ann', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
+
+t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the rest, seeds the review job and stops', async (t) => {
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  writeFileSync(
+    join(root, 'config', 'config.json'),
+    JSON.stringify({
+      heartbeat: {
+        enabled: true, interval_minutes: 1, cooldown_minutes: 0, quiet_start: 0, quiet_end: 0, prompt: 'ping', ack_token: 'echo: ping',
+        group_targets: [{ chat_id: 8, prompt: 'news' }],
+      },
+    }),
+  );
+  const paths = homePaths(root);
+  const clock = new SimulatedClock();
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  let running = true;
+  scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
+
+  t.same(loadCronJobs(paths).map((j) => j.id), ['memory-review'], 'the monthly review record is seeded at the first start');
+  t.equal(d.log.read({ stream: 'housekeeping', types: [MEMORY_MAINTENANCE_EVENTS.review_seeded] }).length, 1);
+
+  // Chats 7 and 8 get sessions the way any surface opens them; chat 9 never talks, so it has none.
+  for (const chat of [7, 8]) {
+    const asked = agentsOf(d.bus).ask({ agent: 'main', transport: 'api', chat_id: chat, topic_id: null, text: 'hello', kind: 'foreground' }, { ...ANN, origin: { ...ANN.origin, chat_id: chat } });
+    t.equal((await asked.outcome).status, 'completed');
+  }
+  clock.increment(60_000);
+  const answered = await until('both heartbeats answered', () => {
+    const facts = d.log.read({ stream: 'heartbeat', types: [HEARTBEAT_EVENTS.answered] });
+    return facts.length >= 2 && facts;
+  });
+  const byChat = new Map(answered.map((f) => [(f.data as { chat_id: number }).chat_id, (f.data as { delivered: boolean }).delivered]));
+  t.same([...byChat.entries()].sort(), [[7, false], [8, true]], 'the ack is dropped; the group target\'s answer is delivered');
+  const merged = d.log.read({ types: [CHAT_SESSION_EVENTS.messages_merged] }).flatMap((e) => (e.data as { messages: { content: string; meta?: { source?: string } }[] }).messages);
+  t.same(merged.filter((m) => m.meta?.source === 'heartbeat').map((m) => m.content), ['echo: news'], 'only the non-ack answer reaches the chat');
+  const turns = d.log.read({ types: ['turn.started'] }).map((e) => e.data as { session_key: string; prompt: string });
+  t.notOk(turns.some((x) => x.session_key === 'api:9'), 'no session was created by a heartbeat');
+
+  // Stopping waits for the loops and the heartbeats in flight; a tick after it would write to a closed log and throw.
+  await d.stop('test');
+  running = false;
+  clock.increment(10 * 60_000);
+  await new Promise((r) => setTimeout(r, 100));
+});
