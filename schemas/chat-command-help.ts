@@ -11,8 +11,7 @@ export const CHAT_COMMAND_HELP: readonly { command: string; description: string 
   { command: '/agent_restart', description: 'Restart a sub-agent: /agent_restart <name>' },
 ];
 
-/**
- * Commands addressed to other agents or to the orchestration (`/workflow`, `/tasks`): none is
- * handled by svc's chat yet, so none is advertised.
- */
-export const MULTIAGENT_COMMAND_HELP: readonly { command: string; description: string }[] = [];
+/** Commands about the orchestration rather than the chat, as MULTIAGENT_COMMANDS lists them. */
+export const MULTIAGENT_COMMAND_HELP: readonly { command: string; description: string }[] = [
+  { command: '/tasks', description: 'Background tasks of this chat: running, waiting for an answer, finished' },
+];

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { Subscription, filter, firstValueFrom } from 'rxjs';
 import { agentsOf, type Bus, type Cause } from '../../bus/index.js';
 import {
+  TASKS_DISABLED_TEXT,
   evolveTask,
   foldTasks,
+  renderTaskSelector,
   isFinishedTask,
   resumable,
   taskMachine,
@@ -30,6 +32,8 @@ import {
   type Principal,
   type SubAgentConfig,
   type TaskRun,
+  type TaskSelectorAction,
+  type TaskSelectorAnswer,
   type TaskView,
   type TurnOutcome,
   type UserRecord,
@@ -245,15 +249,53 @@ export class TaskHub {
     return { task_id: id, deleted: true };
   }
 
-  /** SPEC's `cleanup_finished(chat_id=None)`: deletes every finished task (of one chat). */
-  async cleanupFinished(chatId: number | null = null): Promise<number> {
+  /**
+   * SPEC's `cleanup_finished(chat_id=None)`: deletes every finished task (of one chat). `from`
+   * narrows it to one parent's: chat ids are per transport, so two agents may share one.
+   */
+  async cleanupFinished(chatId: number | null = null, from: string | null = null, cause: Cause = {}): Promise<number> {
     let n = 0;
     for (const s of [...this.tasks.values()]) {
-      if (!isFinishedTask(s.status) || (chatId !== null && s.chat_id !== chatId)) continue;
-      await this.delete(s.task_id, null);
+      if (!isFinishedTask(s.status) || (chatId !== null && s.chat_id !== chatId) || (from !== null && s.parent_agent !== from)) continue;
+      await this.delete(s.task_id, from, cause);
       n++;
     }
     return n;
+  }
+
+  /**
+   * `/tasks` in a chat (SPEC.md "Chat commands"): the action on this agent's tasks of that chat,
+   * then the selector. A task of another chat (or agent) is answered as unknown, so a chat learns
+   * nothing of others' tasks; a refused action changes nothing.
+   */
+  async selector(req: { agent: string; chat_id: number; action: TaskSelectorAction }, cause: Cause = {}): Promise<TaskSelectorAnswer> {
+    if (!this.d.config().tasks.enabled) return { text: TASKS_DISABLED_TEXT, buttons: [], ok: true };
+    const mine = (s: TaskState) => s.parent_agent === req.agent && s.chat_id === req.chat_id;
+    const label = (s: TaskState) => `${s.task_id} (${s.name})`;
+    let notice: string | null = null;
+    let ok = true;
+    const { action } = req;
+    if (action.kind === 'cancel') {
+      const s = this.tasks.get(action.task_id);
+      if (!s || !mine(s)) [notice, ok] = [`No task ${action.task_id} in this chat; nothing changed.`, false];
+      else if (isFinishedTask(s.status)) [notice, ok] = [`Task ${label(s)} is already ${s.status}; nothing changed.`, false];
+      else {
+        await this.cancel(s.task_id, req.agent, cause).then(
+          () => (notice = `Cancelled task ${label(s)}.`),
+          (e: unknown) => ([notice, ok] = [`Task ${label(s)} was not cancelled: ${describeError(e)}`, false]),
+        );
+      }
+    } else if (action.kind === 'cancel_all') {
+      const active = [...this.tasks.values()].filter((s) => mine(s) && !isFinishedTask(s.status));
+      let n = 0;
+      for (const s of active) await this.cancel(s.task_id, req.agent, cause).then(() => n++, () => undefined);
+      notice = active.length ? `Cancelled ${n} of ${active.length} running or waiting task(s).` : 'No running or waiting task to cancel.';
+    } else if (action.kind === 'delete_finished') {
+      const n = await this.cleanupFinished(req.chat_id, req.agent, cause);
+      notice = n ? `Deleted ${n} finished task(s).` : 'No finished task to delete.';
+    }
+    const shown = [...this.tasks.values()].filter(mine);
+    return renderTaskSelector(shown, this.nowS(), notice, ok);
   }
 
   /** Folders under workspace/tasks/ that no task owns. tasks.json needs no such pass: it is rewritten from the facts. */
@@ -287,6 +329,7 @@ export class TaskHub {
     this.subs.add(bus.handle(TASK_COMMANDS.listOwned, 'task-hub', (cmd) => this.list(cmd.data.from)));
     this.subs.add(bus.handle(TASK_COMMANDS.cancelOwned, 'task-hub', (cmd) => this.cancel(cmd.data.task_id, cmd.data.from, cmd)));
     this.subs.add(bus.handle(TASK_COMMANDS.delete, 'task-hub', (cmd) => this.delete(cmd.data.task_id, cmd.data.from, cmd)));
+    this.subs.add(bus.handle(TASK_COMMANDS.selector, 'task-hub', (cmd) => this.selector(cmd.data, cmd)));
   }
 
   private schedule(): void {
@@ -404,19 +447,26 @@ export class TaskHub {
   private runEnded(id: string, run: Run, result: TurnOutcome | unknown): void {
     if (this.runs.get(id) === run) this.runs.delete(id);
     if (this.stopped) return;
-    this.questions.get(id)?.(null);
-    this.questions.delete(id);
+    // A question still open hears "no answer" once the end is recorded, so its reply names the status the task ended in.
+    const unanswered = () => {
+      this.questions.get(id)?.(null);
+      this.questions.delete(id);
+    };
     const event = endEvent(result, this.nowS());
     const actor = this.d.host.get<typeof taskMachine>(actorIdOf(id));
     if (actor?.getSnapshot().can(event)) {
       void this.d.host
         .sendAndCommit(actorIdOf(id), event, { correlation: `task:${id}` })
         .then(() => {
+          unanswered();
           const s = this.tasks.get(id);
           if (s) this.deliver(s, 'task_result', s.result ?? '');
         })
-        .catch((e: unknown) => this.bus().emitLog('error', `task ${id}: the end of its run was not recorded: ${describeError(e)}`, { task_id: id }));
-    }
+        .catch((e: unknown) => {
+          unanswered();
+          this.bus().emitLog('error', `task ${id}: the end of its run was not recorded: ${describeError(e)}`, { task_id: id });
+        });
+    } else unanswered();
     this.pump();
   }
 
