@@ -27,6 +27,8 @@ t.test('/tasks: disabled, the selector, refusals, cancel, cancel_all, delete_fin
   const boot = () =>
     startDaemon({ paths, logToStderr: false, internalPort: 0, apiPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   config(false);
+  mkdirSync(paths.secretsDir, { recursive: true, mode: 0o700 });
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'helper', telegram_token: '1:fake', interagent_token: 'h'.repeat(40) }]));
   let d: RunningDaemon = await boot();
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
@@ -156,4 +158,37 @@ t.test('/tasks: disabled, the selector, refusals, cancel, cancel_all, delete_fin
   );
   t.match(JSON.stringify(reply.data), /"kind":"text"/);
   t.match(JSON.stringify(reply.data), /echo: \[Task \\"quick\\"/);
+
+  // Async inter-agent results reach the caller through the same delivery: reply_to's chat, the
+  // `interagent` envelope, the caller's reply kept as `text`; silent ones stay in the log only.
+  const started = (prefix: string) => d.log.read({ streamPrefix: 'turn:', types: ['turn.started'] }).find((e) => String((e.data as { prompt: string }).prompt).startsWith(prefix));
+  const envelopeOf = (id: string) => d.log.read({ types: ['chat.messages_merged'] }).find((e) => JSON.stringify(e.data).includes(`"id":"${id}"`));
+  const quiet = await call('/interagent/send_async', { from: 'main', to: 'helper', message: 'keep it quiet', silent: true });
+  t.match(quiet, { status: 200, body: { success: true } });
+  const silentId = quiet.body.task_id as string;
+  await until('the silent result recorded', () => d.log.read({ stream: `interagent:${silentId}`, types: ['interagent.completed'] })[0]);
+  const loud = await call('/interagent/send_async', { from: 'main', to: 'helper', message: 'look it up', reply_to: { transport: 'cli', chat_id: 46, topic_id: null } });
+  t.match(loud, { status: 200, body: { success: true } });
+  const loudId = loud.body.task_id as string;
+  t.match(d.log.read({ stream: `interagent:${loudId}` })[0]!.data, { reply_to: { transport: 'cli', chat_id: 46, topic_id: null }, silent: false });
+  const told = await until('the caller told in its chat', () => started(`[Reply from agent "helper" to your async request ${loudId}]`));
+  t.match(told.data, { agent: 'main', session_key: 'cli:46', kind: 'background' });
+  t.match((told.data as { prompt: string }).prompt, /echo: \[Message from agent "main"[\s\S]*look it up/);
+  t.match(JSON.stringify((await until('the interagent envelope', () => envelopeOf(`interagent-${loudId}`))).data), /"kind":"interagent"/);
+  t.match(JSON.stringify((await until("the caller's reply kept", () => envelopeOf(`interagent-${loudId}-reply`))).data), /"kind":"text"/);
+  t.notOk(envelopeOf(`interagent-${silentId}`), 'silent: no envelope');
+  t.notOk(started(`[Reply from agent "helper" to your async request ${silentId}]`), 'silent: no turn');
+  for (const bad of [
+    { reply_to: { chat_id: 'x' } },
+    { reply_to: { chat_id: 1, transport: '../evil' } },
+    { reply_to: { chat_id: 1, extra: true } },
+    { reply_to: { chat_id: 1.5 } },
+    { reply_to: 'telegram:1' },
+    { silent: 'yes' },
+  ]) {
+    const r = await call('/interagent/send_async', { from: 'main', to: 'helper', message: 'x', ...bad });
+    t.equal(r.status, 400, JSON.stringify(bad));
+    t.match(r.body.error, /reply_to|silent/);
+  }
+  t.equal(d.log.read({ types: ['interagent.requested'] }).length, 2, 'refused requests record nothing');
 });
