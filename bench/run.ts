@@ -6,6 +6,7 @@ import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 import { benchStart } from './start.bench.js';
+import { benchTasks } from './tasks.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
@@ -17,6 +18,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   start: benchStart,
   admin: benchAdmin,
   webhooks: benchWebhooks,
+  tasks: benchTasks,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.
