@@ -6,6 +6,7 @@ import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 import { benchStart } from './start.bench.js';
+import { benchTasks } from './tasks.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 import { benchWorkflows } from './workflows.bench.js';
 
@@ -19,6 +20,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   admin: benchAdmin,
   webhooks: benchWebhooks,
   workflows: benchWorkflows,
+  tasks: benchTasks,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.

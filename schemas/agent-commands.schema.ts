@@ -75,6 +75,18 @@ export const AdmissionSchema = v.variant('accepted', [
 ]);
 export type Admission = v.InferOutput<typeof AdmissionSchema>;
 
+/**
+ * A button a transport that can show buttons renders under the answer (Telegram's inline keyboard,
+ * Matrix's reply options, a panel's buttons); pressing it sends `data` back as the chat's next
+ * message, so a transport without buttons loses nothing the user could not type. `data` stays within
+ * Telegram's 64-byte callback_data.
+ */
+export const ChatButtonSchema = v.object({
+  label: v.pipe(v.string(), v.minLength(1), v.maxLength(64)),
+  data: v.pipe(v.string(), v.minLength(1), v.check((s) => Buffer.byteLength(s, 'utf8') <= 64, 'at most 64 bytes of UTF-8')),
+});
+export type ChatButton = v.InferOutput<typeof ChatButtonSchema>;
+
 /** How a turn ended. A chat command (`/new`, `/model`, ...) ends with status completed and no turn. */
 export const TurnOutcomeSchema = v.object({
   request_id: v.string(),
@@ -94,6 +106,8 @@ export const TurnOutcomeSchema = v.object({
   duration_ms: v.nullable(v.number()),
   /** Machine-readable reason when status is not completed (`timeout`, `exit-code`, `spawn-failed`, `aborted`, ...). */
   reason: v.nullable(v.string()),
+  /** Offered by a command's answer (`/tasks`); transports that cannot show buttons ignore them. */
+  buttons: v.optional(v.array(ChatButtonSchema)),
 });
 export type TurnOutcome = v.InferOutput<typeof TurnOutcomeSchema>;
 

@@ -12,8 +12,7 @@ export const CHAT_COMMAND_HELP: readonly { command: string; description: string 
   { command: '/workflow', description: 'Workflows: /workflow list | runs | run <id> [--var name=value]... | status <run> | cancel <run>' },
 ];
 
-/**
- * Commands addressed to other agents or to the orchestration (`/tasks`): none is handled by svc's
- * chat yet, so none is advertised (`/workflow` is one of the chat commands above).
- */
-export const MULTIAGENT_COMMAND_HELP: readonly { command: string; description: string }[] = [];
+/** Commands about the orchestration rather than the chat, as MULTIAGENT_COMMANDS lists them. */
+export const MULTIAGENT_COMMAND_HELP: readonly { command: string; description: string }[] = [
+  { command: '/tasks', description: 'Background tasks of this chat: running, waiting for an answer, finished' },
+];

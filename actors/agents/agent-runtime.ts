@@ -22,7 +22,7 @@ import {
   type SessionCommand,
   type SessionState,
 } from '../../machines/index.js';
-import { SvcError, TURN_CHUNKS, taskSessionKey, type AgentConfig, type AgentMessage, type Principal, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
+import { SvcError, TASK_COMMANDS, TURN_CHUNKS, taskSessionKey, type AgentConfig, type AgentMessage, type Principal, type TurnChunkBase, type TurnOutcome, type UserRecord } from '../../schemas/index.js';
 import type { EventLog, HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { ChatCommands } from './chat-commands.js';
@@ -137,6 +137,8 @@ export class AgentRuntime {
       ...(d.takeRetry ? { takeRetry: d.takeRetry } : {}),
       ...(d.restartAgent ? { restartAgent: d.restartAgent } : {}),
       workflow: (msg, arg) => answerWorkflowCommand(d.bus, msg, arg),
+      tasksEnabled: () => d.config().tasks.enabled,
+      taskSelector: (req, correlation) => d.bus.send(TASK_COMMANDS.selector, req, { correlation }),
     });
     // Sessions come back as children of the agent's actor, each with the state its stream folds to.
     d.host.restoreChildren(d.log, this.actorId, {

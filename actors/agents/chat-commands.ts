@@ -1,5 +1,5 @@
-import { resolveModel, resolveProviderForModel, sessionKey, type ChatCommand } from '../../machines/index.js';
-import type { AgentMessage, TurnOutcome } from '../../schemas/index.js';
+import { TASKS_DISABLED_TEXT, parseTaskAction, resolveModel, resolveProviderForModel, sessionKey, type ChatCommand } from '../../machines/index.js';
+import { isSvcError, type AgentMessage, type ChatButton, type TaskSelectorAction, type TaskSelectorAnswer, type TurnOutcome } from '../../schemas/index.js';
 
 export interface ChatCommandDeps {
   /** The model in force (a fresh `/model` included). */
@@ -17,6 +17,10 @@ export interface ChatCommandDeps {
   restartAgent?(name: string): Promise<'unknown' | 'restarted' | 'not-started'>;
   /** `/workflow ...`: the answer as text, and whether it is a success. */
   workflow?(msg: AgentMessage, arg: string | undefined): Promise<{ text: string; ok: boolean }>;
+  /** `tasks.enabled`, read per `/tasks`. */
+  tasksEnabled?(): boolean;
+  /** `/tasks`: the task hub's selector for this agent's tasks in one chat, after the action. */
+  taskSelector?(req: { agent: string; chat_id: number; action: TaskSelectorAction }, correlation: string): Promise<TaskSelectorAnswer>;
 }
 
 /** What a command in a session's lane comes to: an answer, or the message to run as a turn instead (`/retry`). */
@@ -34,8 +38,10 @@ export class ChatCommands {
    * orchestration, not the chat's conversation, so they never wait behind a running turn.
    */
   immediate(cmd: ChatCommand | null, msg: AgentMessage): Promise<TurnOutcome> | null {
-    if (cmd?.cmd === 'agent_restart') return this.agentRestart(msg, cmd.arg);
+    // `/tasks` and `/workflow` are about background work, so a long turn in the chat's lane does not hold them up.
+    if (cmd?.cmd === 'tasks') return this.tasks(msg, cmd.arg);
     if (cmd?.cmd === 'workflow') return this.workflow(msg, cmd.arg);
+    if (cmd?.cmd === 'agent_restart') return this.agentRestart(msg, cmd.arg);
     return null;
   }
 
@@ -58,6 +64,24 @@ export class ChatCommands {
       }
       default:
         return null;
+    }
+  }
+
+  private async tasks(msg: AgentMessage, arg: string | undefined): Promise<TurnOutcome> {
+    const answer = (text: string, ok: boolean, buttons: ChatButton[] = []): TurnOutcome => ({
+      ...this.reply(msg, text, ok ? 'completed' : 'failed', ok ? null : 'task-action-refused'),
+      buttons,
+    });
+    if (!(this.d.tasksEnabled?.() ?? false)) return answer(TASKS_DISABLED_TEXT, true);
+    const action = parseTaskAction(arg);
+    if (action.kind === 'invalid') return answer(action.message, false);
+    if (!this.d.taskSelector) return answer('The task system is not running.', false);
+    try {
+      const r = await this.d.taskSelector({ agent: msg.agent, chat_id: msg.chat_id, action }, msg.request_id);
+      return answer(r.text, r.ok, r.buttons);
+    } catch (e) {
+      if (isSvcError(e, 'no-handler')) return answer('The task system is not running.', false);
+      throw e;
     }
   }
 

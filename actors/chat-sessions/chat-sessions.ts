@@ -7,11 +7,9 @@ import {
   CHAT_SESSION_COMMANDS,
   CHAT_SESSION_EVENTS,
   DEFAULT_CHAT_SESSION_TITLE,
-  INTERAGENT_EVENTS,
   MAX_CHAT_SESSION_ID_CHARS,
   SvcError,
   chatSessionStream,
-  describeError,
   type AnyCommandDef,
   type ChatMessage,
   type ChatReads,
@@ -289,23 +287,7 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   on(CHAT_SESSION_COMMANDS.endTurn, endTurn);
   on(CHAT_SESSION_COMMANDS.recordEnvelope, recordEnvelope);
 
-  // An asynchronous inter-agent reply is a `chat_message` of kind interagent in the caller's chat.
-  subs.add(
-    bus.events$.subscribe((e) => {
-      if (e.type !== INTERAGENT_EVENTS.completed) return;
-      const d = e.data;
-      const message: ChatMessage = {
-        id: `interagent-${d.task_id}`.slice(0, 128).replace(/[^A-Za-z0-9._:-]/g, '_'),
-        sender: 'agent',
-        content: d.success ? d.text : (d.error ?? d.text),
-        timestamp: e.at,
-        kind: 'interagent',
-        meta: { task_id: d.task_id, from: d.from, to: d.to, success: d.success },
-      };
-      bus.send(CHAT_SESSION_COMMANDS.recordEnvelope, { agent: d.from, message }, { causation: e.seq, ...(e.correlation ? { correlation: e.correlation } : {}) }).catch((err: unknown) => {
-        bus.emitLog('warn', `chat: could not keep the inter-agent reply ${d.task_id} for ${d.from}: ${describeError(err)}`);
-      });
-    }),
-  );
+  // An asynchronous inter-agent reply reaches the caller's chat through the task hub's delivery
+  // (actors/tasks/task-hub.ts), which honours the call's `silent` and `reply_to`.
   return subs;
 }

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { Subscription, filter, firstValueFrom } from 'rxjs';
 import { agentsOf, type Bus, type Cause } from '../../bus/index.js';
 import {
+  TASKS_DISABLED_TEXT,
   evolveTask,
   foldTasks,
+  renderTaskSelector,
   isFinishedTask,
   resumable,
   taskMachine,
@@ -18,6 +20,7 @@ import {
 import {
   AGENT_COMMANDS,
   CHAT_SESSION_COMMANDS,
+  INTERAGENT_EVENTS,
   MAIN_AGENT,
   SvcError,
   TASK_COMMANDS,
@@ -27,9 +30,12 @@ import {
   taskSessionKey,
   type AgentConfig,
   type Envelope,
+  type EventPayload,
   type Principal,
   type SubAgentConfig,
   type TaskRun,
+  type TaskSelectorAction,
+  type TaskSelectorAnswer,
   type TaskView,
   type TurnOutcome,
   type UserRecord,
@@ -85,6 +91,16 @@ export interface TaskSubmission {
   caller_user: string | null;
 }
 
+/** What `deliverToParent` takes: who hears it, where, as whom, and the envelope kept in the admin chat. */
+export interface ParentDelivery {
+  agent: string;
+  where: { transport: string; chat_id: number; topic_id: number | null };
+  principal: Principal;
+  correlation: string;
+  envelope: { kind: 'task_result' | 'task_question' | 'interagent'; id: string; content: string; meta: Record<string, string | number | boolean | null> };
+  turnText: string;
+}
+
 interface Run {
   chatId: number;
   text: string;
@@ -121,6 +137,13 @@ export class TaskHub {
     const { bus, log } = this.d;
     for (const [id, s] of foldTasks(log.read({ streamPrefix: 'task:' }))) if (!s.deleted) this.tasks.set(id, s);
     this.subs.add(bus.subscribe('task-hub', (e) => this.onFact(e), (e) => e.stream.startsWith('task:')));
+    this.subs.add(
+      bus.subscribe(
+        'task-hub:interagent',
+        (e) => void this.onInteragentCompleted(e).catch((err: unknown) => this.bus().emitLog('warn', `${e.stream}: the result was not delivered: ${describeError(err)}`)),
+        (e) => e.type === INTERAGENT_EVENTS.completed,
+      ),
+    );
     for (const s of this.tasks.values()) {
       const state = taskMachineState(s)!;
       this.d.host.spawn(actorIdOf(s.task_id), taskMachine, { stream: taskStream(s.task_id), input: createdOf(s), snapshot: taskMachine.resolveState(state as never) });
@@ -245,15 +268,53 @@ export class TaskHub {
     return { task_id: id, deleted: true };
   }
 
-  /** SPEC's `cleanup_finished(chat_id=None)`: deletes every finished task (of one chat). */
-  async cleanupFinished(chatId: number | null = null): Promise<number> {
+  /**
+   * SPEC's `cleanup_finished(chat_id=None)`: deletes every finished task (of one chat). `from`
+   * narrows it to one parent's: chat ids are per transport, so two agents may share one.
+   */
+  async cleanupFinished(chatId: number | null = null, from: string | null = null, cause: Cause = {}): Promise<number> {
     let n = 0;
     for (const s of [...this.tasks.values()]) {
-      if (!isFinishedTask(s.status) || (chatId !== null && s.chat_id !== chatId)) continue;
-      await this.delete(s.task_id, null);
+      if (!isFinishedTask(s.status) || (chatId !== null && s.chat_id !== chatId) || (from !== null && s.parent_agent !== from)) continue;
+      await this.delete(s.task_id, from, cause);
       n++;
     }
     return n;
+  }
+
+  /**
+   * `/tasks` in a chat (SPEC.md "Chat commands"): the action on this agent's tasks of that chat,
+   * then the selector. A task of another chat (or agent) is answered as unknown, so a chat learns
+   * nothing of others' tasks; a refused action changes nothing.
+   */
+  async selector(req: { agent: string; chat_id: number; action: TaskSelectorAction }, cause: Cause = {}): Promise<TaskSelectorAnswer> {
+    if (!this.d.config().tasks.enabled) return { text: TASKS_DISABLED_TEXT, buttons: [], ok: true };
+    const mine = (s: TaskState) => s.parent_agent === req.agent && s.chat_id === req.chat_id;
+    const label = (s: TaskState) => `${s.task_id} (${s.name})`;
+    let notice: string | null = null;
+    let ok = true;
+    const { action } = req;
+    if (action.kind === 'cancel') {
+      const s = this.tasks.get(action.task_id);
+      if (!s || !mine(s)) [notice, ok] = [`No task ${action.task_id} in this chat; nothing changed.`, false];
+      else if (isFinishedTask(s.status)) [notice, ok] = [`Task ${label(s)} is already ${s.status}; nothing changed.`, false];
+      else {
+        await this.cancel(s.task_id, req.agent, cause).then(
+          () => (notice = `Cancelled task ${label(s)}.`),
+          (e: unknown) => ([notice, ok] = [`Task ${label(s)} was not cancelled: ${describeError(e)}`, false]),
+        );
+      }
+    } else if (action.kind === 'cancel_all') {
+      const active = [...this.tasks.values()].filter((s) => mine(s) && !isFinishedTask(s.status));
+      let n = 0;
+      for (const s of active) await this.cancel(s.task_id, req.agent, cause).then(() => n++, () => undefined);
+      notice = active.length ? `Cancelled ${n} of ${active.length} running or waiting task(s).` : 'No running or waiting task to cancel.';
+    } else if (action.kind === 'delete_finished') {
+      const n = await this.cleanupFinished(req.chat_id, req.agent, cause);
+      notice = n ? `Deleted ${n} finished task(s).` : 'No finished task to delete.';
+    }
+    const shown = [...this.tasks.values()].filter(mine);
+    return renderTaskSelector(shown, this.nowS(), notice, ok);
   }
 
   /** Folders under workspace/tasks/ that no task owns. tasks.json needs no such pass: it is rewritten from the facts. */
@@ -287,6 +348,7 @@ export class TaskHub {
     this.subs.add(bus.handle(TASK_COMMANDS.listOwned, 'task-hub', (cmd) => this.list(cmd.data.from)));
     this.subs.add(bus.handle(TASK_COMMANDS.cancelOwned, 'task-hub', (cmd) => this.cancel(cmd.data.task_id, cmd.data.from, cmd)));
     this.subs.add(bus.handle(TASK_COMMANDS.delete, 'task-hub', (cmd) => this.delete(cmd.data.task_id, cmd.data.from, cmd)));
+    this.subs.add(bus.handle(TASK_COMMANDS.selector, 'task-hub', (cmd) => this.selector(cmd.data, cmd)));
   }
 
   private schedule(): void {
@@ -350,7 +412,7 @@ export class TaskHub {
   }
 
   /** The chat the task reports to: the one given, else the parent's most recently active chat, else its inter-agent conversation. */
-  private async parentChat(sub: TaskSubmission): Promise<{ transport: string; chat_id: number; topic_id: number | null }> {
+  private async parentChat(sub: Pick<TaskSubmission, 'from' | 'chat_id' | 'topic_id' | 'transport'>): Promise<{ transport: string; chat_id: number; topic_id: number | null }> {
     const sessions = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }).catch(() => []))
       .filter((x) => x.agent === sub.from && !x.key.startsWith('task:'))
       .sort((a, b) => b.last_active.localeCompare(a.last_active));
@@ -404,19 +466,26 @@ export class TaskHub {
   private runEnded(id: string, run: Run, result: TurnOutcome | unknown): void {
     if (this.runs.get(id) === run) this.runs.delete(id);
     if (this.stopped) return;
-    this.questions.get(id)?.(null);
-    this.questions.delete(id);
+    // A question still open hears "no answer" once the end is recorded, so its reply names the status the task ended in.
+    const unanswered = () => {
+      this.questions.get(id)?.(null);
+      this.questions.delete(id);
+    };
     const event = endEvent(result, this.nowS());
     const actor = this.d.host.get<typeof taskMachine>(actorIdOf(id));
     if (actor?.getSnapshot().can(event)) {
       void this.d.host
         .sendAndCommit(actorIdOf(id), event, { correlation: `task:${id}` })
         .then(() => {
+          unanswered();
           const s = this.tasks.get(id);
           if (s) this.deliver(s, 'task_result', s.result ?? '');
         })
-        .catch((e: unknown) => this.bus().emitLog('error', `task ${id}: the end of its run was not recorded: ${describeError(e)}`, { task_id: id }));
-    }
+        .catch((e: unknown) => {
+          unanswered();
+          this.bus().emitLog('error', `task ${id}: the end of its run was not recorded: ${describeError(e)}`, { task_id: id });
+        });
+    } else unanswered();
     this.pump();
   }
 
@@ -426,33 +495,74 @@ export class TaskHub {
    * `text` envelope beside it).
    */
   private deliver(s: TaskState, kind: 'task_result' | 'task_question', content: string): void {
-    const meta = { task_id: s.task_id, task_name: s.name, status: s.status };
-    const envelope = (k: string, text: string, suffix: string) =>
-      this.d.bus
-        .send(CHAT_SESSION_COMMANDS.recordEnvelope, {
-          agent: s.parent_agent,
-          message: { id: `task-${s.task_id}-${suffix}`, sender: 'agent', content: text.slice(0, 200_000), timestamp: new Date(this.d.bus.now()).toISOString(), kind: k, meta },
-        }, { correlation: `task:${s.task_id}` })
-        .catch((e: unknown) => this.bus().emitLog('warn', `task ${s.task_id}: ${k} not kept in the chat: ${describeError(e)}`));
-    const n = `${s.runs}-${kind === 'task_result' ? 'result' : `q${this.d.bus.now()}`}`;
-    void envelope(kind, content, n);
     const text =
       kind === 'task_result'
         ? `[Task "${s.name}" (${s.task_id}) ${s.status === 'done' ? 'finished' : `ended: ${s.status}${s.reason ? `, ${s.reason}` : ''}`}]\n\n${content}\n\n(Resume it with resume_task.py ${s.task_id} "<prompt>"; delete it with delete_task.py ${s.task_id}.)`
         : `[Task "${s.name}" (${s.task_id}) asks]\n\n${content}\n\n(Answer with resume_task.py ${s.task_id} "<answer>"; the task waits for it.)`;
-    const asked = agentsOf(this.d.bus).ask({ agent: s.parent_agent, transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id, text, kind: 'background' }, this.principalOf(s));
+    this.deliverToParent({
+      agent: s.parent_agent,
+      where: { transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id },
+      principal: this.principalOf(s),
+      correlation: `task:${s.task_id}`,
+      envelope: { kind, id: `task-${s.task_id}-${s.runs}-${kind === 'task_result' ? 'result' : `q${this.d.bus.now()}`}`, content, meta: { task_id: s.task_id, task_name: s.name, status: s.status } },
+      turnText: text,
+    });
+  }
+
+  /**
+   * The one way a background result reaches the agent that asked for it (a task's parent, an
+   * async inter-agent caller): the envelope in its admin chat, a turn in the chat it names, and
+   * that turn's reply kept as a `text` envelope (its id the envelope's plus `-reply`).
+   */
+  deliverToParent(p: ParentDelivery): void {
+    const { bus } = this.d;
+    const envelope = (kind: string, content: string, id: string) =>
+      bus
+        .send(CHAT_SESSION_COMMANDS.recordEnvelope, {
+          agent: p.agent,
+          message: { id, sender: 'agent', content: content.slice(0, 200_000), timestamp: new Date(bus.now()).toISOString(), kind, meta: p.envelope.meta },
+        }, { correlation: p.correlation })
+        .catch((e: unknown) => this.bus().emitLog('warn', `${p.correlation}: ${kind} not kept in the chat: ${describeError(e)}`));
+    void envelope(p.envelope.kind, p.envelope.content, p.envelope.id);
+    const asked = agentsOf(bus).ask({ agent: p.agent, ...p.where, text: p.turnText, kind: 'background' }, p.principal);
     asked.outcome.then(
-      (o) => (o.text.trim() ? envelope('text', o.text, `${n}-reply`) : undefined),
-      (e: unknown) => this.bus().emitLog('warn', `task ${s.task_id}: the parent ${s.parent_agent} was not told: ${describeError(e)}`),
+      (o) => (o.text.trim() ? envelope('text', o.text, `${p.envelope.id}-reply`) : undefined),
+      (e: unknown) => this.bus().emitLog('warn', `${p.correlation}: ${p.agent} was not told: ${describeError(e)}`),
     );
+  }
+
+  /**
+   * An async inter-agent result (`/interagent/send_async`) goes to the caller the way a task's
+   * result goes to its parent: where `reply_to` says, else the chat the call named, else the
+   * caller's latest chat; `silent` keeps it in the log only.
+   */
+  private async onInteragentCompleted(e: Envelope): Promise<void> {
+    const done = e.data as EventPayload<typeof INTERAGENT_EVENTS.completed>;
+    const req = this.d.log.read({ stream: e.stream, types: [INTERAGENT_EVENTS.requested] })[0]?.data as EventPayload<typeof INTERAGENT_EVENTS.requested> | undefined;
+    if (!req || req.silent === true) return;
+    const to = req.reply_to ?? null;
+    const where = await this.parentChat({ from: done.from, chat_id: to ? to.chat_id : req.chat_id, topic_id: to ? (to.topic_id ?? null) : req.topic_id, transport: to?.transport ?? null });
+    const head = done.success
+      ? `[Reply from agent "${done.to}" to your async request ${done.task_id}]`
+      : `[Agent "${done.to}" did not answer your async request ${done.task_id}: ${done.error ?? 'failed'}]`;
+    this.deliverToParent({
+      agent: done.from,
+      where,
+      principal: principalFor(this.d.users(), done.from, req.caller_user_id, where),
+      correlation: e.correlation ?? e.stream,
+      envelope: {
+        kind: 'interagent',
+        id: `interagent-${done.task_id}`.slice(0, 120).replace(/[^A-Za-z0-9._:-]/g, '_'),
+        content: done.success ? done.text : (done.error ?? done.text),
+        meta: { task_id: done.task_id, from: done.from, to: done.to, success: done.success },
+      },
+      turnText: `${head}\n\n${done.text}`,
+    });
   }
 
   /** The task runs for the person its creator acted for; a user removed since runs as a viewer would. */
   private principalOf(s: TaskState): Principal {
-    const user = s.caller_user === null ? null : this.d.users().find((u) => u.username === s.caller_user && u.active);
-    const origin = { transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id };
-    if (s.caller_user === null) return { kind: 'agent', id: s.parent_agent, acting_for: null, role: 'admin', allowed_agents: [], origin };
-    return { kind: 'agent', id: s.parent_agent, acting_for: s.caller_user, role: user ? user.role : 'viewer', allowed_agents: user ? user.allowed_agents : [], origin };
+    return principalFor(this.d.users(), s.parent_agent, s.caller_user, { transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id });
   }
 
   /** The last provider session each task's runs reported in their turn facts (their correlation is `task:<id>`). */
@@ -467,6 +577,13 @@ export class TaskHub {
     }
     return out;
   }
+}
+
+/** The agent, acting for the person it acted for when it asked; a user removed since acts as a viewer would. */
+function principalFor(users: readonly UserRecord[], agent: string, callerUser: string | null, origin: { transport: string; chat_id: number; topic_id: number | null }): Principal {
+  if (callerUser === null) return { kind: 'agent', id: agent, acting_for: null, role: 'admin', allowed_agents: [], origin };
+  const user = users.find((u) => u.username === callerUser && u.active);
+  return { kind: 'agent', id: agent, acting_for: callerUser, role: user ? user.role : 'viewer', allowed_agents: user ? user.allowed_agents : [], origin };
 }
 
 function actorIdOf(id: string): string {

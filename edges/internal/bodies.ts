@@ -34,6 +34,26 @@ export const InteragentSendBody = v.object({
 });
 export type InteragentSend = v.InferOutput<typeof InteragentSendBody>;
 
+/**
+ * `POST /interagent/send_async` adds where its result goes: `reply_to` names a chat of the caller
+ * (`transport` absent: the caller's session in that chat says, as for tasks), absent the chat the
+ * call names, else the caller's latest chat; `silent` records the result without delivering it.
+ */
+export const InteragentSendAsyncBody = v.object({
+  ...InteragentSendBody.entries,
+  reply_to: v.optional(
+    v.nullable(
+      v.strictObject({
+        transport: v.optional(v.nullable(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a transport name (lower-case letters, digits, _ and -)'))), null),
+        chat_id: ChatId,
+        topic_id: v.optional(v.nullable(ChatId), null),
+      }),
+    ),
+    null,
+  ),
+  silent: v.optional(v.boolean(), false),
+});
+
 /** `GET /interagent/agents?from=<agent>`; absent `from` means the main agent. */
 export const InteragentAgentsQuery = v.object({
   from: v.optional(AgentName),

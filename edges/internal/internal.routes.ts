@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type * as v from 'valibot';
 import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AskParentSchema,
@@ -21,6 +22,7 @@ import {
 import { COMMON_STATUSES, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
 import {
   AskBody,
+  InteragentSendAsyncBody,
   InteragentSendBody,
   MAX_INTERNAL_BODY_BYTES,
   WorkflowCancelBody,
@@ -114,9 +116,9 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   }
 
   /** The call as the authenticated agent makes it; throws before anything is sent. Whether it may is the runtime's to decide. */
-  function admitCall(req: HttpRequest, caller: Principal): { body: InteragentSend; principal: Principal } {
+  function admitCall<B extends InteragentSend>(req: HttpRequest, caller: Principal, schema: v.GenericSchema<unknown, B> = InteragentSendBody as never): { body: B; principal: Principal } {
     stillActive(caller);
-    const body = parseJsonBody(req, InteragentSendBody);
+    const body = parseJsonBody(req, schema);
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
     requireKnownAgent(deps, body.to);
     return { body, principal: { ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id } } };
@@ -172,7 +174,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: AGENT_AUTH,
     handler: async (req, caller) => {
-      const { body, principal } = admitCall(req, caller);
+      const { body, principal } = admitCall(req, caller, InteragentSendAsyncBody);
       const taskId = `ia-${newId()}`;
       const stream = `interagent:${taskId}`;
       const base = { task_id: taskId, from: body.from, to: body.to };
@@ -183,7 +185,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       await bus.publish({
         stream,
         type: INTERAGENT_EVENTS.requested,
-        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for },
+        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for, reply_to: body.reply_to, silent: body.silent },
         by: body.from,
         correlation,
       });

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { defineCommand } from '../command.js';
+import { ChatButtonSchema } from '../agent-commands.schema.js';
 import { PrincipalSchema } from '../principal.schema.js';
 import { CreateTaskBodySchema, MAX_TASK_LIST_LIMIT, TaskIdSchema, TaskViewSchema } from '../task-record.schema.js';
 
@@ -39,6 +40,21 @@ export const AskParentSchema = v.object({ task_id: TaskIdSchema, question: TaskT
 export const TaskRefSchema = v.object({ task_id: TaskIdSchema, from: Owner });
 export const TaskOwnerQuerySchema = v.object({ from: v.optional(AgentName) });
 
+/**
+ * What a `/tasks` callback asks (SPEC.md "Chat commands": `tsc:refresh`, `tsc:cancel:<task_id>`,
+ * `tsc:cancel_all`, `tsc:delete_finished`), already parsed (machines/task-selector.logic.ts).
+ */
+export const TaskSelectorActionSchema = v.variant('kind', [
+  v.object({ kind: v.literal('refresh') }),
+  v.object({ kind: v.literal('cancel'), task_id: TaskIdSchema }),
+  v.object({ kind: v.literal('cancel_all') }),
+  v.object({ kind: v.literal('delete_finished') }),
+]);
+export type TaskSelectorAction = v.InferOutput<typeof TaskSelectorActionSchema>;
+/** The selector as text and buttons; `ok` false when the action was refused (nothing changed). */
+export const TaskSelectorAnswerSchema = v.object({ text: v.string(), buttons: v.array(ChatButtonSchema), ok: v.boolean() });
+export type TaskSelectorAnswer = v.InferOutput<typeof TaskSelectorAnswerSchema>;
+
 const TaskAnswer = v.object({ task_id: v.string(), status: v.string() });
 
 export const TASK_COMMANDS = {
@@ -59,4 +75,6 @@ export const TASK_COMMANDS = {
   listOwned: defineCommand('task.list_owned', v.object({ from: v.nullable(AgentName) }), v.array(TaskViewSchema), { invalidCode: 'invalid-query' }),
   cancelOwned: defineCommand('task.cancel_owned', TaskRefSchema, TaskAnswer, { invalidCode: 'invalid-body' }),
   delete: defineCommand('task.delete', TaskRefSchema, v.object({ task_id: v.string(), deleted: v.boolean() }), { invalidCode: 'invalid-body' }),
+  /** `/tasks` in a chat: the chat's tasks of that agent, after the action (which touches only those). */
+  selector: defineCommand('task.selector', v.object({ agent: AgentName, chat_id: ChatId, action: TaskSelectorActionSchema }), TaskSelectorAnswerSchema),
 } as const;

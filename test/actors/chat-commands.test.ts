@@ -74,3 +74,27 @@ t.test('/agent_restart is answered at once: usage, unknown agent, restarted, did
   t.match(await ask('/agent_restart helper'), { text: 'Restarted helper.', status: 'completed', reason: null });
   t.same(restarts, ['ghost', 'broken', 'helper']);
 });
+
+t.test('/tasks: disabled, refused actions, the selector with its buttons, answered at once', async (t) => {
+  const off = harness({ tasksEnabled: () => false, taskSelector: async () => t.fail('not asked') as never });
+  const o = await off.commands.immediate(parseChatCommand('/tasks'), msg('/tasks'));
+  t.match(o, { text: 'Task system is not enabled.', status: 'completed', buttons: [] });
+  t.equal(await off.inLane('/tasks'), null, 'not a lane command');
+
+  const asked: unknown[] = [];
+  const on = harness({
+    tasksEnabled: () => true,
+    taskSelector: async (req, correlation) => (asked.push([req, correlation]), { text: 'list', buttons: [{ label: 'Refresh', data: 'tsc:refresh' }], ok: true }),
+  });
+  t.match(await on.commands.immediate(parseChatCommand('/tasks'), msg('/tasks')), { text: 'list', status: 'completed', buttons: [{ data: 'tsc:refresh' }] });
+  t.match(await on.commands.immediate(parseChatCommand('tsc:cancel:t9'), msg('tsc:cancel:t9')), { text: 'list' });
+  t.same(asked, [
+    [{ agent: 'main', chat_id: 7, action: { kind: 'refresh' } }, 'r1'],
+    [{ agent: 'main', chat_id: 7, action: { kind: 'cancel', task_id: 't9' } }, 'r1'],
+  ]);
+  const bad = await on.commands.immediate(parseChatCommand('tsc:cancel:../../etc'), msg('tsc:cancel:../../etc'));
+  t.match(bad, { status: 'failed', reason: 'task-action-refused', text: /does not name a task id; nothing changed/ });
+  t.equal(asked.length, 2, 'a hostile id never reaches the hub');
+  const none = harness({ tasksEnabled: () => true });
+  t.match(await none.commands.immediate(parseChatCommand('/tasks'), msg('/tasks')), { status: 'failed', text: 'The task system is not running.' });
+});

@@ -185,6 +185,13 @@ t.test('a message the runtime refuses reaches the client with its own code, not 
   t.match(await s.next('error'), { code: 'empty', message: /empty/ }, 'a directive and nothing to ask');
   s.send({ type: 'message', text: 'x'.repeat(300 * 1024) });
   t.match(await s.next('error'), { code: 'message_too_large', message: /limit is 262144/ });
+  // /tasks over /ws: WIRE's result frame, text only (its buttons are data for transports that show them).
+  s.send({ type: 'message', text: '/tasks' });
+  const tasks = await s.next('result');
+  t.same(Object.keys(tasks).sort(), ['files', 'stream_fallback', 'text', 'type']);
+  t.match(tasks.text, /^Tasks in this chat \(0\)\n\nRunning \(0\)/);
+  s.send({ type: 'message', text: 'tsc:cancel:../x' });
+  t.match(await s.next('result'), { text: /does not name a task id; nothing changed/ });
   s.send({ type: 'message', text: 'still works' });
   t.match(await s.next('result'), { text: 'echo: still works' });
   t.same(errors, [], 'nothing logged at ERROR');

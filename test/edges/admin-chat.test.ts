@@ -1,8 +1,8 @@
 // SPEC.md "Admin REST: chat" over real HTTP: WIRE.md shapes, roles, allowed_agents, bad input.
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { CHAT_COMMANDS } from '../../machines/index.js';
-import { CHAT_COMMAND_HELP } from '../../schemas/index.js';
+import { CHAT_COMMANDS, MULTIAGENT_COMMANDS } from '../../machines/index.js';
+import { CHAT_COMMAND_HELP, MULTIAGENT_COMMAND_HELP } from '../../schemas/index.js';
 import { serveAdminChat } from '../fixtures/admin-chat.js';
 
 const msg = (id: string, sender = 'agent', content = id) => ({ id, sender, content, timestamp: '2026-11-22T10:00:00.000Z' });
@@ -73,7 +73,8 @@ t.test('commands list matches what the chat understands', async (t) => {
   const r = await s.call('/api/commands', { as: 'viewer' });
   t.equal(r.status, 200);
   t.same(r.body.commands.map((c: any) => c.command), CHAT_COMMANDS.map((c) => `/${c}`));
-  t.same(r.body, { commands: CHAT_COMMAND_HELP, multiagent: [] });
+  t.same(r.body, { commands: CHAT_COMMAND_HELP, multiagent: MULTIAGENT_COMMAND_HELP });
+  t.same(r.body.multiagent.map((c: any) => c.command), MULTIAGENT_COMMANDS.map((c) => `/${c}`));
 });
 
 t.test('roles: viewers cannot read or write chat; no credential is 401', async (t) => {

@@ -3,6 +3,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
 import type { AdminSocketLimits } from '../../edges/index.js';
+import { CHAT_SESSION_COMMANDS } from '../../schemas/index.js';
 import { serveAdminChat, STATIC_TOKEN } from '../fixtures/admin-chat.js';
 import { openAdminSocket, type AdminSocketClient, type Frame } from '../fixtures/admin-socket-client.js';
 
@@ -202,8 +203,10 @@ t.test("chat.read goes to the marker owner's sockets only; notifications and env
     data: { id: 'n1', title: 'Main failed', body: 'x', read: false, severity: 'warning', type: 'error', agent: 'main', status: null, source_id: null, created_at: '2026-11-22T10:00:00.000Z' },
   } as never);
   for (const c of [a, b, bob]) t.match(await c.next((f) => f.type === 'notification'), { data: { id: 'n1', agent: 'main' } });
-  await s.bus.publish({
-    stream: 'interagent:t9', type: 'interagent.completed', data: { task_id: 't9', from: 'main', to: 'coder', success: true, text: 'done it', error: null },
+  // What the task hub records for an async inter-agent result (its delivery is tested in test/bin/tasks-command-daemon.test.ts).
+  await s.bus.send(CHAT_SESSION_COMMANDS.recordEnvelope, {
+    agent: 'main',
+    message: { id: 'interagent-t9', sender: 'agent', content: 'done it', timestamp: '2026-11-22T10:00:00.000Z', kind: 'interagent', meta: { task_id: 't9', from: 'main', to: 'coder', success: true } },
   });
   const env = await bob.next((f) => f.type === 'chat_message');
   t.match(env, { type: 'chat_message', kind: 'interagent', role: 'assistant', agent: 'main', session_id: 's1', content: 'done it', meta: { task_id: 't9' } });

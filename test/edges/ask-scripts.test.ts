@@ -114,6 +114,28 @@ t.test('ask_agent.py and ask_agent_async.py', async (t) => {
   t.match(taskId, /^ia-id\d+$/);
   const done = await until('the async result', () => bus.log.read({ stream: `interagent:${taskId}`, types: ['interagent.completed'] })[0]);
   t.match(done.data, { from: 'bob', to: 'dave', success: true, text: 'dave heard: later' });
+  const requested = (id: string) => bus.log.read({ stream: `interagent:${id}`, types: ['interagent.requested'] })[0]!.data;
+  t.match(requested(taskId), { reply_to: null, silent: false }, 'no chat in the environment: svc picks the chat');
+
+  // The result goes back to this chat (from svc's environment), to the chat --reply-to names, or nowhere (--silent).
+  const asyncRun = (args: string[], extra: NodeJS.ProcessEnv = {}) => run('/usr/bin/python3', [join(TOOLS, 'ask_agent_async.py'), ...args], { env: env('bob', BOB_TOKEN, extra) });
+  let b = await asyncRun(['dave', 'here'], { SVC_TRANSPORT: 'telegram', SVC_CHAT_ID: '77', SVC_TOPIC_ID: '5' });
+  t.equal(b.code, 0, b.stderr);
+  t.match(requested(b.stdout.trim()), { reply_to: { transport: 'telegram', chat_id: 77, topic_id: 5 }, silent: false });
+  b = await asyncRun(['--reply-to', 'matrix:-1001:9', 'dave', 'there'], { SVC_TRANSPORT: 'telegram', SVC_CHAT_ID: '77' });
+  t.equal(b.code, 0, b.stderr);
+  t.match(requested(b.stdout.trim()), { reply_to: { transport: 'matrix', chat_id: -1001, topic_id: 9 } });
+  b = await asyncRun(['--reply-to=12', '--new-session', 'dave', 'x']);
+  t.match(requested(b.stdout.trim()), { reply_to: { transport: null, chat_id: 12, topic_id: null } });
+  b = await asyncRun(['--silent', 'dave', 'quiet'], { SVC_CHAT_ID: '77' });
+  t.equal(b.code, 0, b.stderr);
+  t.match(requested(b.stdout.trim()), { reply_to: null, silent: true });
+  const before = bus.log.read({ types: ['interagent.requested'] }).length;
+  for (const bad of [['--reply-to', 'x', 'dave', 'm'], ['--reply-to', 'Tele:1', 'dave', 'm'], ['--reply-to', 'a:1:2:3', 'dave', 'm'], ['--reply-to', '1.5', 'dave', 'm'], ['--silent', '--reply-to', '1', 'dave', 'm'], ['--reply-to'], ['--loud', 'dave', 'm'], ['dave']]) {
+    b = await asyncRun(bad);
+    t.equal(b.code, 2, `usage error: ${bad.join(' ')}`);
+  }
+  t.equal(bus.log.read({ types: ['interagent.requested'] }).length, before, 'usage errors send nothing');
 });
 
 t.test('svc ask streams the answer and reports the outcome in its exit code', async (t) => {

@@ -279,6 +279,9 @@ t.test('parseChatCommand', async (t) => {
     ['unicode command', '/новый', null],
     ['lone @', '/new@', null],
     ['over-long name', `/${'n'.repeat(40)}`, null],
+    ['tasks', '/tasks', { cmd: 'tasks' }],
+    ['a /tasks button pressed', ' tsc:cancel:abc ', { cmd: 'tasks', arg: 'tsc:cancel:abc' }],
+    ['tsc: not at the start', 'see tsc:refresh', null],
   ];
   for (const [name, text, want] of rows) t.same(parseChatCommand(text), want, name);
   t.same(parseChatCommand('/stop@svc_bot', { botName: 'SVC_BOT' }), { cmd: 'stop' }, 'our bot, any case');

@@ -2,7 +2,7 @@
 // when the hub tells it what happened, then exactly these facts, or nothing for what is not allowed.
 import t from 'tap';
 import { createActor } from 'xstate';
-import { foldTask, foldTasks, taskMachine, taskMachineState, type TaskCreated, type TaskMachineEvent, type TaskState } from '../../machines/index.js';
+import { foldTask, foldTasks, formatAge, parseTaskAction, renderTaskSelector, taskMachine, taskMachineState, type TaskCreated, type TaskMachineEvent, type TaskState } from '../../machines/index.js';
 import type { AnyEnvelope, Fact } from '../../schemas/index.js';
 
 const created: TaskCreated = {
@@ -110,4 +110,44 @@ t.test('the fold of the facts is the machine context; a restore lands where the 
   const env = (seq: number, stream: string, f: Fact): AnyEnvelope => ({ seq, at: '2026-11-21T07:00:00.000Z', stream, type: f.type, data: f.data as AnyEnvelope['data'] });
   const all = foldTasks([...r.facts.map((f, i) => env(i + 1, 'task:t1', f)), env(99, 'turn:x', r.facts[0]!)]);
   t.same([...all.keys()], ['t1'], 'only task streams are folded');
+});
+
+// ---------------------------------------------------------------- the /tasks selector
+
+t.test('parseTaskAction: the four callbacks, and a clear refusal for anything else', async (t) => {
+  t.same(parseTaskAction(undefined), { kind: 'refresh' });
+  t.same(parseTaskAction('tsc:refresh'), { kind: 'refresh' });
+  t.same(parseTaskAction(' tsc:cancel_all '), { kind: 'cancel_all' });
+  t.same(parseTaskAction('tsc:delete_finished'), { kind: 'delete_finished' });
+  t.same(parseTaskAction('tsc:cancel:a1b2_c.d-e'), { kind: 'cancel', task_id: 'a1b2_c.d-e' });
+  const hostile = ['tsc:cancel:../x', 'tsc:cancel:..', 'tsc:cancel:', 'tsc:cancel:a/b', `tsc:cancel:${'a'.repeat(129)}`, 'tsc:cancel:a b', 'tsc:drop_all', 'tsc:', 'tsc:refresh now', 'hello', `tsc:${'x'.repeat(100_000)}`];
+  for (const h of hostile) {
+    const r = parseTaskAction(h);
+    t.equal(r.kind, 'invalid', JSON.stringify(h.slice(0, 40)));
+    if (r.kind === 'invalid') t.ok(r.message.length < 200, 'the refusal quotes only a short head');
+  }
+});
+
+t.test('renderTaskSelector: sections with id, name, status, age; buttons as callback data', async (t) => {
+  const now = 10_000;
+  const tasks = [
+    { task_id: 'r1', name: 'research', status: 'running', created_at: now - 125 },
+    { task_id: 'w1', name: 'asks\nsomething', status: 'waiting', created_at: now - 7300 },
+    { task_id: 'd1', name: 'done one', status: 'done', created_at: now - 90_000 },
+    { task_id: 'c1', name: 'gone', status: 'cancelled', created_at: now - 5 },
+  ];
+  const r = renderTaskSelector(tasks, now);
+  t.equal(r.ok, true);
+  t.match(r.text, /Running \(1\)\n  r1  research  running  2m\n/);
+  t.match(r.text, /Waiting for answer \(1\)\n  w1  asks something  waiting  2h 1m\n/);
+  t.match(r.text, /Finished \(2\)\n  c1  gone  cancelled  5s\n  d1  done one  done  1d 1h\n/);
+  t.same(r.buttons.map((b) => b.data), ['tsc:cancel:r1', 'tsc:cancel:w1', 'tsc:cancel_all', 'tsc:delete_finished', 'tsc:refresh']);
+  const empty = renderTaskSelector([], now, 'No task x in this chat; nothing changed.', false);
+  t.match(empty.text, /^No task x in this chat; nothing changed\.\n\nTasks in this chat \(0\)\n\nRunning \(0\)\n  none/);
+  t.equal(empty.ok, false);
+  t.same(empty.buttons, [{ label: 'Refresh', data: 'tsc:refresh' }]);
+  // A task id too long for a 64-byte callback is listed but gets no button.
+  const long = renderTaskSelector([{ task_id: 'x'.repeat(60), name: 'n', status: 'running', created_at: now }], now);
+  t.same(long.buttons.map((b) => b.data), ['tsc:refresh']);
+  t.equal(formatAge(-3), '0s');
 });
