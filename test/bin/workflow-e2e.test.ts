@@ -25,6 +25,24 @@ steps:
   - { id: done, type: notify, message: "You said $steps.q.output" }
 `;
 
+// Issue 13's "done when": parallel steps, a condition and a wait_for_reply, across a restart.
+const RELEASE = `
+name: Release
+steps:
+  - id: checks
+    type: parallel
+    steps:
+      - { id: lint, type: ask_agent, agent: main, prompt: "lint the release" }
+      - { id: tests, type: ask_agent, agent: main, prompt: "test the release" }
+  - { id: gate, type: condition, if: "'lint' in $steps.lint.output and $steps.tests.output.startswith('echo')", then: q, else: failed }
+  - { id: q, type: wait_for_reply, message: "Checks: $steps.lint.output / $steps.tests.output. Release?" }
+  - { id: decide, type: condition, if: "$steps.q.output.strip().lower() == 'yes'", then: shipped, else: held }
+  - { id: shipped, type: notify, message: "Released", goto: bye }
+  - { id: held, type: notify, message: "Held back", goto: bye }
+  - { id: failed, type: notify, message: "Checks failed", goto: bye }
+  - { id: bye, type: notify, message: "Done: $steps.decide.output" }
+`;
+
 async function boot(root: string): Promise<{ d: RunningDaemon; token: string; main: string }> {
   const d = await startDaemon({
     paths: homePaths(root),
@@ -154,6 +172,32 @@ t.test('a run asks the agent, asks the chat, takes its next plain message as the
   t.notOk(again.frames.some((f) => /Ship it\?/.test(String(f.text))), 'the question was not asked again');
   const replay = redriveMachines(d.log.read({ streamPrefix: 'run:' }));
   t.same([replay.streams, replay.diffs], [2, []], 'both runs, restart included, re-drive to exactly their facts');
+});
+
+t.test('parallel checks, a condition and a reply awaited across a daemon restart run to completion', async (t) => {
+  const { root, scratch } = home(t, 'r');
+  writeFileSync(join(root, 'workflows', 'release.yaml'), RELEASE);
+  let { d, token, main } = await boot(root);
+  scratch.beforeRemove(() => d.stop('test'));
+  let internal = api(d.internalPort, main);
+  const chat = await connect(d.apiPort!, token);
+  const runId = (await internal.post('/workflows/run', { workflow_id: 'release', chat_id: 7, transport: 'api' })).body.run_id as string;
+  await chat.next('result', /^Checks: echo: lint the release\b.* \/ echo: test the release\b.*Release\?$/s);
+  await d.stop('test restart');
+  ({ d, token, main } = await boot(root));
+  internal = api(d.internalPort, main);
+  t.equal((await internal.get(`/workflows/status?run_id=${runId}`)).body.status, 'waiting', 'still waiting after the restart');
+  const again = await connect(d.apiPort!, token);
+  again.send(' Yes ');
+  await again.next('result', /^Released$/);
+  await again.next('result', /^Done: true$/);
+  const done = (await internal.get(`/workflows/status?run_id=${runId}`)).body;
+  t.equal(done.status, 'completed');
+  const status = Object.fromEntries((done.steps as { id: string; status: string }[]).map((s) => [s.id, s.status]));
+  t.match(status, { lint: 'completed', tests: 'completed', gate: 'completed', q: 'completed', decide: 'completed', shipped: 'completed', bye: 'completed' });
+  t.notOk(['held', 'failed'].some((id) => status[id] === 'completed'), 'the branches not taken did not run');
+  const replay = redriveMachines(d.log.read({ streamPrefix: 'run:' }));
+  t.same([replay.streams, replay.diffs], [1, []], 'the run, restart included, re-drives to exactly its facts');
 });
 
 t.test('the workflows folder is watched: a new file is runnable and a broken one is listed with its error, within 5 s', async (t) => {
