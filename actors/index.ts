@@ -40,3 +40,6 @@ export * from './users/login-throttle.js';
 export * from './users/bootstrap.js';
 export * from './users/users-directory.js';
 export * from './tasks/task-hub.js';
+export * from './automation/one-shot-runner.js';
+export * from './tasks/chat-delivery.js';
+export * from './automation/cron-scheduler.js';

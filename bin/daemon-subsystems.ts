@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -26,6 +27,8 @@ import {
   startPortability,
   startTaskQueries,
   TaskHub,
+  CronScheduler,
+  OneShotRuns,
   startTranscriber,
   startUsersDirectory,
   ensureBootstrapAdmin,
@@ -47,7 +50,7 @@ import {
   type Surface,
   type WebhookServer,
 } from '../edges/index.js';
-import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine, resolveTimezone } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -98,6 +101,10 @@ export interface DaemonOptions {
   apiPort?: number;
   /** Overrides `webhooks.port` when the webhook server runs. */
   webhookPort?: number;
+  /** Drives the cron scheduler's fires, retries and file polling; tests pass a SimulatedClock (with `clock` reading it). */
+  cronClock?: ActorClock;
+  /** How often the cron scheduler checks cron_jobs.json for hand edits (default 2 s). */
+  cronWatchIntervalMs?: number;
 }
 
 type DaemonActor = ReturnType<ActorHost['spawn']>;
@@ -161,6 +168,10 @@ export class DaemonContext {
   webhookServer: WebhookServer | null = null;
   /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
   oneShotRunner: OneShotRunner | null = null;
+  /** cron; null until it runs, so a manual run answers `no-scheduler` meanwhile. */
+  cronScheduler: CronScheduler | null = null;
+  /** The zone cron jobs without one of their own run in: user_timezone → TZ → host → UTC. */
+  readonly defaultZone = (): string => resolveTimezone(this.config().user_timezone, this.hostEnv.TZ ?? null, hostZone());
 
   readonly hostEnv: NodeJS.ProcessEnv;
   readonly userHome: string;
@@ -420,6 +431,8 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           paths,
           registry: ctx.registry,
           webhooks: { globalToken: ctx.webhookToken, config: ctx.config, oneShot: () => ctx.oneShotRunner },
+          cron: () => ctx.cronScheduler,
+          defaultZone: ctx.defaultZone,
         }),
         startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
@@ -491,6 +504,34 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       return () => {
         ctx.taskHub = null;
         hub.stop();
+      };
+    },
+  },
+  {
+    // After the task hub, on the agents: one-shot runs (cron jobs, webhook cron_task) and the
+    // scheduler. A run or fire the log holds unfinished was cut by the previous stop and is recorded
+    // failed here, before anything fires. Stopped before the agents, like the hub.
+    name: 'cron',
+    async start(ctx) {
+      const runner = new OneShotRuns({ bus: ctx.bus, log: ctx.log, paths: ctx.paths, config: ctx.config, timezone: ctx.defaultZone });
+      await runner.recover(ctx.startCorrelation);
+      ctx.oneShotRunner = runner;
+      const scheduler = new CronScheduler({
+        bus: ctx.bus,
+        log: ctx.log,
+        paths: ctx.paths,
+        runner,
+        defaultZone: ctx.defaultZone,
+        ...(ctx.opts.cronClock ? { clock: ctx.opts.cronClock } : {}),
+        ...(ctx.opts.cronWatchIntervalMs !== undefined ? { watchIntervalMs: ctx.opts.cronWatchIntervalMs } : {}),
+      });
+      await scheduler.start(ctx.startCorrelation);
+      ctx.cronScheduler = scheduler;
+      return () => {
+        ctx.cronScheduler = null;
+        ctx.oneShotRunner = null;
+        scheduler.stop();
+        runner.stop();
       };
     },
   },
@@ -641,4 +682,13 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
       fileAccess: () => ctx.config().file_access,
     }),
   ];
+}
+
+/** POSIX hosts name their zone by the `/etc/localtime` symlink (resolveTimezone reads the zoneinfo path). */
+function hostZone(): string | null {
+  try {
+    return readlinkSync('/etc/localtime');
+  } catch {
+    return null;
+  }
 }

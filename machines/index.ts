@@ -37,3 +37,4 @@ export * from './workflow-expression.logic.js';
 export * from './task.logic.js';
 export * from './task.machine.js';
 export * from './webhook.logic.js';
+export * from './cron.logic.js';

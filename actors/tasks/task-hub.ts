@@ -17,7 +17,6 @@ import {
 } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
-  CHAT_SESSION_COMMANDS,
   MAIN_AGENT,
   SvcError,
   TASK_COMMANDS,
@@ -37,6 +36,7 @@ import {
 import { initTaskFolder, readTaskRules, writeJsonAtomicSync, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { taskView } from './task-queries.js';
+import { recordChatEnvelope } from './chat-delivery.js';
 
 /*
  * The task hub (SPEC.md "Task records", "Task status", "TasksConfig"): one task actor per task on
@@ -428,11 +428,7 @@ export class TaskHub {
   private deliver(s: TaskState, kind: 'task_result' | 'task_question', content: string): void {
     const meta = { task_id: s.task_id, task_name: s.name, status: s.status };
     const envelope = (k: string, text: string, suffix: string) =>
-      this.d.bus
-        .send(CHAT_SESSION_COMMANDS.recordEnvelope, {
-          agent: s.parent_agent,
-          message: { id: `task-${s.task_id}-${suffix}`, sender: 'agent', content: text.slice(0, 200_000), timestamp: new Date(this.d.bus.now()).toISOString(), kind: k, meta },
-        }, { correlation: `task:${s.task_id}` })
+      recordChatEnvelope(this.d.bus, { agent: s.parent_agent, id: `task-${s.task_id}-${suffix}`, kind: k, content: text, meta, correlation: `task:${s.task_id}` })
         .catch((e: unknown) => this.bus().emitLog('warn', `task ${s.task_id}: ${k} not kept in the chat: ${describeError(e)}`));
     const n = `${s.runs}-${kind === 'task_result' ? 'result' : `q${this.d.bus.now()}`}`;
     void envelope(kind, content, n);
