@@ -49,6 +49,8 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './on
 export const CRON_WATCH_INTERVAL_MS = 2_000;
 /** Longest sleep between checks, so a jump of the wall clock is noticed within this. */
 export const CRON_MAX_TICK_MS = 60_000;
+/** How many fires start before the event loop is let through again. */
+export const FIRE_SLICE = 25;
 /** The record keeps the start of the last result; the log keeps it to MAX_CRON_RESULT_CHARS. */
 const MAX_RECORD_RESULT_CHARS = 20_000;
 
@@ -99,6 +101,10 @@ export class CronScheduler {
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
   private fileHash: string | null = null;
+  private pending = new Map<string, Partial<CronJobRecord>>();
+  /** The records as last read or written, so a run's end does not parse the whole file again. */
+  private records = new Map<string, CronJobRecord>();
+  private flushQueued = false;
   private stopped = false;
   /** Runs and deliveries still going, so a test (or stop) can wait for them. */
   private readonly inflight = new Set<Promise<unknown>>();
@@ -130,6 +136,7 @@ export class CronScheduler {
     );
     this.arm();
     this.watch();
+    this.flush();
   }
 
   stop(): void {
@@ -139,6 +146,7 @@ export class CronScheduler {
     if (this.watchTimer !== null) this.clock.clearTimeout(this.watchTimer as never);
     for (const t of this.retryTimers) this.clock.clearTimeout(t as never);
     this.retryTimers.clear();
+    this.flush();
   }
 
   /** Resolves when every fire, finished run's record and delivery attempt under way has ended (tests wait on this). */
@@ -165,6 +173,7 @@ export class CronScheduler {
 
   /** Reads cron_jobs.json again; jobs whose schedule, zone or enabled changed get a new next fire. */
   reload(): void {
+    this.flush();
     let records: CronJobRecord[];
     let text: string;
     try {
@@ -175,6 +184,7 @@ export class CronScheduler {
       return;
     }
     this.fileHash = sha(text);
+    this.records = new Map(records.map((r) => [r.id, r]));
     const now = this.d.bus.now();
     const seen = new Set<string>();
     const moved: Record<string, Partial<CronJobRecord>> = {};
@@ -247,18 +257,37 @@ export class CronScheduler {
     const now = this.d.bus.now();
     let fired = 0;
     const moved: Record<string, Partial<CronJobRecord>> = {};
+    const due: { job: Job; at: number }[] = [];
     for (const job of this.jobs.values()) {
       if (job.next === null || job.next > now || !job.schedule) continue;
       const at = job.next;
       job.next = nextFireAfter(job.schedule, Math.max(at, now));
       moved[job.settings.id] = { next_run: job.next === null ? null : iso(job.next) };
       fired++;
-      const fireId = fireIdOf(job.settings.id, at);
-      this.track(this.fire(job, at, fireId, 'schedule', { correlation: `cron:${fireId}` }));
+      due.push({ job, at });
     }
-    if (fired) this.patch(moved);
+    if (fired) {
+      this.patch(moved);
+      this.track(this.fireInSlices(due));
+    }
     this.arm();
     return fired;
+  }
+
+  /**
+   * Many jobs due in the same minute are fired FIRE_SLICE at a time with the event loop let through
+   * between slices: each fire's chain (fact, queue, agent, record) runs in microtasks, so firing a
+   * thousand at once would hold every socket for the whole burst.
+   */
+  private async fireInSlices(due: { job: Job; at: number }[]): Promise<void> {
+    for (let i = 0; i < due.length; i += FIRE_SLICE) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      if (this.stopped) return;
+      for (const { job, at } of due.slice(i, i + FIRE_SLICE)) {
+        const fireId = fireIdOf(job.settings.id, at);
+        this.track(this.fire(job, at, fireId, 'schedule', { correlation: `cron:${fireId}` }));
+      }
+    }
   }
 
   /** The fact first (so a crash after it is known), then the run; a fire already handled is dropped. */
@@ -303,7 +332,7 @@ export class CronScheduler {
     const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
     const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
     await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver }, ...cause });
-    const rec = loadCronJobs(this.d.paths).find((j) => j.id === id);
+    const rec = this.current(id);
     if (rec) {
       const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
       this.patch({
@@ -354,24 +383,52 @@ export class CronScheduler {
 
   // ------------------------------------------------------------------ the file
 
-  /** Patches run fields of the named jobs in one write; a job gone meanwhile is left gone. */
+  /**
+   * Patches run fields of the named jobs. Patches made in one turn of the event loop are written
+   * together (1,000 jobs firing in one minute are one write, not 1,000 rewrites of the whole file);
+   * the write itself is load → merge → save with no await between, so an admin edit made meanwhile
+   * is kept. A job gone meanwhile is left gone.
+   */
   private patch(changes: Record<string, Partial<CronJobRecord>>): void {
+    for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes what patch() collected; also called before anything reads the file back. */
+  flush(): void {
+    this.flushQueued = false;
+    if (this.pending.size === 0) return;
+    const changes = this.pending;
+    this.pending = new Map();
+    let edited = false;
     try {
+      // A hand edit since our last read or write must not be taken for ours once we write over it.
+      edited = this.fileHash !== null && sha(readText(this.d.paths.cronJobsFile)) !== this.fileHash;
       const jobs = loadCronJobs(this.d.paths);
-      let touched = false;
-      const next = jobs.map((j) => {
-        const c = changes[j.id];
-        if (!c) return j;
-        touched = true;
-        return { ...j, ...c } as CronJobRecord;
-      });
-      if (!touched) return;
-      saveCronJobs(this.d.paths, next);
+      if (!jobs.some((j) => changes.has(j.id))) return;
+      const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
+      saveCronJobs(this.d.paths, merged);
+      this.records = new Map(merged.map((r) => [r.id, r]));
       // Our own write: the watcher must not take it for a hand edit.
       this.fileHash = sha(readText(this.d.paths.cronJobsFile));
     } catch (e) {
       this.d.bus.emitLog('error', `cron_jobs.json: run fields not written: ${describeError(e)}`);
+    } finally {
+      if (edited) this.handEdited();
     }
+  }
+
+  private handEdited(): void {
+    this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
+    this.reload();
+  }
+
+  /** A job's record as it will be once the pending patches are written. */
+  private current(id: string): CronJobRecord | undefined {
+    const rec = this.records.get(id);
+    return rec && ({ ...rec, ...this.pending.get(id) } as CronJobRecord);
   }
 
   private watch(): void {
@@ -385,6 +442,7 @@ export class CronScheduler {
 
   /** A content change not written by svc is a hand edit: reload. */
   checkFile(): boolean {
+    this.flush();
     let text: string;
     try {
       text = readText(this.d.paths.cronJobsFile);
@@ -392,8 +450,7 @@ export class CronScheduler {
       return false;
     }
     if (sha(text) === this.fileHash) return false;
-    this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
-    this.reload();
+    this.handEdited();
     return true;
   }
 
