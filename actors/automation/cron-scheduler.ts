@@ -49,6 +49,8 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './on
 export const CRON_WATCH_INTERVAL_MS = 2_000;
 /** Longest sleep between checks, so a jump of the wall clock is noticed within this. */
 export const CRON_MAX_TICK_MS = 60_000;
+/** Fields the scheduler writes: a change of only these is not an edit of the job. */
+const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
 export const FIRE_SLICE = 25;
 /** The record keeps the start of the last result; the log keeps it to MAX_CRON_RESULT_CHARS. */
@@ -420,9 +422,23 @@ export class CronScheduler {
     }
   }
 
+  /** A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API). */
   private handEdited(): void {
     this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
+    const before = this.records;
     this.reload();
+    const after = this.records;
+    const facts: Parameters<Bus['publish']>[0][] = [];
+    for (const [id, r] of after) {
+      const old = before.get(id);
+      if (!old) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_created, data: { id, agent: r.agent, by: null } });
+      else {
+        const fields = [...new Set([...Object.keys(old), ...Object.keys(r)])].filter((k) => !RUN_FIELDS.has(k) && JSON.stringify(old[k]) !== JSON.stringify(r[k])).sort();
+        if (fields.length) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_updated, data: { id, agent: r.agent, fields, by: null } });
+      }
+    }
+    for (const [id, r] of before) if (!after.has(id)) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_deleted, data: { id, agent: r.agent, by: null } });
+    for (const f of facts) void this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`));
   }
 
   /** A job's record as it will be once the pending patches are written. */

@@ -301,6 +301,14 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 1, 'one reload, no loop through its own write of next_run');
   await s.advance(5000, 1000);
   t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 1, 'still one');
+  t.same(
+    s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data]),
+    [
+      [AUTOMATION_EVENTS.job_updated, { id: 'j', agent: 'main', fields: ['schedule'], by: null }],
+      [AUTOMATION_EVENTS.job_created, { id: 'k', agent: 'main', by: null }],
+    ],
+    'the hand edit is recorded as facts, its own next_run writes are not',
+  );
   writeFileSync(file, '{broken');
   await s.advance(1000, 1000);
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
