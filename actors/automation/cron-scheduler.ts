@@ -168,6 +168,8 @@ export class CronScheduler {
     const now = this.d.bus.now();
     const fireId = `${id}@manual-${iso(now)}`;
     await this.fire(job, now, fireId, 'manual', cause);
+    // The caller's 202 means the fire is in the log, its run queued and the record says so.
+    this.flush();
     return { started: true, fire_id: fireId };
   }
 
@@ -324,7 +326,6 @@ export class CronScheduler {
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
     // Tracked from its end on: idle() waits for what follows a run, not for the run itself.
     void run.done.then((r) => this.track(this.finish(s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
-    if (trigger === 'manual') return;
     await run.queued;
   }
 
