@@ -335,6 +335,7 @@ t.test('export/import: users without secrets, masked webhook secrets; merge adds
     ['cron:c2', 'webhook:h2'],
     'imported records are facts too',
   );
+  t.ok(existsSync(`${s.paths.workspace}/cron_tasks/c2/c2_MEMORY.md`), 'an imported job gets its folder, as a created one does');
   r = await s.call('/api/import', { method: 'POST', body: data });
   t.same(r.body, { cron_jobs_added: 0, webhooks_added: 0, users_added: 0, skipped: 6 }, 'a second import adds nothing');
   t.same(s.internal, []);
