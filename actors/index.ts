@@ -48,3 +48,6 @@ export * from './housekeeping/daily-job.js';
 export * from './housekeeping/cleanup.js';
 export * from './housekeeping/heartbeat.js';
 export * from './housekeeping/memory-maintenance.js';
+export * from './automation/one-shot-runner.js';
+export * from './tasks/chat-delivery.js';
+export * from './automation/cron-scheduler.js';

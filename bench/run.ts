@@ -1,6 +1,7 @@
 import { benchAdmin } from './admin.bench.js';
 import { benchBus } from './bus.bench.js';
 import { benchConnections } from './connections.bench.js';
+import { benchCron } from './cron.bench.js';
 import { benchDirect } from './direct.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
@@ -21,6 +22,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   webhooks: benchWebhooks,
   workflows: benchWorkflows,
   tasks: benchTasks,
+  cron: benchCron,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -37,6 +38,8 @@ import {
   deliverToChatHistory,
   runCleanup,
   userTimeZone,
+  CronScheduler,
+  OneShotRuns,
   startTranscriber,
   startUsersDirectory,
   ensureBootstrapAdmin,
@@ -60,7 +63,7 @@ import {
   type Surface,
   type WebhookServer,
 } from '../edges/index.js';
-import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine } from '../machines/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine, resolveTimezone } from '../machines/index.js';
 import { AGENT_EVENTS, CONFIG_EVENTS, HOUSEKEEPING_STREAM, MAIN_AGENT, MEMORY_MAINTENANCE_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
@@ -116,6 +119,10 @@ export interface DaemonOptions {
   webhookPort?: number;
   /** Overrides `fileshare.port` when the fileshare server runs. */
   filesharePort?: number;
+  /** Drives the cron scheduler's fires, retries and file polling; tests pass a SimulatedClock (with `clock` reading it). */
+  cronClock?: ActorClock;
+  /** How often the cron scheduler checks cron_jobs.json for hand edits (default 2 s). */
+  cronWatchIntervalMs?: number;
 }
 
 type DaemonActor = ReturnType<ActorHost['spawn']>;
@@ -185,6 +192,10 @@ export class DaemonContext {
     this.fileshare ? { FILESHARE_URL: this.fileshare.url, FILESHARE_DOWNLOADS: this.fileshare.dir } : {};
   /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
   oneShotRunner: OneShotRunner | null = null;
+  /** cron; null until it runs, so a manual run answers `no-scheduler` meanwhile. */
+  cronScheduler: CronScheduler | null = null;
+  /** The zone cron jobs without one of their own run in: user_timezone → TZ → host → UTC. */
+  readonly defaultZone = (): string => resolveTimezone(this.config().user_timezone, this.hostEnv.TZ ?? null, hostZone());
 
   readonly hostEnv: NodeJS.ProcessEnv;
   readonly userHome: string;
@@ -451,6 +462,8 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           paths,
           registry: ctx.registry,
           webhooks: { globalToken: ctx.webhookToken, config: ctx.config, oneShot: () => ctx.oneShotRunner },
+          cron: () => ctx.cronScheduler,
+          defaultZone: ctx.defaultZone,
         }),
         startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
@@ -591,6 +604,34 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       return async () => {
         ctx.workflows = null;
         await engine.stop();
+      };
+    },
+  },
+  {
+    // After the task hub, on the agents: one-shot runs (cron jobs, webhook cron_task) and the
+    // scheduler. A run or fire the log holds unfinished was cut by the previous stop and is recorded
+    // failed here, before anything fires. Stopped before the agents, like the hub.
+    name: 'cron',
+    async start(ctx) {
+      const runner = new OneShotRuns({ bus: ctx.bus, log: ctx.log, paths: ctx.paths, config: ctx.config, timezone: ctx.defaultZone });
+      await runner.recover(ctx.startCorrelation);
+      ctx.oneShotRunner = runner;
+      const scheduler = new CronScheduler({
+        bus: ctx.bus,
+        log: ctx.log,
+        paths: ctx.paths,
+        runner,
+        defaultZone: ctx.defaultZone,
+        ...(ctx.opts.cronClock ? { clock: ctx.opts.cronClock } : {}),
+        ...(ctx.opts.cronWatchIntervalMs !== undefined ? { watchIntervalMs: ctx.opts.cronWatchIntervalMs } : {}),
+      });
+      await scheduler.start(ctx.startCorrelation);
+      ctx.cronScheduler = scheduler;
+      return () => {
+        ctx.cronScheduler = null;
+        ctx.oneShotRunner = null;
+        scheduler.stop();
+        runner.stop();
       };
     },
   },
@@ -819,4 +860,13 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
       fileAccess: () => ctx.config().file_access,
     }),
   ];
+}
+
+/** POSIX hosts name their zone by the `/etc/localtime` symlink (resolveTimezone reads the zoneinfo path). */
+function hostZone(): string | null {
+  try {
+    return readlinkSync('/etc/localtime');
+  } catch {
+    return null;
+  }
 }

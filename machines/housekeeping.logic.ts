@@ -1,6 +1,6 @@
 import { MAIN_AGENT } from '../schemas/index.js';
 import { alwaysLoadModules } from './memory.logic.js';
-import { latestDailyBoundary } from './time-zone.logic.js';
+import { inDailyWindow, latestDailyBoundary } from './time-zone.logic.js';
 
 /*
  * Rules of the daemon's upkeep (SPEC.md CleanupConfig, MemoryConfig, HeartbeatConfig), pure: a
@@ -86,20 +86,12 @@ export function planCleanup(entries: readonly ListedEntry[], now: number, maxAge
 
 // ------------------------------------------------------------------ heartbeat
 
-/** The local hour (0..23) at `now` in `timeZone`. */
-export function localHour(now: number, timeZone: string): number {
-  const h = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', hour: 'numeric' }).format(now);
-  return Number(h) % 24;
-}
-
 /**
  * Whether `now` falls in the quiet hours [start, end) of the user's zone. A window that wraps
  * midnight (21 → 8) is quiet from 21:00 to 07:59; start equal to end has no quiet hours.
  */
 export function inQuietHours(now: number, quietStart: number, quietEnd: number, timeZone: string): boolean {
-  if (quietStart === quietEnd) return false;
-  const h = localHour(now, timeZone);
-  return quietStart < quietEnd ? h >= quietStart && h < quietEnd : h >= quietStart || h < quietEnd;
+  return inDailyWindow(now, quietStart * 60, quietEnd * 60, timeZone);
 }
 
 export type HeartbeatSkip = 'quiet' | 'no-session' | 'provider-mismatch' | 'busy' | 'cooldown';

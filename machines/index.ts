@@ -43,3 +43,4 @@ export * from './workflow-run.machine.js';
 export * from './workflow-command.logic.js';
 export * from './skill-sync.logic.js';
 export * from './housekeeping.logic.js';
+export * from './cron.logic.js';

@@ -119,3 +119,21 @@ export function checkTime(value: unknown, field: string): number {
   }
   return value;
 }
+
+/** Minutes past midnight of `atMs` on the clock of `zone`. */
+export function localMinutes(atMs: number, zone: string): number {
+  const parts = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(atMs));
+  const get = (t: string) => Number(parts.find((p) => p.type === t)?.value ?? 0);
+  return (get('hour') % 24) * 60 + get('minute');
+}
+
+/**
+ * Whether `atMs` falls in the daily window [start, end) (minutes past midnight, local to `zone`):
+ * the one rule for every quiet-hours setting (heartbeat, cron jobs). A window whose start is after
+ * its end wraps midnight (21:00 -> 08:00); equal ends are no window.
+ */
+export function inDailyWindow(atMs: number, startMinute: number, endMinute: number, zone: string): boolean {
+  if (startMinute === endMinute) return false;
+  const now = localMinutes(atMs, zone);
+  return startMinute < endMinute ? now >= startMinute && now < endMinute : now >= startMinute || now < endMinute;
+}

@@ -65,7 +65,7 @@ export interface ProcessExitInfo {
 /** What to do when the CLI process ended while the turn was running (not while svc was killing it). */
 export type ExitDecision =
   | { next: 'completed'; text: string; isError: false }
-  | { next: 'failed'; reason: string; error: string; text: string }
+  | { next: 'failed'; reason: string; error: string; text: string; exitCode?: number }
   | { next: 'recover' }
   | { next: 'fallback' };
 
@@ -85,11 +85,16 @@ export function decideExit(p: TurnProgress, exit: ProcessExitInfo, opts: { recov
   const exitedBadly = (exit.code !== null && exit.code !== 0) || exit.signal !== null;
   if (p.streamed.trim()) {
     if (!exitedBadly) return { next: 'completed', text: p.streamed, isError: false };
-    return { next: 'failed', reason: 'exit-code', error: exit.errorText || describeExit(exit), text: p.streamed };
+    return { next: 'failed', reason: 'exit-code', error: exit.errorText || describeExit(exit), text: p.streamed, ...exitCodeOf(exit) };
   }
-  if (exitedBadly) return { next: 'failed', reason: 'exit-code', error: exit.errorText || describeExit(exit), text: '' };
+  if (exitedBadly) return { next: 'failed', reason: 'exit-code', error: exit.errorText || describeExit(exit), text: '', ...exitCodeOf(exit) };
   if (!opts.fellBack) return { next: 'fallback' };
   return { next: 'failed', reason: 'empty-output', error: 'the CLI exited without printing an answer', text: '' };
+}
+
+/** Cron run statuses name the code (`error:exit_<rc>`); a signal has none. */
+function exitCodeOf(exit: ProcessExitInfo): { exitCode?: number } {
+  return exit.code !== null && exit.code !== 0 ? { exitCode: exit.code } : {};
 }
 
 function describeExit(exit: ProcessExitInfo): string {

@@ -73,6 +73,8 @@ export interface TurnResult {
   error: string | null;
   /** True when the provider session was reset (SIGKILL recovery): the caller forgets the old id. */
   session_reset: boolean;
+  /** The CLI's own non-zero exit code, when that is how it failed. */
+  exit_code?: number;
 }
 
 interface TurnContext extends TurnInput {
@@ -341,7 +343,7 @@ export const turnMachine = setup({
                     return d.next === 'completed'
                       ? finish(context, 'completed', { text: d.text })
                       : d.next === 'failed'
-                        ? finish(context, 'failed', { text: d.text, reason: d.reason, error: d.error })
+                        ? finish(context, 'failed', { text: d.text, reason: d.reason, error: d.error, ...(d.exitCode !== undefined ? { exit_code: d.exitCode } : {}) })
                         : finish(context, 'failed', { reason: 'internal', error: 'no decision' });
                   },
                 }),

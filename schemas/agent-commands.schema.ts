@@ -27,6 +27,10 @@ export const TaskRunSchema = v.object({
   provider: v.nullable(v.picklist(['claude', 'codex', 'gemini'])),
   model: v.nullable(v.string()),
   resume_session_id: v.nullable(v.string()),
+  /** A cron or `cron_task` run's own effort; unset: the agent's. */
+  reasoning_effort: v.optional(v.nullable(v.string())),
+  /** The run's own extra CLI arguments, used instead of (not merged with) the config's; unset: the config's. */
+  cli_parameters: v.optional(v.array(v.string())),
 });
 export type TaskRun = v.InferOutput<typeof TaskRunSchema>;
 
@@ -108,6 +112,8 @@ export const TurnOutcomeSchema = v.object({
   reason: v.nullable(v.string()),
   /** Offered by a command's answer (`/tasks`); transports that cannot show buttons ignore them. */
   buttons: v.optional(v.array(ChatButtonSchema)),
+  /** The CLI's exit code when it exited non-zero on its own (reason `exit-code`). */
+  exit_code: v.optional(v.nullable(v.number())),
 });
 export type TurnOutcome = v.InferOutput<typeof TurnOutcomeSchema>;
 

@@ -79,6 +79,17 @@ const executionFields = {
   dependency: nullable(ShortText),
 };
 
+/**
+ * Where a cron job's result goes: the agent's chat on that transport (the admin chat when unset),
+ * and whether a successful run stays quiet (a failure is always told).
+ */
+const cronDeliveryFields = {
+  transport: nullable(v.pipe(v.string('must be a string'), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a transport name such as telegram'))),
+  chat_id: nullable(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.safeInteger('must be a safe integer'))),
+  topic_id: nullable(v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.safeInteger('must be a safe integer'))),
+  silent_on_success: v.optional(v.boolean('must be true or false')),
+};
+
 /** `POST /api/cron` (WIRE.md: `{id?, title, schedule, agent, description, enabled}` plus SPEC's fields). */
 export const CreateCronJobBodySchema = v.strictObject({
   id: v.optional(RecordIdSchema),
@@ -88,6 +99,7 @@ export const CreateCronJobBodySchema = v.strictObject({
   agent: AgentName,
   timezone: nullable(TimeZone),
   ...executionFields,
+  ...cronDeliveryFields,
 });
 export type CreateCronJobBody = v.InferOutput<typeof CreateCronJobBodySchema>;
 
@@ -99,6 +111,7 @@ export const UpdateCronJobBodySchema = v.strictObject({
   agent: v.optional(AgentName),
   timezone: nullable(TimeZone),
   ...executionFields,
+  ...cronDeliveryFields,
 });
 export type UpdateCronJobBody = v.InferOutput<typeof UpdateCronJobBodySchema>;
 
@@ -231,8 +244,50 @@ export const WebhookTriggerSettingsSchema = v.object({
   model: v.optional(v.nullable(v.string()), null),
   reasoning_effort: v.optional(v.nullable(v.string()), null),
   dependency: v.optional(v.nullable(v.string()), null),
+  cli_parameters: v.optional(v.nullable(CliParameters), null),
+  quiet_start: v.optional(v.nullable(Clock), null),
+  quiet_end: v.optional(v.nullable(Clock), null),
 });
 export type WebhookTriggerSettings = v.InferOutput<typeof WebhookTriggerSettingsSchema>;
+
+/**
+ * What the scheduler reads of a stored job to run it, parsed again because cron_jobs.json may be
+ * edited by hand: a job whose fields are wrong is not run (and says why), the others are.
+ */
+export const CronJobSettingsSchema = v.object({
+  id: RecordIdSchema,
+  agent: AgentName,
+  title: v.string(),
+  schedule: v.string(),
+  enabled: v.optional(v.boolean(), true),
+  description: v.optional(v.string(), ''),
+  timezone: v.optional(v.nullable(v.string()), null),
+  provider: v.optional(v.nullable(v.string()), null),
+  model: v.optional(v.nullable(v.string()), null),
+  reasoning_effort: v.optional(v.nullable(v.string()), null),
+  cli_parameters: v.optional(v.nullable(CliParameters), null),
+  quiet_start: v.optional(v.nullable(Clock), null),
+  quiet_end: v.optional(v.nullable(Clock), null),
+  dependency: v.optional(v.nullable(v.string()), null),
+  transport: v.optional(v.nullable(v.string()), null),
+  chat_id: v.optional(v.nullable(ChatNumber), null),
+  topic_id: v.optional(v.nullable(ChatNumber), null),
+  silent_on_success: v.optional(v.boolean(), false),
+});
+export type CronJobSettings = v.InferOutput<typeof CronJobSettingsSchema>;
+export type CronCliParameters = v.InferOutput<typeof CliParameters>;
+
+/** The run statuses a cron job or `cron_task` run ends with (the two `skipped:*` never start a CLI). */
+export const CRON_RUN_STATUS = {
+  success: 'success',
+  folderMissing: 'error:folder_missing',
+  timeout: 'error:timeout',
+  interrupted: 'error:interrupted',
+  quietHours: 'skipped:quiet_hours',
+  missed: 'skipped:missed',
+} as const;
+export const cliNotFoundStatus = (provider: string): string => `error:cli_not_found_${provider}`;
+export const exitStatus = (rc: number | string): string => `error:exit_${rc}`;
 
 const uniqueIds = <T extends { id: string }>(list: T[]): boolean => new Set(list.map((r) => r.id)).size === list.length;
 /** `cron_jobs.json`: a top-level array with unique ids (`{jobs: [...]}` is read too). */

@@ -22,7 +22,8 @@ const MAY_IMPORT: Record<Folder, Folder[]> = {
 /** Packages a folder may use besides node: built-ins; everything else must go through a layer that owns it. */
 const PACKAGES: Record<Folder, RegExp> = {
   schemas: /^valibot$/,
-  machines: /^(xstate|valibot)$/,
+  // croner is pure calendar arithmetic (next fire of a pattern in a zone): DESIGN.md §9's cron library.
+  machines: /^(xstate|valibot|croner)$/,
   actors: /./,
   bus: /^rxjs$/,
   store: /^(better-sqlite3|valibot|yaml)$/,

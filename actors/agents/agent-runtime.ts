@@ -382,7 +382,12 @@ export class AgentRuntime {
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
     }
     this.preparing.delete(msg.request_id);
-    const { actor, result: done } = this.launcher.launch({ msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1, ...(task ? { cwd: task.folder } : {}) });
+    const { actor, result: done } = this.launcher.launch({
+      msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1,
+      ...(task ? { cwd: task.folder } : {}),
+      ...(task?.reasoning_effort ? { effort: task.reasoning_effort } : {}),
+      ...(task?.cli_parameters ? { cliParameters: task.cli_parameters } : {}),
+    });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
     const result = await done.finally(() => this.active.delete(turnId));
 
@@ -419,6 +424,7 @@ export class AgentRuntime {
       cost_usd: result.cost_usd,
       duration_ms: result.duration_ms,
       reason: result.reason,
+      exit_code: result.exit_code ?? null,
     };
   }
 

@@ -47,6 +47,10 @@ export interface TurnPlan {
   messageNumber: number;
   /** Where the CLI runs when not in the agent's workspace (a task's folder). */
   cwd?: string;
+  /** A cron run's own reasoning effort instead of the config's. */
+  effort?: string;
+  /** A cron run's own extra CLI arguments, instead of (not merged with) the config's. */
+  cliParameters?: readonly string[];
 }
 
 export interface LaunchedTurn {
@@ -76,7 +80,7 @@ export class TurnLauncher {
     };
 
     const tempDir = mkdtempSync(join(tmpdir(), 'svc-turn-'));
-    const effort = effortFor(provider, model, config.reasoning_effort);
+    const effort = effortFor(provider, model, plan.effort ?? config.reasoning_effort);
     const env = this.childEnv(config, msg, provider);
     const cli = cliTurnLogic({
       adapter: ADAPTERS[provider],
@@ -90,7 +94,7 @@ export class TurnLauncher {
         ...(config.max_turns ? { maxTurns: config.max_turns } : {}),
         ...(config.max_budget_usd ? { maxBudgetUsd: config.max_budget_usd } : {}),
         additionalDirectories: config.additional_directories,
-        cliParameters: config.cli_parameters[provider] ?? [],
+        cliParameters: [...(plan.cliParameters ?? config.cli_parameters[provider] ?? [])],
         cwd: plan.cwd ?? this.d.workspace,
       },
       env,

@@ -18,8 +18,9 @@ import {
   type SubAgentConfig,
   type WebhookRecord,
 } from '../../schemas/index.js';
-import { agentAccess, payloadKeys, webhookAuthPlan } from '../../machines/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, webhookAuthPlan } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type HomePaths } from '../../store/index.js';
+import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { dispatchWebhook, webhookAuthPasses, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
@@ -27,7 +28,7 @@ import { dispatchWebhook, webhookAuthPasses, type DispatchResult, type WebhookDi
  * REST: webhooks", "Agent-scoped access"), and the webhook server's calls (WIRE.md §4), which
  * update the same webhooks.json: one owner of the file, and each change is load → change → save
  * with no await in between, then a fact, so admin edits and triggers never lose each other's
- * writes. The cron scheduler comes later: a manual run is refused with `no-scheduler` until then.
+ * writes. A manual run goes to the cron scheduler (refused `no-scheduler` while it is not running).
  */
 
 export interface AutomationRecordsDeps {
@@ -39,6 +40,10 @@ export interface AutomationRecordsDeps {
   newSecret?: () => string;
   /** What the webhook server's calls need; without it `webhook.trigger` is not handled. */
   webhooks?: WebhookDispatchDeps;
+  /** The scheduler once it runs: manual runs go to it; until then they are refused `no-scheduler`. */
+  cron?: () => Pick<CronScheduler, 'runNow'> | null;
+  /** The zone a job without one is read in (user_timezone → TZ → host → UTC). */
+  defaultZone?: () => string;
 }
 
 /** `last_error` is a line for the panel, not a log. */
@@ -119,6 +124,12 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
     if (name !== MAIN_AGENT && !deps.registry().some((r) => r.name === name)) throw new SvcError('invalid-body', `${field}: no agent named ${JSON.stringify(name)}`);
   };
   const nowSeconds = () => Math.floor(bus.now() / 1000);
+  /** The schema checked the shape; croner checks that the schedule fires in the zone it will run in. */
+  const schedulable = (schedule: string, timezone: string | null | undefined) => {
+    const zone = cronTimeZone(timezone, deps.defaultZone?.() ?? 'UTC', null, null);
+    const problem = scheduleProblem(schedule, zone);
+    if (problem !== null) throw new SvcError('invalid-body', `body.schedule: ${problem}`);
+  };
 
   // Cron jobs.
   const cronNotFound = (id: string) => new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist`);
@@ -141,7 +152,10 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
       const jobs = loadCronJobs(paths);
       const id = job.id ?? newId();
       if (jobs.some((j) => j.id === id)) throw new SvcError('cron-job-exists', `cron job ${JSON.stringify(id)} already exists`);
+      schedulable(job.schedule, job.timezone);
       const record: CronJobRecord = { ...defined(job), id, name: job.name ?? job.title, enabled: job.enabled ?? true, description: job.description ?? '', created_at: nowSeconds() } as CronJobRecord;
+      // Its runs work in this folder and keep their memory file there.
+      prepareCronJobFolder(paths, id);
       saveCronJobs(paths, [...jobs, record]);
       await bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_created, data: { id, agent: job.agent, by: principal.id }, ...causedBy(cmd) });
       return cronJobView(record);
@@ -156,6 +170,7 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
         agentExists(changes.agent, 'body.agent');
       }
       const record = { ...jobs[index]!, ...defined(changes), updated_at: nowSeconds() } as CronJobRecord;
+      if (changes.schedule !== undefined || changes.timezone !== undefined) schedulable(record.schedule, record.timezone as string | null | undefined);
       saveCronJobs(paths, jobs.map((j, i) => (i === index ? record : j)));
       await bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_updated, data: { id, agent: record.agent, fields: changedFields(changes), by: principal.id }, ...causedBy(cmd) });
       return cronJobView(record);
@@ -172,9 +187,13 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
     }),
   );
   subs.add(
-    bus.handle(CRON_COMMANDS.run, 'automation', ({ data }) => {
+    bus.handle(CRON_COMMANDS.run, 'automation', async (cmd) => {
+      const { data } = cmd;
       cronJob(data.principal, data.id, 'run cron job');
-      throw new SvcError('no-scheduler', `cron job ${JSON.stringify(data.id)} was not run: the cron scheduler is not running in this version`);
+      const scheduler = deps.cron?.() ?? null;
+      if (!scheduler) throw new SvcError('no-scheduler', `cron job ${JSON.stringify(data.id)} was not run: the cron scheduler is not running`);
+      const { started } = await scheduler.runNow(data.id, causedBy(cmd));
+      return { started };
     }),
   );
 

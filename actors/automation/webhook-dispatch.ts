@@ -48,6 +48,18 @@ export interface OneShotRequest {
   principal: Principal;
   /** Stamped on every fact of the run. */
   correlation: string;
+  /** The run's folder under `workspace/cron_tasks/`; default the source's id. */
+  folder?: string;
+  /** Create the folder when it is missing (a webhook's first run); otherwise a missing one fails the run. */
+  create_folder?: boolean;
+  /** Task-level CLI arguments by provider; unset: the config's. */
+  cli_parameters?: Partial<Record<'claude' | 'codex' | 'gemini', string[]>> | null;
+  quiet_start?: string | null;
+  quiet_end?: string | null;
+  /** The zone quiet hours are read in; unset: the configured one. */
+  timezone?: string | null;
+  /** The chat the run's turn belongs to; unset: the agent's inter-agent conversation. */
+  route?: { transport: string; chat_id: number; topic_id: number | null } | null;
 }
 
 /**
@@ -106,6 +118,12 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
         dependency: hook.dependency,
         principal: webhookPrincipal(hook.id, null),
         correlation: requestId,
+        folder: `webhook_${hook.id}`,
+        // A hook made before one-shot runs existed has no folder yet: its first run makes it.
+        create_folder: true,
+        cli_parameters: hook.cli_parameters,
+        quiet_start: hook.quiet_start,
+        quiet_end: hook.quiet_end,
       });
       return { ok: true, status: 'started', turn_id: null, task_id };
     }

@@ -20,6 +20,7 @@ import {
 } from '../../schemas/index.js';
 import { agentAccess, unrestricted } from '../../machines/index.js';
 import { loadCronJobs, loadUsers, loadWebhooks, saveCronJobs, saveUsers, saveWebhooks, type HomePaths } from '../../store/index.js';
+import { prepareCronJobFolder } from '../automation/cron-scheduler.js';
 import { webhookView } from '../automation/automation-records.js';
 
 /*
@@ -149,6 +150,8 @@ export function startPortability(deps: PortabilityDeps): Subscription {
           });
         }
       }
+      // An imported job gets its folder as a created one does, or its first run is error:folder_missing.
+      for (const j of newJobs) prepareCronJobFolder(paths, j.id);
       if (newJobs.length) saveCronJobs(paths, [...jobs, ...newJobs]);
       if (newHooks.length) saveWebhooks(paths, [...hooks, ...newHooks]);
       if (newUsers.length) saveUsers(paths, [...users, ...newUsers]);

@@ -19,7 +19,6 @@ import {
 } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
-  CHAT_SESSION_COMMANDS,
   INTERAGENT_EVENTS,
   MAIN_AGENT,
   SvcError,
@@ -43,6 +42,7 @@ import {
 import { initTaskFolder, readTaskRules, writeJsonAtomicSync, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { taskView } from './task-queries.js';
+import { recordChatEnvelope } from './chat-delivery.js';
 
 /*
  * The task hub (SPEC.md "Task records", "Task status", "TasksConfig"): one task actor per task on
@@ -517,11 +517,7 @@ export class TaskHub {
   deliverToParent(p: ParentDelivery): void {
     const { bus } = this.d;
     const envelope = (kind: string, content: string, id: string) =>
-      bus
-        .send(CHAT_SESSION_COMMANDS.recordEnvelope, {
-          agent: p.agent,
-          message: { id, sender: 'agent', content: content.slice(0, 200_000), timestamp: new Date(bus.now()).toISOString(), kind, meta: p.envelope.meta },
-        }, { correlation: p.correlation })
+      recordChatEnvelope(bus, { agent: p.agent, id, kind, content, meta: p.envelope.meta, correlation: p.correlation })
         .catch((e: unknown) => this.bus().emitLog('warn', `${p.correlation}: ${kind} not kept in the chat: ${describeError(e)}`));
     void envelope(p.envelope.kind, p.envelope.content, p.envelope.id);
     const asked = agentsOf(bus).ask({ agent: p.agent, ...p.where, text: p.turnText, kind: 'background' }, p.principal);

@@ -5,8 +5,9 @@ import type { AdminDeps } from './admin-deps.js';
 import { pathParam } from './query-params.js';
 
 /*
- * SPEC.md "Admin REST: cron jobs" with WIRE.md §2's record. A manual run answers 503 `no-scheduler`
- * until the scheduler exists (the automation issue).
+ * SPEC.md "Admin REST: cron jobs" with WIRE.md §2's record. A manual run answers 202 once its fire
+ * is recorded and its run queued (503 `no-scheduler` while the scheduler is not running, e.g. during
+ * start-up); schedules and zones are checked with croner by the records actor, naming the field.
  */
 const BODY_LIMIT = 64 * 1024;
 

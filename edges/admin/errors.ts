@@ -26,7 +26,7 @@ export const ADMIN_STATUSES: StatusTable = {
   'cron-job-exists': 409,
   'webhook-exists': 409,
   'webhook-no-secret': 409,
-  // Parts that come in later issues: the task hub (13) and the cron scheduler.
+  // Parts not running (yet, during start-up): the task hub and the cron scheduler.
   'no-task-hub': 503,
   'tasks-disabled': 503,
   'task-state': 409,

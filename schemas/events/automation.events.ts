@@ -29,7 +29,47 @@ export const AUTOMATION_EVENT_SCHEMAS = {
   'webhook.completed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), status: v.string(), turn_id: v.nullable(v.string()), task_id: v.nullable(v.string()) }),
   /** The dispatch could not run or its turn failed; `reason` is machine-readable (`agent-refused`, `turn-failed`, `no-runner`, ...). */
   'webhook.failed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), reason: v.string(), error: v.string() }),
+  /**
+   * A scheduled (or manual) fire of a cron job: `fire_id` is `<job id>@<scheduled ISO time>`, so a
+   * fire already in the log is never run again, whoever restarts. `trigger` says why it fired.
+   */
+  'cron.fired': v.object({ id: v.string(), agent: v.string(), fire_id: v.string(), scheduled_at: v.string(), trigger: v.picklist(['schedule', 'missed', 'manual']) }),
+  /** A fire that ran no CLI (`skipped:missed`, `skipped:quiet_hours`). */
+  'cron.fire_skipped': v.object({ id: v.string(), agent: v.string(), fire_id: v.string(), scheduled_at: v.string(), status: v.string() }),
+  /**
+   * How a fire's run ended; `result` is kept here (cut at MAX_CRON_RESULT_CHARS) so a delivery
+   * that fails can be retried from the log, also after a restart.
+   */
+  'cron.run_finished': v.object({
+    id: v.string(),
+    agent: v.string(),
+    fire_id: v.string(),
+    run_id: v.nullable(v.string()),
+    status: v.string(),
+    duration_ms: v.nullable(v.number()),
+    result: v.string(),
+    /** False when there is nothing to tell (silent_on_success). */
+    deliver: v.boolean(),
+  }),
+  /** The result reached the job's chat, on this attempt. */
+  'cron.delivered': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number() }),
+  /** An attempt to deliver failed; `retry_at` null: no more attempts (the result stays in the log and on the record). */
+  'cron.delivery_failed': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number(), error: v.string(), retry_at: v.nullable(v.string()) }),
 };
 export const AUTOMATION_EVENTS = typeNames(AUTOMATION_EVENT_SCHEMAS);
+export const MAX_CRON_RESULT_CHARS = 100_000;
+
+/*
+ * Stream `oneshot:<run id>`: one fresh CLI run of a cron job or a `cron_task` webhook, queued behind
+ * its dependency key when it has one. A run queued or started with no `finished` after it was cut by
+ * a stop of svc; the next start records it finished `error:interrupted`.
+ */
+export const ONESHOT_EVENT_SCHEMAS = {
+  'oneshot.queued': v.object({ run_id: v.string(), source: v.string(), agent: v.string(), folder: v.string(), dependency: v.nullable(v.string()), provider: v.nullable(v.string()), model: v.nullable(v.string()) }),
+  'oneshot.started': v.object({ run_id: v.string() }),
+  'oneshot.finished': v.object({ run_id: v.string(), status: v.string(), duration_ms: v.nullable(v.number()), turn_id: v.nullable(v.string()) }),
+};
+export const ONESHOT_EVENTS = typeNames(ONESHOT_EVENT_SCHEMAS);
+export const oneShotStream = (id: string): string => `oneshot:${id}`;
 export const cronJobStream = (id: string): string => `cron:${id}`;
 export const webhookStream = (id: string): string => `webhook:${id}`;

@@ -18,7 +18,7 @@ import { SESSION_EVENT_SCHEMAS } from './session.events.js';
 import { TURN_CHUNK_SCHEMAS, TURN_EVENT_SCHEMAS } from './turn.events.js';
 import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
-import { AUTOMATION_EVENT_SCHEMAS } from './automation.events.js';
+import { AUTOMATION_EVENT_SCHEMAS, ONESHOT_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
 import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
 import { CHAT_DELIVERY_CHUNK_SCHEMAS } from '../commands/chat-delivery.commands.js';
@@ -52,6 +52,7 @@ export const EVENT_SCHEMAS = {
   ...RAG_EVENT_SCHEMAS,
   ...SYSTEM_EVENT_SCHEMAS,
   ...AUTOMATION_EVENT_SCHEMAS,
+  ...ONESHOT_EVENT_SCHEMAS,
   ...TASK_EVENT_SCHEMAS,
   ...WORKFLOW_RUN_EVENT_SCHEMAS,
   ...WORKFLOW_DEFINITION_EVENT_SCHEMAS,

@@ -246,7 +246,7 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
 
   // ─── Resources of coder (what the requests name) and of writer (what a coder-less list still shows) ───
   for (const agent of ['coder', 'writer']) {
-    await admin('POST', '/api/cron', { id: `${agent}-job`, title: `${agent}-job`, schedule: '0 9 * * *', agent, enabled: false });
+    await admin('POST', '/api/cron', { id: `${agent}-job`, title: `${agent}-job`, schedule: '0 9 * * *', agent, enabled: false, dependency: 'matrix' });
     await admin('POST', '/api/webhooks', { id: `${agent}-hook`, agent, secret: 'hook-secret-0123456789' });
     await admin('POST', `/api/agents/${agent}/skills`, { name: `${agent}-skill`, content: '# skill\n' });
     await admin('PUT', `/api/memory/modules/modules%2Fnotes.md?agent=${agent}`, { content: 'notes\n' });
@@ -260,6 +260,12 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
   const holder = (await admin('POST', '/api/tasks', { name: 'holder', agent: 'coder', prompt: '[[hold]]' })) as { task_id: string };
   await until('the holder running', () =>
     d.log.read({ types: ['turn.spawned'] }).some((e) => d.log.read({ stream: e.stream, types: ['turn.started'] })[0]?.correlation === `task:${holder.task_id}`));
+  // Cron runs the same way: a held run takes the `matrix` dependency queue, so a run-now cell only
+  // queues (its fire and queue facts are in before its 202) and no CLI reports mid-matrix.
+  await admin('POST', '/api/cron', { id: 'holder-job', title: 'holder-job', schedule: '0 9 * * *', agent: 'coder', enabled: false, description: '[[hold]]', dependency: 'matrix' });
+  await admin('POST', '/api/cron/holder-job/run');
+  await until('the cron holder running', () =>
+    d.log.read({ types: ['turn.spawned'] }).some((e) => d.log.read({ stream: e.stream, types: ['turn.started'] })[0]?.correlation?.startsWith('oneshot:')));
   const taskOf = async (agent: string) => ((await admin('POST', '/api/tasks', { name: `${agent}-task`, agent, prompt: 'p' })) as { task_id: string }).task_id;
   const coderTask = await taskOf('coder');
   await taskOf('writer');

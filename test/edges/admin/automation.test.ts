@@ -70,6 +70,25 @@ t.test('cron: create, list, update, delete in WIRE.md shape; facts; atomic 0600 
   t.same(s.internal, []);
 });
 
+t.test('cron: schedules and zones are checked with croner, naming the field; run-now goes to the scheduler', async (t) => {
+  const ran: string[] = [];
+  const s = await serveOps(t, { lang: 'en', cron: () => ({ runNow: async (id) => (ran.push(id), { started: true, fire_id: `${id}@manual` }) }) });
+  const before = snapshot(s);
+  for (const schedule of ['0 25 * * *', '61 * * * *', '* * 32 * *', '* * * 13 *']) {
+    const r = await s.call('/api/cron', { method: 'POST', body: { title: 'Bad', schedule, agent: 'main' } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /body\.schedule/ } }, schedule);
+  }
+  t.match(await s.call('/api/cron', { method: 'POST', body: { title: 'Bad', schedule: '@daily', agent: 'main', timezone: 'Mars/Olympus' } }), { status: 400, body: { error: /timezone/ } });
+  t.same(snapshot(s), before, 'nothing was written');
+  t.match(await s.call('/api/cron', { method: 'POST', body: { id: 'j', title: 'Good', schedule: '0 9 * * MON-FRI', agent: 'main', timezone: 'Europe/Berlin', silent_on_success: true, chat_id: 5, transport: 'telegram' } }), { status: 201, body: { silent_on_success: true, chat_id: 5 } });
+  t.ok(existsSync(`${s.paths.workspace}/cron_tasks/j/j_MEMORY.md`), 'the job folder and its memory file are made with the job');
+  t.match(await s.call('/api/cron/j', { method: 'PUT', body: { schedule: '0 9 * * FUNDAY' } }), { status: 400, body: { error: /body\.schedule/ } });
+  t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'viewer' }), { status: 403 }, 'roles stay as they were');
+  t.same(ran, []);
+  t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'operator' }), { status: 202, body: { started: true } });
+  t.same(ran, ['j']);
+});
+
 t.test('cron: roles, allowed_agents, bad input and traversal are refused and change nothing', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.cronJobsFile, [
@@ -316,6 +335,7 @@ t.test('export/import: users without secrets, masked webhook secrets; merge adds
     ['cron:c2', 'webhook:h2'],
     'imported records are facts too',
   );
+  t.ok(existsSync(`${s.paths.workspace}/cron_tasks/c2/c2_MEMORY.md`), 'an imported job gets its folder, as a created one does');
   r = await s.call('/api/import', { method: 'POST', body: data });
   t.same(r.body, { cron_jobs_added: 0, webhooks_added: 0, users_added: 0, skipped: 6 }, 'a second import adds nothing');
   t.same(s.internal, []);

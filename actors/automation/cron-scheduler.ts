@@ -1,0 +1,492 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Subscription } from 'rxjs';
+import * as v from 'valibot';
+import type { Bus, Cause } from '../../bus/index.js';
+import {
+  compileSchedule,
+  cronDeliveryText,
+  cronTimeZone,
+  deliveryRetryDelayMs,
+  fireIdOf,
+  foldCronLog,
+  isSuccessStatus,
+  missedFires,
+  nextAverage,
+  nextFireAfter,
+  type CompiledSchedule,
+} from '../../machines/index.js';
+import {
+  AUTOMATION_EVENTS,
+  CRON_RUN_STATUS,
+  CronJobSettingsSchema,
+  MAX_CRON_RESULT_CHARS,
+  SvcError,
+  cronJobStream,
+  describeError,
+  type CronJobRecord,
+  type CronJobSettings,
+  type Principal,
+} from '../../schemas/index.js';
+import { loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
+import type { ActorClock } from '../host/actor-host.js';
+import { recordChatEnvelope } from '../tasks/chat-delivery.js';
+import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
+
+/*
+ * The cron scheduler: fires each enabled job of cron_jobs.json at the times croner computes in the
+ * job's zone (machines/cron.logic.ts), on an injected clock (tests drive it; nothing here sleeps),
+ * runs it through the one-shot runner and tells its chat. Every fire is a fact whose id is the job
+ * id plus the scheduled time, so a restart never runs a fire the log already holds; a fire the log
+ * holds unfinished was cut by a crash and is recorded `error:interrupted` at the next start.
+ *
+ * It owns the run fields of cron_jobs.json (last_run_at, next_run, last_status, execution_count,
+ * avg_duration, last_result, last_delivery_status): each change is load → patch → save with no
+ * await between, as the admin records do for theirs, so neither loses the other's writes. It polls
+ * the file's hash and reloads on a hand edit; its own writes leave the hash it expects.
+ */
+
+export const CRON_WATCH_INTERVAL_MS = 2_000;
+/** Longest sleep between checks, so a jump of the wall clock is noticed within this. */
+export const CRON_MAX_TICK_MS = 60_000;
+/** Fields the scheduler writes: a change of only these is not an edit of the job. */
+const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
+/** How many fires start before the event loop is let through again. */
+export const FIRE_SLICE = 25;
+/** The record keeps the start of the last result; the log keeps it to MAX_CRON_RESULT_CHARS. */
+const MAX_RECORD_RESULT_CHARS = 20_000;
+
+export interface CronSchedulerDeps {
+  bus: Bus;
+  log: EventLog;
+  paths: HomePaths;
+  runner: OneShotRuns;
+  /** The zone of a job without one: user_timezone → TZ → host → UTC. */
+  defaultZone: () => string;
+  clock?: ActorClock;
+  watchIntervalMs?: number;
+}
+
+interface Job {
+  settings: CronJobSettings;
+  schedule: CompiledSchedule | null;
+  zone: string;
+  /** Epoch ms of the next scheduled fire; null when disabled, broken or never again. */
+  next: number | null;
+  /** What a change must differ in to recompute `next`. */
+  key: string;
+}
+
+const realClock: ActorClock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) } as ActorClock;
+
+export function cronPrincipal(jobId: string, route: { transport: string; chat_id: number; topic_id: number | null } | null): Principal {
+  return {
+    kind: 'system',
+    id: `cron:${jobId}`,
+    acting_for: null,
+    role: 'admin',
+    allowed_agents: [],
+    origin: { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null },
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const sha = (text: string) => createHash('sha1').update(text).digest('hex');
+
+export class CronScheduler {
+  private readonly jobs = new Map<string, Job>();
+  /** Per job, the newest scheduled time handled (fired or skipped): nothing at or before it fires again. */
+  private readonly lastScheduled = new Map<string, number>();
+  private readonly subs = new Subscription();
+  private readonly clock: ActorClock;
+  private tickTimer: unknown = null;
+  private watchTimer: unknown = null;
+  private readonly retryTimers = new Set<unknown>();
+  private fileHash: string | null = null;
+  private pending = new Map<string, Partial<CronJobRecord>>();
+  /** The records as last read or written, so a run's end does not parse the whole file again. */
+  private records = new Map<string, CronJobRecord>();
+  private flushQueued = false;
+  private stopped = false;
+  /** Runs and deliveries still going, so a test (or stop) can wait for them. */
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly d: CronSchedulerDeps) {
+    this.clock = d.clock ?? realClock;
+  }
+
+  async start(correlation: string): Promise<void> {
+    const { bus } = this.d;
+    const cause: Cause = { correlation };
+    const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
+    for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
+    this.reload();
+    // A fire the log holds unfinished was cut by a stop (or a SIGKILL): it failed, and is never run again.
+    for (const [id, s] of logged) {
+      for (const f of s.unfinished) {
+        const job = this.jobs.get(id);
+        await this.finish(id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
+      }
+    }
+    for (const [id, s] of logged) {
+      const job = this.jobs.get(id);
+      for (const u of s.undelivered) if (!u.gaveUp && job) this.deliver(job.settings, u.fire_id, u.status, u.result, u.attempts + 1, { correlation: `cron:${u.fire_id}` });
+    }
+    await this.catchUp(bus.now());
+    this.subs.add(
+      bus.subscribe('cron-scheduler', () => this.reload(), (e) => e.type === AUTOMATION_EVENTS.job_created || e.type === AUTOMATION_EVENTS.job_updated || e.type === AUTOMATION_EVENTS.job_deleted),
+    );
+    this.arm();
+    this.watch();
+    this.flush();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.subs.unsubscribe();
+    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
+    if (this.watchTimer !== null) this.clock.clearTimeout(this.watchTimer as never);
+    for (const t of this.retryTimers) this.clock.clearTimeout(t as never);
+    this.retryTimers.clear();
+    this.flush();
+  }
+
+  /** Resolves when every fire, finished run's record and delivery attempt under way has ended (tests wait on this). */
+  async idle(): Promise<void> {
+    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  }
+
+  /** The next fire of each job, epoch ms (null: none). */
+  nextRuns(): Map<string, number | null> {
+    return new Map([...this.jobs].map(([id, j]) => [id, j.next]));
+  }
+
+  /** `POST /api/cron/{id}/run`: a fire now, outside the schedule (it does not move the next one). */
+  async runNow(id: string, cause: Cause): Promise<{ started: boolean; fire_id: string }> {
+    const job = this.jobs.get(id) ?? (this.reload(), this.jobs.get(id));
+    if (!job) throw new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist or its record is not valid`);
+    const now = this.d.bus.now();
+    const fireId = `${id}@manual-${iso(now)}`;
+    await this.fire(job, now, fireId, 'manual', cause);
+    // The caller's 202 means the fire is in the log, its run queued and the record says so.
+    this.flush();
+    return { started: true, fire_id: fireId };
+  }
+
+  // ------------------------------------------------------------------ schedule
+
+  /** Reads cron_jobs.json again; jobs whose schedule, zone or enabled changed get a new next fire. */
+  reload(): void {
+    this.flush();
+    let records: CronJobRecord[];
+    let text: string;
+    try {
+      text = readText(this.d.paths.cronJobsFile);
+      records = loadCronJobs(this.d.paths);
+    } catch (e) {
+      this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
+      return;
+    }
+    this.fileHash = sha(text);
+    this.records = new Map(records.map((r) => [r.id, r]));
+    const now = this.d.bus.now();
+    const seen = new Set<string>();
+    const moved: Record<string, Partial<CronJobRecord>> = {};
+    for (const r of records) {
+      seen.add(r.id);
+      const parsed = v.safeParse(CronJobSettingsSchema, r);
+      if (!parsed.success) {
+        if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${v.summarize(parsed.issues)}`);
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', next: null, key: 'invalid' });
+        continue;
+      }
+      const s = parsed.output;
+      const zone = cronTimeZone(s.timezone, this.d.defaultZone(), null, null);
+      const key = `${s.schedule}|${zone}|${s.enabled}`;
+      const old = this.jobs.get(r.id);
+      if (old && old.key === key && old.schedule) {
+        old.settings = s;
+        continue;
+      }
+      const compiled = compileSchedule(s.schedule, zone);
+      if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
+      const schedule = 'error' in compiled ? null : compiled;
+      const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
+      this.jobs.set(r.id, { settings: s, schedule, zone, next, key });
+      const nextRun = next === null ? null : iso(next);
+      if (r.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+    }
+    for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
+    if (Object.keys(moved).length) this.patch(moved);
+    if (!this.stopped && this.tickTimer !== null) this.arm();
+  }
+
+  /** Start-up: for each job, the fires it missed since it was last handled (or made). */
+  private async catchUp(now: number): Promise<void> {
+    for (const job of this.jobs.values()) {
+      if (!job.schedule || !job.settings.enabled) continue;
+      const id = job.settings.id;
+      const record = job.settings as CronJobSettings & { created_at?: unknown; updated_at?: unknown };
+      const made = Math.max(Number(record.created_at) || 0, Number(record.updated_at) || 0) * 1000;
+      const since = Math.max(this.lastScheduled.get(id) ?? 0, made);
+      if (since === 0) continue;
+      const missed = missedFires(job.schedule, since, now);
+      for (const at of missed.skipped) {
+        const fire_id = fireIdOf(id, at);
+        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.fire_skipped, data: { id, agent: job.settings.agent, fire_id, scheduled_at: iso(at), status: CRON_RUN_STATUS.missed }, correlation: `cron:${fire_id}` });
+        this.lastScheduled.set(id, Math.max(at, this.lastScheduled.get(id) ?? 0));
+      }
+      if (missed.skippedTotal > missed.skipped.length) this.d.bus.emitLog('info', `cron job ${id}: ${missed.skippedTotal - missed.skipped.length} older missed fires not recorded one by one`);
+      if (missed.skipped.length) this.patch({ [id]: { last_status: CRON_RUN_STATUS.missed } });
+      if (missed.run !== null) await this.fire(job, missed.run, fireIdOf(id, missed.run), 'missed', { correlation: `cron:${fireIdOf(id, missed.run)}` });
+    }
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
+    const now = this.d.bus.now();
+    let soonest = Infinity;
+    for (const j of this.jobs.values()) if (j.next !== null && j.next < soonest) soonest = j.next;
+    const wait = Math.max(0, Math.min(soonest - now, CRON_MAX_TICK_MS));
+    this.tickTimer = this.clock.setTimeout(() => {
+      this.tickTimer = null;
+      this.tick();
+    }, wait);
+  }
+
+  /** Fires every job that is due; computes each one's next fire after now. */
+  tick(): number {
+    if (this.stopped) return 0;
+    const now = this.d.bus.now();
+    let fired = 0;
+    const moved: Record<string, Partial<CronJobRecord>> = {};
+    const due: { job: Job; at: number }[] = [];
+    for (const job of this.jobs.values()) {
+      if (job.next === null || job.next > now || !job.schedule) continue;
+      const at = job.next;
+      job.next = nextFireAfter(job.schedule, Math.max(at, now));
+      moved[job.settings.id] = { next_run: job.next === null ? null : iso(job.next) };
+      fired++;
+      due.push({ job, at });
+    }
+    if (fired) {
+      this.patch(moved);
+      this.track(this.fireInSlices(due));
+    }
+    this.arm();
+    return fired;
+  }
+
+  /**
+   * Many jobs due in the same minute are fired FIRE_SLICE at a time with the event loop let through
+   * between slices: each fire's chain (fact, queue, agent, record) runs in microtasks, so firing a
+   * thousand at once would hold every socket for the whole burst.
+   */
+  private async fireInSlices(due: { job: Job; at: number }[]): Promise<void> {
+    for (let i = 0; i < due.length; i += FIRE_SLICE) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      if (this.stopped) return;
+      for (const { job, at } of due.slice(i, i + FIRE_SLICE)) {
+        const fireId = fireIdOf(job.settings.id, at);
+        this.track(this.fire(job, at, fireId, 'schedule', { correlation: `cron:${fireId}` }));
+      }
+    }
+  }
+
+  /** The fact first (so a crash after it is known), then the run; a fire already handled is dropped. */
+  private async fire(job: Job, scheduledMs: number, fireId: string, trigger: 'schedule' | 'missed' | 'manual', cause: Cause): Promise<void> {
+    const s = job.settings;
+    if (trigger !== 'manual') {
+      const last = this.lastScheduled.get(s.id);
+      if (last !== undefined && scheduledMs <= last) return;
+      this.lastScheduled.set(s.id, scheduledMs);
+    }
+    await this.d.bus.publish({ stream: cronJobStream(s.id), type: AUTOMATION_EVENTS.fired, data: { id: s.id, agent: s.agent, fire_id: fireId, scheduled_at: iso(scheduledMs), trigger }, ...cause });
+    const route = s.chat_id !== null ? { transport: s.transport ?? 'internal', chat_id: s.chat_id, topic_id: s.topic_id } : null;
+    const startedAt = this.d.bus.now();
+    const run = this.d.runner.run({
+      source: `cron:${s.id}`,
+      agent: s.agent,
+      name: s.title,
+      prompt: s.description.trim() || s.title,
+      provider: s.provider,
+      model: s.model,
+      reasoning_effort: s.reasoning_effort,
+      dependency: s.dependency,
+      principal: cronPrincipal(s.id, route),
+      correlation: cause.correlation ?? `cron:${fireId}`,
+      folder: s.id,
+      cli_parameters: s.cli_parameters,
+      quiet_start: s.quiet_start,
+      quiet_end: s.quiet_end,
+      timezone: job.zone,
+      route,
+    });
+    this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
+    // Tracked from its end on: idle() waits for what follows a run, not for the run itself.
+    void run.done.then((r) => this.track(this.finish(s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
+    await run.queued;
+  }
+
+  private async finish(id: string, agent: string, fireId: string, startedAt: number | null, r: OneShotResult, s: CronJobSettings | null, cause: Cause, runId: string | null): Promise<void> {
+    const skipped = r.status.startsWith('skipped:');
+    const deliver = !skipped && !(s?.silent_on_success && isSuccessStatus(r.status));
+    const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
+    const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
+    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver }, ...cause });
+    const rec = this.current(id);
+    if (rec) {
+      const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
+      this.patch({
+        [id]: {
+          last_status: r.status,
+          last_result: result.slice(0, MAX_RECORD_RESULT_CHARS),
+          last_delivery_status: deliver ? 'pending' : 'none',
+          ...(skipped || durationMs === null ? {} : { execution_count: count + 1, avg_duration: nextAverage(rec.avg_duration as number | null, count, durationMs / 1000) }),
+        },
+      });
+    }
+    if (deliver && s) this.deliver(s, fireId, r.status, result, 1, cause);
+  }
+
+  // ------------------------------------------------------------------ delivery
+
+  /** One attempt; a failed one is retried later on the clock, and the result stays in the log either way. */
+  private deliver(s: CronJobSettings, fireId: string, status: string, result: string, attempt: number, cause: Cause): void {
+    const id = s.id;
+    const attemptOnce = async () => {
+      try {
+        await recordChatEnvelope(this.d.bus, {
+          agent: s.agent,
+          id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`,
+          kind: 'cron_result',
+          content: cronDeliveryText(s.title, status, result),
+          meta: { job_id: id, fire_id: fireId, status, title: s.title },
+          correlation: cause.correlation ?? `cron:${fireId}`,
+        });
+        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt }, ...cause });
+        this.patch({ [id]: { last_delivery_status: 'delivered' } });
+      } catch (e) {
+        if (this.stopped) return;
+        const delay = deliveryRetryDelayMs(attempt);
+        const retryAt = delay === null ? null : this.d.bus.now() + delay;
+        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivery_failed, data: { id, fire_id: fireId, attempt, error: describeError(e).slice(0, 500), retry_at: retryAt === null ? null : iso(retryAt) }, ...cause });
+        this.patch({ [id]: { last_delivery_status: delay === null ? 'failed' : 'retrying' } });
+        if (delay === null) return;
+        const timer = this.clock.setTimeout(() => {
+          this.retryTimers.delete(timer);
+          if (!this.stopped) this.deliver(this.jobs.get(id)?.settings ?? s, fireId, status, result, attempt + 1, cause);
+        }, delay);
+        this.retryTimers.add(timer);
+      }
+    };
+    this.track(attemptOnce().catch((e: unknown) => this.d.bus.emitLog('error', `cron job ${id}: delivery of ${fireId} not recorded: ${describeError(e)}`)));
+  }
+
+  // ------------------------------------------------------------------ the file
+
+  /**
+   * Patches run fields of the named jobs. Patches made in one turn of the event loop are written
+   * together (1,000 jobs firing in one minute are one write, not 1,000 rewrites of the whole file);
+   * the write itself is load → merge → save with no await between, so an admin edit made meanwhile
+   * is kept. A job gone meanwhile is left gone.
+   */
+  private patch(changes: Record<string, Partial<CronJobRecord>>): void {
+    for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes what patch() collected; also called before anything reads the file back. */
+  flush(): void {
+    this.flushQueued = false;
+    if (this.pending.size === 0) return;
+    const changes = this.pending;
+    this.pending = new Map();
+    let edited = false;
+    try {
+      // A hand edit since our last read or write must not be taken for ours once we write over it.
+      edited = this.fileHash !== null && sha(readText(this.d.paths.cronJobsFile)) !== this.fileHash;
+      const jobs = loadCronJobs(this.d.paths);
+      if (!jobs.some((j) => changes.has(j.id))) return;
+      const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
+      saveCronJobs(this.d.paths, merged);
+      this.records = new Map(merged.map((r) => [r.id, r]));
+      // Our own write: the watcher must not take it for a hand edit.
+      this.fileHash = sha(readText(this.d.paths.cronJobsFile));
+    } catch (e) {
+      this.d.bus.emitLog('error', `cron_jobs.json: run fields not written: ${describeError(e)}`);
+    } finally {
+      if (edited) this.handEdited();
+    }
+  }
+
+  /** A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API). */
+  private handEdited(): void {
+    this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
+    const before = this.records;
+    this.reload();
+    const after = this.records;
+    const facts: Parameters<Bus['publish']>[0][] = [];
+    for (const [id, r] of after) {
+      const old = before.get(id);
+      if (!old) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_created, data: { id, agent: r.agent, by: null } });
+      else {
+        const fields = [...new Set([...Object.keys(old), ...Object.keys(r)])].filter((k) => !RUN_FIELDS.has(k) && JSON.stringify(old[k]) !== JSON.stringify(r[k])).sort();
+        if (fields.length) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_updated, data: { id, agent: r.agent, fields, by: null } });
+      }
+    }
+    for (const [id, r] of before) if (!after.has(id)) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_deleted, data: { id, agent: r.agent, by: null } });
+    for (const f of facts) void this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`));
+  }
+
+  /** A job's record as it will be once the pending patches are written. */
+  private current(id: string): CronJobRecord | undefined {
+    const rec = this.records.get(id);
+    return rec && ({ ...rec, ...this.pending.get(id) } as CronJobRecord);
+  }
+
+  private watch(): void {
+    if (this.stopped) return;
+    this.watchTimer = this.clock.setTimeout(() => {
+      this.watchTimer = null;
+      this.checkFile();
+      this.watch();
+    }, this.d.watchIntervalMs ?? CRON_WATCH_INTERVAL_MS);
+  }
+
+  /** A content change not written by svc is a hand edit: reload. */
+  checkFile(): boolean {
+    this.flush();
+    let text: string;
+    try {
+      text = readText(this.d.paths.cronJobsFile);
+    } catch {
+      return false;
+    }
+    if (sha(text) === this.fileHash) return false;
+    this.handEdited();
+    return true;
+  }
+
+  private track(p: Promise<unknown>): void {
+    const q = p.catch((e: unknown) => this.d.bus.emitLog('error', `cron scheduler: ${describeError(e)}`)).finally(() => this.inflight.delete(q));
+    this.inflight.add(q);
+  }
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw e;
+  }
+}
+
+/** A new job's folder and memory file; the admin records call this on create. */
+export function prepareCronJobFolder(paths: HomePaths, jobId: string): string {
+  return ensureCronTaskFolder(paths, jobId);
+}

@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentsOf, type Bus } from '../../bus/index.js';
+import { jobInQuietHours, runStatusOf, unfinishedOneShots } from '../../machines/index.js';
+import {
+  CRON_RUN_STATUS,
+  ONESHOT_EVENTS,
+  cliNotFoundStatus,
+  describeError,
+  oneShotStream,
+  type AgentConfig,
+  type TaskRun,
+} from '../../schemas/index.js';
+import type { EventLog, HomePaths } from '../../store/index.js';
+import type { OneShotRequest, OneShotRunner } from './webhook-dispatch.js';
+
+/*
+ * One fresh CLI run (never a resumed session) in `workspace/cron_tasks/<folder>/`, for cron jobs and
+ * for `cron_task` webhooks alike, through the agent contract with the `task` field: the turn runs in
+ * the folder, on its own session key, with the run's provider/model/effort/CLI arguments and
+ * `cli_timeout` (turn kind `cron`). Runs that share a `dependency` key wait for each other in one
+ * FIFO queue, whoever asked; runs without one start at once.
+ */
+
+export const CRON_TASKS_DIR = 'cron_tasks';
+const PROVIDERS = ['claude', 'codex', 'gemini'] as const;
+type Provider = (typeof PROVIDERS)[number];
+const isProvider = (p: string | null): p is Provider => p !== null && (PROVIDERS as readonly string[]).includes(p);
+/** The inter-agent conversation, as the task hub uses for a parent with no chat. */
+const NO_CHAT = { transport: 'internal', chat_id: 0, topic_id: null };
+
+export interface OneShotResult {
+  run_id: string;
+  status: string;
+  /** The CLI's answer, or what went wrong. */
+  text: string;
+  duration_ms: number | null;
+  turn_id: string | null;
+}
+
+export interface OneShotRunsDeps {
+  bus: Bus;
+  log: EventLog;
+  paths: HomePaths;
+  config: () => AgentConfig;
+  /** The configured zone (user_timezone → TZ → host → UTC), for quiet hours without a zone of their own. */
+  timezone: () => string;
+  newId?: () => string;
+}
+
+interface Queued {
+  runId: string;
+  req: OneShotRequest;
+  resolve: (r: OneShotResult) => void;
+}
+
+export function cronTaskFolder(paths: HomePaths, folder: string): string {
+  return join(paths.workspace, CRON_TASKS_DIR, folder);
+}
+
+/** A job's folder with its memory file, made when the job is; an existing one is left as it is. */
+export function ensureCronTaskFolder(paths: HomePaths, folder: string): string {
+  const dir = cronTaskFolder(paths, folder);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const memory = join(dir, `${folder}_MEMORY.md`);
+  if (!existsSync(memory)) writeFileSync(memory, `# ${folder}\n\nNotes this job keeps between its runs.\n`, { mode: 0o600 });
+  return dir;
+}
+
+/** The reminder every run's prompt carries: the folder's memory file is how runs know what came before. */
+export function oneShotPrompt(prompt: string, folder: string): string {
+  return `${prompt}\n\n---\nThis is a scheduled run with no memory of earlier runs except ${folder}_MEMORY.md in your working folder: read it first, and before you finish update it with what the next run should know.`;
+}
+
+export class OneShotRuns implements OneShotRunner {
+  private readonly queues = new Map<string, Queued[]>();
+  private readonly newId: () => string;
+  private stopped = false;
+
+  constructor(private readonly d: OneShotRunsDeps) {
+    this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
+  }
+
+  /** Runs cut by a stop of svc (queued or running, never finished) are recorded as interrupted. */
+  async recover(correlation: string): Promise<string[]> {
+    const cut = unfinishedOneShots(this.d.log.read({ streamPrefix: 'oneshot:' }));
+    for (const run_id of cut) {
+      await this.d.bus.publish({ stream: oneShotStream(run_id), type: ONESHOT_EVENTS.finished, data: { run_id, status: CRON_RUN_STATUS.interrupted, duration_ms: null, turn_id: null }, correlation });
+    }
+    return cut;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** The port webhooks use: resolves once the run is queued (or started). */
+  async start(req: OneShotRequest): Promise<{ task_id: string }> {
+    const run = this.run(req);
+    await run.queued;
+    run.done.catch(() => undefined);
+    return { task_id: run.run_id };
+  }
+
+  /** Queues one run; `done` resolves with how it ended and never rejects. */
+  run(req: OneShotRequest): { run_id: string; queued: Promise<void>; done: Promise<OneShotResult> } {
+    const runId = this.newId();
+    const folder = req.folder ?? req.source.replace(/^[a-z]+:/, '');
+    let resolve!: (r: OneShotResult) => void;
+    const done = new Promise<OneShotResult>((r) => (resolve = r));
+    const queued = this.d.bus
+      .publish({
+        stream: oneShotStream(runId),
+        type: ONESHOT_EVENTS.queued,
+        data: { run_id: runId, source: req.source, agent: req.agent, folder, dependency: req.dependency, provider: req.provider, model: req.model },
+        correlation: req.correlation,
+      })
+      .then(() => {
+        const item: Queued = { runId, req: { ...req, folder }, resolve };
+        const key = req.dependency;
+        if (key === null || key === '') return void this.execute(item);
+        const q = this.queues.get(key);
+        if (q) return void q.push(item);
+        this.queues.set(key, [item]);
+        void this.execute(item);
+      });
+    queued.catch((e: unknown) => resolve({ run_id: runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }));
+    return { run_id: runId, queued, done };
+  }
+
+  /** Runs one item, then the next of its dependency queue. */
+  private async execute(item: Queued): Promise<void> {
+    const result = await this.runOne(item).catch((e: unknown): OneShotResult => ({ run_id: item.runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }));
+    await this.d.bus
+      .publish({ stream: oneShotStream(item.runId), type: ONESHOT_EVENTS.finished, data: { run_id: item.runId, status: result.status, duration_ms: result.duration_ms, turn_id: result.turn_id }, correlation: item.req.correlation })
+      .catch((e: unknown) => this.d.bus.emitLog('error', `one-shot run ${item.runId}: its end was not recorded: ${describeError(e)}`));
+    item.resolve(result);
+    const key = item.req.dependency;
+    if (key === null || key === '') return;
+    const q = this.queues.get(key);
+    if (!q) return;
+    q.shift();
+    const next = q[0];
+    if (!next) this.queues.delete(key);
+    else void this.execute(next);
+  }
+
+  private async runOne({ runId, req }: Queued): Promise<OneShotResult> {
+    const { bus } = this.d;
+    const end = (status: string, text: string): OneShotResult => ({ run_id: runId, status, text, duration_ms: null, turn_id: null });
+    if (this.stopped) return end(CRON_RUN_STATUS.interrupted, 'svc is stopping');
+    const zone = req.timezone ?? this.d.timezone();
+    if (jobInQuietHours(req.quiet_start, req.quiet_end, bus.now(), zone)) return end(CRON_RUN_STATUS.quietHours, `quiet hours ${req.quiet_start}-${req.quiet_end} (${zone})`);
+    const folderName = req.folder!;
+    if (req.create_folder) ensureCronTaskFolder(this.d.paths, folderName);
+    const folder = cronTaskFolder(this.d.paths, folderName);
+    if (!isDirectory(folder)) return end(CRON_RUN_STATUS.folderMissing, `the run's folder ${folder} does not exist`);
+    if (req.provider !== null && !isProvider(req.provider)) return end(cliNotFoundStatus(req.provider), `no CLI for provider ${JSON.stringify(req.provider)}`);
+    const provider = req.provider;
+    const params = req.cli_parameters ?? null;
+    const task: TaskRun = {
+      task_id: runId,
+      folder,
+      provider,
+      model: req.model,
+      // A fresh conversation every time: what a run must remember is in its memory file.
+      resume_session_id: null,
+      reasoning_effort: req.reasoning_effort,
+      // Task-level parameters replace the global ones for the provider that runs (SPEC: not merged).
+      ...(params ? { cli_parameters: [...(params[provider ?? 'claude'] ?? [])] } : {}),
+    };
+    await bus.publish({ stream: oneShotStream(runId), type: ONESHOT_EVENTS.started, data: { run_id: runId }, correlation: req.correlation });
+    const startedAt = bus.now();
+    const route = req.route ?? NO_CHAT;
+    const asked = agentsOf(bus).ask({ agent: req.agent, ...route, text: oneShotPrompt(req.prompt, folderName), kind: 'cron', task }, req.principal, { requestId: `oneshot:${runId}` });
+    const admission = await asked.accepted;
+    if (!admission.accepted) return end(`error:${admission.code.replace(/-/g, '_')}`, admission.message);
+    try {
+      const o = await asked.outcome;
+      return { run_id: runId, status: runStatusOf(o), text: o.text, duration_ms: bus.now() - startedAt, turn_id: o.turn_id };
+    } catch (e) {
+      return { ...end('error:internal', describeError(e)), duration_ms: bus.now() - startedAt };
+    }
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { SimulatedClock } from 'xstate';
+import { CronScheduler, OneShotRuns, prepareCronJobFolder } from '../actors/index.js';
+import { Bus, serveAgents } from '../bus/index.js';
+import { compileSchedule, nextFireAfter, type CompiledSchedule } from '../machines/index.js';
+import { AUTOMATION_EVENTS, CHAT_SESSION_COMMANDS, defaultConfig, type CronJobRecord, type TurnOutcome } from '../schemas/index.js';
+import { PROJECTIONS, SqliteEventLog, homePaths, saveCronJobs } from '../store/index.js';
+import type { BenchReport } from './report.js';
+import { median, percentile, within } from './timing.js';
+
+/*
+ * 1,000 cron jobs: what computing their next fires costs per tick (croner, in each job's zone), and
+ * how long the event loop stalls while all of them fire in the same minute through the real
+ * scheduler, one-shot runner, SQLite log and cron_jobs.json writes (the agent answers at once, so
+ * this is svc's own cost, not a CLI's), against the idle loop measured in the same run.
+ */
+
+const JOBS = 1_000;
+const SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * *', '0 9 * * MON-FRI', '@daily', '15 */2 * * *', '0 0 1 JAN,JUL *'];
+const ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Tokyo', 'Australia/Sydney'];
+const FIRING_MINUTES = 5;
+
+function jobs(allEveryMinute: boolean, created: number): CronJobRecord[] {
+  return Array.from({ length: JOBS }, (_, i) => ({
+    id: `job${i}`,
+    title: `Job ${i}`,
+    schedule: allEveryMinute ? '* * * * *' : SCHEDULES[i % SCHEDULES.length]!,
+    timezone: ZONES[i % ZONES.length]!,
+    agent: 'main',
+    enabled: true,
+    description: `do thing ${i}`,
+    created_at: Math.floor(created / 1000),
+  })) as unknown as CronJobRecord[];
+}
+
+function nextFireFigures(report: BenchReport): void {
+  const t0 = performance.now();
+  const compiled = jobs(false, 0).map((j) => compileSchedule(j.schedule, String(j.timezone)) as CompiledSchedule);
+  report.figure(`compile ${JOBS} schedules (a reload)`, performance.now() - t0, 'ms');
+  const ticks: number[] = [];
+  let at = Date.parse('2026-03-28T00:00:00Z');
+  let sink = 0;
+  for (let tick = 0; tick < 60; tick++) {
+    const s = performance.now();
+    for (const c of compiled) sink += nextFireAfter(c, at) ?? 0;
+    ticks.push(performance.now() - s);
+    at += 60_000;
+  }
+  if (sink === 0) throw new Error('no next fire computed');
+  const sorted = [...ticks].sort((a, b) => a - b);
+  report.figure(`next fire of all ${JOBS} jobs, one tick (median of 60)`, median(ticks), 'ms');
+  report.figure(`  p99 tick`, percentile(sorted, 0.99), 'ms');
+  report.figure(`  per job`, (median(ticks) * 1000) / JOBS, 'µs');
+}
+
+async function loopDelay(during: () => Promise<void>): Promise<{ p99: number; max: number; mean: number }> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  await during();
+  h.disable();
+  return { p99: h.percentile(99) / 1e6, max: h.max / 1e6, mean: h.mean / 1e6 };
+}
+
+async function firingFigures(report: BenchReport): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cron-'));
+  const paths = homePaths(join(dir, 'home'));
+  const start = Date.parse('2026-03-28T00:00:30Z');
+  const list = jobs(true, start);
+  saveCronJobs(paths, list);
+  for (const j of list) prepareCronJobFolder(paths, j.id);
+  const log = SqliteEventLog.open(join(dir, 'events.db'), { projections: PROJECTIONS, backgroundCheckpoints: { onError: (m) => console.error(m) } });
+  const clock = new SimulatedClock();
+  clock.set(start);
+  const bus = new Bus({ log, clock: () => clock.now() });
+  let answered = 0;
+  serveAgents(bus, 'bench-agent', {
+    accept: (m) => {
+      answered++;
+      const o: TurnOutcome = {
+        request_id: m.request_id, turn_id: `t${answered}`, agent: m.agent, session_key: 'k', status: 'completed', text: 'ok', is_error: false, stream_fallback: false,
+        files: [], provider: 'claude', model: null, session_id: null, usage: null, cost_usd: null, duration_ms: 1, reason: null,
+      };
+      return { outcome: Promise.resolve(o) };
+    },
+    abort: () => ({ killed: 0 }),
+    list: () => [],
+  });
+  let delivered = 0;
+  bus.handle(CHAT_SESSION_COMMANDS.recordEnvelope, 'bench-chat', () => (delivered++, { session_id: null }));
+  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: () => 'UTC' });
+  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: () => 'UTC', clock, watchIntervalMs: 2_000 });
+  await scheduler.start('bench');
+
+  const finished = () => log.read({ streamPrefix: 'cron:', types: [AUTOMATION_EVENTS.delivered] }).length;
+  let firingMs = 0;
+  const firing = await loopDelay(async () => {
+    const t0 = performance.now();
+    for (let minute = 1; minute <= FIRING_MINUTES; minute++) {
+      clock.increment(60_000);
+      await within(
+        (async () => {
+          while (delivered < minute * JOBS) {
+            await new Promise((r) => setImmediate(r));
+            await scheduler.idle();
+          }
+        })(),
+        `${JOBS} fires in minute ${minute}`,
+      );
+    }
+    firingMs = performance.now() - t0;
+  });
+  if (finished() !== FIRING_MINUTES * JOBS) throw new Error(`delivered ${finished()} of ${FIRING_MINUTES * JOBS}`);
+  // The same wall time with nothing to do: what the loop measures on this machine at rest.
+  const idle = await loopDelay(() => new Promise((r) => setTimeout(r, Math.max(500, firingMs))));
+  scheduler.stop();
+  runner.stop();
+  bus.close();
+  await log.stopCheckpoints();
+  log.close();
+  rmSync(dir, { recursive: true, force: true });
+
+  const fires = FIRING_MINUTES * JOBS;
+  report.note(`${JOBS} jobs on * * * * *, ${FIRING_MINUTES} simulated minutes`, `${fires} fires, each: fact, one-shot run, record, delivery`);
+  report.figure('fires per second (fact → run → record → delivered)', fires / (firingMs / 1000), 'fires/s');
+  report.figure(`wall time for ${JOBS} fires of one minute`, firingMs / FIRING_MINUTES, 'ms');
+  report.figure('event-loop p99 while firing', firing.p99, 'ms', { ratio: firing.p99 / Math.max(idle.p99, 0.001), against: 'idle loop p99' });
+  report.figure('event-loop max while firing', firing.max, 'ms');
+  report.figure('event-loop p99 idle (baseline, same run)', idle.p99, 'ms');
+}
+
+export async function benchCron(report: BenchReport): Promise<void> {
+  report.section(`cron: ${JOBS} jobs`);
+  nextFireFigures(report);
+  await firingFigures(report);
+}

@@ -1,0 +1,316 @@
+// The cron scheduler and the one-shot runner on a simulated clock (nothing sleeps): fires in job
+// zones and across DST, quiet hours, silent_on_success, run records in cron_jobs.json, the
+// dependency queue shared by a cron job and a webhook cron_task, missed fires and restarts that
+// never run a fire twice, delivery retry, and hand edits of the file. The agent is a fake on the
+// agent contract that records each message and answers when told.
+import t from 'tap';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SimulatedClock } from 'xstate';
+import { CronScheduler, OneShotRuns, dispatchWebhook, prepareCronJobFolder } from '../../actors/index.js';
+import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
+import {
+  AUTOMATION_EVENTS,
+  CHAT_SESSION_COMMANDS,
+  ONESHOT_EVENTS,
+  defaultConfig,
+  type AgentMessage,
+  type AnyEnvelope,
+  type CronJobRecord,
+  type TurnOutcome,
+  type WebhookTriggerSettings,
+} from '../../schemas/index.js';
+import { MemoryEventLog, homePaths, loadCronJobs, saveCronJobs, type HomePaths } from '../../store/index.js';
+
+type TT = { testdir(): string; teardown(fn: () => void | Promise<void>): void };
+const at = (s: string) => Date.parse(s);
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+interface Held {
+  msg: AgentMessage;
+  end(o?: Partial<TurnOutcome>): void;
+}
+
+function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths }) {
+  const paths = opts.paths ?? homePaths(join(t.testdir(), 'home'));
+  if (!opts.paths) {
+    saveCronJobs(paths, opts.jobs as CronJobRecord[]);
+    for (const j of opts.jobs) if (!(j as { noFolder?: boolean }).noFolder) prepareCronJobFolder(paths, String(j.id));
+  }
+  const log = opts.log ?? new MemoryEventLog();
+  const clock = new SimulatedClock();
+  clock.set(at(opts.start));
+  const bus = new Bus({ log, clock: () => clock.now() });
+  const logs: LogLine[] = [];
+  bus.transient$.subscribe((m) => {
+    if (m.type === 'log.line') logs.push(m.data as LogLine);
+  });
+  const received: AgentMessage[] = [];
+  const held: Held[] = [];
+  const outcome = (m: AgentMessage, o: Partial<TurnOutcome> = {}): TurnOutcome => ({
+    request_id: m.request_id, turn_id: `t${received.indexOf(m)}`, agent: m.agent, session_key: `task:${m.task?.task_id}`, status: 'completed',
+    text: `done: ${m.text.split('\n')[0]}`, is_error: false, stream_fallback: false, files: [], provider: m.task?.provider ?? 'claude', model: m.task?.model ?? null,
+    session_id: 's', usage: null, cost_usd: null, duration_ms: 5, reason: null, ...o,
+  });
+  const agents = serveAgents(bus, 'fake-agents', {
+    accept: (m) => {
+      received.push(m);
+      if (!opts.hold) return { outcome: Promise.resolve(outcome(m)) };
+      return { outcome: new Promise<TurnOutcome>((resolve) => held.push({ msg: m, end: (o) => resolve(outcome(m, o)) })) };
+    },
+    abort: () => ({ killed: 0 }),
+    list: () => [],
+  });
+  const envelopes: { agent: string; content: string; kind?: string | undefined; id: string }[] = [];
+  let failing = opts.failDeliveries ?? 0;
+  const chat = bus.handle(CHAT_SESSION_COMMANDS.recordEnvelope, 'fake-chat', ({ data }) => {
+    if (failing > 0) {
+      failing--;
+      throw new Error('the chat store is down');
+    }
+    envelopes.push({ agent: data.agent, content: data.message.content, kind: data.message.kind, id: data.message.id });
+    return { session_id: 'admin-1' };
+  });
+  let n = 0;
+  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: () => 'UTC', newId: () => `run${++n}` });
+  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: () => 'UTC', clock, watchIntervalMs: 1000 });
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) {
+      await tick();
+      await scheduler.idle();
+    }
+  };
+  /** Moves the clock in steps, letting what each step fired run to its end. */
+  const advance = async (ms: number, step = 10 * 60_000) => {
+    for (let done = 0; done < ms; done += step) {
+      clock.increment(Math.min(step, ms - done));
+      await settle();
+    }
+  };
+  const facts = (type?: string): AnyEnvelope[] => log.read({ streamPrefix: 'cron:' }).filter((e) => type === undefined || e.type === type);
+  const job = (id: string) => loadCronJobs(paths).find((j) => j.id === id)!;
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    scheduler.stop();
+    runner.stop();
+    agents.unsubscribe();
+    chat.unsubscribe();
+  };
+  t.teardown(() => {
+    stop();
+    bus.close();
+  });
+  return { paths, log, clock, bus, logs, received, held, envelopes, runner, scheduler, settle, advance, facts, job, stop };
+}
+
+const created = (iso: string) => Math.floor(at(iso) / 1000);
+
+t.test('fires in each job zone, across spring-forward, with quiet hours and silent success; run records and delivery', async (t) => {
+  const start = '2026-03-28T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'berlin', title: 'Berlin report', schedule: '30 2 * * *', timezone: 'Europe/Berlin', agent: 'main', enabled: true, description: 'Write the Berlin report', created_at: created(start), provider: 'codex', model: 'gpt-x', reasoning_effort: 'high', cli_parameters: { codex: ['--flag', 'v'], claude: ['--no'] } },
+      { id: 'tokyo', title: 'Tokyo', schedule: '0 9 * * *', timezone: 'Asia/Tokyo', agent: 'main', enabled: true, description: '', created_at: created(start) },
+      { id: 'quiet', title: 'Hourly', schedule: '0 * * * *', agent: 'main', enabled: true, description: 'tick', quiet_start: '21:00', quiet_end: '08:00', silent_on_success: true, created_at: created(start) },
+      { id: 'paused', title: 'Off', schedule: '* * * * *', agent: 'main', enabled: false, description: '', created_at: created(start) },
+      { id: 'nofolder', title: 'No folder', schedule: '0 12 * * *', agent: 'main', enabled: true, description: '', created_at: created(start), noFolder: true },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  t.equal(s.job('berlin').next_run, '2026-03-28T01:30:00.000Z', 'next_run written at start');
+  t.equal(s.job('paused').next_run ?? null, null, 'a paused job has no next run');
+  await s.advance(2 * 24 * 3600_000);
+
+  const fired = (id: string) => s.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === id).map((e) => e.data.scheduled_at);
+  t.same(fired('berlin'), ['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z'], 'Berlin 02:30: once on the spring-forward day, at 03:00 CEST');
+  t.same(fired('tokyo'), ['2026-03-29T00:00:00.000Z', '2026-03-30T00:00:00.000Z'], '09:00 in Tokyo is 00:00 UTC');
+  t.equal(fired('quiet').length, 48, 'the hourly job fires every hour');
+  t.same(fired('paused'), [], 'a paused job never fires');
+  const statuses = (id: string) => s.facts(AUTOMATION_EVENTS.run_finished).filter((e) => e.data.id === id).map((e) => e.data.status);
+  t.equal(statuses('quiet').filter((x) => x === 'skipped:quiet_hours').length, 22, '21:00-08:00 is 11 quiet hours a day');
+  t.equal(statuses('quiet').filter((x) => x === 'success').length, 26);
+  t.same(statuses('nofolder'), ['error:folder_missing', 'error:folder_missing']);
+
+  // What the agent was asked: a fresh run in the job's folder, the job's own execution fields.
+  const berlin = s.received.find((m) => m.task?.folder.endsWith('/berlin'))!;
+  t.match(berlin, { agent: 'main', kind: 'cron', principal: { kind: 'system', id: 'cron:berlin', role: 'admin' } });
+  t.match(berlin.task, { task_id: /^run\d+$/, folder: join(s.paths.workspace, 'cron_tasks', 'berlin'), provider: 'codex', model: 'gpt-x', resume_session_id: null, reasoning_effort: 'high', cli_parameters: ['--flag', 'v'] });
+  t.match(berlin.text, /^Write the Berlin report\n[\s\S]*berlin_MEMORY\.md/, 'the prompt reminds the run of its memory file');
+  t.ok(existsSync(join(s.paths.workspace, 'cron_tasks', 'berlin', 'berlin_MEMORY.md')));
+  const tokyo = s.received.find((m) => m.task?.folder.endsWith('/tokyo'))!;
+  t.notOk('cli_parameters' in tokyo.task!, 'no task-level parameters: the config’s apply');
+  t.equal(s.received.filter((m) => m.task?.folder.endsWith('/quiet')).length, 26, 'no CLI ran in quiet hours');
+
+  // Records.
+  t.match(s.job('berlin'), { last_status: 'success', execution_count: 2, last_run_at: '2026-03-29T01:00:00.000Z', next_run: '2026-03-30T00:30:00.000Z', last_delivery_status: 'delivered', last_result: /^done: Write the Berlin report/ });
+  t.type(s.job('berlin').avg_duration, 'number');
+  t.match(s.job('nofolder'), { last_status: 'error:folder_missing', execution_count: 2 }, 'an error is an execution; a skip is not');
+  t.match(s.job('quiet'), { last_delivery_status: 'none' });
+
+  // Delivery: a header and the result to the job's agent chat; silent success tells nothing, a failure always.
+  const berlinMsgs = s.envelopes.filter((e) => e.content.startsWith('TASK: Berlin report'));
+  t.equal(berlinMsgs.length, 2);
+  t.match(berlinMsgs[0], { agent: 'main', kind: 'cron_result', content: /^TASK: Berlin report\n\ndone: Write the Berlin report/ });
+  t.equal(s.envelopes.filter((e) => e.content.startsWith('TASK: Hourly')).length, 0, 'silent_on_success');
+  t.equal(s.envelopes.filter((e) => e.content.startsWith('TASK: No folder')).length, 2, 'errors are told');
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0, 'its own writes never look like hand edits');
+});
+
+t.test('one FIFO queue per dependency key across a cron job and a webhook cron_task; no key runs at once', async (t) => {
+  const start = '2026-01-01T00:59:00Z';
+  const s = stand(t, {
+    start,
+    hold: true,
+    jobs: [
+      { id: 'first', title: 'First', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'job one', dependency: 'nightly', created_at: created(start) },
+      { id: 'free', title: 'Free', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'job free', created_at: created(start) },
+      { id: 'third', title: 'Third', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'job three', dependency: 'nightly', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  await s.advance(60_000, 60_000);
+  const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: 'deploy now', auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'nightly', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
+  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => s.runner }, hook, {}, 'req-1');
+  t.match(dispatched, { ok: true, status: 'started' });
+  await s.settle();
+  const who = () => s.received.map((m) => m.task!.folder.split('/').pop());
+  t.same(who(), ['first', 'free'], 'the free job runs beside the first; the third and the webhook wait for "nightly"');
+  s.held.find((h) => h.msg.task!.folder.endsWith('/free'))!.end();
+  await s.settle();
+  t.same(who(), ['first', 'free'], 'the free job ending frees nothing of the queue');
+  s.held.find((h) => h.msg.task!.folder.endsWith('/first'))!.end();
+  await s.settle();
+  const third = who()[2];
+  const queuedOrder = s.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued && e.data.dependency === 'nightly').map((e) => e.data.folder);
+  t.equal(third, queuedOrder[1], 'the next one is the one queued next');
+  s.held.at(-1)!.end();
+  await s.settle();
+  t.equal(who()[3], queuedOrder[2]);
+  s.held.at(-1)!.end({ status: 'failed', is_error: true, reason: 'exit-code', exit_code: 2 });
+  await s.settle();
+  t.same(new Set(who()), new Set(['first', 'free', 'third', 'webhook_deploy']));
+  t.ok(existsSync(join(s.paths.workspace, 'cron_tasks', 'webhook_deploy', 'webhook_deploy_MEMORY.md')), 'the webhook run made its folder');
+  const finished = s.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.finished);
+  t.equal(finished.length, 4);
+  t.ok(finished.some((e) => e.data.status === 'error:exit_2'), 'exit code in the status');
+});
+
+t.test('missed fires at start-up, interrupted fires, and a restart never runs a fire twice', async (t) => {
+  const log = new MemoryEventLog();
+  const made = '2026-01-01T00:00:00Z';
+  const jobs = [
+    { id: 'hourly', title: 'Hourly', schedule: '0 * * * *', agent: 'main', enabled: true, description: '', created_at: created(made) },
+    { id: 'daily', title: 'Daily', schedule: '0 3 * * *', agent: 'main', enabled: true, description: '', created_at: created(made) },
+  ];
+  // First life: runs until 05:10, with the hourly job's 05:00 run still going when it "dies".
+  const a = stand(t, { start: '2026-01-01T00:30:00Z', jobs, log, hold: true });
+  await a.scheduler.start('start:1');
+  for (let i = 0; i < 5; i++) {
+    await a.advance(3600_000, 3600_000);
+    if (i === 4) break;
+    a.held.forEach((h) => h.end());
+    a.held.length = 0;
+    await a.settle();
+  }
+  t.equal(a.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'hourly').length, 5, '01:00 … 05:00');
+  t.equal(a.held.length, 1, 'the 05:00 run is still going');
+  a.stop(); // as a SIGKILL would: nothing more is written
+
+  // Second life at 08:20: 05:00 was cut; 06:00 and 07:00 are skipped, 08:00 (20 minutes ago) runs; daily 03:00 already ran.
+  const b = stand(t, { start: '2026-01-01T08:20:00Z', jobs, log, paths: a.paths });
+  await b.runner.recover('start:2');
+  await b.scheduler.start('start:2');
+  await b.settle();
+  const hourly = (type: string) => b.facts(type).filter((e) => e.data.id === 'hourly');
+  t.match(hourly(AUTOMATION_EVENTS.run_finished).find((e) => e.data.fire_id === 'hourly@2026-01-01T05:00:00.000Z'), { data: { status: 'error:interrupted' } }, 'the cut run is recorded failed');
+  t.ok(b.log.read({ streamPrefix: 'oneshot:' }).some((e) => e.type === ONESHOT_EVENTS.finished && e.data.status === 'error:interrupted'), 'and so is its one-shot run');
+  t.same(hourly(AUTOMATION_EVENTS.fire_skipped).map((e) => [e.data.scheduled_at, e.data.status]), [['2026-01-01T06:00:00.000Z', 'skipped:missed'], ['2026-01-01T07:00:00.000Z', 'skipped:missed']]);
+  t.match(hourly(AUTOMATION_EVENTS.fired).at(-1), { data: { scheduled_at: '2026-01-01T08:00:00.000Z', trigger: 'missed' } });
+  t.equal(b.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'daily').length, 1, 'the daily 03:00 is not run again');
+  t.equal(b.received.length, 1, 'one CLI run at start-up: the 08:00 fire');
+  const firedIds = b.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id);
+  b.stop();
+
+  // Third life, same minute: nothing new fires, nothing runs twice.
+  const c = stand(t, { start: '2026-01-01T08:25:00Z', jobs, log, paths: a.paths });
+  await c.runner.recover('start:3');
+  await c.scheduler.start('start:3');
+  await c.settle();
+  t.same(c.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id), firedIds, 'no fire twice');
+  t.equal(c.received.length, 0);
+  await c.advance(35 * 60_000);
+  t.equal(c.facts(AUTOMATION_EVENTS.fired).at(-1)!.data.fire_id, 'hourly@2026-01-01T09:00:00.000Z', 'and the schedule goes on');
+  const ids = c.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id);
+  t.equal(new Set(ids).size, ids.length, 'fire ids are unique in the log');
+});
+
+t.test('delivery retry: a failed delivery is retried on the clock and the result is never lost', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, { start, failDeliveries: 2, jobs: [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  await s.advance(30_000, 30_000);
+  t.match(s.facts(AUTOMATION_EVENTS.run_finished)[0], { data: { status: 'success', result: /^done: make it/, deliver: true } }, 'the result is in the log');
+  t.match(s.facts(AUTOMATION_EVENTS.delivery_failed), [{ data: { attempt: 1, retry_at: '2026-01-01T01:00:30.000Z', error: /chat store is down/ } }]);
+  t.match(s.job('rep'), { last_status: 'success', last_delivery_status: 'retrying', last_result: /^done: make it/ }, 'run status and delivery status apart');
+  await s.advance(30_000, 30_000);
+  t.equal(s.facts(AUTOMATION_EVENTS.delivery_failed).length, 2);
+  t.equal(s.envelopes.length, 0);
+  await s.advance(120_000, 30_000);
+  t.match(s.facts(AUTOMATION_EVENTS.delivered), [{ data: { attempt: 3 } }]);
+  t.equal(s.envelopes.length, 1);
+  t.match(s.envelopes[0]!.content, /^TASK: Report\n\ndone: make it/);
+  t.match(s.job('rep'), { last_delivery_status: 'delivered' });
+});
+
+t.test('an undelivered result is delivered after a restart; run-now fires outside the schedule', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const jobs = [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }];
+  const a = stand(t, { start, failDeliveries: 1, jobs });
+  await a.scheduler.start('start:1');
+  await a.advance(30_000, 30_000);
+  t.equal(a.facts(AUTOMATION_EVENTS.delivery_failed).length, 1);
+  a.stop();
+  const b = stand(t, { start: '2026-01-01T01:05:00Z', jobs, log: a.log, paths: a.paths });
+  await b.scheduler.start('start:2');
+  await b.settle();
+  t.match(b.facts(AUTOMATION_EVENTS.delivered), [{ data: { attempt: 2 } }]);
+  t.equal(b.envelopes.length, 1);
+  const r = await b.scheduler.runNow('rep', { correlation: 'manual-1' });
+  await b.settle();
+  t.match(r, { started: true, fire_id: 'rep@manual-2026-01-01T01:05:00.000Z' });
+  t.match(b.facts(AUTOMATION_EVENTS.fired).at(-1), { data: { trigger: 'manual' }, correlation: 'manual-1' });
+  t.equal(b.job('rep').next_run, '2026-01-02T01:00:00.000Z', 'a manual run does not move the schedule');
+  t.equal(b.job('rep').execution_count, 2);
+});
+
+t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the old ones', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, { start, jobs: [{ id: 'j', title: 'J', schedule: '0 5 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T05:00:00Z'));
+  const file = s.paths.cronJobsFile;
+  const jobs = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
+  writeFileSync(file, JSON.stringify([{ ...jobs[0], schedule: '30 1 * * *' }, { id: 'k', title: 'K', schedule: '@hourly', agent: 'main', enabled: true }], null, 2));
+  await s.advance(1000, 1000);
+  t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'within one watch interval');
+  t.equal(s.scheduler.nextRuns().get('k'), at('2026-01-01T01:00:00Z'), 'a job added by hand');
+  t.equal(s.job('j').next_run, '2026-01-01T01:30:00.000Z');
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 1, 'one reload, no loop through its own write of next_run');
+  await s.advance(5000, 1000);
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 1, 'still one');
+  t.same(
+    s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data]),
+    [
+      [AUTOMATION_EVENTS.job_updated, { id: 'j', agent: 'main', fields: ['schedule'], by: null }],
+      [AUTOMATION_EVENTS.job_created, { id: 'k', agent: 'main', by: null }],
+    ],
+    'the hand edit is recorded as facts, its own next_run writes are not',
+  );
+  writeFileSync(file, '{broken');
+  await s.advance(1000, 1000);
+  t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
+  t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
+});
