@@ -49,5 +49,5 @@ export * from './housekeeping/cleanup.js';
 export * from './housekeeping/heartbeat.js';
 export * from './housekeeping/memory-maintenance.js';
 export * from './automation/one-shot-runner.js';
-export * from './tasks/chat-delivery.js';
+export * from './chat-delivery/chat-envelope.js';
 export * from './automation/cron-scheduler.js';

@@ -30,7 +30,7 @@ import {
 } from '../../schemas/index.js';
 import { loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
-import { recordChatEnvelope } from '../tasks/chat-delivery.js';
+import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
 
 /*

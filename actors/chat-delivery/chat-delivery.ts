@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../../bus/index.js';
-import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, CHAT_SESSION_COMMANDS, MAIN_AGENT, MAX_CHAT_MESSAGE_CHARS, type ChatDelivery } from '../../schemas/index.js';
+import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, MAIN_AGENT, type ChatDelivery } from '../../schemas/index.js';
+import { recordChatEnvelope } from './chat-envelope.js';
 
 /** Transports whose live connections take a `chat.delivered` chunk (edges/direct relays it). */
 const LIVE_TRANSPORTS = new Set(['api']);
@@ -14,23 +15,12 @@ export const ADMIN_TRANSPORT = 'admin';
  * panel's socket pushes as it is recorded); the direct API has no history, so its open connections
  * of that chat get it live. Other transports answer `delivered: false` until they exist here.
  */
-export function startChatDelivery(deps: { bus: Bus; now?: () => number }): Subscription {
+export function startChatDelivery(deps: { bus: Bus }): Subscription {
   const { bus } = deps;
-  const now = deps.now ?? (() => bus.now());
   return bus.handle(CHAT_DELIVERY_COMMANDS.deliver, 'chat-delivery', async (cmd) => {
     const d: ChatDelivery = cmd.data;
     if (d.transport === ADMIN_TRANSPORT) {
-      await bus.send(CHAT_SESSION_COMMANDS.recordEnvelope, {
-        agent: d.agent ?? MAIN_AGENT,
-        message: {
-          id: `delivery-${randomUUID()}`,
-          sender: 'agent',
-          content: d.text.slice(0, MAX_CHAT_MESSAGE_CHARS),
-          timestamp: new Date(now()).toISOString(),
-          kind: 'text',
-          meta: { source: d.source },
-        },
-      }, { correlation: cmd.correlation });
+      await recordChatEnvelope(bus, { agent: d.agent ?? MAIN_AGENT, id: `delivery-${randomUUID()}`, kind: 'text', content: d.text, meta: { source: d.source }, correlation: cmd.correlation });
       return { delivered: true };
     }
     if (LIVE_TRANSPORTS.has(d.transport)) {

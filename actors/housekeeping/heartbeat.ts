@@ -3,9 +3,7 @@ import { agentsOf, type Bus } from '../../bus/index.js';
 import { heartbeatDecision, isHeartbeatAck, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
-  CHAT_SESSION_COMMANDS,
   HEARTBEAT_EVENTS,
-  MAX_CHAT_MESSAGE_CHARS,
   HEARTBEAT_STREAM,
   describeError,
   type AgentConfig,
@@ -15,6 +13,7 @@ import {
 } from '../../schemas/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { REAL_CLOCK } from './daily-job.js';
+import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 
 /*
  * Heartbeat (SPEC.md HeartbeatConfig): every `interval_minutes` each agent with heartbeat enabled
@@ -219,21 +218,14 @@ export class Heartbeat {
  * their own chat instead.
  */
 export function deliverToChatHistory(bus: Bus): (d: HeartbeatDelivery) => Promise<void> {
-  return async (d) => {
-    await bus.send(
-      CHAT_SESSION_COMMANDS.recordEnvelope,
-      {
-        agent: d.agent,
-        message: {
-          id: d.request_id,
-          sender: 'agent',
-          content: d.text.slice(0, MAX_CHAT_MESSAGE_CHARS),
-          timestamp: new Date(bus.now()).toISOString(),
-          kind: 'text',
-          meta: { source: 'heartbeat', transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id },
-        },
-      },
-      { correlation: d.request_id, by: 'heartbeat' },
-    );
-  };
+  return (d) =>
+    recordChatEnvelope(bus, {
+      agent: d.agent,
+      id: d.request_id,
+      kind: 'text',
+      content: d.text,
+      meta: { source: 'heartbeat', transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id },
+      correlation: d.request_id,
+      by: 'heartbeat',
+    });
 }

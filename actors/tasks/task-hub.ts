@@ -42,7 +42,7 @@ import {
 import { initTaskFolder, readTaskRules, writeJsonAtomicSync, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { taskView } from './task-queries.js';
-import { recordChatEnvelope } from './chat-delivery.js';
+import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 
 /*
  * The task hub (SPEC.md "Task records", "Task status", "TasksConfig"): one task actor per task on

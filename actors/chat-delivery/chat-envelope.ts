@@ -2,12 +2,14 @@ import type { Bus } from '../../bus/index.js';
 import { CHAT_SESSION_COMMANDS, type Json } from '../../schemas/index.js';
 
 /*
- * How a background result reaches a person: a `chat_message` envelope in the agent's admin chat
- * (kept in its history and pushed to open panels). Task results and cron results both go this way.
+ * How something said outside a chat turn is kept in an agent's admin chat: a `chat_message`
+ * envelope (in its history, pushed to open panels). Task, cron and inter-agent results, heartbeat
+ * answers and `chat.deliver` to the admin chat all go this way.
  */
 
 /** Longer contents are cut: a chat message is for reading, the log keeps the whole result. */
 export const MAX_CHAT_ENVELOPE_CHARS = 200_000;
+
 
 export interface ChatEnvelope {
   agent: string;
@@ -17,6 +19,8 @@ export interface ChatEnvelope {
   content: string;
   meta: { [key: string]: Json };
   correlation: string;
+  /** Who is saying it, when not the command's sender (`heartbeat`). */
+  by?: string;
 }
 
 /** Rejects when the chat could not keep it (the caller decides whether to retry). */
@@ -24,6 +28,6 @@ export async function recordChatEnvelope(bus: Bus, e: ChatEnvelope): Promise<voi
   await bus.send(
     CHAT_SESSION_COMMANDS.recordEnvelope,
     { agent: e.agent, message: { id: e.id, sender: 'agent', content: e.content.slice(0, MAX_CHAT_ENVELOPE_CHARS), timestamp: new Date(bus.now()).toISOString(), kind: e.kind, meta: e.meta } },
-    { correlation: e.correlation },
+    { correlation: e.correlation, ...(e.by ? { by: e.by } : {}) },
   );
 }
