@@ -1,14 +1,13 @@
 // Issue 4's "done when", end to end: the README's example client and an independent ws+tweetnacl
 // client against the real daemon, real runtime and the fake claude.
 import t from 'tap';
-import nacl from 'tweetnacl';
-import WebSocket from 'ws';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
+import { connectDirect } from '../fixtures/direct-socket-client.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { exited, until } from './cli-helpers.js';
 import { rawCommand } from '../fixtures/any-event.js';
@@ -34,51 +33,7 @@ async function bootApi(t: { teardown(f: () => unknown): void }, name: string, en
   return { d, token, root, base: `http://127.0.0.1:${d.apiPort}` };
 }
 
-/** An independent client: ws + tweetnacl, nothing from the server's own crypto code. */
-async function connect(port: number, token: string, chat = 7) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-  const keys = nacl.box.keyPair();
-  let shared: Uint8Array | null = null;
-  const frames: Record<string, unknown>[] = [];
-  const waiters: (() => void)[] = [];
-  ws.on('message', (raw) => {
-    const text = raw.toString();
-    if (!shared) {
-      const ok = JSON.parse(text);
-      shared = nacl.box.before(Buffer.from(ok.e2e_pk, 'base64'), keys.secretKey);
-      frames.push(ok);
-    } else {
-      const buf = Buffer.from(text, 'base64');
-      const plain = nacl.box.open.after(buf.subarray(24), buf.subarray(0, 24), shared)!;
-      frames.push(JSON.parse(Buffer.from(plain).toString('utf8')));
-    }
-    waiters.splice(0).forEach((w) => w());
-  });
-  await new Promise((r) => ws.once('open', r));
-  ws.send(JSON.stringify({ type: 'auth', token, e2e_pk: Buffer.from(keys.publicKey).toString('base64'), chat_id: chat }));
-  const send = (obj: unknown) => {
-    const nonce = nacl.randomBytes(24);
-    const box = nacl.box.after(Buffer.from(JSON.stringify(obj)), nonce, shared!);
-    ws.send(Buffer.concat([Buffer.from(nonce), Buffer.from(box)]).toString('base64'));
-  };
-  const next = async (type: string, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const f = frames.find((x) => x.type === type);
-      if (f) {
-        frames.splice(frames.indexOf(f), 1);
-        return f;
-      }
-      if (Date.now() > deadline) throw new Error(`no ${type} frame; got ${JSON.stringify(frames.map((x) => x.type))}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 200);
-      });
-    }
-  };
-  await next('auth_ok');
-  return { ws, send, next, frames };
-}
+const connect = connectDirect;
 
 t.test('the example client chats with the main agent through the encrypted API', async (t) => {
   const { d, token } = await bootApi(t, 'a', { FAKE_CLI_CHUNKS: '3' });

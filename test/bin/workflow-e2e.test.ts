@@ -3,8 +3,6 @@
 // connection; the chat's next plain message is the reply while slash commands keep working; a
 // restart keeps a waiting run waiting; the /workflows/* endpoints refuse bad input and change nothing.
 import t, { type Test } from 'tap';
-import nacl from 'tweetnacl';
-import WebSocket from 'ws';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +10,7 @@ import { redriveMachines } from '../../actors/index.js';
 import { startDaemon, type RunningDaemon } from '../../bin/daemon.js';
 import { WORKFLOW_DEFINITION_EVENTS } from '../../schemas/index.js';
 import { homePaths, readMainAgentToken } from '../../store/index.js';
+import { connectDirect } from '../fixtures/direct-socket-client.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
@@ -66,50 +65,11 @@ function home(t: Test, name: string) {
   return { root, scratch };
 }
 
-/** An independent direct API client (ws + tweetnacl); `next` waits for a frame event-driven, bounded. */
-async function connect(port: number, token: string, chat = 7) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-  const keys = nacl.box.keyPair();
-  let shared: Uint8Array | null = null;
-  const frames: Record<string, unknown>[] = [];
-  const waiters: (() => void)[] = [];
-  ws.on('message', (raw) => {
-    const text = raw.toString();
-    if (!shared) {
-      const ok = JSON.parse(text);
-      shared = nacl.box.before(Buffer.from(ok.e2e_pk, 'base64'), keys.secretKey);
-      frames.push(ok);
-    } else {
-      const buf = Buffer.from(text, 'base64');
-      frames.push(JSON.parse(Buffer.from(nacl.box.open.after(buf.subarray(24), buf.subarray(0, 24), shared)!).toString('utf8')));
-    }
-    waiters.splice(0).forEach((w) => w());
-  });
-  await new Promise((r) => ws.once('open', r));
-  ws.send(JSON.stringify({ type: 'auth', token, e2e_pk: Buffer.from(keys.publicKey).toString('base64'), chat_id: chat }));
-  const send = (text: string) => {
-    const nonce = nacl.randomBytes(24);
-    ws.send(Buffer.concat([Buffer.from(nonce), Buffer.from(nacl.box.after(Buffer.from(JSON.stringify({ type: 'message', text })), nonce, shared!))]).toString('base64'));
-  };
-  /** The next frame of `type` whose text matches; fails after 15 s. */
-  const next = async (type: string, text?: RegExp) => {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const f = frames.find((x) => x.type === type && (!text || text.test(String(x.text))));
-      if (f) {
-        frames.splice(frames.indexOf(f), 1);
-        return f;
-      }
-      if (Date.now() > deadline) throw new Error(`no ${type} frame${text ? ` matching ${text}` : ''}; got ${JSON.stringify(frames)}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 250);
-      });
-    }
-  };
-  await next('auth_ok');
-  t.teardown(() => ws.close());
-  return { send, next, frames };
+/** A direct API client in `chat`; `send` says a text there. */
+async function connect(t: Test, port: number, token: string, chat = 7) {
+  const c = await connectDirect(port, token, chat);
+  t.teardown(() => c.ws.close());
+  return { ...c, send: (text: string) => c.send({ type: 'message', text }) };
 }
 
 function api(port: number, token: string) {
@@ -131,7 +91,7 @@ t.test('a run asks the agent, asks the chat, takes its next plain message as the
   let { d, token, main } = await boot(root);
   scratch.beforeRemove(() => d.stop('test'));
   let internal = api(d.internalPort, main);
-  const chat = await connect(d.apiPort!, token);
+  const chat = await connect(t, d.apiPort!, token);
 
   const started = await internal.post('/workflows/run', { workflow_id: 'review', chat_id: 7, transport: 'api', variables: { topic: 'cats' } });
   t.equal(started.status, 200, JSON.stringify(started.body));
@@ -164,7 +124,7 @@ t.test('a run asks the agent, asks the chat, takes its next plain message as the
   internal = api(d.internalPort, main);
   t.equal((await internal.get(`/workflows/status?run_id=${second}`)).body.status, 'waiting', 'still waiting after the restart');
   t.equal((await internal.get(`/workflows/status?run_id=${runId}`)).body.status, 'completed', 'finished runs are read back from the log');
-  const again = await connect(d.apiPort!, token);
+  const again = await connect(t, d.apiPort!, token);
   again.send('ship');
   await again.next('result', /^Reply received/);
   await again.next('result', /^You said ship$/);
@@ -180,14 +140,14 @@ t.test('parallel checks, a condition and a reply awaited across a daemon restart
   let { d, token, main } = await boot(root);
   scratch.beforeRemove(() => d.stop('test'));
   let internal = api(d.internalPort, main);
-  const chat = await connect(d.apiPort!, token);
+  const chat = await connect(t, d.apiPort!, token);
   const runId = (await internal.post('/workflows/run', { workflow_id: 'release', chat_id: 7, transport: 'api' })).body.run_id as string;
   await chat.next('result', /^Checks: echo: lint the release\b.* \/ echo: test the release\b.*Release\?$/s);
   await d.stop('test restart');
   ({ d, token, main } = await boot(root));
   internal = api(d.internalPort, main);
   t.equal((await internal.get(`/workflows/status?run_id=${runId}`)).body.status, 'waiting', 'still waiting after the restart');
-  const again = await connect(d.apiPort!, token);
+  const again = await connect(t, d.apiPort!, token);
   again.send(' Yes ');
   await again.next('result', /^Released$/);
   await again.next('result', /^Done: true$/);
