@@ -47,6 +47,14 @@ function factOf(e: TaskMachineEvent): Fact {
  * may be deleted. Pure: the run, its CLI and the clock belong to the task hub, which tells the
  * machine what happened.
  */
+/** What a running task may do next, whether it was just created (`running`) or answered or resumed (`working`). */
+const WHILE_RUNNING = {
+  ask: { target: 'waiting', actions: 'record' },
+  complete: { target: 'done', actions: 'record' },
+  fail: { target: 'failed', actions: 'record' },
+  cancel: { target: 'cancelled', actions: 'record' },
+} as const;
+
 export const taskMachine = setup({
   types: {
     context: {} as TaskState,
@@ -72,21 +80,11 @@ export const taskMachine = setup({
   states: {
     running: {
       entry: emit(({ context }) => ({ type: TASK_EVENTS.created, data: createdOf(context) })),
-      on: {
-        ask: { target: 'waiting', actions: 'record' },
-        complete: { target: 'done', actions: 'record' },
-        fail: { target: 'failed', actions: 'record' },
-        cancel: { target: 'cancelled', actions: 'record' },
-      },
+      on: WHILE_RUNNING,
     },
     // Re-entered after an answer or a resume: unlike `running`, nothing is created again.
     working: {
-      on: {
-        ask: { target: 'waiting', actions: 'record' },
-        complete: { target: 'done', actions: 'record' },
-        fail: { target: 'failed', actions: 'record' },
-        cancel: { target: 'cancelled', actions: 'record' },
-      },
+      on: WHILE_RUNNING,
     },
     waiting: {
       on: {
