@@ -13,6 +13,7 @@ import {
   localModelSource,
   parseLogLevel,
   recoverOrphanProcesses,
+  recoverWebhookCalls,
   registryWatcher,
   startAdminAgents,
   startAuditRecorder,
@@ -759,6 +760,14 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       );
       const server = ctx.apiServer;
       return () => server?.close();
+    },
+  },
+  {
+    // After the agents and the one-shot runs, before the webhook server takes new calls: accepted
+    // calls the previous run never settled are settled once from the log, none is run again.
+    name: 'webhook-recovery',
+    async start(ctx) {
+      await recoverWebhookCalls({ bus: ctx.bus, log: ctx.log, paths: ctx.paths });
     },
   },
   {

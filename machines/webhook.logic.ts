@@ -1,5 +1,9 @@
 import {
+  AUTOMATION_EVENTS,
   DEFAULT_SIGNATURE_MAX_AGE_SECONDS,
+  ONESHOT_EVENTS,
+  TURN_EVENTS,
+  type AnyEnvelope,
   SIGNED_PAYLOAD_TIMESTAMP,
   type WebhookSignature,
   type WebhookTriggerSettings,
@@ -225,4 +229,87 @@ export function wakeTarget(
     chat_id: hook.chat_id ?? (config.allowed_user_ids[0] || config.api.chat_id || 1),
     topic_id: hook.topic_id ?? null,
   };
+}
+
+/*
+ * Recovery of accepted calls a stop of svc cut (issue 14): a `webhook.triggered` with no
+ * `webhook.completed`/`webhook.failed` after it was answered 202 and never settled. The payload is
+ * not in the log (only its size and keys), so a call whose agent was never asked cannot be run
+ * again: it is recorded failed `interrupted`, as is one whose turn started (that turn is recovered
+ * by turn recovery, which tells its chat). A `cron_task` call whose one-shot run was queued was
+ * dispatched: it is settled as its dispatch would have been, and the run's end is the runner's.
+ */
+
+/** `webhook.failed {reason}` of a call a stop of svc cut before its dispatch settled. */
+export const WEBHOOK_INTERRUPTED_REASON = 'interrupted';
+
+export interface UnsettledWebhookCall {
+  /** The `webhook.triggered` fact's seq: what the settling fact follows from. */
+  seq: number;
+  id: string;
+  agent: string;
+  mode: string;
+  request_id: string;
+}
+
+/** Triggered calls with no settling fact, oldest first; facts of the `webhook:` streams. */
+export function unsettledWebhookCalls(events: Iterable<AnyEnvelope>): UnsettledWebhookCall[] {
+  const open = new Map<string, UnsettledWebhookCall>();
+  for (const e of events) {
+    const d = e.data as { id?: unknown; agent?: unknown; mode?: unknown; request_id?: unknown };
+    if (typeof d.request_id !== 'string') continue;
+    if (e.type === AUTOMATION_EVENTS.triggered) {
+      open.set(d.request_id, { seq: e.seq, id: String(d.id), agent: String(d.agent), mode: String(d.mode), request_id: d.request_id });
+    } else if (e.type === AUTOMATION_EVENTS.completed || e.type === AUTOMATION_EVENTS.failed) open.delete(d.request_id);
+  }
+  return [...open.values()];
+}
+
+/** What the log says a call's dispatch got to before the stop. */
+export interface WebhookCallEvidence {
+  /** The wake turn asked under the call's request id, and whether it completed. */
+  turn: { turn_id: string; completed: boolean } | null;
+  /** The one-shot run queued under the call's correlation. */
+  oneshot_run_id: string | null;
+}
+
+export type WebhookCallSettlement =
+  | { ok: true; status: string; turn_id: string | null; task_id: string | null }
+  | { ok: false; reason: typeof WEBHOOK_INTERRUPTED_REASON; error: string };
+
+/** The evidence for each call, from `turn:` and `oneshot:` facts. */
+export function webhookCallEvidence(calls: readonly UnsettledWebhookCall[], turnFacts: Iterable<AnyEnvelope>, oneShotFacts: Iterable<AnyEnvelope>): Map<string, WebhookCallEvidence> {
+  const out = new Map<string, WebhookCallEvidence>(calls.map((c) => [c.request_id, { turn: null, oneshot_run_id: null }]));
+  const turnOf = new Map<string, WebhookCallEvidence>();
+  for (const e of turnFacts) {
+    if (e.type === TURN_EVENTS.started) {
+      const ev = out.get((e.data as { request_id: string }).request_id);
+      if (ev && !ev.turn) {
+        ev.turn = { turn_id: e.stream.slice(e.stream.indexOf(':') + 1), completed: false };
+        turnOf.set(e.stream, ev);
+      }
+    } else if (e.type === TURN_EVENTS.completed) {
+      const ev = turnOf.get(e.stream);
+      if (ev?.turn) ev.turn.completed = true;
+    }
+  }
+  for (const e of oneShotFacts) {
+    if (e.type !== ONESHOT_EVENTS.queued || e.correlation === undefined) continue;
+    const ev = out.get(e.correlation);
+    if (ev && ev.oneshot_run_id === null) ev.oneshot_run_id = (e.data as { run_id: string }).run_id;
+  }
+  return out;
+}
+
+/** How a cut call is settled; never asks anything again. */
+export function settleCutWebhookCall(call: Pick<UnsettledWebhookCall, 'mode'>, ev: WebhookCallEvidence): WebhookCallSettlement {
+  const fail = (error: string): WebhookCallSettlement => ({ ok: false, reason: WEBHOOK_INTERRUPTED_REASON, error });
+  if (call.mode === 'cron_task') {
+    // Queued: the dispatch had done its part ("started"); the run's own end is the runner's recovery.
+    if (ev.oneshot_run_id !== null) return { ok: true, status: 'started', turn_id: null, task_id: ev.oneshot_run_id };
+    return fail('svc stopped after accepting this call and before its one-shot run was queued; the payload is not kept, so it was not run (the sender must send it again)');
+  }
+  if (ev.turn?.completed) return { ok: true, status: 'completed', turn_id: ev.turn.turn_id, task_id: null };
+  if (ev.turn) return fail(`svc stopped while this call's turn ${ev.turn.turn_id} was running; the turn is recorded as interrupted and its chat told, the call is not asked again`);
+  return fail('svc stopped after accepting this call and before the agent was asked; the payload is not kept, so it was not run (the sender must send it again)');
 }

@@ -1,10 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import * as v from 'valibot';
-import { causedBy, type Bus } from '../../bus/index.js';
+import { causedBy, followsFrom, type Bus } from '../../bus/index.js';
 import {
   AUTOMATION_EVENTS,
   CRON_COMMANDS,
+  ONESHOT_EVENTS,
+  TURN_EVENTS,
   MAIN_AGENT,
   MASKED_SECRET,
   SvcError,
@@ -18,8 +20,8 @@ import {
   type SubAgentConfig,
   type WebhookRecord,
 } from '../../schemas/index.js';
-import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, webhookAuthPlan } from '../../machines/index.js';
-import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type HomePaths } from '../../store/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, settleCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence } from '../../machines/index.js';
+import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { dispatchWebhook, webhookAuthPasses, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
@@ -265,29 +267,64 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
 }
 
 /**
+ * How one accepted call ended: on the record's last_* fields (unless a later call owns them now)
+ * and as a `webhook.completed`/`webhook.failed` fact.
+ */
+async function settleWebhookCall(
+  bus: Bus,
+  paths: HomePaths,
+  call: { id: string; agent: string; mode: string; request_id: string },
+  result: DispatchResult,
+  cause: { causation?: number; correlation?: string },
+): Promise<void> {
+  const at = new Date(bus.now()).toISOString();
+  const requestId = call.request_id;
+  const hooks = loadWebhooks(paths);
+  const index = hooks.findIndex((h) => h.id === call.id);
+  // A later call owns the record's last_* fields now; this one's end is still a fact.
+  if (index >= 0 && hooks[index]!.last_request_id === requestId) {
+    const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
+    saveWebhooks(paths, hooks.map((h, i) => (i === index ? ({ ...h, ...last, last_finished_at: at } as WebhookRecord) : h)));
+  }
+  const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId };
+  await bus.publish(
+    result.ok
+      ? { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, ...cause }
+      : { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.failed, data: { ...base, reason: result.reason, error: result.error.slice(0, MAX_LAST_ERROR_CHARS) }, ...cause },
+  );
+}
+
+/**
+ * Accepted calls (202) a stop of svc cut before their dispatch settled, each settled once from the
+ * log (machines/webhook.logic's settleCutWebhookCall): nothing is asked or run again, and a second
+ * start finds nothing left. Run after the agents and one-shot runs started, before the webhook
+ * server takes new calls. Returns the request ids it settled.
+ */
+export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: HomePaths }): Promise<string[]> {
+  const calls = unsettledWebhookCalls(d.log.read({ streamPrefix: 'webhook:', types: [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed, AUTOMATION_EVENTS.failed] }));
+  if (calls.length === 0) return [];
+  const evidence = webhookCallEvidence(
+    calls,
+    d.log.read({ streamPrefix: 'turn:', types: [TURN_EVENTS.started, TURN_EVENTS.completed] }),
+    d.log.read({ streamPrefix: 'oneshot:', types: [ONESHOT_EVENTS.queued] }),
+  );
+  for (const call of calls) {
+    const result = settleCutWebhookCall(call, evidence.get(call.request_id)!);
+    await settleWebhookCall(d.bus, d.paths, call, result, followsFrom({ seq: call.seq, correlation: call.request_id }));
+    d.bus.emitLog('warn', `webhook ${call.id}: call ${call.request_id} was cut by a stop of svc: ${result.ok ? `its one-shot run ${result.task_id} had been queued` : result.error}`);
+  }
+  return calls.map((c) => c.request_id);
+}
+
+/**
  * Calls that passed the edge's checks: unknown hook 404, disabled 403, failed auth 401 (WIRE.md
  * §4's order), else the call is counted in webhooks.json, recorded as a fact, and dispatched in the
  * background; the caller has its 202 before the agent sees anything. A refused call changes nothing.
  */
 function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
   const subs = new Subscription();
-  const settle = async (hook: WebhookRecord, mode: string, requestId: string, result: DispatchResult) => {
-    const at = new Date(bus.now()).toISOString();
-    const hooks = loadWebhooks(paths);
-    const index = hooks.findIndex((h) => h.id === hook.id);
-    // A later call owns the record's last_* fields now; this one's end is still a fact.
-    if (index >= 0 && hooks[index]!.last_request_id === requestId) {
-      const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
-      saveWebhooks(paths, hooks.map((h, i) => (i === index ? ({ ...h, ...last, last_finished_at: at } as WebhookRecord) : h)));
-    }
-    const base = { id: hook.id, agent: hook.agent, mode, request_id: requestId };
-    await bus.publish(
-      result.ok
-        ? { stream: webhookStream(hook.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, correlation: requestId }
-        : { stream: webhookStream(hook.id), type: AUTOMATION_EVENTS.failed, data: { ...base, reason: result.reason, error: result.error.slice(0, MAX_LAST_ERROR_CHARS) }, correlation: requestId },
-    );
-  };
-
+  const settle = (hook: WebhookRecord, mode: string, requestId: string, result: DispatchResult) =>
+    settleWebhookCall(bus, paths, { id: hook.id, agent: hook.agent, mode, request_id: requestId }, result, { correlation: requestId });
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
       const { id, headers, payload, request_id: requestId, client } = cmd.data;
