@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { agentsOf } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import type { MountedRoute } from '../../edges/index.js';
-import { AUDIT_STREAM, CONFIG_EVENTS, NOTIFICATION_COMMANDS, REGISTRY_EVENTS, type Principal } from '../../schemas/index.js';
+import { AUDIT_STREAM, CONFIG_EVENTS, NOTIFICATION_COMMANDS, REGISTRY_EVENTS, SKILL_SYNC_STREAM, type Principal } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { parseUsers, userRow } from '../fixtures/admin-auth-stand.js';
 import { snapshot } from '../fixtures/admin-content.js';
@@ -428,12 +428,13 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     return { files: Object.fromEntries(files), seq: d.log.lastSeq() };
   };
   // The config and registry watchers echo, in their own time, writes of config.json and agents.json
-  // that allowed cells made earlier; those two files' bytes are compared above instead.
+  // that allowed cells made earlier; those two files' bytes are compared above instead. So does the
+  // skill sync's watcher for skills allowed cells wrote (its summary fact, on its own stream).
   const echoes = new Set<string>([...Object.values(CONFIG_EVENTS), ...Object.values(REGISTRY_EVENTS)]);
   const foreignFacts = (after: number) =>
     d.log
       .read({ after })
-      .filter((e) => e.stream !== AUDIT_STREAM && !echoes.has(e.type))
+      .filter((e) => e.stream !== AUDIT_STREAM && e.stream !== SKILL_SYNC_STREAM && !echoes.has(e.type))
       .map((e) => `${e.stream} ${e.type} ${JSON.stringify(e.data).slice(0, 200)}`);
 
   // A request is sent again until a cell succeeds with it: a refusal leaves its resource in place,
