@@ -201,7 +201,8 @@ t.test('signed URL: works without other credentials until it expires, bound to i
     tampered('path', '../_secrets/users.json'),
     tampered('agent', 'coder'),
     tampered('exp', String(Number(q.get('exp')) + 1000)),
-    tampered('sig', `${q.get('sig')!.slice(0, -1)}${q.get('sig')!.endsWith('A') ? 'B' : 'A'}`),
+    // The first character: the last one of 43 carries two padding bits, so A and B there can decode alike.
+    tampered('sig', `${q.get('sig')!.startsWith('A') ? 'B' : 'A'}${q.get('sig')!.slice(1)}`),
   ]) {
     d = await s.call(bad, { as: null });
     t.match(d, { status: 403, body: { code: 'signature-invalid' } }, bad);
