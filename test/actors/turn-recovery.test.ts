@@ -4,13 +4,10 @@ import { ActorHost, InterruptedTurns, recoverOrphanProcesses, recoverOrphanTurns
 import { procSnapshot, readBootId, readProcStat } from '../../store/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
-import { until } from '../bin/cli-helpers.js';
+import { until, processAlive } from '../bin/cli-helpers.js';
 import { anyEvent } from '../fixtures/any-event.js';
 
-const alive = (pid: number) => {
-  const s = readProcStat(pid);
-  return s !== null && s.state !== 'Z';
-};
+const alive = processAlive;
 
 /** A real process leading its own group, as a CLI does; killed at teardown if the test left it. */
 function groupLeader(t: { teardown(f: () => unknown): void }): ChildProcess & { pid: number } {

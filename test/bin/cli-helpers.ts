@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SqliteEventLog, PROJECTIONS } from '../../store/index.js';
+import { SqliteEventLog, PROJECTIONS, readProcStat } from '../../store/index.js';
 import type { AnyEnvelope } from '../../schemas/index.js';
 
 /** The built CLI, as a user runs it; `npm test` builds dist/ before tap starts. */
@@ -77,4 +77,10 @@ export function loadGolden(name: string, db: string, alter: (events: AnyEnvelope
   log.appendRaw(events);
   log.close();
   return events;
+}
+
+/** A process that still runs: a zombie counts as dead (PID 1 here may not reap it). */
+export function processAlive(pid: number): boolean {
+  const s = readProcStat(pid);
+  return s !== null && s.state !== 'Z';
 }

@@ -8,14 +8,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { procSnapshot, readProcStat } from '../../store/index.js';
-import { exited, readEvents, startSvc, until } from './cli-helpers.js';
+import { exited, readEvents, startSvc, until, processAlive } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-const alive = (pid: number) => {
-  const s = readProcStat(pid);
-  return s !== null && s.state !== 'Z';
-};
+const alive = processAlive;
 const groupMembers = (pgid: number) => procSnapshot().procs.filter((p) => p.pgid === pgid && p.state !== 'Z');
 
 /** A client as any would write it: ws + tweetnacl, nothing from the server's code. */

@@ -1,24 +1,15 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
-import { exited, svc, until } from './cli-helpers.js';
+import { exited, svc, until, processAlive } from './cli-helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/daemon-mid-turn.ts', import.meta.url));
 const TS_LOADER = import.meta.resolve('@tapjs/typescript/import');
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    // A zombie is dead for our purposes (PID 1 here may not reap it).
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 t.test('a daemon killed mid-turn leaves no orphan after restart and the turn is recorded as failed', async (t) => {
   const home = join(t.testdir(), 'home');

@@ -13,21 +13,14 @@ import { startDaemon } from '../../bin/daemon.js';
 import { AUTOMATION_EVENTS, CRON_COMMANDS, ONESHOT_EVENTS, type AnyEnvelope, type CronJobRecord, type Principal } from '../../schemas/index.js';
 import { homePaths, saveCronJobs } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
-import { exited, until } from './cli-helpers.js';
+import { exited, until, processAlive } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const CHILD = fileURLToPath(new URL('../fixtures/daemon-cron-child.ts', import.meta.url));
 const TS_LOADER = import.meta.resolve('@tapjs/typescript/import');
 const ADMIN: Principal = { kind: 'system', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'internal', chat_id: null, topic_id: null } };
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
+const alive = processAlive;
 
 t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
   const scratch = tempHome(t);
