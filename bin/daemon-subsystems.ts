@@ -47,6 +47,7 @@ import {
   type ActorClock,
   type BootstrapResult,
   type OneShotRunner,
+  type WebhookDispatchDeps,
 } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import {
@@ -193,6 +194,8 @@ export class DaemonContext {
     this.fileshare ? { FILESHARE_URL: this.fileshare.url, FILESHARE_DOWNLOADS: this.fileshare.dir } : {};
   /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
   oneShotRunner: OneShotRunner | null = null;
+  /** What a webhook call's dispatch needs, live (admin-ops) or after a restart (webhook-recovery). */
+  readonly webhookDispatch: WebhookDispatchDeps = { globalToken: this.webhookToken, config: () => this.config(), oneShot: () => this.oneShotRunner };
   /** cron; null until it runs, so a manual run answers `no-scheduler` meanwhile. */
   cronScheduler: CronScheduler | null = null;
   /** The zone cron jobs without one of their own run in: user_timezone → TZ → host → UTC. */
@@ -462,7 +465,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           bus,
           paths,
           registry: ctx.registry,
-          webhooks: { globalToken: ctx.webhookToken, config: ctx.config, oneShot: () => ctx.oneShotRunner },
+          webhooks: ctx.webhookDispatch,
           cron: () => ctx.cronScheduler,
           defaultZone: ctx.defaultZone,
         }),
@@ -610,12 +613,13 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   },
   {
     // After the task hub, on the agents: one-shot runs (cron jobs, webhook cron_task) and the
-    // scheduler. A run or fire the log holds unfinished was cut by the previous stop and is recorded
-    // failed here, before anything fires. Stopped before the agents, like the hub.
+    // scheduler. A run or fire the log holds unfinished was cut by the previous stop: queued again
+    // when its CLI had not started, else recorded failed, before anything fires. Stopped before the
+    // agents, like the hub.
     name: 'cron',
     async start(ctx) {
       const runner = new OneShotRuns({ bus: ctx.bus, log: ctx.log, paths: ctx.paths, config: ctx.config, timezone: ctx.defaultZone });
-      await runner.recover(ctx.startCorrelation);
+      const { restarted } = await runner.recover(ctx.startCorrelation);
       ctx.oneShotRunner = runner;
       const scheduler = new CronScheduler({
         bus: ctx.bus,
@@ -626,7 +630,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         ...(ctx.opts.cronClock ? { clock: ctx.opts.cronClock } : {}),
         ...(ctx.opts.cronWatchIntervalMs !== undefined ? { watchIntervalMs: ctx.opts.cronWatchIntervalMs } : {}),
       });
-      await scheduler.start(ctx.startCorrelation);
+      await scheduler.start(ctx.startCorrelation, restarted);
       ctx.cronScheduler = scheduler;
       return () => {
         ctx.cronScheduler = null;
@@ -764,10 +768,11 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   },
   {
     // After the agents and the one-shot runs, before the webhook server takes new calls: accepted
-    // calls the previous run never settled are settled once from the log, none is run again.
+    // calls the previous run never settled are run now if the agent never saw them, else settled
+    // once from the log; none is asked twice.
     name: 'webhook-recovery',
     async start(ctx) {
-      await recoverWebhookCalls({ bus: ctx.bus, log: ctx.log, paths: ctx.paths });
+      await recoverWebhookCalls({ bus: ctx.bus, log: ctx.log, paths: ctx.paths, dispatch: ctx.webhookDispatch });
     },
   },
   {

@@ -6,6 +6,7 @@ import {
   cliNotFoundStatus,
   exitStatus,
   type AnyEnvelope,
+  type OneShotRequest,
   type TurnOutcome,
 } from '../schemas/index.js';
 import { canonicalTimeZone, inDailyWindow, resolveTimezone } from './time-zone.logic.js';
@@ -136,8 +137,8 @@ export function nextAverage(avg: number | null | undefined, count: number, durat
 export interface CronJobLogState {
   /** The newest scheduled (not manual) fire or skip: a scheduled time at or before it has been handled. */
   lastScheduledMs: number | null;
-  /** Fired and not finished: cut by a stop of svc. */
-  unfinished: { fire_id: string; agent: string }[];
+  /** Fired and not finished: cut by a stop of svc. `correlation` is the fire's, which its run's facts carry too. */
+  unfinished: { fire_id: string; agent: string; correlation: string | null }[];
   /** Finished with a result to deliver and no delivery yet. */
   undelivered: { fire_id: string; agent: string; status: string; result: string; attempts: number; gaveUp: boolean }[];
 }
@@ -145,7 +146,7 @@ export interface CronJobLogState {
 /** Folds `cron:*` facts into what a start-up needs, per job id. */
 export function foldCronLog(events: Iterable<AnyEnvelope>): Map<string, CronJobLogState> {
   const out = new Map<string, CronJobLogState>();
-  const open = new Map<string, Map<string, string>>();
+  const open = new Map<string, Map<string, { agent: string; correlation: string | null }>>();
   const pending = new Map<string, Map<string, CronJobLogState['undelivered'][number]>>();
   const of = (id: string) => {
     let s = out.get(id);
@@ -163,7 +164,7 @@ export function foldCronLog(events: Iterable<AnyEnvelope>): Map<string, CronJobL
       case AUTOMATION_EVENTS.fired:
       case AUTOMATION_EVENTS.fire_skipped: {
         const s = of(id);
-        if (e.type === AUTOMATION_EVENTS.fired) open.get(id)!.set(fire, String(d.agent));
+        if (e.type === AUTOMATION_EVENTS.fired) open.get(id)!.set(fire, { agent: String(d.agent), correlation: e.correlation ?? null });
         if (d.trigger !== 'manual') {
           const at = Date.parse(String(d.scheduled_at));
           if (Number.isFinite(at) && (s.lastScheduledMs === null || at > s.lastScheduledMs)) s.lastScheduledMs = at;
@@ -196,23 +197,40 @@ export function foldCronLog(events: Iterable<AnyEnvelope>): Map<string, CronJobL
     }
   }
   for (const [id, s] of out) {
-    s.unfinished = [...open.get(id)!].map(([fire_id, agent]) => ({ fire_id, agent }));
+    s.unfinished = [...open.get(id)!].map(([fire_id, f]) => ({ fire_id, ...f }));
     s.undelivered = [...pending.get(id)!.values()];
   }
   return out;
 }
 
-/** One-shot runs queued or started that never finished (a stop of svc cut them). */
-export function unfinishedOneShots(events: Iterable<AnyEnvelope>): string[] {
-  const open = new Set<string>();
-  for (const e of events) {
-    const runId = (e.data as { run_id?: unknown }).run_id;
-    if (typeof runId !== 'string') continue;
-    if (e.type === ONESHOT_EVENTS.queued) open.add(runId);
-    else if (e.type === ONESHOT_EVENTS.finished) open.delete(runId);
-  }
-  return [...open];
+/** A one-shot run a stop of svc cut: queued (and maybe started), never finished. */
+export interface CutOneShot {
+  run_id: string;
+  /** The correlation its facts carry: the cron fire's or the webhook call's. */
+  correlation: string | null;
+  /** A CLI was asked: the run must not start again. */
+  started: boolean;
+  /** The request its `queued` fact holds; null in facts written before requests were kept. */
+  request: OneShotRequest | null;
 }
+
+/** Cut one-shot runs in the order they were queued (the order a dependency queue ran them in). */
+export function cutOneShots(events: Iterable<AnyEnvelope>): CutOneShot[] {
+  const open = new Map<string, CutOneShot>();
+  for (const e of events) {
+    const d = e.data as { run_id?: unknown; request?: OneShotRequest };
+    if (typeof d.run_id !== 'string') continue;
+    if (e.type === ONESHOT_EVENTS.queued) open.set(d.run_id, { run_id: d.run_id, correlation: e.correlation ?? null, started: false, request: d.request ?? null });
+    else if (e.type === ONESHOT_EVENTS.started) {
+      const run = open.get(d.run_id);
+      if (run) run.started = true;
+    } else if (e.type === ONESHOT_EVENTS.finished) open.delete(d.run_id);
+  }
+  return [...open.values()];
+}
+
+/** Whether a cut run starts again after the restart: only one that never asked a CLI and whose request is known. */
+export const restartsAfterCut = (run: CutOneShot): run is CutOneShot & { request: OneShotRequest } => !run.started && run.request !== null;
 
 /** The delay before delivery attempt `attempt + 1` (1-based attempts), or null when there is none. */
 export function deliveryRetryDelayMs(attempt: number): number | null {

@@ -233,11 +233,12 @@ export function wakeTarget(
 
 /*
  * Recovery of accepted calls a stop of svc cut (issue 14): a `webhook.triggered` with no
- * `webhook.completed`/`webhook.failed` after it was answered 202 and never settled. The payload is
- * not in the log (only its size and keys), so a call whose agent was never asked cannot be run
- * again: it is recorded failed `interrupted`, as is one whose turn started (that turn is recovered
- * by turn recovery, which tells its chat). A `cron_task` call whose one-shot run was queued was
- * dispatched: it is settled as its dispatch would have been, and the run's end is the runner's.
+ * `webhook.completed`/`webhook.failed` after it was answered 202 and never settled. Its fact holds
+ * the prompt, so a call whose agent was never asked (or whose one-shot run was never queued) is
+ * dispatched after the restart: accepted means it runs. One whose turn had started is recorded
+ * failed `interrupted` (turn recovery tells the chat; it is never asked twice). A `cron_task` call
+ * whose one-shot run was queued had been dispatched: it is settled as its dispatch would have been,
+ * and the run itself is the runner's to restart or end.
  */
 
 /** `webhook.failed {reason}` of a call a stop of svc cut before its dispatch settled. */
@@ -250,16 +251,18 @@ export interface UnsettledWebhookCall {
   agent: string;
   mode: string;
   request_id: string;
+  /** The prompt the 202 made; null in facts written before prompts were kept. */
+  prompt: string | null;
 }
 
 /** Triggered calls with no settling fact, oldest first; facts of the `webhook:` streams. */
 export function unsettledWebhookCalls(events: Iterable<AnyEnvelope>): UnsettledWebhookCall[] {
   const open = new Map<string, UnsettledWebhookCall>();
   for (const e of events) {
-    const d = e.data as { id?: unknown; agent?: unknown; mode?: unknown; request_id?: unknown };
+    const d = e.data as { id?: unknown; agent?: unknown; mode?: unknown; request_id?: unknown; prompt?: unknown };
     if (typeof d.request_id !== 'string') continue;
     if (e.type === AUTOMATION_EVENTS.triggered) {
-      open.set(d.request_id, { seq: e.seq, id: String(d.id), agent: String(d.agent), mode: String(d.mode), request_id: d.request_id });
+      open.set(d.request_id, { seq: e.seq, id: String(d.id), agent: String(d.agent), mode: String(d.mode), request_id: d.request_id, prompt: typeof d.prompt === 'string' ? d.prompt : null });
     } else if (e.type === AUTOMATION_EVENTS.completed || e.type === AUTOMATION_EVENTS.failed) open.delete(d.request_id);
   }
   return [...open.values()];
@@ -301,15 +304,20 @@ export function webhookCallEvidence(calls: readonly UnsettledWebhookCall[], turn
   return out;
 }
 
-/** How a cut call is settled; never asks anything again. */
-export function settleCutWebhookCall(call: Pick<UnsettledWebhookCall, 'mode'>, ev: WebhookCallEvidence): WebhookCallSettlement {
-  const fail = (error: string): WebhookCallSettlement => ({ ok: false, reason: WEBHOOK_INTERRUPTED_REASON, error });
+/** What the restart does with a cut call: run it (it never reached the agent), or settle it from the log. */
+export type CutWebhookCallAction = { action: 'dispatch'; prompt: string } | { action: 'settle'; result: WebhookCallSettlement };
+
+/** Never asks an agent a second time, never queues a second run. */
+export function recoverCutWebhookCall(call: Pick<UnsettledWebhookCall, 'mode' | 'prompt'>, ev: WebhookCallEvidence): CutWebhookCallAction {
+  const settle = (result: WebhookCallSettlement): CutWebhookCallAction => ({ action: 'settle', result });
+  const fail = (error: string) => settle({ ok: false, reason: WEBHOOK_INTERRUPTED_REASON, error });
+  const notKept = 'its prompt was not kept (a call accepted by an older svc), so it was not run: the sender must send it again';
   if (call.mode === 'cron_task') {
     // Queued: the dispatch had done its part ("started"); the run's own end is the runner's recovery.
-    if (ev.oneshot_run_id !== null) return { ok: true, status: 'started', turn_id: null, task_id: ev.oneshot_run_id };
-    return fail('svc stopped after accepting this call and before its one-shot run was queued; the payload is not kept, so it was not run (the sender must send it again)');
+    if (ev.oneshot_run_id !== null) return settle({ ok: true, status: 'started', turn_id: null, task_id: ev.oneshot_run_id });
+    return call.prompt !== null ? { action: 'dispatch', prompt: call.prompt } : fail(`svc stopped after accepting this call and before its one-shot run was queued; ${notKept}`);
   }
-  if (ev.turn?.completed) return { ok: true, status: 'completed', turn_id: ev.turn.turn_id, task_id: null };
+  if (ev.turn?.completed) return settle({ ok: true, status: 'completed', turn_id: ev.turn.turn_id, task_id: null });
   if (ev.turn) return fail(`svc stopped while this call's turn ${ev.turn.turn_id} was running; the turn is recorded as interrupted and its chat told, the call is not asked again`);
-  return fail('svc stopped after accepting this call and before the agent was asked; the payload is not kept, so it was not run (the sender must send it again)');
+  return call.prompt !== null ? { action: 'dispatch', prompt: call.prompt } : fail(`svc stopped after accepting this call and before the agent was asked; ${notKept}`);
 }

@@ -43,6 +43,7 @@ export * from './direct-frames.schema.js';
 export * from './admin-access.js';
 export * from './activity.schema.js';
 export * from './automation.schema.js';
+export * from './one-shot.schema.js';
 export * from './task-record.schema.js';
 export * from './portability.schema.js';
 export * from './events/system.events.js';

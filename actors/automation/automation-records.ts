@@ -20,10 +20,10 @@ import {
   type SubAgentConfig,
   type WebhookRecord,
 } from '../../schemas/index.js';
-import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, settleCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence } from '../../machines/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
-import { dispatchWebhook, webhookAuthPasses, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
+import { dispatchWebhook, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
  * Cron job and webhook records through the admin API (SPEC.md "Admin REST: cron jobs", "Admin
@@ -295,25 +295,41 @@ async function settleWebhookCall(
 }
 
 /**
- * Accepted calls (202) a stop of svc cut before their dispatch settled, each settled once from the
- * log (machines/webhook.logic's settleCutWebhookCall): nothing is asked or run again, and a second
- * start finds nothing left. Run after the agents and one-shot runs started, before the webhook
- * server takes new calls. Returns the request ids it settled.
+ * Accepted calls (202) a stop of svc cut before their dispatch settled (machines/webhook.logic's
+ * recoverCutWebhookCall): one the agent never saw is dispatched now from the prompt its fact holds,
+ * in the background like a live call; the rest are settled once from the log. Nothing is asked or
+ * queued twice, and a second start finds nothing left. Run after the agents and one-shot runs
+ * started, before the webhook server takes new calls.
  */
-export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: HomePaths }): Promise<string[]> {
+export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: HomePaths; dispatch: WebhookDispatchDeps }): Promise<{ settled: string[]; dispatched: string[] }> {
+  const out = { settled: [] as string[], dispatched: [] as string[] };
   const calls = unsettledWebhookCalls(d.log.read({ streamPrefix: 'webhook:', types: [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed, AUTOMATION_EVENTS.failed] }));
-  if (calls.length === 0) return [];
+  if (calls.length === 0) return out;
   const evidence = webhookCallEvidence(
     calls,
     d.log.read({ streamPrefix: 'turn:', types: [TURN_EVENTS.started, TURN_EVENTS.completed] }),
     d.log.read({ streamPrefix: 'oneshot:', types: [ONESHOT_EVENTS.queued] }),
   );
   for (const call of calls) {
-    const result = settleCutWebhookCall(call, evidence.get(call.request_id)!);
-    await settleWebhookCall(d.bus, d.paths, call, result, followsFrom({ seq: call.seq, correlation: call.request_id }));
+    const cause = followsFrom({ seq: call.seq, correlation: call.request_id });
+    const next = recoverCutWebhookCall(call, evidence.get(call.request_id)!);
+    const stored = next.action === 'dispatch' ? v.safeParse(WebhookTriggerSettingsSchema, loadWebhooks(d.paths).find((h) => h.id === call.id)) : null;
+    if (next.action === 'dispatch' && stored?.success) {
+      d.bus.emitLog('info', `webhook ${call.id}: call ${call.request_id} was accepted before a stop of svc and not yet run: running it now`);
+      const hook = stored.output;
+      void dispatchWebhook(d.bus, d.dispatch, hook, next.prompt, call.request_id).then((result) =>
+        settleWebhookCall(d.bus, d.paths, call, result, cause).catch((e: unknown) => d.bus.emitLog('error', `webhook ${call.id}: could not record how call ${call.request_id} ended: ${describeError(e)}`)),
+      );
+      out.dispatched.push(call.request_id);
+      continue;
+    }
+    const result: DispatchResult =
+      next.action === 'settle' ? next.result : { ok: false, reason: WEBHOOK_INTERRUPTED_REASON, error: 'svc stopped after accepting this call; the webhook is gone or its record is not valid now, so it was not run' };
+    await settleWebhookCall(d.bus, d.paths, call, result, cause);
     d.bus.emitLog('warn', `webhook ${call.id}: call ${call.request_id} was cut by a stop of svc: ${result.ok ? `its one-shot run ${result.task_id} had been queued` : result.error}`);
+    out.settled.push(call.request_id);
   }
-  return calls.map((c) => c.request_id);
+  return out;
 }
 
 /**
@@ -344,6 +360,7 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const body = Buffer.from(cmd.data.body, 'base64');
       const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
       if (!webhookAuthPasses(plan, body)) throw refuse('debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
+      const prompt = webhookPrompt(deps, hook, payload);
       const at = new Date(bus.now()).toISOString();
       const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
       const record = { ...stored, trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null } as WebhookRecord;
@@ -351,10 +368,10 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       await bus.publish({
         stream: webhookStream(id),
         type: AUTOMATION_EVENTS.triggered,
-        data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload) },
+        data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload), prompt },
         ...causedBy(cmd),
       });
-      void dispatchWebhook(bus, deps, hook, payload, requestId).then((result) =>
+      void dispatchWebhook(bus, deps, hook, prompt, requestId).then((result) =>
         settle(record, hook.mode, requestId, result).catch((e: unknown) => bus.emitLog('error', `webhook ${id}: could not record how call ${requestId} ended: ${describeError(e)}`)),
       );
       return { accepted: true as const, hook_id: id };

@@ -20,6 +20,7 @@ import {
   AUTOMATION_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
+  ONESHOT_EVENTS,
   MAX_CRON_RESULT_CHARS,
   SvcError,
   cronJobStream,
@@ -31,14 +32,15 @@ import {
 import { loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
-import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
+import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns, type RestartedRun } from './one-shot-runner.js';
 
 /*
  * The cron scheduler: fires each enabled job of cron_jobs.json at the times croner computes in the
  * job's zone (machines/cron.logic.ts), on an injected clock (tests drive it; nothing here sleeps),
  * runs it through the one-shot runner and tells its chat. Every fire is a fact whose id is the job
- * id plus the scheduled time, so a restart never runs a fire the log already holds; a fire the log
- * holds unfinished was cut by a crash and is recorded `error:interrupted` at the next start.
+ * id plus the scheduled time, so a restart never fires again what the log already holds; a fire the
+ * log holds unfinished was cut by a stop: run after the restart if its CLI had not started, else
+ * recorded `error:interrupted` (never run twice).
  *
  * It owns the run fields of cron_jobs.json (last_run_at, next_run, last_status, execution_count,
  * avg_duration, last_result, last_delivery_status): each change is load → patch → save with no
@@ -115,16 +117,34 @@ export class CronScheduler {
     this.clock = d.clock ?? realClock;
   }
 
-  async start(correlation: string): Promise<void> {
+  /**
+   * `restarted`: the one-shot runs the runner's recovery queued again (cut while they waited); a
+   * cut fire whose run is among them finishes when that run does, instead of being interrupted.
+   */
+  async start(correlation: string, restarted: readonly RestartedRun[] = []): Promise<void> {
     const { bus } = this.d;
     const cause: Cause = { correlation };
     const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
     for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
     this.reload();
-    // A fire the log holds unfinished was cut by a stop (or a SIGKILL): it failed, and is never run again.
+    const again = new Map(restarted.map((r) => [r.correlation, r]));
+    const queued = new Set(this.d.log.read({ streamPrefix: 'oneshot:', types: [ONESHOT_EVENTS.queued] }).map((e) => e.correlation));
+    // A fire the log holds unfinished was cut by a stop (or a SIGKILL). Its run waiting in a queue
+    // was queued again; one never queued is queued now; one that had started failed and is not run again.
     for (const [id, s] of logged) {
       for (const f of s.unfinished) {
         const job = this.jobs.get(id);
+        const fireCause = f.correlation === null ? cause : { correlation: f.correlation };
+        const run = f.correlation === null ? undefined : again.get(f.correlation);
+        if (run) {
+          void run.done.then((r) => this.track(this.finish(id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
+          continue;
+        }
+        if (job?.schedule && f.correlation !== null && !queued.has(f.correlation)) {
+          bus.emitLog('info', `cron job ${id}: fire ${f.fire_id} was cut by a stop of svc before its run was queued: running it now`);
+          await this.startRun(job, f.fire_id, fireCause);
+          continue;
+        }
         await this.finish(id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
       }
     }
@@ -303,6 +323,12 @@ export class CronScheduler {
       this.lastScheduled.set(s.id, scheduledMs);
     }
     await this.d.bus.publish({ stream: cronJobStream(s.id), type: AUTOMATION_EVENTS.fired, data: { id: s.id, agent: s.agent, fire_id: fireId, scheduled_at: iso(scheduledMs), trigger }, ...cause });
+    await this.startRun(job, fireId, cause);
+  }
+
+  /** Queues a fire's run (its `cron.fired` is in the log) and records its end when it comes. */
+  private async startRun(job: Job, fireId: string, cause: Cause): Promise<void> {
+    const s = job.settings;
     const route = s.chat_id !== null ? { transport: s.transport ?? 'internal', chat_id: s.chat_id, topic_id: s.topic_id } : null;
     const startedAt = this.d.bus.now();
     const run = this.d.runner.run({

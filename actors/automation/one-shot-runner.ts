@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { jobInQuietHours, runStatusOf, unfinishedOneShots } from '../../machines/index.js';
+import { cutOneShots, jobInQuietHours, restartsAfterCut, runStatusOf } from '../../machines/index.js';
 import {
   CRON_RUN_STATUS,
   ONESHOT_EVENTS,
@@ -10,17 +10,20 @@ import {
   describeError,
   oneShotStream,
   type AgentConfig,
+  type OneShotRequest,
   type TaskRun,
 } from '../../schemas/index.js';
 import type { EventLog, HomePaths } from '../../store/index.js';
-import type { OneShotRequest, OneShotRunner } from './webhook-dispatch.js';
+import type { OneShotRunner } from './webhook-dispatch.js';
 
 /*
  * One fresh CLI run (never a resumed session) in `workspace/cron_tasks/<folder>/`, for cron jobs and
  * for `cron_task` webhooks alike, through the agent contract with the `task` field: the turn runs in
  * the folder, on its own session key, with the run's provider/model/effort/CLI arguments and
  * `cli_timeout` (turn kind `cron`). Runs that share a `dependency` key wait for each other in one
- * FIFO queue, whoever asked; runs without one start at once.
+ * FIFO queue, whoever asked; runs without one start at once. Each run's request is in its
+ * `oneshot.queued` fact, so after a stop of svc a run that never started is started, and one that
+ * had started is recorded interrupted: nothing queued is lost, nothing is run twice.
  */
 
 export const CRON_TASKS_DIR = 'cron_tasks';
@@ -37,6 +40,14 @@ export interface OneShotResult {
   text: string;
   duration_ms: number | null;
   turn_id: string | null;
+}
+
+/** A run a stop of svc cut before it started, queued again by recover(). */
+export interface RestartedRun {
+  run_id: string;
+  correlation: string | null;
+  source: string;
+  done: Promise<OneShotResult>;
 }
 
 export interface OneShotRunsDeps {
@@ -82,13 +93,27 @@ export class OneShotRuns implements OneShotRunner {
     this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
   }
 
-  /** Runs cut by a stop of svc (queued or running, never finished) are recorded as interrupted. */
-  async recover(correlation: string): Promise<string[]> {
-    const cut = unfinishedOneShots(this.d.log.read({ streamPrefix: 'oneshot:' }));
-    for (const run_id of cut) {
+  /**
+   * Runs cut by a stop of svc: one that had asked its CLI is recorded `error:interrupted` (turn
+   * recovery tells its chat); one still waiting is queued again, in its old order, under its old id.
+   * Call once, before anything new is queued.
+   */
+  async recover(correlation: string): Promise<{ interrupted: string[]; restarted: RestartedRun[] }> {
+    const interrupted: string[] = [];
+    const restarted: RestartedRun[] = [];
+    for (const run of cutOneShots(this.d.log.read({ streamPrefix: 'oneshot:' }))) {
+      if (restartsAfterCut(run)) {
+        const { request } = run;
+        const done = this.enqueue(run.run_id, { ...request, correlation: run.correlation ?? request.correlation });
+        restarted.push({ run_id: run.run_id, correlation: run.correlation, source: request.source, done });
+        this.d.bus.emitLog('info', `one-shot run ${run.run_id} (${request.source}) was waiting when svc stopped: queued again`);
+        continue;
+      }
+      const { run_id } = run;
       await this.d.bus.publish({ stream: oneShotStream(run_id), type: ONESHOT_EVENTS.finished, data: { run_id, status: CRON_RUN_STATUS.interrupted, duration_ms: null, turn_id: null }, correlation });
+      interrupted.push(run_id);
     }
-    return cut;
+    return { interrupted, restarted };
   }
 
   stop(): void {
@@ -107,26 +132,35 @@ export class OneShotRuns implements OneShotRunner {
   run(req: OneShotRequest): { run_id: string; queued: Promise<void>; done: Promise<OneShotResult> } {
     const runId = this.newId();
     const folder = req.folder ?? req.source.replace(/^[a-z]+:/, '');
-    let resolve!: (r: OneShotResult) => void;
-    const done = new Promise<OneShotResult>((r) => (resolve = r));
+    const request = { ...req, folder };
+    let done!: Promise<OneShotResult>;
+    // The fact first: a run the log does not hold must not start (a restart would not know of it).
     const queued = this.d.bus
       .publish({
         stream: oneShotStream(runId),
         type: ONESHOT_EVENTS.queued,
-        data: { run_id: runId, source: req.source, agent: req.agent, folder, dependency: req.dependency, provider: req.provider, model: req.model },
+        data: { run_id: runId, source: req.source, agent: req.agent, folder, dependency: req.dependency, provider: req.provider, model: req.model, request },
         correlation: req.correlation,
       })
-      .then(() => {
-        const item: Queued = { runId, req: { ...req, folder }, resolve };
-        const key = req.dependency;
-        if (key === null || key === '') return void this.execute(item);
-        const q = this.queues.get(key);
-        if (q) return void q.push(item);
-        this.queues.set(key, [item]);
-        void this.execute(item);
-      });
-    queued.catch((e: unknown) => resolve({ run_id: runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }));
-    return { run_id: runId, queued, done };
+      .then(() => void (done = this.enqueue(runId, request)));
+    const failed = queued.then(
+      () => done,
+      (e: unknown): OneShotResult => ({ run_id: runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }),
+    );
+    return { run_id: runId, queued, done: failed };
+  }
+
+  /** Puts a run whose `queued` fact is in the log at the back of its dependency queue (or starts it). */
+  private enqueue(runId: string, req: OneShotRequest): Promise<OneShotResult> {
+    return new Promise<OneShotResult>((resolve) => {
+      const item: Queued = { runId, req, resolve };
+      const key = req.dependency;
+      if (key === null || key === '') return void this.execute(item);
+      const q = this.queues.get(key);
+      if (q) return void q.push(item);
+      this.queues.set(key, [item]);
+      void this.execute(item);
+    });
   }
 
   /** Runs one item, then the next of its dependency queue. */

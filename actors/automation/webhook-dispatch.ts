@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { describeError, type AgentConfig, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
+import { describeError, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -28,38 +28,6 @@ export function webhookAuthPasses(plan: WebhookAuthPlan, rawBody: Uint8Array): b
     if (given !== null && given.length === expected.length && timingSafeEqual(given, expected)) ok = true;
   }
   return ok;
-}
-
-/** One run of a `cron_task` hook's prompt in a fresh task folder. */
-export interface OneShotRequest {
-  /** `webhook:<id>` (or `cron:<id>`): what asked for the run. */
-  source: string;
-  agent: string;
-  name: string;
-  prompt: string;
-  provider: string | null;
-  model: string | null;
-  reasoning_effort: string | null;
-  /**
-   * SPEC.md's `dependency`: runs sharing a key wait for each other in one queue, across cron jobs
-   * and webhooks; null runs at once.
-   */
-  dependency: string | null;
-  principal: Principal;
-  /** Stamped on every fact of the run. */
-  correlation: string;
-  /** The run's folder under `workspace/cron_tasks/`; default the source's id. */
-  folder?: string;
-  /** Create the folder when it is missing (a webhook's first run); otherwise a missing one fails the run. */
-  create_folder?: boolean;
-  /** Task-level CLI arguments by provider; unset: the config's. */
-  cli_parameters?: Partial<Record<'claude' | 'codex' | 'gemini', string[]>> | null;
-  quiet_start?: string | null;
-  quiet_end?: string | null;
-  /** The zone quiet hours are read in; unset: the configured one. */
-  timezone?: string | null;
-  /** The chat the run's turn belongs to; unset: the agent's inter-agent conversation. */
-  route?: { transport: string; chat_id: number; topic_id: number | null } | null;
 }
 
 /**
@@ -99,11 +67,15 @@ export function webhookPrincipal(hookId: string, target: WakeTarget | null): Pri
 
 export const NO_RUNNER_ERROR = 'cron_task webhooks need a one-shot runner (the task hub) and none is attached in this version: nothing was run';
 
-/** Runs one accepted call to its end; never throws (every failure is a result). */
-export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook: WebhookTriggerSettings, payload: Record<string, unknown>, requestId: string): Promise<DispatchResult> {
+/** The prompt an accepted call becomes: made once, at the 202, and kept in the call's fact. */
+export function webhookPrompt(deps: Pick<WebhookDispatchDeps, 'newBoundary'>, hook: WebhookTriggerSettings, payload: Record<string, unknown>): string {
+  const boundary = (deps.newBoundary ?? (() => randomBytes(16).toString('hex')))();
+  return fencedWebhookPrompt({ hookId: hook.id, hookName: hook.name ?? hook.id, rendered: renderWebhookTemplate(hook.prompt_template, payload), boundary });
+}
+
+/** Runs one accepted call's prompt to its end; never throws (every failure is a result). */
+export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook: WebhookTriggerSettings, prompt: string, requestId: string): Promise<DispatchResult> {
   try {
-    const boundary = (deps.newBoundary ?? (() => randomBytes(16).toString('hex')))();
-    const prompt = fencedWebhookPrompt({ hookId: hook.id, hookName: hook.name ?? hook.id, rendered: renderWebhookTemplate(hook.prompt_template, payload), boundary });
     if (hook.mode === 'cron_task') {
       const runner = deps.oneShot?.() ?? null;
       if (!runner) return { ok: false, reason: 'no-runner', error: NO_RUNNER_ERROR };

@@ -1,10 +1,13 @@
 import * as v from 'valibot';
+import { OneShotRequestSchema } from '../one-shot.schema.js';
 import { typeNames } from './type-names.js';
 
 /*
  * Streams `cron:<id>` and `webhook:<id>`: the records in cron_jobs.json and webhooks.json changed
  * through the admin API, and each accepted webhook call with how its dispatch ended. Never carries
- * a webhook secret, a header or the body: a call is summed up by its size and its top-level keys.
+ * a webhook secret, a header or the raw body: a call is summed up by its size and top-level keys,
+ * plus the fenced prompt svc made of it — what the agent's `turn.started` holds a moment later, kept
+ * from the 202 on so a restart before the agent was asked still asks it (nothing accepted is lost).
  */
 const Change = { id: v.string(), agent: v.string(), by: v.nullable(v.string()) };
 export const AUTOMATION_EVENT_SCHEMAS = {
@@ -22,8 +25,10 @@ export const AUTOMATION_EVENT_SCHEMAS = {
     request_id: v.string(),
     client: v.string(),
     body_bytes: v.number(),
-    /** The payload's first top-level keys, each cut short: what arrived, never what it said. */
+    /** The payload's first top-level keys, each cut short. */
     keys: v.array(v.string()),
+    /** The prompt the call becomes (template rendered, fenced); absent in facts written before it was kept. */
+    prompt: v.optional(v.string()),
   }),
   /** The dispatch ran: the wake turn ended (`status` is the turn's), or the one-shot run started. */
   'webhook.completed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), status: v.string(), turn_id: v.nullable(v.string()), task_id: v.nullable(v.string()) }),
@@ -61,11 +66,22 @@ export const MAX_CRON_RESULT_CHARS = 100_000;
 
 /*
  * Stream `oneshot:<run id>`: one fresh CLI run of a cron job or a `cron_task` webhook, queued behind
- * its dependency key when it has one. A run queued or started with no `finished` after it was cut by
- * a stop of svc; the next start records it finished `error:interrupted`.
+ * its dependency key when it has one. A run with no `finished` was cut by a stop of svc: one that had
+ * `started` is recorded finished `error:interrupted` at the next start (it is never run twice); one
+ * still waiting is started then, from the request its `queued` fact holds.
  */
 export const ONESHOT_EVENT_SCHEMAS = {
-  'oneshot.queued': v.object({ run_id: v.string(), source: v.string(), agent: v.string(), folder: v.string(), dependency: v.nullable(v.string()), provider: v.nullable(v.string()), model: v.nullable(v.string()) }),
+  'oneshot.queued': v.object({
+    run_id: v.string(),
+    source: v.string(),
+    agent: v.string(),
+    folder: v.string(),
+    dependency: v.nullable(v.string()),
+    provider: v.nullable(v.string()),
+    model: v.nullable(v.string()),
+    /** The whole request; absent in facts written before runs were restarted. */
+    request: v.optional(OneShotRequestSchema),
+  }),
   'oneshot.started': v.object({ run_id: v.string() }),
   'oneshot.finished': v.object({ run_id: v.string(), status: v.string(), duration_ms: v.nullable(v.number()), turn_id: v.nullable(v.string()) }),
 };

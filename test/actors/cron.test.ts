@@ -173,7 +173,7 @@ t.test('one FIFO queue per dependency key across a cron job and a webhook cron_t
   await s.scheduler.start('start:1');
   await s.advance(60_000, 60_000);
   const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: 'deploy now', auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'nightly', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
-  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => s.runner }, hook, {}, 'req-1');
+  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => s.runner }, hook, 'deploy now', 'req-1');
   t.match(dispatched, { ok: true, status: 'started' });
   await s.settle();
   const who = () => s.received.map((m) => m.task!.folder.split('/').pop());
@@ -245,6 +245,59 @@ t.test('missed fires at start-up, interrupted fires, and a restart never runs a 
   t.equal(c.facts(AUTOMATION_EVENTS.fired).at(-1)!.data.fire_id, 'hourly@2026-01-01T09:00:00.000Z', 'and the schedule goes on');
   const ids = c.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id);
   t.equal(new Set(ids).size, ids.length, 'fire ids are unique in the log');
+});
+
+t.test('a restart runs what was still waiting (dependency queue, unqueued fire) in its old order; a started run is interrupted; nothing runs twice', async (t) => {
+  const log = new MemoryEventLog();
+  const made = '2026-01-01T00:59:00Z';
+  const jobs = [
+    { id: 'first', title: 'First', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'job one', dependency: 'k', created_at: created(made) },
+    { id: 'second', title: 'Second', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'job two', dependency: 'k', created_at: created(made) },
+    { id: 'lone', title: 'Lone', schedule: '0 4 * * *', agent: 'main', enabled: true, description: 'job lone', created_at: created(made) },
+  ];
+  const a = stand(t, { start: made, jobs, log, hold: true });
+  await a.scheduler.start('start:1');
+  await a.advance(60_000, 60_000);
+  const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: null, auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'k', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
+  t.match(await dispatchWebhook(a.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => a.runner }, hook, 'deploy now', 'req-1'), { ok: true, status: 'started' });
+  await a.settle();
+  t.equal(a.received.length, 1, 'one run holds "k"; the other job and the webhook wait behind it');
+  const queued = a.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued);
+  const running = a.received[0]!.task!.folder.split('/').pop();
+  const waiting = queued.filter((e) => e.data.folder !== running);
+  // A fire cut between its fact and its run's queueing (the narrowest window there is).
+  const loneFire = 'lone@2026-01-01T01:00:00.000Z';
+  await a.bus.publish({ stream: 'cron:lone', type: AUTOMATION_EVENTS.fired, data: { id: 'lone', agent: 'main', fire_id: loneFire, scheduled_at: '2026-01-01T01:00:00.000Z', trigger: 'manual' }, correlation: 'manual-9' });
+  a.stop(); // as a SIGKILL would: nothing more is written
+
+  const b = stand(t, { start: '2026-01-01T01:10:00Z', jobs, log, paths: a.paths });
+  const { interrupted, restarted } = await b.runner.recover('start:2');
+  t.equal(interrupted.length, 1, 'the run that had asked its CLI is interrupted');
+  t.same(restarted.map((r) => r.source), waiting.map((e) => e.data.source), 'the waiting ones are queued again, in their order');
+  await b.scheduler.start('start:2', restarted);
+  await b.settle();
+  await b.settle();
+  const ran = b.received.map((m) => m.task!.folder.split('/').pop());
+  t.same(ran.filter((f) => f !== 'lone'), waiting.map((e) => e.data.folder), 'the waiting runs ran, in the order they were queued');
+  t.ok(ran.includes('lone'), 'the fire that never reached the runner ran');
+  t.equal(ran.length, 3);
+  const finished = (id: string) => b.facts(AUTOMATION_EVENTS.run_finished).filter((e) => e.data.id === id);
+  t.match(finished(running!), [{ data: { status: 'error:interrupted' } }]);
+  const other = running === 'first' ? 'second' : 'first';
+  t.match(finished(other), [{ data: { status: 'success', result: /^done: job/ } }], 'the waiting fire finished when its restarted run did');
+  t.match(finished('lone'), [{ data: { fire_id: loneFire, status: 'success' } }]);
+  t.match(b.envelopes.map((e) => e.content).sort(), [/^TASK: First/, /^TASK: Lone/, /^TASK: Second/], 'every fire told its chat once');
+  const ends = b.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.finished);
+  t.equal(ends.length, 4, 'each run ended once: interrupted, the job, the webhook, the lone fire');
+  b.stop();
+
+  const c = stand(t, { start: '2026-01-01T01:20:00Z', jobs, log, paths: a.paths });
+  const again = await c.runner.recover('start:3');
+  t.same(again, { interrupted: [], restarted: [] });
+  await c.scheduler.start('start:3', again.restarted);
+  await c.settle();
+  t.equal(c.received.length, 0, 'a second restart runs nothing');
+  t.equal(c.facts(AUTOMATION_EVENTS.run_finished).length, 3);
 });
 
 t.test('delivery retry: a failed delivery is retried on the clock and the result is never lost', async (t) => {

@@ -1,8 +1,8 @@
-// Issue 14: a webhook call answered 202 whose dispatch a `kill -9` of the daemon cut is settled once
-// at the next start, from the log: the call whose turn had started is recorded failed `interrupted`
-// (its turn is recovered as interrupted), the call still waiting behind it is recorded failed
-// `interrupted` too (the payload is not kept, so it cannot run again), nothing is asked twice, and
-// a second restart changes nothing.
+// Issue 14: a webhook call answered 202 whose dispatch a `kill -9` of the daemon cut is dealt with
+// once at the next start, from the log: the call whose turn had started is recorded failed
+// `interrupted` (its turn is recovered as interrupted, not asked again); the call still waiting
+// behind it, which the agent never saw, is asked then, from the fenced prompt its fact holds, so an
+// accepted call is not lost; a second restart changes nothing.
 import t from 'tap';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +21,7 @@ function start(t: { teardown(f: () => unknown): void }, home: string, env: NodeJ
 const webhookPort = (d: { output: () => string }) =>
   until('the webhook server to listen', () => /webhook server listening on 127\.0\.0\.1:(\d+)/.exec(d.output()), 30_000).then((m) => Number(m[1]));
 
-t.test('kill -9 after two 202s: each call settles once, failed interrupted, nothing is asked twice, a second restart changes nothing', async (t) => {
+t.test('kill -9 after two 202s: the started call is interrupted, the waiting one runs after the restart, nothing is asked twice', async (t) => {
   const dir = t.testdir();
   const home = join(dir, 'home');
   const gate = join(dir, 'gate');
@@ -70,7 +70,8 @@ t.test('kill -9 after two 202s: each call settles once, failed interrupted, noth
   t.equal((await call(port, 'alerts', { what: 'disk full' })).status, 202);
   const alertsId = hook('alerts').last_request_id as string;
   t.match([hook('deploy').last_status, hook('alerts').last_status], ['running', 'running']);
-  await new Promise((r) => setTimeout(r, 300));
+  const alertsFact = webhookFacts().find((e) => e.type === 'webhook.triggered' && e.data.request_id === alertsId)!;
+  t.match(alertsFact.data.prompt, /^\[Webhook "Alerts" \(id alerts\) was called\.[^\n]*untrusted external input[^\n]*\]\n<<<WEBHOOK-PAYLOAD-[0-9a-f]{32}\nAlert disk full\nWEBHOOK-PAYLOAD-[0-9a-f]{32}>>>$/, 'the 202 kept the fenced prompt, not the body');
   first.kill('SIGKILL');
   await exited(first);
   t.same(
@@ -84,35 +85,39 @@ t.test('kill -9 after two 202s: each call settles once, failed interrupted, noth
   const second = start(t, home, { FAKE_CLI_RECORD: record });
   await webhookPort(second);
   const settled = () => webhookFacts().filter((e) => e.type === 'webhook.completed' || e.type === 'webhook.failed');
-  await until('both calls to settle', () => settled().length === 2, 20_000);
+  await until('both calls to settle', () => settled().length === 2, 30_000);
   const byRequest = new Map(settled().map((e) => [e.data.request_id as string, e]));
   const deploy = byRequest.get(deployId)!;
   const alerts = byRequest.get(alertsId)!;
   t.match(deploy, { type: 'webhook.failed', correlation: deployId, data: { id: 'deploy', mode: 'wake', reason: 'interrupted' } });
   t.match(deploy.data.error, /turn .* was running.*not asked again/);
-  t.match(alerts, { type: 'webhook.failed', correlation: alertsId, data: { id: 'alerts', mode: 'wake', reason: 'interrupted' } });
-  t.match(alerts.data.error, /before the agent was asked; the payload is not kept/);
+  t.match(alerts, { type: 'webhook.completed', correlation: alertsId, data: { id: 'alerts', mode: 'wake', status: 'completed' } }, 'the call the agent never saw ran after the restart');
   t.ok(typeof deploy.causation === 'number' && typeof alerts.causation === 'number', 'each follows from its webhook.triggered fact');
   t.match(hook('deploy'), { trigger_count: 1, last_status: 'failed', last_error: /was running/ });
-  t.match(hook('alerts'), { trigger_count: 1, last_status: 'failed', last_error: /payload is not kept/ });
+  t.match(hook('alerts'), { trigger_count: 1, last_status: 'completed', last_error: null });
+  const alertsTurn = readEvents(db).find((e) => e.type === 'turn.started' && e.data.request_id === alertsId)!;
+  t.equal(alertsTurn.data.prompt, alertsFact.data.prompt, 'asked with the prompt made at the 202');
   // The cut turn is the interrupted-turn machinery's: recorded failed `daemon-restarted`, not asked again.
   const turnStream = readEvents(db).find((e) => e.type === 'turn.started' && e.data.request_id === deployId)!.stream;
   await until('the cut turn to be recorded', () => readEvents(db, turnStream).some((e) => e.type === 'turn.failed'), 10_000);
   t.equal(readEvents(db, turnStream).find((e) => e.type === 'turn.failed')!.data.reason, 'daemon-restarted');
-  await new Promise((r) => setTimeout(r, 500));
-  t.equal(readEvents(db).filter((e) => e.type === 'turn.started').length, startedBefore, 'no turn was started again');
-  t.equal(asks(), 1, 'the CLI was asked once');
+  t.same(
+    readEvents(db).filter((e) => e.type === 'turn.started').map((e) => e.data.request_id),
+    [deployId, alertsId],
+    'one turn per call: the cut one was not started again',
+  );
+  t.equal(asks(), 2, 'the CLI was asked once per call');
   second.kill('SIGTERM');
   t.equal(await exited(second), 0);
 
   const before = webhookFacts().length;
   const hooksBefore = hooks();
   const third = start(t, home, { FAKE_CLI_RECORD: record });
+  // Recovery has run once the server listens (it is started after it), and found nothing to do.
   await webhookPort(third);
-  await new Promise((r) => setTimeout(r, 500));
   t.equal(webhookFacts().length, before, 'a second restart records nothing more');
   t.same(hooks(), hooksBefore, 'and leaves the records as they were');
-  t.equal(asks(), 1);
+  t.equal(asks(), 2);
   third.kill('SIGTERM');
   t.equal(await exited(third), 0);
 });

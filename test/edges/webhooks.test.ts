@@ -6,10 +6,10 @@ import { createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NO_RUNNER_ERROR, startAutomationRecords, type OneShotRequest, type OneShotRunner } from '../../actors/index.js';
+import { NO_RUNNER_ERROR, startAutomationRecords, type OneShotRunner } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import { startWebhookServer } from '../../edges/index.js';
-import { AUTOMATION_EVENTS, defaultConfig, type AgentMessage, type WebhookRecord } from '../../schemas/index.js';
+import { AUTOMATION_EVENTS, defaultConfig, type AgentMessage, type OneShotRequest, type WebhookRecord } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, saveWebhooks, type HomePaths } from '../../store/index.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
 import { rawRequest } from '../fixtures/raw-http.js';
@@ -281,9 +281,10 @@ t.test('an accepted call: counted in webhooks.json, a fact, and the agent hears 
   t.same(types, [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed]);
   const [triggered, completed] = s.facts();
   t.match(triggered!.data, { id: 'plain', agent: 'main', mode: 'wake', client: '127.0.0.1', keys: ['service', 'env', 'token', 'note'] });
+  t.equal(triggered!.data.prompt, msg.text, 'the fact keeps the prompt the agent was asked (so a restart before the ask still asks it)');
   t.equal(triggered!.correlation, completed!.correlation, 'one correlation from the call to its end');
   const everything = JSON.stringify(s.log.read({})) + s.file();
-  t.notMatch(everything, /payload-secret-do-not-store/, 'no payload value is stored');
+  t.notMatch(everything, /payload-secret-do-not-store/, 'no payload value the template leaves out is stored: not the body, only the prompt');
   t.notMatch(everything, new RegExp(GLOBAL), 'nor the token');
 
   // A second call to the chat the record names.

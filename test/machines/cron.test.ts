@@ -15,7 +15,8 @@ import {
   nextFireAfter,
   runStatusOf,
   scheduleProblem,
-  unfinishedOneShots,
+  cutOneShots,
+  restartsAfterCut,
   type CompiledSchedule,
 } from '../../machines/index.js';
 import { AUTOMATION_EVENTS, ONESHOT_EVENTS, type AnyEnvelope, type TurnOutcome } from '../../schemas/index.js';
@@ -119,12 +120,13 @@ t.test('ids, statuses, averages, delivery text', async (t) => {
 
 t.test('the log: handled fires, unfinished fires, undelivered results, unfinished one-shot runs', async (t) => {
   let seq = 0;
-  const e = (type: string, data: Record<string, unknown>): AnyEnvelope => ({ seq: ++seq, at: '2026-01-01T00:00:00.000Z', stream: `cron:${String(data.id ?? data.run_id)}`, type, data } as AnyEnvelope);
+  const e = (type: string, data: Record<string, unknown>, correlation?: string): AnyEnvelope =>
+    ({ seq: ++seq, at: '2026-01-01T00:00:00.000Z', stream: `cron:${String(data.id ?? data.run_id)}`, type, data, ...(correlation ? { correlation } : {}) }) as AnyEnvelope;
   const s = foldCronLog([
     e(AUTOMATION_EVENTS.fired, { id: 'a', agent: 'main', fire_id: 'a@1', scheduled_at: '2026-01-01T01:00:00.000Z', trigger: 'schedule' }),
     e(AUTOMATION_EVENTS.run_finished, { id: 'a', agent: 'main', fire_id: 'a@1', status: 'success', result: 'r1', deliver: true }),
     e(AUTOMATION_EVENTS.delivery_failed, { id: 'a', fire_id: 'a@1', attempt: 1, error: 'x', retry_at: '2026-01-01T01:00:30.000Z' }),
-    e(AUTOMATION_EVENTS.fired, { id: 'a', agent: 'main', fire_id: 'a@2', scheduled_at: '2026-01-01T02:00:00.000Z', trigger: 'schedule' }),
+    e(AUTOMATION_EVENTS.fired, { id: 'a', agent: 'main', fire_id: 'a@2', scheduled_at: '2026-01-01T02:00:00.000Z', trigger: 'schedule' }, 'cron:a@2'),
     e(AUTOMATION_EVENTS.fired, { id: 'a', agent: 'main', fire_id: 'a@manual', scheduled_at: '2026-01-01T05:00:00.000Z', trigger: 'manual' }),
     e(AUTOMATION_EVENTS.run_finished, { id: 'a', agent: 'main', fire_id: 'a@manual', status: 'success', result: '', deliver: false }),
     e(AUTOMATION_EVENTS.fire_skipped, { id: 'b', agent: 'main', fire_id: 'b@1', scheduled_at: '2026-01-01T03:00:00.000Z', status: 'skipped:missed' }),
@@ -132,15 +134,27 @@ t.test('the log: handled fires, unfinished fires, undelivered results, unfinishe
     e(AUTOMATION_EVENTS.job_deleted, { id: 'gone', agent: 'main', by: null }),
   ]);
   t.equal(iso(s.get('a')!.lastScheduledMs), '2026-01-01T02:00:00.000Z', 'a manual fire does not move the schedule');
-  t.same(s.get('a')!.unfinished, [{ fire_id: 'a@2', agent: 'main' }]);
+  t.same(s.get('a')!.unfinished, [{ fire_id: 'a@2', agent: 'main', correlation: 'cron:a@2' }], 'the correlation finds the fire\'s one-shot run');
   t.match(s.get('a')!.undelivered, [{ fire_id: 'a@1', result: 'r1', attempts: 1, gaveUp: false }]);
   t.equal(iso(s.get('b')!.lastScheduledMs), '2026-01-01T03:00:00.000Z');
   t.notOk(s.has('gone'));
+  const request = { source: 'cron:a', agent: 'main', name: 'A', prompt: 'p', provider: null, model: null, reasoning_effort: null, dependency: 'k', principal: {}, correlation: 'c4' };
   const runs = [
-    e(ONESHOT_EVENTS.queued, { run_id: 'r1' }),
-    e(ONESHOT_EVENTS.queued, { run_id: 'r2' }),
+    e(ONESHOT_EVENTS.queued, { run_id: 'r1' }, 'c1'),
+    e(ONESHOT_EVENTS.queued, { run_id: 'r2' }, 'c2'),
     e(ONESHOT_EVENTS.started, { run_id: 'r2' }),
     e(ONESHOT_EVENTS.finished, { run_id: 'r1', status: 'success' }),
+    e(ONESHOT_EVENTS.queued, { run_id: 'r3' }, 'c3'),
+    e(ONESHOT_EVENTS.queued, { run_id: 'r4', request }, 'c4'),
   ];
-  t.same(unfinishedOneShots(runs), ['r2']);
+  const cut = cutOneShots(runs);
+  t.same(
+    cut.map((r) => [r.run_id, r.correlation, r.started, restartsAfterCut(r)]),
+    [
+      ['r2', 'c2', true, false],
+      ['r3', 'c3', false, false],
+      ['r4', 'c4', false, true],
+    ],
+    'queued order; only a run that never started and whose request is kept starts again',
+  );
 });
