@@ -33,10 +33,11 @@ export function startSvc(home: string, args: string[] = ['start'], env: NodeJS.P
 }
 
 /** Wait for a condition another process brings about; bounded, so a broken daemon fails the test instead of hanging it. */
-export async function until<T>(what: string, check: () => T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
+type Maybe<T> = T | undefined | null | false;
+export async function until<T>(what: string, check: () => Maybe<T> | Promise<Maybe<T>>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = check();
+    const v = await check();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
