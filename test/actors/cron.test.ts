@@ -137,7 +137,7 @@ t.test('fires in each job zone, across spring-forward, with quiet hours and sile
   // What the agent was asked: a fresh run in the job's folder, the job's own execution fields.
   const berlin = s.received.find((m) => m.task?.folder.endsWith('/berlin'))!;
   t.match(berlin, { agent: 'main', kind: 'cron', principal: { kind: 'system', id: 'cron:berlin', role: 'admin' } });
-  t.match(berlin.task, { task_id: /^run\d+$/, folder: join(s.paths.workspace, 'cron_tasks', 'berlin'), provider: 'codex', model: 'gpt-x', resume_session_id: null, reasoning_effort: 'high', cli_parameters: ['--flag', 'v'] });
+  t.match(berlin.task, { task_id: /^run\d+$/, folder: join(s.paths.workspace, 'cron_tasks', 'berlin'), provider: 'codex', model: 'gpt-x', resume_session_id: null, reasoning_effort: 'high', cli_parameters: { codex: ['--flag', 'v'], claude: ['--no'] } });
   t.match(berlin.text, /^Write the Berlin report\n[\s\S]*berlin_MEMORY\.md/, 'the prompt reminds the run of its memory file');
   t.ok(existsSync(join(s.paths.workspace, 'cron_tasks', 'berlin', 'berlin_MEMORY.md')));
   const tokyo = s.received.find((m) => m.task?.folder.endsWith('/tokyo'))!;
