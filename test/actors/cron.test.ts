@@ -367,3 +367,21 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
+
+t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not run: its runs would use that hook’s memory', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'webhook_deploy', title: 'Borrowed', schedule: '* * * * *', agent: 'main', enabled: true, description: 'read the hook memory', created_at: created(start) },
+      { id: 'mine', title: 'Mine', schedule: '* * * * *', agent: 'main', enabled: true, description: 'mine', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  await s.advance(3 * 60_000, 60_000);
+  t.equal(s.scheduler.nextRuns().get('webhook_deploy'), null);
+  t.same(s.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'webhook_deploy'), [], 'never fired');
+  t.ok(s.facts(AUTOMATION_EVENTS.fired).some((e) => e.data.id === 'mine'), 'the others run');
+  t.notOk(s.received.some((m) => m.task?.folder.endsWith('/webhook_deploy')), 'no run in the hook’s folder');
+  t.ok(s.logs.some((l) => /cron job webhook_deploy is not run: .*must not start with webhook_/.test(l.msg)), 'says why');
+});
