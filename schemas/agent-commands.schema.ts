@@ -29,8 +29,13 @@ export const TaskRunSchema = v.object({
   resume_session_id: v.nullable(v.string()),
   /** A cron or `cron_task` run's own effort; unset: the agent's. */
   reasoning_effort: v.optional(v.nullable(v.string())),
-  /** The run's own extra CLI arguments, used instead of (not merged with) the config's; unset: the config's. */
-  cli_parameters: v.optional(v.array(v.string())),
+  /**
+   * The run's own extra CLI arguments by provider, used instead of (not merged with) the config's
+   * `cli_parameters`: the runtime takes the list of the provider the turn runs on (a provider the
+   * map leaves out gets none), since only it knows that provider when the run names just a model or
+   * neither (the agent's own model then). Unset: the config's.
+   */
+  cli_parameters: v.optional(v.partial(v.object({ claude: v.array(v.string()), codex: v.array(v.string()), gemini: v.array(v.string()) }))),
 });
 export type TaskRun = v.InferOutput<typeof TaskRunSchema>;
 

@@ -19,6 +19,19 @@ export const RecordIdSchema = v.pipe(
   v.maxLength(MAX_RECORD_ID_CHARS, `must be at most ${MAX_RECORD_ID_CHARS} characters`),
 );
 
+/**
+ * A `cron_task` webhook's runs work in `workspace/cron_tasks/webhook_<hook id>/`, a cron job's in
+ * `cron_tasks/<job id>/`: a job id with this prefix would share a hook's folder and memory file.
+ */
+export const WEBHOOK_TASK_FOLDER_PREFIX = 'webhook_';
+export const webhookTaskFolder = (hookId: string): string => `${WEBHOOK_TASK_FOLDER_PREFIX}${hookId}`;
+
+/** Refused in any case, since the folder may live on a case-insensitive file system. */
+export const CronJobIdSchema = v.pipe(
+  RecordIdSchema,
+  v.check((id) => !id.toLowerCase().startsWith(WEBHOOK_TASK_FOLDER_PREFIX), `must not start with ${WEBHOOK_TASK_FOLDER_PREFIX} (webhook runs use those folders)`),
+);
+
 const AgentName = v.pipe(
   v.string('must be a string'),
   v.regex(/^[a-zA-Z0-9_-]+$/, 'must be an agent name of letters, digits, _ and - only'),
@@ -92,7 +105,7 @@ const cronDeliveryFields = {
 
 /** `POST /api/cron` (WIRE.md: `{id?, title, schedule, agent, description, enabled}` plus SPEC's fields). */
 export const CreateCronJobBodySchema = v.strictObject({
-  id: v.optional(RecordIdSchema),
+  id: v.optional(CronJobIdSchema),
   title: Title,
   name: v.optional(Title),
   schedule: Schedule,
@@ -255,7 +268,8 @@ export type WebhookTriggerSettings = v.InferOutput<typeof WebhookTriggerSettings
  * edited by hand: a job whose fields are wrong is not run (and says why), the others are.
  */
 export const CronJobSettingsSchema = v.object({
-  id: RecordIdSchema,
+  /** A job stored before such ids were refused is not run either: its runs would read a hook's memory. */
+  id: CronJobIdSchema,
   agent: AgentName,
   title: v.string(),
   schedule: v.string(),

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { CreateCronJobBodySchema, CreateWebhookBodySchema, RecordIdSchema } from './automation.schema.js';
+import { CreateCronJobBodySchema, CreateWebhookBodySchema, CronJobIdSchema, RecordIdSchema } from './automation.schema.js';
 import { ROLES } from './config.schema.js';
 import { USERNAME_MAX_LENGTH } from './users.schema.js';
 
@@ -16,7 +16,7 @@ export const DERIVED_RECORD_FIELDS = ['status', 'next_run', 'url', 'method', 'la
 
 const derived = Object.fromEntries(DERIVED_RECORD_FIELDS.map((k) => [k, v.optional(v.unknown())])) as Record<(typeof DERIVED_RECORD_FIELDS)[number], v.OptionalSchema<v.UnknownSchema, undefined>>;
 
-export const ImportCronJobSchema = v.strictObject({ ...CreateCronJobBodySchema.entries, ...derived, id: RecordIdSchema });
+export const ImportCronJobSchema = v.strictObject({ ...CreateCronJobBodySchema.entries, ...derived, id: CronJobIdSchema });
 export const ImportWebhookSchema = v.strictObject({
   ...CreateWebhookBodySchema.entries,
   ...derived,

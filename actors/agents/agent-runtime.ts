@@ -386,7 +386,8 @@ export class AgentRuntime {
       msg, key, turnId, config, prompt, provider, model, resume, messageNumber: session.messageCount + 1,
       ...(task ? { cwd: task.folder } : {}),
       ...(task?.reasoning_effort ? { effort: task.reasoning_effort } : {}),
-      ...(task?.cli_parameters ? { cliParameters: task.cli_parameters } : {}),
+      // The provider resolved above, so a run naming only a model gets that model's provider's flags.
+      ...(task?.cli_parameters ? { cliParameters: task.cli_parameters[provider] ?? [] } : {}),
     });
     this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
     const result = await done.finally(() => this.active.delete(turnId));

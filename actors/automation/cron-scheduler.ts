@@ -18,6 +18,7 @@ import {
 } from '../../machines/index.js';
 import {
   AUTOMATION_EVENTS,
+  CHAT_DELIVERY_COMMANDS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
   ONESHOT_EVENTS,
@@ -31,6 +32,7 @@ import {
 } from '../../schemas/index.js';
 import { loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
+import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns, type RestartedRun } from './one-shot-runner.js';
 
@@ -378,19 +380,33 @@ export class CronScheduler {
 
   // ------------------------------------------------------------------ delivery
 
-  /** One attempt; a failed one is retried later on the clock, and the result stays in the log either way. */
+  /**
+   * One attempt; a failed one is retried later on the clock, and the result stays in the log either way.
+   *
+   * Where it goes: a job without a transport (or with the admin chat's) is told in its agent's admin
+   * chat, as a `cron_result` envelope. A job naming another transport is told in that chat through
+   * `chat.deliver`, and an answer of not delivered is a failed attempt. The direct API (`api`) gets
+   * it live on that chat's open connections. Messenger transports (Telegram, Matrix) have no delivery
+   * in svc yet: chat.deliver answers not delivered, so such a job's delivery is retried, then recorded
+   * `failed` with the reason; its result is kept on the record (last_result) and in `cron.run_finished`.
+   */
   private deliver(s: CronJobSettings, fireId: string, status: string, result: string, attempt: number, cause: Cause): void {
     const id = s.id;
+    const correlation = cause.correlation ?? `cron:${fireId}`;
+    const text = cronDeliveryText(s.title, status, result);
+    const tellChat = async () => {
+      const transport = s.transport ?? ADMIN_TRANSPORT;
+      if (transport === ADMIN_TRANSPORT) {
+        await recordChatEnvelope(this.d.bus, { agent: s.agent, id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`, kind: 'cron_result', content: text, meta: { job_id: id, fire_id: fireId, status, title: s.title }, correlation });
+        return;
+      }
+      if (s.chat_id === null) throw new SvcError('not-found', `no chat to tell: the job names transport ${transport} but no chat_id`);
+      const r = await this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: s.chat_id, topic_id: s.topic_id, text, agent: s.agent, source: `cron:${id}` }, { correlation });
+      if (!r.delivered) throw new SvcError('no-handler', `transport ${transport} has no chat delivery in svc yet: chat ${s.chat_id} was not told`);
+    };
     const attemptOnce = async () => {
       try {
-        await recordChatEnvelope(this.d.bus, {
-          agent: s.agent,
-          id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`,
-          kind: 'cron_result',
-          content: cronDeliveryText(s.title, status, result),
-          meta: { job_id: id, fire_id: fireId, status, title: s.title },
-          correlation: cause.correlation ?? `cron:${fireId}`,
-        });
+        await tellChat();
         await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt }, ...cause });
         this.patch({ [id]: { last_delivery_status: 'delivered' } });
       } catch (e) {

@@ -202,7 +202,9 @@ export class OneShotRuns implements OneShotRunner {
       resume_session_id: null,
       reasoning_effort: req.reasoning_effort,
       // Task-level parameters replace the global ones for the provider that runs (SPEC: not merged).
-      ...(params ? { cli_parameters: [...(params[provider ?? 'claude'] ?? [])] } : {}),
+      // The whole map goes: which provider runs is the agent's to resolve (a job naming only a model,
+      // or neither, runs on that model's provider, or the agent's own), and it picks that one's list.
+      ...(params ? { cli_parameters: params } : {}),
     };
     await bus.publish({ stream: oneShotStream(runId), type: ONESHOT_EVENTS.started, data: { run_id: runId }, correlation: req.correlation });
     const startedAt = bus.now();

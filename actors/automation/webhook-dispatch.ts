@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { describeError, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
+import { describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -90,7 +90,7 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
         dependency: hook.dependency,
         principal: webhookPrincipal(hook.id, null),
         correlation: requestId,
-        folder: `webhook_${hook.id}`,
+        folder: webhookTaskFolder(hook.id),
         // A hook made before one-shot runs existed has no folder yet: its first run makes it.
         create_folder: true,
         cli_parameters: hook.cli_parameters,

@@ -7,10 +7,11 @@ import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
-import { CronScheduler, OneShotRuns, dispatchWebhook, prepareCronJobFolder } from '../../actors/index.js';
+import { CronScheduler, OneShotRuns, dispatchWebhook, prepareCronJobFolder, startChatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import {
   AUTOMATION_EVENTS,
+  CHAT_DELIVERY_CHUNKS,
   CHAT_SESSION_COMMANDS,
   ONESHOT_EVENTS,
   defaultConfig,
@@ -137,7 +138,7 @@ t.test('fires in each job zone, across spring-forward, with quiet hours and sile
   // What the agent was asked: a fresh run in the job's folder, the job's own execution fields.
   const berlin = s.received.find((m) => m.task?.folder.endsWith('/berlin'))!;
   t.match(berlin, { agent: 'main', kind: 'cron', principal: { kind: 'system', id: 'cron:berlin', role: 'admin' } });
-  t.match(berlin.task, { task_id: /^run\d+$/, folder: join(s.paths.workspace, 'cron_tasks', 'berlin'), provider: 'codex', model: 'gpt-x', resume_session_id: null, reasoning_effort: 'high', cli_parameters: ['--flag', 'v'] });
+  t.match(berlin.task, { task_id: /^run\d+$/, folder: join(s.paths.workspace, 'cron_tasks', 'berlin'), provider: 'codex', model: 'gpt-x', resume_session_id: null, reasoning_effort: 'high', cli_parameters: { codex: ['--flag', 'v'], claude: ['--no'] } });
   t.match(berlin.text, /^Write the Berlin report\n[\s\S]*berlin_MEMORY\.md/, 'the prompt reminds the run of its memory file');
   t.ok(existsSync(join(s.paths.workspace, 'cron_tasks', 'berlin', 'berlin_MEMORY.md')));
   const tokyo = s.received.find((m) => m.task?.folder.endsWith('/tokyo'))!;
@@ -318,6 +319,43 @@ t.test('delivery retry: a failed delivery is retried on the clock and the result
   t.match(s.job('rep'), { last_delivery_status: 'delivered' });
 });
 
+t.test('delivery to the job’s route: the direct API chat it names; a transport with no delivery yet fails and keeps the result', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'api', title: 'Api report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', transport: 'api', chat_id: 7, topic_id: 3, created_at: created(start) },
+      { id: 'tg', title: 'Telegram report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'tell tg', transport: 'telegram', chat_id: 42, topic_id: null, created_at: created(start) },
+      { id: 'panel', title: 'Panel report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'tell panel', created_at: created(start) },
+    ],
+  });
+  const delivery = startChatDelivery({ bus: s.bus });
+  t.teardown(() => delivery.unsubscribe());
+  const chunks: { stream: string; data: Record<string, unknown> }[] = [];
+  s.bus.transient$.subscribe((m) => {
+    if (m.type === CHAT_DELIVERY_CHUNKS.delivered) chunks.push({ stream: m.stream, data: m.data as Record<string, unknown> });
+  });
+  await s.scheduler.start('start:1');
+  await s.advance(30_000, 30_000);
+
+  t.match(chunks, [{ stream: 'chat:api:7', data: { transport: 'api', chat_id: 7, topic_id: 3, source: 'cron:api', text: /^TASK: Api report\n\ndone: make it/ } }], 'the api chat the job names gets it');
+  t.match(s.job('api'), { last_status: 'success', last_delivery_status: 'delivered' });
+  t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'api'), [{ data: { attempt: 1 } }]);
+  t.same(s.envelopes.map((e) => e.content.split('\n')[0]), ['TASK: Panel report'], 'only the job without a route goes to the admin chat');
+
+  // Telegram has no delivery in svc yet: a failed attempt, retried, then given up; the result is kept.
+  t.match(s.facts(AUTOMATION_EVENTS.delivery_failed).filter((e) => e.data.id === 'tg'), [{ data: { attempt: 1, error: /transport telegram has no chat delivery/ } }]);
+  t.match(s.job('tg'), { last_status: 'success', last_delivery_status: 'retrying' });
+  await s.advance(2 * 3600_000, 60_000);
+  const tgFailed = s.facts(AUTOMATION_EVENTS.delivery_failed).filter((e) => e.data.id === 'tg');
+  t.equal(tgFailed.length, 5, 'the usual retries');
+  t.equal(tgFailed.at(-1)!.data.retry_at, null, 'then it gives up');
+  t.match(s.job('tg'), { last_delivery_status: 'failed', last_result: /^done: tell tg/ });
+  t.match(s.facts(AUTOMATION_EVENTS.run_finished).find((e) => e.data.id === 'tg'), { data: { result: /^done: tell tg/ } }, 'and in the log');
+  t.equal(chunks.length, 1, 'nothing else went out');
+  t.equal(s.envelopes.length, 1);
+});
+
 t.test('an undelivered result is delivered after a restart; run-now fires outside the schedule', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const jobs = [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }];
@@ -366,4 +404,22 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   await s.advance(1000, 1000);
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
+});
+
+t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not run: its runs would use that hook’s memory', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'webhook_deploy', title: 'Borrowed', schedule: '* * * * *', agent: 'main', enabled: true, description: 'read the hook memory', created_at: created(start) },
+      { id: 'mine', title: 'Mine', schedule: '* * * * *', agent: 'main', enabled: true, description: 'mine', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  await s.advance(3 * 60_000, 60_000);
+  t.equal(s.scheduler.nextRuns().get('webhook_deploy'), null);
+  t.same(s.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'webhook_deploy'), [], 'never fired');
+  t.ok(s.facts(AUTOMATION_EVENTS.fired).some((e) => e.data.id === 'mine'), 'the others run');
+  t.notOk(s.received.some((m) => m.task?.folder.endsWith('/webhook_deploy')), 'no run in the hook’s folder');
+  t.ok(s.logs.some((l) => /cron job webhook_deploy is not run: .*must not start with webhook_/.test(l.msg)), 'says why');
 });

@@ -39,6 +39,9 @@ t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
     job('gem', 'say hello', { provider: 'gemini' }),
     job('slow', '[[hold]] wait'),
     job('fail', '[[fail]] now'),
+    // No provider: the model's (gpt-5 is codex's), or the agent's own model's (claude by default).
+    job('bymodel', 'say hello', { model: 'gpt-5', cli_parameters: { codex: ['--codex-only'], claude: ['--claude-only'] } }),
+    job('byagent', 'say hello', { cli_parameters: { codex: ['--codex-only'], claude: ['--claude-only'] } }),
   ];
   saveCronJobs(paths, jobs as unknown as CronJobRecord[]);
   for (const j of jobs) if (j.id !== 'nofolder') prepareCronJobFolder(paths, j.id);
@@ -54,9 +57,20 @@ t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
   t.equal(await status('slow'), 'error:timeout', 'cli_timeout applies');
   t.equal(await status('fail'), 'error:exit_1');
   t.match(finished('ok')!.data, { result: /echo: say hello/ });
+  t.equal(await status('bymodel'), 'success');
+  t.equal(await status('byagent'), 'success');
   const argv = readFileSync(join(scratch.dir, 'argv.log'), 'utf8');
   t.match(argv, /--skip-git-repo-check/, 'the job’s own CLI parameters');
   t.notMatch(argv, /resume/, 'never a resumed session');
+  // Task-level parameters of the provider that runs, resolved as the agent resolves it, not merged.
+  const ran = argv.trim().split('\n').map((l) => JSON.parse(l) as { provider: string; argv: string[]; cwd: string });
+  const of = (id: string) => ran.find((r) => r.cwd.endsWith(`/cron_tasks/${id}`))!;
+  t.equal(of('bymodel').provider, 'codex', 'model gpt-5 runs on codex');
+  t.ok(of('bymodel').argv.includes('--codex-only'), 'with the job’s codex parameters');
+  t.notOk(of('bymodel').argv.includes('--claude-only'));
+  t.equal(of('byagent').provider, 'claude', 'no model: the agent’s own (claude)');
+  t.ok(of('byagent').argv.includes('--claude-only'), 'with the job’s claude parameters');
+  t.notOk(of('byagent').argv.includes('--codex-only'));
   const records = JSON.parse(readFileSync(paths.cronJobsFile, 'utf8')) as Record<string, unknown>[];
   t.match(records.find((r) => r.id === 'ok'), { last_status: 'success', execution_count: 1 });
   t.match(records.find((r) => r.id === 'fail'), { last_status: 'error:exit_1' });

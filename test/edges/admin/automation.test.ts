@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { AUTOMATION_EVENTS, USER_EVENTS } from '../../../schemas/index.js';
 import { T0, serveOps } from '../../fixtures/admin-ops.js';
 
@@ -116,6 +116,13 @@ t.test('cron: roles, allowed_agents, bad input and traversal are refused and cha
     t.match(r, { status: 403, body: { code: 'agent-not-allowed' } }, `${method} ${path} ${JSON.stringify(body)}`);
   }
   t.match(await s.call('/api/cron/w1/run', { method: 'POST', as: 'coderOperator' }), { status: 403, body: { code: 'agent-not-allowed' } });
+  // A cron job's runs work in cron_tasks/<id>, a cron_task webhook's in cron_tasks/webhook_<hook id>:
+  // a job named after someone else's hook would read and rewrite that hook's memory file.
+  for (const id of ['webhook_deploy', 'WebHook_deploy']) {
+    const r = await s.call('/api/cron', { method: 'POST', as: 'coderAdmin', body: { ...create, id } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /^body\.id: must not start with webhook_/ } }, `id ${id} refused`);
+  }
+  t.notOk(existsSync(join(s.paths.workspace, 'cron_tasks', 'webhook_deploy')), 'no folder made for a refused id');
 
   const bad: [unknown, RegExp][] = [
     [{ ...create, schedule: 'every day' }, /^body\.schedule: must be a cron expression/],
@@ -351,6 +358,7 @@ t.test('import: bad or hostile input is refused whole and changes nothing', asyn
     [{ users: [{ username: 'x', role: 'root' }] }, 'invalid-body', /^body\.users\.0\.role: must be one of/],
     [{ users: [{ username: '../x', role: 'viewer' }] }, 'invalid-body', /^body\.users\.0\.username: /],
     [{ cron_jobs: [job, { ...job, id: '../../etc/passwd' }] }, 'invalid-body', /^body\.cron_jobs\.1\.id: /],
+    [{ cron_jobs: [{ ...job, id: 'webhook_deploy' }] }, 'invalid-body', /^body\.cron_jobs\.0\.id: must not start with webhook_/],
     [{ cron_jobs: [{ ...job, agent: 'ghost' }] }, 'invalid-body', /^body\.cron_jobs\[0\]\.agent: no agent named/],
     [{ cron_jobs: [{ ...job, schedule: 'nope' }] }, 'invalid-body', /^body\.cron_jobs\.0\.schedule: /],
     [{ webhooks: [{ id: 'h', agent: 'coder', mode: 'x' }] }, 'invalid-body', /^body\.webhooks\.0\.mode: /],
