@@ -14,6 +14,7 @@ import {
   missedFires,
   nextAverage,
   nextFireAfter,
+  recordResultPreview,
   type CompiledSchedule,
 } from '../../machines/index.js';
 import {
@@ -55,8 +56,6 @@ export const CRON_MAX_TICK_MS = 60_000;
 const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
 export const FIRE_SLICE = 25;
-/** The record keeps the start of the last result; the log keeps it to MAX_CRON_RESULT_CHARS. */
-const MAX_RECORD_RESULT_CHARS = 20_000;
 
 export interface CronSchedulerDeps {
   bus: Bus;
@@ -367,7 +366,8 @@ export class CronScheduler {
       this.patch({
         [id]: {
           last_status: r.status,
-          last_result: result.slice(0, MAX_RECORD_RESULT_CHARS),
+          // A preview (machines/cron.logic.ts): the log and the delivery have the whole result.
+          last_result: recordResultPreview(result),
           last_delivery_status: deliver ? 'pending' : 'none',
           ...(skipped || durationMs === null ? {} : { execution_count: count + 1, avg_duration: nextAverage(rec.avg_duration as number | null, count, durationMs / 1000) }),
         },

@@ -367,3 +367,18 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
+
+t.test('the record keeps a short preview of the result; the log keeps it whole', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, { start, hold: true, jobs: [{ id: 'big', title: 'Big', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'a lot', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  await s.advance(30_000, 30_000);
+  const text = 'x'.repeat(50_000);
+  s.held[0]!.end({ text });
+  await s.settle();
+  t.equal(s.facts(AUTOMATION_EVENTS.run_finished)[0]!.data.result, text, 'the log has all of it');
+  const preview = String(s.job('big').last_result);
+  t.ok(preview.length <= 2_000 && preview.length >= 1_900, `about 2,000 characters on the record (${preview.length})`);
+  t.ok(text.startsWith(preview.replace(/…$/, '')), 'its start');
+  t.match(s.envelopes[0]!.content, new RegExp(`^TASK: Big\\n\\nx{50000}$`), 'the chat gets the whole result');
+});
