@@ -76,6 +76,8 @@ interface Job {
   next: number | null;
   /** What a change must differ in to recompute `next`. */
   key: string;
+  /** Why the record is not valid (then `settings` are the last valid ones, or only the id): it is neither scheduled nor run. */
+  problem: string | null;
 }
 
 const realClock: ActorClock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) } as ActorClock;
@@ -182,8 +184,11 @@ export class CronScheduler {
 
   /** `POST /api/cron/{id}/run`: a fire now, outside the schedule (it does not move the next one). */
   async runNow(id: string, cause: Cause): Promise<{ started: boolean; fire_id: string }> {
+    // A hand edit the watcher has not met yet: the job runs as the file says now, not as it said.
+    this.checkFile();
     const job = this.jobs.get(id) ?? (this.reload(), this.jobs.get(id));
-    if (!job) throw new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist or its record is not valid`);
+    if (!job) throw new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist`);
+    if (job.problem !== null) throw new SvcError('cron-job-invalid', `cron job ${JSON.stringify(id)} was not run: its record in cron_jobs.json is not valid (${job.problem}); fix it first`);
     const now = this.d.bus.now();
     const fireId = `${id}@manual-${iso(now)}`;
     await this.fire(job, now, fireId, 'manual', cause);
@@ -215,8 +220,9 @@ export class CronScheduler {
       seen.add(r.id);
       const parsed = v.safeParse(CronJobSettingsSchema, r);
       if (!parsed.success) {
-        if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${v.summarize(parsed.issues)}`);
-        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', next: null, key: 'invalid' });
+        const problem = parsed.issues.map((i) => `${v.getDotPath(i) ?? 'record'}: ${i.message}`).join('; ');
+        if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${problem}`);
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', next: null, key: 'invalid', problem });
         continue;
       }
       const s = parsed.output;
@@ -231,7 +237,7 @@ export class CronScheduler {
       if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
       const schedule = 'error' in compiled ? null : compiled;
       const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
-      this.jobs.set(r.id, { settings: s, schedule, zone, next, key });
+      this.jobs.set(r.id, { settings: s, schedule, zone, next, key, problem: null });
       const nextRun = next === null ? null : iso(next);
       if (r.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
     }

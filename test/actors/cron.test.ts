@@ -368,6 +368,31 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
 
+t.test('run-now refuses a job whose record is not valid, with cron-job-invalid', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'j', title: 'J', schedule: '0 5 * * *', agent: 'main', enabled: true, description: 'run j', created_at: created(start) },
+      { id: 'never', title: 'Never', schedule: '0 5 * * *', agent: 'main', enabled: true, quiet_start: 'soon', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  await t.rejects(s.scheduler.runNow('never', { correlation: 'm1' }), { code: 'cron-job-invalid', message: /never.*not valid.*quiet_start/ }, 'a record never valid');
+  const file = s.paths.cronJobsFile;
+  const jobs = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
+  writeFileSync(file, JSON.stringify([{ ...jobs[0], agent: 'not a name!' }, jobs[1]], null, 2));
+  await t.rejects(s.scheduler.runNow('j', { correlation: 'm2' }), { code: 'cron-job-invalid' }, 'a hand edit made just before is seen');
+  await s.advance(5000, 1000);
+  await t.rejects(s.scheduler.runNow('j', { correlation: 'm3' }), { code: 'cron-job-invalid' }, 'and after the watcher found it');
+  await t.rejects(s.scheduler.runNow('gone', { correlation: 'm4' }), { code: 'not-found' });
+  await s.settle();
+  t.same(s.facts(AUTOMATION_EVENTS.fired), [], 'nothing fired');
+  t.equal(s.received.length, 0, 'nothing ran');
+  writeFileSync(file, JSON.stringify(jobs, null, 2));
+  t.match(await s.scheduler.runNow('j', { correlation: 'm5' }), { started: true }, 'fixed, it runs');
+});
+
 t.test('the record keeps a short preview of the result; the log keeps it whole', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, { start, hold: true, jobs: [{ id: 'big', title: 'Big', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'a lot', created_at: created(start) }] });
