@@ -437,6 +437,8 @@ export class CronScheduler {
     if (this.pending.size === 0) return;
     const changes = this.pending;
     this.pending = new Map();
+    // The records before the merge below: a hand edit found here is told against them, as checkFile() tells one.
+    const before = this.records;
     let edited = false;
     try {
       // A hand edit since our last read or write must not be taken for ours once we write over it.
@@ -451,14 +453,16 @@ export class CronScheduler {
     } catch (e) {
       this.d.bus.emitLog('error', `cron_jobs.json: run fields not written: ${describeError(e)}`);
     } finally {
-      if (edited) this.handEdited();
+      if (edited) this.handEdited(before);
     }
   }
 
-  /** A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API). */
-  private handEdited(): void {
+  /**
+   * A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API).
+   * `before`: the records as svc last read or wrote them, before anything of the edited file.
+   */
+  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.records): void {
     this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
-    const before = this.records;
     this.reload();
     const after = this.records;
     const facts: Parameters<Bus['publish']>[0][] = [];

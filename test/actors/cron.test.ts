@@ -368,6 +368,41 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
 
+t.test('a hand edit found while run fields are written is recorded like one found by the watcher', async (t) => {
+  const start = '2026-01-01T00:59:59.500Z';
+  const jobs = [
+    { id: 'j', title: 'J', schedule: '0 1 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) },
+    { id: 'x', title: 'X', schedule: '0 5 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) },
+  ];
+  const edit = (file: string) => {
+    const now = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
+    writeFileSync(file, JSON.stringify([{ ...now[0], title: 'J2' }, { id: 'k', title: 'K', schedule: '@hourly', agent: 'main', enabled: true }], null, 2));
+  };
+  const jobFacts = (s: ReturnType<typeof stand>) => s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data]);
+  const expected = [
+    [AUTOMATION_EVENTS.job_updated, { id: 'j', agent: 'main', fields: ['title'], by: null }],
+    [AUTOMATION_EVENTS.job_created, { id: 'k', agent: 'main', by: null }],
+    [AUTOMATION_EVENTS.job_deleted, { id: 'x', agent: 'main', by: null }],
+  ];
+
+  const watched = stand(t, { start, jobs });
+  await watched.scheduler.start('start:1');
+  edit(watched.paths.cronJobsFile);
+  t.ok(watched.scheduler.checkFile(), 'the watcher finds it');
+  await watched.settle();
+  t.same(jobFacts(watched), expected);
+
+  const flushed = stand(t, { start, jobs });
+  await flushed.scheduler.start('start:1');
+  edit(flushed.paths.cronJobsFile);
+  // 01:00 comes before the next watch check: the fire's next_run patch meets the edit first.
+  flushed.clock.increment(500);
+  await flushed.settle();
+  t.equal(flushed.facts(AUTOMATION_EVENTS.fired).length, 1);
+  t.same(jobFacts(flushed), expected, 'the same facts');
+  t.match(flushed.job('j'), { title: 'J2', last_status: 'success' }, 'the edit and the run fields are both kept');
+});
+
 t.test('run-now refuses a job whose record is not valid, with cron-job-invalid', async (t) => {
   const start = '2026-01-01T00:00:00Z';
   const s = stand(t, {
