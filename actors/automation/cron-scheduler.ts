@@ -106,6 +106,10 @@ export class CronScheduler {
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
   private fileHash: string | null = null;
+  /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
+  private unreadableHash: string | null = null;
+  /** The last write failure told, so a failure that lasts is told once. */
+  private writeError: string | null = null;
   private pending = new Map<string, Partial<CronJobRecord>>();
   /** The records as last read or written, so a run's end does not parse the whole file again. */
   private records = new Map<string, CronJobRecord>();
@@ -203,15 +207,23 @@ export class CronScheduler {
   reload(): void {
     this.flush();
     let records: CronJobRecord[];
-    let text: string;
+    let hash: string;
     try {
-      text = readText(this.d.paths.cronJobsFile);
-      records = loadCronJobs(this.d.paths);
+      hash = sha(readText(this.d.paths.cronJobsFile));
     } catch (e) {
       this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
       return;
     }
-    this.fileHash = sha(text);
+    try {
+      records = loadCronJobs(this.d.paths);
+    } catch (e) {
+      // Told once per content: its hash is kept, so the watcher does not take the same broken file
+      // for a new edit at each check. The next change of the file is read again.
+      if (hash !== this.fileHash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
+      this.fileHash = hash;
+      return;
+    }
+    this.fileHash = hash;
     this.records = new Map(records.map((r) => [r.id, r]));
     const now = this.d.bus.now();
     const seen = new Set<string>();
@@ -441,20 +453,45 @@ export class CronScheduler {
     const before = this.records;
     let edited = false;
     try {
+      const hash = sha(readText(this.d.paths.cronJobsFile));
       // A hand edit since our last read or write must not be taken for ours once we write over it.
-      edited = this.fileHash !== null && sha(readText(this.d.paths.cronJobsFile)) !== this.fileHash;
-      const jobs = loadCronJobs(this.d.paths);
+      edited = this.fileHash !== null && hash !== this.fileHash;
+      // The file that could not be read at the last try, unchanged: tried again once it changes.
+      if (hash === this.unreadableHash) {
+        this.keep(changes);
+        return;
+      }
+      let jobs: CronJobRecord[];
+      try {
+        jobs = loadCronJobs(this.d.paths);
+      } catch (e) {
+        this.unreadableHash = hash;
+        this.keep(changes);
+        this.d.bus.emitLog('warn', `cron_jobs.json cannot be read: run fields are kept until it can: ${describeError(e)}`);
+        return;
+      }
+      this.unreadableHash = null;
       if (!jobs.some((j) => changes.has(j.id))) return;
       const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
       saveCronJobs(this.d.paths, merged);
       this.records = new Map(merged.map((r) => [r.id, r]));
       // Our own write: the watcher must not take it for a hand edit.
       this.fileHash = sha(readText(this.d.paths.cronJobsFile));
+      this.writeError = null;
     } catch (e) {
-      this.d.bus.emitLog('error', `cron_jobs.json: run fields not written: ${describeError(e)}`);
+      // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.
+      this.keep(changes);
+      const error = describeError(e);
+      if (error !== this.writeError) this.d.bus.emitLog('error', `cron_jobs.json: run fields not written yet: ${error}`);
+      this.writeError = error;
     } finally {
       if (edited) this.handEdited(before);
     }
+  }
+
+  /** Puts patches a flush could not write back under any made since, which are newer. */
+  private keep(changes: Map<string, Partial<CronJobRecord>>): void {
+    for (const [id, c] of changes) this.pending.set(id, { ...c, ...this.pending.get(id) });
   }
 
   /**

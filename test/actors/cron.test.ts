@@ -368,6 +368,29 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
 
+t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported once per change', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, { start, jobs: [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  const file = s.paths.cronJobsFile;
+  const good = readFileSync(file, 'utf8');
+  writeFileSync(file, good.slice(0, good.length >> 1));
+  const noisy = () => s.logs.filter((l) => l.level === 'warn' || l.level === 'error');
+  await s.advance(1000, 1000);
+  t.equal(noisy().length, 1, 'the broken file is reported');
+  await s.advance(60_000, 1000);
+  t.equal(s.facts(AUTOMATION_EVENTS.run_finished).length, 1, 'the job fired and ran from what was read before');
+  const reported = noisy().length;
+  t.ok(reported <= 2, `a few lines, not one per check (${reported})`);
+  await s.advance(30_000, 1000);
+  t.equal(noisy().length, reported, 'nothing more while the file stays as it is');
+  writeFileSync(file, good);
+  await s.advance(1000, 1000);
+  t.match(s.job('rep'), { last_status: 'success', execution_count: 1, last_run_at: '2026-01-01T01:00:00.000Z', next_run: '2026-01-02T01:00:00.000Z', last_delivery_status: 'delivered', last_result: /^done: make it/ }, 'the run fields are written once the file is readable');
+  t.equal(noisy().length, reported, 'and nothing is reported for the good file');
+  t.same(s.facts().filter((e) => e.type.startsWith('cron.job_')), [], 'the file came back as it was: no job changed');
+});
+
 t.test('a hand edit found while run fields are written is recorded like one found by the watcher', async (t) => {
   const start = '2026-01-01T00:59:59.500Z';
   const jobs = [
