@@ -4,6 +4,7 @@ import { Subscription } from 'rxjs';
 import * as v from 'valibot';
 import type { Bus, Cause } from '../../bus/index.js';
 import {
+  canonicalTimeZone,
   compileSchedule,
   cronDeliveryText,
   cronTimeZone,
@@ -19,6 +20,7 @@ import {
 } from '../../machines/index.js';
 import {
   AUTOMATION_EVENTS,
+  CONFIG_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
   ONESHOT_EVENTS,
@@ -46,7 +48,8 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns, type Restar
  * It owns the run fields of cron_jobs.json (last_run_at, next_run, last_status, execution_count,
  * avg_duration, last_result, last_delivery_status): each change is load → patch → save with no
  * await between, as the admin records do for theirs, so neither loses the other's writes. It polls
- * the file's hash and reloads on a hand edit; its own writes leave the hash it expects.
+ * the file's hash and reloads on a hand edit; its own writes leave the hash it expects. Jobs with
+ * no zone of their own follow user_timezone as it is now (a hot setting), not as it was at a reload.
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
@@ -72,6 +75,8 @@ interface Job {
   settings: CronJobSettings;
   schedule: CompiledSchedule | null;
   zone: string;
+  /** The job's own `timezone` when it names a zone; null: it follows user_timezone. */
+  ownZone: string | null;
   /** Epoch ms of the next scheduled fire; null when disabled, broken or never again. */
   next: number | null;
   /** What a change must differ in to recompute `next`. */
@@ -106,6 +111,8 @@ export class CronScheduler {
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
   private fileHash: string | null = null;
+  /** defaultZone() when the jobs were last scheduled: jobs without a zone of their own are in it. */
+  private zoneUsed: string | null = null;
   /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
   private unreadableHash: string | null = null;
   /** The last write failure told, so a failure that lasts is told once. */
@@ -161,6 +168,8 @@ export class CronScheduler {
     this.subs.add(
       bus.subscribe('cron-scheduler', () => this.reload(), (e) => e.type === AUTOMATION_EVENTS.job_created || e.type === AUTOMATION_EVENTS.job_updated || e.type === AUTOMATION_EVENTS.job_deleted),
     );
+    // The config is applied when its reload is told: a new user_timezone moves jobs at once.
+    this.subs.add(bus.subscribe('cron-scheduler-zone', () => this.followZone(), (e) => e.type === CONFIG_EVENTS.reloaded));
     this.arm();
     this.watch();
     this.flush();
@@ -225,7 +234,24 @@ export class CronScheduler {
     }
     this.fileHash = hash;
     this.records = new Map(records.map((r) => [r.id, r]));
+    this.schedule(records);
+  }
+
+  /**
+   * `user_timezone` is hot (SPEC.md): when the zone of jobs without one of their own is no longer
+   * the one they were scheduled in, they are scheduled again. Checked on a config reload, at each
+   * watch check and at each tick, so no fire is taken in the old zone once the config changed.
+   */
+  private followZone(): void {
+    if (this.stopped || this.d.defaultZone() === this.zoneUsed) return;
+    this.schedule([...this.records.values()]);
+  }
+
+  /** Jobs whose schedule, zone or enabled changed get a new next fire; jobs not in `records` are dropped. */
+  private schedule(records: readonly CronJobRecord[]): void {
     const now = this.d.bus.now();
+    const defaultZone = this.d.defaultZone();
+    this.zoneUsed = defaultZone;
     const seen = new Set<string>();
     const moved: Record<string, Partial<CronJobRecord>> = {};
     for (const r of records) {
@@ -234,24 +260,28 @@ export class CronScheduler {
       if (!parsed.success) {
         const problem = parsed.issues.map((i) => `${v.getDotPath(i) ?? 'record'}: ${i.message}`).join('; ');
         if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${problem}`);
-        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', next: null, key: 'invalid', problem });
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, next: null, key: 'invalid', problem });
         continue;
       }
       const s = parsed.output;
-      const zone = cronTimeZone(s.timezone, this.d.defaultZone(), null, null);
+      const zone = cronTimeZone(s.timezone, defaultZone, null, null);
+      const ownZone = canonicalTimeZone(s.timezone);
       const key = `${s.schedule}|${zone}|${s.enabled}`;
       const old = this.jobs.get(r.id);
       if (old && old.key === key && old.schedule) {
+        // Same fires; but a job that now names the zone it was following no longer follows user_timezone.
         old.settings = s;
+        old.ownZone = ownZone;
         continue;
       }
       const compiled = compileSchedule(s.schedule, zone);
       if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
       const schedule = 'error' in compiled ? null : compiled;
       const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
-      this.jobs.set(r.id, { settings: s, schedule, zone, next, key, problem: null });
+      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, next, key, problem: null });
       const nextRun = next === null ? null : iso(next);
-      if (r.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+      // Against what will be written: a next_run still pending (an unreadable file) counts.
+      if ({ ...r, ...this.pending.get(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
     }
     for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
     if (Object.keys(moved).length) this.patch(moved);
@@ -295,6 +325,7 @@ export class CronScheduler {
   /** Fires every job that is due; computes each one's next fire after now. */
   tick(): number {
     if (this.stopped) return 0;
+    this.followZone();
     const now = this.d.bus.now();
     let fired = 0;
     const moved: Record<string, Partial<CronJobRecord>> = {};
@@ -363,7 +394,9 @@ export class CronScheduler {
       cli_parameters: s.cli_parameters,
       quiet_start: s.quiet_start,
       quiet_end: s.quiet_end,
-      timezone: job.zone,
+      // Null for a job that follows user_timezone: the runner takes the zone of the moment the run
+      // starts (after a wait in a dependency queue, or after a restart), not the one it was queued in.
+      timezone: job.ownZone,
       route,
     });
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
@@ -533,6 +566,7 @@ export class CronScheduler {
   /** A content change not written by svc is a hand edit: reload. */
   checkFile(): boolean {
     this.flush();
+    this.followZone();
     let text: string;
     try {
       text = readText(this.d.paths.cronJobsFile);

@@ -31,7 +31,7 @@ interface Held {
   end(o?: Partial<TurnOutcome>): void;
 }
 
-function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths }) {
+function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths; zone?: () => string }) {
   const paths = opts.paths ?? homePaths(join(t.testdir(), 'home'));
   if (!opts.paths) {
     saveCronJobs(paths, opts.jobs as CronJobRecord[]);
@@ -72,8 +72,9 @@ function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; ho
     return { session_id: 'admin-1' };
   });
   let n = 0;
-  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: () => 'UTC', newId: () => `run${++n}` });
-  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: () => 'UTC', clock, watchIntervalMs: 1000 });
+  const zone = opts.zone ?? (() => 'UTC');
+  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: zone, newId: () => `run${++n}` });
+  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: zone, clock, watchIntervalMs: 1000 });
   const settle = async () => {
     for (let i = 0; i < 5; i++) {
       await tick();
@@ -366,6 +367,40 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   await s.advance(1000, 1000);
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
+});
+
+t.test('a change of user_timezone moves the jobs without a zone of their own, and their quiet hours', async (t) => {
+  const start = '2026-01-01T08:30:00Z';
+  let zone = 'UTC';
+  const s = stand(t, {
+    start,
+    zone: () => zone,
+    jobs: [
+      { id: 'local', title: 'Local', schedule: '0 9 * * *', agent: 'main', enabled: true, description: 'local', created_at: created(start) },
+      { id: 'own', title: 'Own', schedule: '0 9 * * *', timezone: 'Asia/Tokyo', agent: 'main', enabled: true, description: 'own', created_at: created(start) },
+      { id: 'quiet', title: 'Quiet', schedule: '0 * * * *', agent: 'main', enabled: true, description: 'quiet', quiet_start: '21:00', quiet_end: '08:00', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-01T09:00:00Z'));
+  const own = s.scheduler.nextRuns().get('own');
+  // Noticed by the scheduler's own checks, with no event and no edit of cron_jobs.json.
+  zone = 'America/New_York';
+  await s.advance(1000, 1000);
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-01T14:00:00Z'), '09:00 in New York');
+  t.equal(s.job('local').next_run, '2026-01-01T14:00:00.000Z', 'and the record says so');
+  t.equal(s.scheduler.nextRuns().get('own'), own, 'a job with its own zone keeps it');
+  t.equal(s.scheduler.nextRuns().get('quiet'), at('2026-01-01T09:00:00Z'), 'an hourly job fires on the hour in any zone');
+  await s.advance(4 * 3600_000);
+  const statuses = s.facts(AUTOMATION_EVENTS.run_finished).filter((e) => e.data.id === 'quiet').map((e) => e.data.status);
+  t.same(statuses, ['skipped:quiet_hours', 'skipped:quiet_hours', 'skipped:quiet_hours', 'skipped:quiet_hours'], '09:00-12:00 UTC is 04:00-07:00 in New York: quiet');
+  t.same(s.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'local').map((e) => e.data.scheduled_at), [], 'not fired at 09:00 UTC');
+  // A config reload is acted on at once, without waiting for a check.
+  zone = 'Europe/Berlin';
+  await s.bus.publish({ stream: 'config', type: 'config.reloaded', data: { hot_applied: ['user_timezone'], restart_required: [] } });
+  await s.settle();
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-02T08:00:00Z'), '09:00 in Berlin, tomorrow');
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0, 'its next_run writes are not hand edits');
 });
 
 t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported once per change', async (t) => {
