@@ -238,6 +238,23 @@ export function deliveryRetryDelayMs(attempt: number): number | null {
   return attempt >= 1 && attempt <= delays.length ? delays[attempt - 1]! : null;
 }
 
+/**
+ * The start of a run's result that cron_jobs.json keeps in `last_result`. Every flush rewrites the
+ * whole file, so 1,000 jobs with long results must stay far below the JSON file read limit; the
+ * whole result (to MAX_CRON_RESULT_CHARS) is in the run's `cron.run_finished` fact and its delivery.
+ */
+export const MAX_RECORD_RESULT_CHARS = 2_000;
+
+/** `last_result`: the result as it is when short, else its start and `…`, MAX_RECORD_RESULT_CHARS in all. */
+export function recordResultPreview(result: string): string {
+  if (result.length <= MAX_RECORD_RESULT_CHARS) return result;
+  let end = MAX_RECORD_RESULT_CHARS - 1;
+  // Never half of a surrogate pair.
+  const last = result.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${result.slice(0, end)}…`;
+}
+
 /** The message a chat gets: a header naming the job, then the result (or why there is none). */
 export function cronDeliveryText(title: string, status: string, result: string): string {
   const head = `TASK: ${title}`;

@@ -56,6 +56,8 @@ export const ERROR_CODES = [
   'unknown-message',
   'notification-exists',
   'cron-job-exists',
+  /** A cron job whose record in cron_jobs.json does not validate (a hand edit): fix it before running it. */
+  'cron-job-invalid',
   'webhook-exists',
   'webhook-no-secret',
   'webhook-disabled',

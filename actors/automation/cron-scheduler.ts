@@ -4,6 +4,7 @@ import { Subscription } from 'rxjs';
 import * as v from 'valibot';
 import type { Bus, Cause } from '../../bus/index.js';
 import {
+  canonicalTimeZone,
   compileSchedule,
   cronDeliveryText,
   cronTimeZone,
@@ -14,11 +15,13 @@ import {
   missedFires,
   nextAverage,
   nextFireAfter,
+  recordResultPreview,
   type CompiledSchedule,
 } from '../../machines/index.js';
 import {
   AUTOMATION_EVENTS,
   CHAT_DELIVERY_COMMANDS,
+  CONFIG_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
   ONESHOT_EVENTS,
@@ -47,7 +50,8 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns, type Restar
  * It owns the run fields of cron_jobs.json (last_run_at, next_run, last_status, execution_count,
  * avg_duration, last_result, last_delivery_status): each change is load → patch → save with no
  * await between, as the admin records do for theirs, so neither loses the other's writes. It polls
- * the file's hash and reloads on a hand edit; its own writes leave the hash it expects.
+ * the file's hash and reloads on a hand edit; its own writes leave the hash it expects. Jobs with
+ * no zone of their own follow user_timezone as it is now (a hot setting), not as it was at a reload.
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
@@ -57,8 +61,6 @@ export const CRON_MAX_TICK_MS = 60_000;
 const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
 export const FIRE_SLICE = 25;
-/** The record keeps the start of the last result; the log keeps it to MAX_CRON_RESULT_CHARS. */
-const MAX_RECORD_RESULT_CHARS = 20_000;
 
 export interface CronSchedulerDeps {
   bus: Bus;
@@ -75,10 +77,14 @@ interface Job {
   settings: CronJobSettings;
   schedule: CompiledSchedule | null;
   zone: string;
+  /** The job's own `timezone` when it names a zone; null: it follows user_timezone. */
+  ownZone: string | null;
   /** Epoch ms of the next scheduled fire; null when disabled, broken or never again. */
   next: number | null;
   /** What a change must differ in to recompute `next`. */
   key: string;
+  /** Why the record is not valid (then `settings` are the last valid ones, or only the id): it is neither scheduled nor run. */
+  problem: string | null;
 }
 
 const realClock: ActorClock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) } as ActorClock;
@@ -107,6 +113,12 @@ export class CronScheduler {
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
   private fileHash: string | null = null;
+  /** defaultZone() when the jobs were last scheduled: jobs without a zone of their own are in it. */
+  private zoneUsed: string | null = null;
+  /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
+  private unreadableHash: string | null = null;
+  /** The last write failure told, so a failure that lasts is told once. */
+  private writeError: string | null = null;
   private pending = new Map<string, Partial<CronJobRecord>>();
   /** The records as last read or written, so a run's end does not parse the whole file again. */
   private records = new Map<string, CronJobRecord>();
@@ -158,6 +170,8 @@ export class CronScheduler {
     this.subs.add(
       bus.subscribe('cron-scheduler', () => this.reload(), (e) => e.type === AUTOMATION_EVENTS.job_created || e.type === AUTOMATION_EVENTS.job_updated || e.type === AUTOMATION_EVENTS.job_deleted),
     );
+    // The config is applied when its reload is told: a new user_timezone moves jobs at once.
+    this.subs.add(bus.subscribe('cron-scheduler-zone', () => this.followZone(), (e) => e.type === CONFIG_EVENTS.reloaded));
     this.arm();
     this.watch();
     this.flush();
@@ -185,8 +199,11 @@ export class CronScheduler {
 
   /** `POST /api/cron/{id}/run`: a fire now, outside the schedule (it does not move the next one). */
   async runNow(id: string, cause: Cause): Promise<{ started: boolean; fire_id: string }> {
+    // A hand edit the watcher has not met yet: the job runs as the file says now, not as it said.
+    this.checkFile();
     const job = this.jobs.get(id) ?? (this.reload(), this.jobs.get(id));
-    if (!job) throw new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist or its record is not valid`);
+    if (!job) throw new SvcError('not-found', `cron job ${JSON.stringify(id)} does not exist`);
+    if (job.problem !== null) throw new SvcError('cron-job-invalid', `cron job ${JSON.stringify(id)} was not run: its record in cron_jobs.json is not valid (${job.problem}); fix it first`);
     const now = this.d.bus.now();
     const fireId = `${id}@manual-${iso(now)}`;
     await this.fire(job, now, fireId, 'manual', cause);
@@ -201,42 +218,72 @@ export class CronScheduler {
   reload(): void {
     this.flush();
     let records: CronJobRecord[];
-    let text: string;
+    let hash: string;
     try {
-      text = readText(this.d.paths.cronJobsFile);
-      records = loadCronJobs(this.d.paths);
+      hash = sha(readText(this.d.paths.cronJobsFile));
     } catch (e) {
       this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
       return;
     }
-    this.fileHash = sha(text);
+    try {
+      records = loadCronJobs(this.d.paths);
+    } catch (e) {
+      // Told once per content: its hash is kept, so the watcher does not take the same broken file
+      // for a new edit at each check. The next change of the file is read again.
+      if (hash !== this.fileHash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
+      this.fileHash = hash;
+      return;
+    }
+    this.fileHash = hash;
     this.records = new Map(records.map((r) => [r.id, r]));
+    this.schedule(records);
+  }
+
+  /**
+   * `user_timezone` is hot (SPEC.md): when the zone of jobs without one of their own is no longer
+   * the one they were scheduled in, they are scheduled again. Checked on a config reload, at each
+   * watch check and at each tick, so no fire is taken in the old zone once the config changed.
+   */
+  private followZone(): void {
+    if (this.stopped || this.d.defaultZone() === this.zoneUsed) return;
+    this.schedule([...this.records.values()]);
+  }
+
+  /** Jobs whose schedule, zone or enabled changed get a new next fire; jobs not in `records` are dropped. */
+  private schedule(records: readonly CronJobRecord[]): void {
     const now = this.d.bus.now();
+    const defaultZone = this.d.defaultZone();
+    this.zoneUsed = defaultZone;
     const seen = new Set<string>();
     const moved: Record<string, Partial<CronJobRecord>> = {};
     for (const r of records) {
       seen.add(r.id);
       const parsed = v.safeParse(CronJobSettingsSchema, r);
       if (!parsed.success) {
-        if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${v.summarize(parsed.issues)}`);
-        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', next: null, key: 'invalid' });
+        const problem = parsed.issues.map((i) => `${v.getDotPath(i) ?? 'record'}: ${i.message}`).join('; ');
+        if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${problem}`);
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, next: null, key: 'invalid', problem });
         continue;
       }
       const s = parsed.output;
-      const zone = cronTimeZone(s.timezone, this.d.defaultZone(), null, null);
+      const zone = cronTimeZone(s.timezone, defaultZone, null, null);
+      const ownZone = canonicalTimeZone(s.timezone);
       const key = `${s.schedule}|${zone}|${s.enabled}`;
       const old = this.jobs.get(r.id);
       if (old && old.key === key && old.schedule) {
+        // Same fires; but a job that now names the zone it was following no longer follows user_timezone.
         old.settings = s;
+        old.ownZone = ownZone;
         continue;
       }
       const compiled = compileSchedule(s.schedule, zone);
       if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
       const schedule = 'error' in compiled ? null : compiled;
       const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
-      this.jobs.set(r.id, { settings: s, schedule, zone, next, key });
+      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, next, key, problem: null });
       const nextRun = next === null ? null : iso(next);
-      if (r.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+      // Against what will be written: a next_run still pending (an unreadable file) counts.
+      if ({ ...r, ...this.pending.get(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
     }
     for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
     if (Object.keys(moved).length) this.patch(moved);
@@ -280,6 +327,7 @@ export class CronScheduler {
   /** Fires every job that is due; computes each one's next fire after now. */
   tick(): number {
     if (this.stopped) return 0;
+    this.followZone();
     const now = this.d.bus.now();
     let fired = 0;
     const moved: Record<string, Partial<CronJobRecord>> = {};
@@ -348,7 +396,9 @@ export class CronScheduler {
       cli_parameters: s.cli_parameters,
       quiet_start: s.quiet_start,
       quiet_end: s.quiet_end,
-      timezone: job.zone,
+      // Null for a job that follows user_timezone: the runner takes the zone of the moment the run
+      // starts (after a wait in a dependency queue, or after a restart), not the one it was queued in.
+      timezone: job.ownZone,
       route,
     });
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
@@ -369,7 +419,8 @@ export class CronScheduler {
       this.patch({
         [id]: {
           last_status: r.status,
-          last_result: result.slice(0, MAX_RECORD_RESULT_CHARS),
+          // A preview (machines/cron.logic.ts): the log and the delivery have the whole result.
+          last_result: recordResultPreview(result),
           last_delivery_status: deliver ? 'pending' : 'none',
           ...(skipped || durationMs === null ? {} : { execution_count: count + 1, avg_duration: nextAverage(rec.avg_duration as number | null, count, durationMs / 1000) }),
         },
@@ -447,28 +498,57 @@ export class CronScheduler {
     if (this.pending.size === 0) return;
     const changes = this.pending;
     this.pending = new Map();
+    // The records before the merge below: a hand edit found here is told against them, as checkFile() tells one.
+    const before = this.records;
     let edited = false;
     try {
+      const hash = sha(readText(this.d.paths.cronJobsFile));
       // A hand edit since our last read or write must not be taken for ours once we write over it.
-      edited = this.fileHash !== null && sha(readText(this.d.paths.cronJobsFile)) !== this.fileHash;
-      const jobs = loadCronJobs(this.d.paths);
+      edited = this.fileHash !== null && hash !== this.fileHash;
+      // The file that could not be read at the last try, unchanged: tried again once it changes.
+      if (hash === this.unreadableHash) {
+        this.keep(changes);
+        return;
+      }
+      let jobs: CronJobRecord[];
+      try {
+        jobs = loadCronJobs(this.d.paths);
+      } catch (e) {
+        this.unreadableHash = hash;
+        this.keep(changes);
+        this.d.bus.emitLog('warn', `cron_jobs.json cannot be read: run fields are kept until it can: ${describeError(e)}`);
+        return;
+      }
+      this.unreadableHash = null;
       if (!jobs.some((j) => changes.has(j.id))) return;
       const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
       saveCronJobs(this.d.paths, merged);
       this.records = new Map(merged.map((r) => [r.id, r]));
       // Our own write: the watcher must not take it for a hand edit.
       this.fileHash = sha(readText(this.d.paths.cronJobsFile));
+      this.writeError = null;
     } catch (e) {
-      this.d.bus.emitLog('error', `cron_jobs.json: run fields not written: ${describeError(e)}`);
+      // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.
+      this.keep(changes);
+      const error = describeError(e);
+      if (error !== this.writeError) this.d.bus.emitLog('error', `cron_jobs.json: run fields not written yet: ${error}`);
+      this.writeError = error;
     } finally {
-      if (edited) this.handEdited();
+      if (edited) this.handEdited(before);
     }
   }
 
-  /** A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API). */
-  private handEdited(): void {
+  /** Puts patches a flush could not write back under any made since, which are newer. */
+  private keep(changes: Map<string, Partial<CronJobRecord>>): void {
+    for (const [id, c] of changes) this.pending.set(id, { ...c, ...this.pending.get(id) });
+  }
+
+  /**
+   * A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API).
+   * `before`: the records as svc last read or wrote them, before anything of the edited file.
+   */
+  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.records): void {
     this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
-    const before = this.records;
     this.reload();
     const after = this.records;
     const facts: Parameters<Bus['publish']>[0][] = [];
@@ -502,6 +582,7 @@ export class CronScheduler {
   /** A content change not written by svc is a hand edit: reload. */
   checkFile(): boolean {
     this.flush();
+    this.followZone();
     let text: string;
     try {
       text = readText(this.d.paths.cronJobsFile);

@@ -24,6 +24,8 @@ export const ADMIN_STATUSES: StatusTable = {
   'signature-invalid': 403,
   'link-expired': 410,
   'cron-job-exists': 409,
+  /** Run-now on a job whose record on disk is not valid (a hand edit): fix it first, as with registry-invalid. */
+  'cron-job-invalid': 409,
   'webhook-exists': 409,
   'webhook-no-secret': 409,
   // Parts not running (yet, during start-up): the task hub and the cron scheduler.

@@ -32,7 +32,7 @@ interface Held {
   end(o?: Partial<TurnOutcome>): void;
 }
 
-function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths }) {
+function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths; zone?: () => string }) {
   const paths = opts.paths ?? homePaths(join(t.testdir(), 'home'));
   if (!opts.paths) {
     saveCronJobs(paths, opts.jobs as CronJobRecord[]);
@@ -73,8 +73,9 @@ function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; ho
     return { session_id: 'admin-1' };
   });
   let n = 0;
-  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: () => 'UTC', newId: () => `run${++n}` });
-  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: () => 'UTC', clock, watchIntervalMs: 1000 });
+  const zone = opts.zone ?? (() => 'UTC');
+  const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: zone, newId: () => `run${++n}` });
+  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: zone, clock, watchIntervalMs: 1000 });
   const settle = async () => {
     for (let i = 0; i < 5; i++) {
       await tick();
@@ -404,6 +405,138 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   await s.advance(1000, 1000);
   t.equal(s.scheduler.nextRuns().get('j'), at('2026-01-01T01:30:00Z'), 'a broken file keeps the jobs as they were');
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
+});
+
+t.test('a change of user_timezone moves the jobs without a zone of their own, and their quiet hours', async (t) => {
+  const start = '2026-01-01T08:30:00Z';
+  let zone = 'UTC';
+  const s = stand(t, {
+    start,
+    zone: () => zone,
+    jobs: [
+      { id: 'local', title: 'Local', schedule: '0 9 * * *', agent: 'main', enabled: true, description: 'local', created_at: created(start) },
+      { id: 'own', title: 'Own', schedule: '0 9 * * *', timezone: 'Asia/Tokyo', agent: 'main', enabled: true, description: 'own', created_at: created(start) },
+      { id: 'quiet', title: 'Quiet', schedule: '0 * * * *', agent: 'main', enabled: true, description: 'quiet', quiet_start: '21:00', quiet_end: '08:00', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-01T09:00:00Z'));
+  const own = s.scheduler.nextRuns().get('own');
+  // Noticed by the scheduler's own checks, with no event and no edit of cron_jobs.json.
+  zone = 'America/New_York';
+  await s.advance(1000, 1000);
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-01T14:00:00Z'), '09:00 in New York');
+  t.equal(s.job('local').next_run, '2026-01-01T14:00:00.000Z', 'and the record says so');
+  t.equal(s.scheduler.nextRuns().get('own'), own, 'a job with its own zone keeps it');
+  t.equal(s.scheduler.nextRuns().get('quiet'), at('2026-01-01T09:00:00Z'), 'an hourly job fires on the hour in any zone');
+  await s.advance(4 * 3600_000);
+  const statuses = s.facts(AUTOMATION_EVENTS.run_finished).filter((e) => e.data.id === 'quiet').map((e) => e.data.status);
+  t.same(statuses, ['skipped:quiet_hours', 'skipped:quiet_hours', 'skipped:quiet_hours', 'skipped:quiet_hours'], '09:00-12:00 UTC is 04:00-07:00 in New York: quiet');
+  t.same(s.facts(AUTOMATION_EVENTS.fired).filter((e) => e.data.id === 'local').map((e) => e.data.scheduled_at), [], 'not fired at 09:00 UTC');
+  // A config reload is acted on at once, without waiting for a check.
+  zone = 'Europe/Berlin';
+  await s.bus.publish({ stream: 'config', type: 'config.reloaded', data: { hot_applied: ['user_timezone'], restart_required: [] } });
+  await s.settle();
+  t.equal(s.scheduler.nextRuns().get('local'), at('2026-01-02T08:00:00Z'), '09:00 in Berlin, tomorrow');
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0, 'its next_run writes are not hand edits');
+});
+
+t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported once per change', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, { start, jobs: [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  const file = s.paths.cronJobsFile;
+  const good = readFileSync(file, 'utf8');
+  writeFileSync(file, good.slice(0, good.length >> 1));
+  const noisy = () => s.logs.filter((l) => l.level === 'warn' || l.level === 'error');
+  await s.advance(1000, 1000);
+  t.equal(noisy().length, 1, 'the broken file is reported');
+  await s.advance(60_000, 1000);
+  t.equal(s.facts(AUTOMATION_EVENTS.run_finished).length, 1, 'the job fired and ran from what was read before');
+  const reported = noisy().length;
+  t.ok(reported <= 2, `a few lines, not one per check (${reported})`);
+  await s.advance(30_000, 1000);
+  t.equal(noisy().length, reported, 'nothing more while the file stays as it is');
+  writeFileSync(file, good);
+  await s.advance(1000, 1000);
+  t.match(s.job('rep'), { last_status: 'success', execution_count: 1, last_run_at: '2026-01-01T01:00:00.000Z', next_run: '2026-01-02T01:00:00.000Z', last_delivery_status: 'delivered', last_result: /^done: make it/ }, 'the run fields are written once the file is readable');
+  t.equal(noisy().length, reported, 'and nothing is reported for the good file');
+  t.same(s.facts().filter((e) => e.type.startsWith('cron.job_')), [], 'the file came back as it was: no job changed');
+});
+
+t.test('a hand edit found while run fields are written is recorded like one found by the watcher', async (t) => {
+  const start = '2026-01-01T00:59:59.500Z';
+  const jobs = [
+    { id: 'j', title: 'J', schedule: '0 1 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) },
+    { id: 'x', title: 'X', schedule: '0 5 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) },
+  ];
+  const edit = (file: string) => {
+    const now = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
+    writeFileSync(file, JSON.stringify([{ ...now[0], title: 'J2' }, { id: 'k', title: 'K', schedule: '@hourly', agent: 'main', enabled: true }], null, 2));
+  };
+  const jobFacts = (s: ReturnType<typeof stand>) => s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data]);
+  const expected = [
+    [AUTOMATION_EVENTS.job_updated, { id: 'j', agent: 'main', fields: ['title'], by: null }],
+    [AUTOMATION_EVENTS.job_created, { id: 'k', agent: 'main', by: null }],
+    [AUTOMATION_EVENTS.job_deleted, { id: 'x', agent: 'main', by: null }],
+  ];
+
+  const watched = stand(t, { start, jobs });
+  await watched.scheduler.start('start:1');
+  edit(watched.paths.cronJobsFile);
+  t.ok(watched.scheduler.checkFile(), 'the watcher finds it');
+  await watched.settle();
+  t.same(jobFacts(watched), expected);
+
+  const flushed = stand(t, { start, jobs });
+  await flushed.scheduler.start('start:1');
+  edit(flushed.paths.cronJobsFile);
+  // 01:00 comes before the next watch check: the fire's next_run patch meets the edit first.
+  flushed.clock.increment(500);
+  await flushed.settle();
+  t.equal(flushed.facts(AUTOMATION_EVENTS.fired).length, 1);
+  t.same(jobFacts(flushed), expected, 'the same facts');
+  t.match(flushed.job('j'), { title: 'J2', last_status: 'success' }, 'the edit and the run fields are both kept');
+});
+
+t.test('run-now refuses a job whose record is not valid, with cron-job-invalid', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'j', title: 'J', schedule: '0 5 * * *', agent: 'main', enabled: true, description: 'run j', created_at: created(start) },
+      { id: 'never', title: 'Never', schedule: '0 5 * * *', agent: 'main', enabled: true, quiet_start: 'soon', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  await t.rejects(s.scheduler.runNow('never', { correlation: 'm1' }), { code: 'cron-job-invalid', message: /never.*not valid.*quiet_start/ }, 'a record never valid');
+  const file = s.paths.cronJobsFile;
+  const jobs = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>[];
+  writeFileSync(file, JSON.stringify([{ ...jobs[0], agent: 'not a name!' }, jobs[1]], null, 2));
+  await t.rejects(s.scheduler.runNow('j', { correlation: 'm2' }), { code: 'cron-job-invalid' }, 'a hand edit made just before is seen');
+  await s.advance(5000, 1000);
+  await t.rejects(s.scheduler.runNow('j', { correlation: 'm3' }), { code: 'cron-job-invalid' }, 'and after the watcher found it');
+  await t.rejects(s.scheduler.runNow('gone', { correlation: 'm4' }), { code: 'not-found' });
+  await s.settle();
+  t.same(s.facts(AUTOMATION_EVENTS.fired), [], 'nothing fired');
+  t.equal(s.received.length, 0, 'nothing ran');
+  writeFileSync(file, JSON.stringify(jobs, null, 2));
+  t.match(await s.scheduler.runNow('j', { correlation: 'm5' }), { started: true }, 'fixed, it runs');
+});
+
+t.test('the record keeps a short preview of the result; the log keeps it whole', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const s = stand(t, { start, hold: true, jobs: [{ id: 'big', title: 'Big', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'a lot', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  await s.advance(30_000, 30_000);
+  const text = 'x'.repeat(50_000);
+  s.held[0]!.end({ text });
+  await s.settle();
+  t.equal(s.facts(AUTOMATION_EVENTS.run_finished)[0]!.data.result, text, 'the log has all of it');
+  const preview = String(s.job('big').last_result);
+  t.ok(preview.length <= 2_000 && preview.length >= 1_900, `about 2,000 characters on the record (${preview.length})`);
+  t.ok(text.startsWith(preview.replace(/…$/, '')), 'its start');
+  t.match(s.envelopes[0]!.content, new RegExp(`^TASK: Big\\n\\nx{50000}$`), 'the chat gets the whole result');
 });
 
 t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not run: its runs would use that hook’s memory', async (t) => {

@@ -2,7 +2,9 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { AUTOMATION_EVENTS, USER_EVENTS } from '../../../schemas/index.js';
+import { SimulatedClock } from 'xstate';
+import { CronScheduler, OneShotRuns } from '../../../actors/index.js';
+import { AUTOMATION_EVENTS, USER_EVENTS, defaultConfig } from '../../../schemas/index.js';
 import { T0, serveOps } from '../../fixtures/admin-ops.js';
 
 type Ops = Awaited<ReturnType<typeof serveOps>>;
@@ -87,6 +89,24 @@ t.test('cron: schedules and zones are checked with croner, naming the field; run
   t.same(ran, []);
   t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'operator' }), { status: 202, body: { started: true } });
   t.same(ran, ['j']);
+});
+
+t.test('cron: run-now of a job whose record on disk is not valid is 409 cron-job-invalid, and runs nothing', async (t) => {
+  let scheduler: CronScheduler | null = null;
+  const s = await serveOps(t, { lang: 'en', cron: () => scheduler });
+  writeJson(s.paths.cronJobsFile, [{ id: 'bad', title: 'Bad', schedule: '@daily', agent: 'main', quiet_start: 'soon' }]);
+  const clock = new SimulatedClock();
+  clock.set(s.now());
+  const runner = new OneShotRuns({ bus: s.bus, log: s.log, paths: s.paths, config: defaultConfig, timezone: () => 'UTC' });
+  const cron = new CronScheduler({ bus: s.bus, log: s.log, paths: s.paths, runner, defaultZone: () => 'UTC', clock });
+  await cron.start('start:1');
+  scheduler = cron;
+  t.teardown(() => {
+    cron.stop();
+    runner.stop();
+  });
+  t.match(await s.call('/api/cron/bad/run', { method: 'POST', as: 'operator' }), { status: 409, body: { code: 'cron-job-invalid', error: /not valid \(quiet_start: / } });
+  t.same(s.log.read().filter((e) => e.type === AUTOMATION_EVENTS.fired), [], 'no fire');
 });
 
 t.test('cron: roles, allowed_agents, bad input and traversal are refused and change nothing', async (t) => {
