@@ -13,8 +13,19 @@ export function loadCronJobs(paths: HomePaths): CronJobRecord[] {
   return readJsonFileSync(paths.cronJobsFile, CronJobsFileSchema, { missing: () => [] });
 }
 
+/** Per file, the text svc itself wrote last: the cron watcher must not take it for a hand edit. */
+const savedBySvc = new Map<string, string>();
+
 export function saveCronJobs(paths: HomePaths, jobs: readonly CronJobRecord[]): void {
-  writeJsonAtomicSync(paths.cronJobsFile, jobs, { mode: 0o600 });
+  savedBySvc.set(paths.cronJobsFile, writeJsonAtomicSync(paths.cronJobsFile, jobs, { mode: 0o600 }));
+}
+
+/**
+ * Whether `text` is what this process wrote to cron_jobs.json last (an admin API change, say, whose
+ * event the scheduler has not handled yet), as opposed to an edit by hand.
+ */
+export function isCronJobsSavedBySvc(paths: HomePaths, text: string): boolean {
+  return savedBySvc.get(paths.cronJobsFile) === text;
 }
 
 export function loadWebhooks(paths: HomePaths): WebhookRecord[] {

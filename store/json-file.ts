@@ -150,7 +150,8 @@ export async function writeJsonAtomic(path: string, data: unknown, opts: WriteJs
   }
 }
 
-export function writeJsonAtomicSync(path: string, data: unknown, opts: WriteJsonOptions = {}): void {
+/** Returns the text written, so a caller can know its own write when it reads the file back. */
+export function writeJsonAtomicSync(path: string, data: unknown, opts: WriteJsonOptions = {}): string {
   const mode = opts.mode ?? 0o600;
   const text = serialise(path, data);
   const dir = dirname(path);
@@ -176,6 +177,7 @@ export function writeJsonAtomicSync(path: string, data: unknown, opts: WriteJson
   } finally {
     fs.closeSync(dfd);
   }
+  return text;
 }
 
 /**

@@ -33,7 +33,7 @@ import {
   type CronJobSettings,
   type Principal,
 } from '../../schemas/index.js';
-import { loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
+import { isCronJobsSavedBySvc, loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
@@ -502,9 +502,11 @@ export class CronScheduler {
     const before = this.records;
     let edited = false;
     try {
-      const hash = sha(readText(this.d.paths.cronJobsFile));
-      // A hand edit since our last read or write must not be taken for ours once we write over it.
-      edited = this.fileHash !== null && hash !== this.fileHash;
+      const text = readText(this.d.paths.cronJobsFile);
+      const hash = sha(text);
+      // A hand edit since our last read or write must not be taken for ours once we write over it;
+      // an admin API save whose event is still on its way is not a hand edit (the event reloads).
+      edited = this.fileHash !== null && hash !== this.fileHash && !isCronJobsSavedBySvc(this.d.paths, text);
       // The file that could not be read at the last try, unchanged: tried again once it changes.
       if (hash === this.unreadableHash) {
         this.keep(changes);
@@ -589,7 +591,7 @@ export class CronScheduler {
     } catch {
       return false;
     }
-    if (sha(text) === this.fileHash) return false;
+    if (sha(text) === this.fileHash || isCronJobsSavedBySvc(this.d.paths, text)) return false;
     this.handEdited();
     return true;
   }

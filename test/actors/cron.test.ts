@@ -556,3 +556,24 @@ t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not ru
   t.notOk(s.received.some((m) => m.task?.folder.endsWith('/webhook_deploy')), 'no run in the hook’s folder');
   t.ok(s.logs.some((l) => /cron job webhook_deploy is not run: .*must not start with webhook_/.test(l.msg)), 'says why');
 });
+
+t.test('a save by svc (the admin API) whose event has not arrived yet is not taken for a hand edit', async (t) => {
+  const start = '2026-01-01T00:59:59.500Z';
+  const s = stand(t, { start, jobs: [{ id: 'j', title: 'J', schedule: '0 1 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) }] });
+  await s.scheduler.start('start:1');
+  // As the admin records do: save, then publish the fact (here: not yet).
+  saveCronJobs(s.paths, [...loadCronJobs(s.paths), { id: 'k', title: 'K', schedule: '@hourly', agent: 'main', enabled: true } as unknown as CronJobRecord]);
+  t.notOk(s.scheduler.checkFile(), 'the watcher leaves it to the event');
+  // A fire's run fields are written over the saved file before the event is handled.
+  s.clock.increment(500);
+  await s.settle();
+  t.equal(s.facts(AUTOMATION_EVENTS.fired).length, 1);
+  t.same(s.facts().filter((e) => e.type.startsWith('cron.job_')), [], 'no job fact by nobody');
+  t.ok(s.job('k'), 'and the saved job is kept');
+  t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0);
+  // A real hand edit after it is still one.
+  writeFileSync(s.paths.cronJobsFile, JSON.stringify(loadCronJobs(s.paths).filter((j) => j.id !== 'k'), null, 2));
+  t.ok(s.scheduler.checkFile());
+  await s.settle();
+  t.match(s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data.id, e.data.by]), [[AUTOMATION_EVENTS.job_deleted, 'k', null]]);
+});
