@@ -423,3 +423,19 @@ t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not ru
   t.notOk(s.received.some((m) => m.task?.folder.endsWith('/webhook_deploy')), 'no run in the hook’s folder');
   t.ok(s.logs.some((l) => /cron job webhook_deploy is not run: .*must not start with webhook_/.test(l.msg)), 'says why');
 });
+
+t.test('a seconds-field schedule written into cron_jobs.json by hand is not run, and the log says why', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'secs', title: 'Every second', schedule: '* * * * * *', agent: 'main', enabled: true, description: 'too often', created_at: created(start) },
+      { id: 'ok', title: 'Every minute', schedule: '* * * * *', agent: 'main', enabled: true, description: 'fine', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  t.ok(s.logs.some((l) => l.level === 'warn' && /cron job secs is not run: .*seconds field is not accepted/.test(l.msg)));
+  t.equal(s.scheduler.nextRuns().get('secs') ?? null, null, 'no next fire');
+  await s.advance(3 * 60_000, 60_000);
+  t.same(s.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.id), ['ok', 'ok', 'ok'], 'only the 5-field job fired, once a minute');
+});

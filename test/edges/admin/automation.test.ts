@@ -79,10 +79,16 @@ t.test('cron: schedules and zones are checked with croner, naming the field; run
     t.match(r, { status: 400, body: { code: 'invalid-body', error: /body\.schedule/ } }, schedule);
   }
   t.match(await s.call('/api/cron', { method: 'POST', body: { title: 'Bad', schedule: '@daily', agent: 'main', timezone: 'Mars/Olympus' } }), { status: 400, body: { error: /timezone/ } });
+  // Standard cron has 5 fields: a seconds field would let a job fire every second.
+  for (const schedule of ['* * * * * *', '0 0 9 * * 1-5']) {
+    const r = await s.call('/api/cron', { method: 'POST', body: { title: 'Every second', schedule, agent: 'main' } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /^body\.schedule: must be a cron expression of 5 fields/ } }, `${schedule} is not creatable`);
+  }
   t.same(snapshot(s), before, 'nothing was written');
   t.match(await s.call('/api/cron', { method: 'POST', body: { id: 'j', title: 'Good', schedule: '0 9 * * MON-FRI', agent: 'main', timezone: 'Europe/Berlin', silent_on_success: true, chat_id: 5, transport: 'telegram' } }), { status: 201, body: { silent_on_success: true, chat_id: 5 } });
   t.ok(existsSync(`${s.paths.workspace}/cron_tasks/j/j_MEMORY.md`), 'the job folder and its memory file are made with the job');
   t.match(await s.call('/api/cron/j', { method: 'PUT', body: { schedule: '0 9 * * FUNDAY' } }), { status: 400, body: { error: /body\.schedule/ } });
+  t.match(await s.call('/api/cron/j', { method: 'PUT', body: { schedule: '* * * * * *' } }), { status: 400, body: { error: /^body\.schedule: .*a seconds field is not accepted/ } }, 'nor can a job be changed to it');
   t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'viewer' }), { status: 403 }, 'roles stay as they were');
   t.same(ran, []);
   t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'operator' }), { status: 202, body: { started: true } });
@@ -361,6 +367,7 @@ t.test('import: bad or hostile input is refused whole and changes nothing', asyn
     [{ cron_jobs: [{ ...job, id: 'webhook_deploy' }] }, 'invalid-body', /^body\.cron_jobs\.0\.id: must not start with webhook_/],
     [{ cron_jobs: [{ ...job, agent: 'ghost' }] }, 'invalid-body', /^body\.cron_jobs\[0\]\.agent: no agent named/],
     [{ cron_jobs: [{ ...job, schedule: 'nope' }] }, 'invalid-body', /^body\.cron_jobs\.0\.schedule: /],
+    [{ cron_jobs: [{ ...job, schedule: '* * * * * *' }] }, 'invalid-body', /^body\.cron_jobs\.0\.schedule: must be a cron expression of 5 fields/],
     [{ webhooks: [{ id: 'h', agent: 'coder', mode: 'x' }] }, 'invalid-body', /^body\.webhooks\.0\.mode: /],
     [{ cron_jobs: 'all' }, 'invalid-body', /^body\.cron_jobs: /],
     [{ settings: {} }, 'invalid-body', /^body\.settings: /],
