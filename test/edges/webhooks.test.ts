@@ -30,6 +30,8 @@ const HOOKS = [
   { id: 'slack', agent: 'main', enabled: true, description: '', secret: 'slack-signing-secret', auth: 'hmac', signature: { preset: 'slack' }, mode: 'wake' },
   { id: 'sha512', agent: 'main', enabled: true, description: '', secret: 'k'.repeat(20), auth: 'hmac', signature: { header: 'X-Sig', algorithm: 'sha512', encoding: 'base64' }, mode: 'wake' },
   { id: 'task', agent: 'main', enabled: true, description: '', secret: null, mode: 'cron_task', dependency: 'nightly' },
+  // Stored before the admin API refused it: the time is read from X-Ts but not signed.
+  { id: 'unsignedts', agent: 'main', enabled: true, description: '', secret: 'custom-signing-secret', auth: 'hmac', signature: { header: 'X-Sig', prefix: 'v0=', timestamp_header: 'X-Ts', signed_payload: 'v0:' }, mode: 'wake' },
   { id: 'broken', agent: 'main', enabled: true, description: '', secret: 'x'.repeat(10), auth: 'hmac', signature: { header: 'bad header!' }, mode: 'wake' },
 ] as unknown as WebhookRecord[];
 
@@ -259,6 +261,23 @@ t.test('HMAC schemes over real HTTP: GitHub, Stripe, Slack, sha512/base64', asyn
   const odd = '{ "text" : "h\\u00e9llo ✓" ,"n":1.50 }';
   const oddSig = 'sha256=' + createHmac('sha256', 'gh-secret-0123').update(Buffer.from(odd, 'utf8')).digest('hex');
   t.equal((await s.post('gh', odd, { 'x-hub-signature-256': oddSig })).status, 202, 'odd spacing and escapes keep their bytes');
+});
+
+t.test('a stored HMAC scheme whose signing time is not signed refuses every call (401) and says why in the log', async (t) => {
+  const s = await serve(t);
+  const before = s.file();
+  const body = JSON.stringify({ event: 'deploy' });
+  // A correct digest of what the scheme signs (`v0:` + body) and a fresh time: the time proves nothing, so no.
+  const sig = 'v0=' + createHmac('sha256', 'custom-signing-secret').update(`v0:${body}`).digest('hex');
+  const res = await s.post('unsignedts', body, { 'x-sig': sig, 'x-ts': String(Math.floor(s.now() / 1000)) });
+  t.match(res, { status: 401, body: { error: 'unauthorized', message: 'authentication failed' } });
+  t.ok(
+    s.logs.some((l) => l.level === 'warn' && /unsignedts: call from 127\.0\.0\.1 refused: its signature scheme is not sound: signature\.signed_payload must contain \{timestamp\}/.test(l.msg)),
+    'the log names the record field at fault',
+  );
+  t.equal(s.file(), before, 'nothing counted');
+  t.equal(s.facts().length, 0);
+  t.equal(s.rt.received.length, 0, 'the agent heard nothing');
 });
 
 t.test('an accepted call: counted in webhooks.json, a fact, and the agent hears a fenced prompt', async (t) => {

@@ -244,6 +244,38 @@ t.test('webhooks: roles, allowed_agents, no secret, bad input change nothing', a
   t.same(snapshot(s), before, 'nothing changed');
 });
 
+t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is refused, naming body.signature.signed_payload', async (t) => {
+  const s = await serveOps(t, { lang: 'en' });
+  writeJson(s.paths.webhooksFile, [{ id: 'c1', name: 'Coder hook', agent: 'coder', secret: 'coder-secret-1', auth: 'bearer', signature: { header: 'X-Sig', timestamp_header: 'X-Ts' } }]);
+  const before = snapshot(s);
+  const unsound = [
+    { header: 'X-Sig', timestamp_header: 'X-Ts' },
+    { header: 'X-Sig', signature_key: 'v1', timestamp_key: 't', signed_payload: 'v1:' },
+    { preset: 'stripe', signed_payload: '' },
+    { preset: 'slack', signed_payload: 'v0:' },
+  ];
+  for (const signature of unsound) {
+    const r = await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /^body\.signature\.signed_payload: must contain \{timestamp\}/ } }, `create ${JSON.stringify(signature)}`);
+  }
+  t.match(await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature: { header: 'X-Sig', signed_payload: '{timestamp}.' } } }), {
+    status: 400,
+    body: { error: /^body\.signature\.signed_payload: signs \{timestamp\} but neither timestamp_key nor timestamp_header/ },
+  });
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { signature: unsound[0] } }), { status: 400, body: { error: /^body\.signature\.signed_payload: / } }, 'update');
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac' } }), { status: 400, body: { error: /^body\.signature\.signed_payload: / } }, 'switching to hmac puts the stored block to use');
+  const imported = await s.call('/api/import', { method: 'POST', body: { webhooks: [{ id: 'h', agent: 'coder', auth: 'hmac', signature: unsound[0] }] } });
+  t.match(imported, { status: 400, body: { code: 'invalid-body', error: /^body\.webhooks\[0\]\.signature\.signed_payload: must contain/ } }, 'import');
+  t.same(snapshot(s), before, 'nothing changed');
+
+  // The presets, and sound custom schemes, are taken.
+  for (const signature of [{ preset: 'github' }, { preset: 'stripe' }, { preset: 'slack' }, { header: 'X-Sig', timestamp_header: 'X-Ts', signed_payload: '{timestamp}:' }]) {
+    t.equal((await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature } })).status, 201, JSON.stringify(signature));
+  }
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { description: 'still bearer' } }), { status: 200 }, 'an edit that leaves the block alone is not refused for it');
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac', signature: { preset: 'github' } } }), { status: 200, body: { auth: 'hmac' } }, 'fixed with the switch');
+});
+
 t.test('tasks: list and details from tasks.json in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   t.same((await s.call('/api/tasks', { as: 'viewer' })).body, [], 'no tasks.json is an empty list');
