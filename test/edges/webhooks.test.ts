@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_RUNNER_ERROR, startAutomationRecords, type OneShotRunner } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
-import { startWebhookServer } from '../../edges/index.js';
+import { clientAddress, rateLimitKey, startWebhookServer } from '../../edges/index.js';
 import { AUTOMATION_EVENTS, defaultConfig, type AgentMessage, type OneShotRequest, type WebhookRecord } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, saveWebhooks, type HomePaths } from '../../store/index.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
@@ -35,7 +35,7 @@ const HOOKS = [
   { id: 'broken', agent: 'main', enabled: true, description: '', secret: 'x'.repeat(10), auth: 'hmac', signature: { header: 'bad header!' }, mode: 'wake' },
 ] as unknown as WebhookRecord[];
 
-async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failTurns?: boolean } = {}) {
+async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failTurns?: boolean; host?: string } = {}) {
   const paths: HomePaths = homePaths(join(t.testdir(), 'home'));
   saveWebhooks(paths, HOOKS);
   const log = new MemoryEventLog();
@@ -71,7 +71,7 @@ async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failT
     registry: () => [],
     webhooks: { globalToken: () => GLOBAL, config: () => config, oneShot: () => opts.runner ?? null, newBoundary: () => BOUNDARY },
   });
-  const server = await startWebhookServer({ bus, host: '127.0.0.1', port: 0, maxBodyBytes: CAP, rateLimitPerMinute: () => rate, clock: () => now });
+  const server = await startWebhookServer({ bus, host: opts.host ?? '127.0.0.1', port: 0, maxBodyBytes: CAP, rateLimitPerMinute: () => rate, clock: () => now });
   t.teardown(() => {
     server.close();
     records.unsubscribe();
@@ -190,6 +190,56 @@ t.test('the rate limit is a sliding minute per client, on the injected clock', a
   t.equal((await s.post('plain', '{}', bearer(GLOBAL))).status, 429, 'and only one');
   const health = await fetch(`${s.base}/health`, { headers: { connection: 'close' } });
   t.equal(health.status, 200, '/health is not limited');
+});
+
+t.test('rate-limit keys: an IPv4-mapped address in any spelling is its IPv4 address, other IPv6 its /64', async (t) => {
+  const cases: [string, string, string][] = [
+    // [as uWS or a binding reports it, the address facts show, the rate-limit key]
+    ['0000:0000:0000:0000:0000:ffff:7f00:0001', '127.0.0.1', '127.0.0.1'],
+    ['0000:0000:0000:0000:0000:FFFF:C0A8:0102', '192.168.1.2', '192.168.1.2'],
+    ['::ffff:10.0.0.1', '10.0.0.1', '10.0.0.1'],
+    ['::ffff:a00:1', '10.0.0.1', '10.0.0.1'],
+    ['10.0.0.1', '10.0.0.1', '10.0.0.1'],
+    ['0000:0000:0000:0000:0000:0000:0000:0001', '::1', '::/64'],
+    ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1', '2001:db8::/64'],
+    ['2001:0db8:0000:0000:9f3c:0a11:77be:0002', '2001:db8::9f3c:a11:77be:2', '2001:db8::/64'],
+    ['2001:0db8:85a3:0042:0000:0000:0000:0001', '2001:db8:85a3:42::1', '2001:db8:85a3:42::/64'],
+    ['[2001:DB8:85A3:42:FFFF:FFFF:FFFF:FFFF]', '2001:db8:85a3:42:ffff:ffff:ffff:ffff', '2001:db8:85a3:42::/64'],
+    ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1', '2001:db8::/64'],
+    ['not an address', 'unknown', 'unknown'],
+    ['', 'unknown', 'unknown'],
+  ];
+  for (const [remote, address, key] of cases) {
+    t.equal(clientAddress(remote), address, `${remote}: address`);
+    t.equal(rateLimitKey(remote), key, `${remote}: key`);
+  }
+  t.equal(rateLimitKey('2001:db8:85a3:42::1'), rateLimitKey('2001:db8:85a3:42:dead:beef:0:7'), 'a sender rotating inside its /64 stays one client');
+  t.not(rateLimitKey('2001:db8:85a3:42::1'), rateLimitKey('2001:db8:85a3:43::1'), 'the next /64 is another');
+  t.not(rateLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), rateLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0002'), 'IPv4 clients are never lumped into one IPv6 /64');
+});
+
+t.test('on a dual-stack listener, IPv4 callers are limited and recorded by their IPv4 address, IPv6 callers by /64', async (t) => {
+  const s = await serve(t, { rate: 2, host: '::' });
+  // Real sockets from chosen source addresses: uWS reports the IPv4 ones as ffff-mapped IPv6. The
+  // request goes in one write, so a refusal answered before the body is read loses nothing.
+  const from = (localAddress: string, host: string) =>
+    new Promise<number>((resolve, reject) => {
+      const sock = connect({ host, port: s.server.port, localAddress });
+      let text = '';
+      sock.on('connect', () => sock.end(`POST /hooks/plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nAuthorization: Bearer ${GLOBAL}\r\nContent-Length: 2\r\n\r\n{}`));
+      sock.on('data', (d) => (text += d.toString('latin1')));
+      sock.on('error', reject);
+      sock.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)));
+    });
+  t.same([await from('127.0.0.1', '127.0.0.1'), await from('127.0.0.1', '127.0.0.1'), await from('127.0.0.1', '127.0.0.1')], [202, 202, 429], '127.0.0.1: two a minute');
+  t.equal(await from('127.0.0.2', '127.0.0.1'), 202, 'another IPv4 address has its own count');
+  t.same([await from('::1', '::1'), await from('::1', '::1'), await from('::1', '::1')], [202, 202, 429], '::1: two a minute for its /64');
+  await s.settled('plain');
+  t.same(
+    s.facts().filter((e) => e.type === AUTOMATION_EVENTS.triggered).map((e) => e.data.client),
+    ['127.0.0.1', '127.0.0.1', '127.0.0.2', '::1', '::1'],
+    'facts name the caller as an address a person reads',
+  );
 });
 
 t.test('413 comes before the body is read whole', async (t) => {
