@@ -174,7 +174,7 @@ t.test('one FIFO queue per dependency key across a cron job and a webhook cron_t
   await s.scheduler.start('start:1');
   await s.advance(60_000, 60_000);
   const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: 'deploy now', auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'nightly', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
-  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => s.runner }, hook, 'deploy now', 'req-1');
+  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), timezone: () => 'UTC', oneShot: () => s.runner }, hook, 'deploy now', 'req-1');
   t.match(dispatched, { ok: true, status: 'started' });
   await s.settle();
   const who = () => s.received.map((m) => m.task!.folder.split('/').pop());
@@ -260,7 +260,7 @@ t.test('a restart runs what was still waiting (dependency queue, unqueued fire) 
   await a.scheduler.start('start:1');
   await a.advance(60_000, 60_000);
   const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: null, auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'k', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
-  t.match(await dispatchWebhook(a.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => a.runner }, hook, 'deploy now', 'req-1'), { ok: true, status: 'started' });
+  t.match(await dispatchWebhook(a.bus, { globalToken: () => 'x', config: () => defaultConfig(), timezone: () => 'UTC', oneShot: () => a.runner }, hook, 'deploy now', 'req-1'), { ok: true, status: 'started' });
   await a.settle();
   t.equal(a.received.length, 1, 'one run holds "k"; the other job and the webhook wait behind it');
   const queued = a.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued);

@@ -29,13 +29,15 @@ const HOOKS = [
   { id: 'stripe', agent: 'main', enabled: true, description: '', secret: 'whsec_0123456789', auth: 'hmac', signature: { preset: 'stripe' }, mode: 'wake' },
   { id: 'slack', agent: 'main', enabled: true, description: '', secret: 'slack-signing-secret', auth: 'hmac', signature: { preset: 'slack' }, mode: 'wake' },
   { id: 'sha512', agent: 'main', enabled: true, description: '', secret: 'k'.repeat(20), auth: 'hmac', signature: { header: 'X-Sig', algorithm: 'sha512', encoding: 'base64' }, mode: 'wake' },
+  // Quiet 21:00-08:00 in the configured zone; the execution fields have no use in wake and are left alone.
+  { id: 'night', agent: 'main', enabled: true, description: '', secret: null, mode: 'wake', quiet_start: '21:00', quiet_end: '08:00', provider: 'codex', model: 'gpt-x', dependency: 'k' },
   { id: 'task', agent: 'main', enabled: true, description: '', secret: null, mode: 'cron_task', dependency: 'nightly' },
   // Stored before the admin API refused it: the time is read from X-Ts but not signed.
   { id: 'unsignedts', agent: 'main', enabled: true, description: '', secret: 'custom-signing-secret', auth: 'hmac', signature: { header: 'X-Sig', prefix: 'v0=', timestamp_header: 'X-Ts', signed_payload: 'v0:' }, mode: 'wake' },
   { id: 'broken', agent: 'main', enabled: true, description: '', secret: 'x'.repeat(10), auth: 'hmac', signature: { header: 'bad header!' }, mode: 'wake' },
 ] as unknown as WebhookRecord[];
 
-async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failTurns?: boolean; host?: string } = {}) {
+async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failTurns?: boolean; host?: string; timezone?: string } = {}) {
   const paths: HomePaths = homePaths(join(t.testdir(), 'home'));
   saveWebhooks(paths, HOOKS);
   const log = new MemoryEventLog();
@@ -69,7 +71,7 @@ async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failT
     bus,
     paths,
     registry: () => [],
-    webhooks: { globalToken: () => GLOBAL, config: () => config, oneShot: () => opts.runner ?? null, newBoundary: () => BOUNDARY },
+    webhooks: { globalToken: () => GLOBAL, config: () => config, timezone: () => opts.timezone ?? 'UTC', oneShot: () => opts.runner ?? null, newBoundary: () => BOUNDARY },
   });
   const server = await startWebhookServer({ bus, host: opts.host ?? '127.0.0.1', port: 0, maxBodyBytes: CAP, rateLimitPerMinute: () => rate, clock: () => now });
   t.teardown(() => {
@@ -372,6 +374,36 @@ t.test('a failed turn is the record last_error', async (t) => {
   t.match(s.facts().at(-1), { type: AUTOMATION_EVENTS.failed, data: { reason: 'turn-failed' } });
   t.equal((await s.post('plain', JSON.stringify({ service: '"ok"', env: 'x' }), bearer(GLOBAL))).status, 202);
   t.match(await s.settled('plain'), { trigger_count: 2, last_status: 'completed', last_error: null });
+});
+
+t.test('a wake call in its quiet hours is settled skipped:quiet_hours and the agent is never asked', async (t) => {
+  // T0 is 12:00 UTC: 21:00 in Tokyo, the configured zone (user_timezone → TZ → host → UTC).
+  const s = await serve(t, { timezone: 'Asia/Tokyo' });
+  t.same(await s.post('night', '{"n":1}', bearer(GLOBAL)), { status: 202, body: { accepted: true, hook_id: 'night' } }, 'still accepted');
+  t.match(await s.settled('night'), { trigger_count: 1, last_status: 'skipped:quiet_hours', last_error: null });
+  t.equal(s.rt.received.length, 0, 'no agent heard anything');
+  t.match(s.facts().at(-1), { type: AUTOMATION_EVENTS.completed, data: { id: 'night', mode: 'wake', status: 'skipped:quiet_hours', turn_id: null, task_id: null } });
+  t.ok(s.logs.some((l) => /night: call .* not run: quiet hours 21:00-08:00 \(Asia\/Tokyo\)/.test(l.msg)), 'the log says why');
+
+  // A hook without quiet fields is asked at the same moment: no fallback to heartbeat's quiet hours.
+  t.equal((await s.post('plain', '{}', bearer(GLOBAL))).status, 202);
+  t.match(await s.settled('plain'), { last_status: 'completed' });
+  t.equal(s.rt.received.length, 1);
+
+  s.advance(11 * 3600_000 - 60_000); // 07:59 in Tokyo: still quiet (the window wraps midnight)
+  t.equal((await s.post('night', '{"n":2}', bearer(GLOBAL))).status, 202);
+  t.match(await s.settled('night'), { trigger_count: 2, last_status: 'skipped:quiet_hours' });
+  s.advance(60_000); // 08:00: the window has ended
+  t.equal((await s.post('night', '{"n":3}', bearer(GLOBAL))).status, 202);
+  t.match(await s.settled('night'), { trigger_count: 3, last_status: 'completed' });
+  t.equal(s.rt.received.length, 2);
+  t.match(s.rt.received[1]!.text, /"n": 3/, 'only the call outside quiet hours reached the agent');
+
+  // Read in the configured zone: 12:00 UTC is not quiet when that zone is UTC.
+  const utc = await serve(t);
+  t.equal((await utc.post('night', '{}', bearer(GLOBAL))).status, 202);
+  t.match(await utc.settled('night'), { last_status: 'completed' });
+  t.equal(utc.rt.received.length, 1);
 });
 
 t.test('cron_task without a runner fails clearly; with one it starts a run', async (t) => {
