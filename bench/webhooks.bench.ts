@@ -72,7 +72,7 @@ async function svcListener(dir: string) {
     list: () => [],
   });
   const config = defaultConfig();
-  const records = startAutomationRecords({ bus, paths, registry: () => [], webhooks: { globalToken: () => TOKEN, config: () => config } });
+  const records = startAutomationRecords({ bus, paths, registry: () => [], webhooks: { globalToken: () => TOKEN, config: () => config, timezone: () => 'UTC' } });
   const server = await startWebhookServer({ bus, host: '127.0.0.1', port: 0, maxBodyBytes: 262_144, rateLimitPerMinute: () => 1e9, log: () => undefined });
   return {
     port: server.port,

@@ -195,7 +195,7 @@ export class DaemonContext {
   /** What `cron_task` webhooks run through; the task hub attaches it. Null: such calls are recorded as failed. */
   oneShotRunner: OneShotRunner | null = null;
   /** What a webhook call's dispatch needs, live (admin-ops) or after a restart (webhook-recovery). */
-  readonly webhookDispatch: WebhookDispatchDeps = { globalToken: this.webhookToken, config: () => this.config(), oneShot: () => this.oneShotRunner };
+  readonly webhookDispatch: WebhookDispatchDeps = { globalToken: this.webhookToken, config: () => this.config(), timezone: () => this.defaultZone(), oneShot: () => this.oneShotRunner };
   /** cron; null until it runs, so a manual run answers `no-scheduler` meanwhile. */
   cronScheduler: CronScheduler | null = null;
   /** The zone cron jobs without one of their own run in: user_timezone → TZ → host → UTC. */

@@ -1,6 +1,8 @@
 import { Cron } from 'croner';
 import {
   AUTOMATION_EVENTS,
+  CRON_FIELDS,
+  CRON_NICKNAMES,
   CRON_RUN_STATUS,
   ONESHOT_EVENTS,
   cliNotFoundStatus,
@@ -29,13 +31,27 @@ export interface CompiledSchedule {
   cron: Cron;
 }
 
-/** 5 fields (or 6 with seconds) or a `@daily`-style macro; 7-field (year) patterns are refused. */
+/**
+ * Standard cron only: exactly 5 fields or a `@daily`-style macro. croner's '5-part' mode refuses 6
+ * (seconds) and 7 (years) fields as well; the count is checked first so the reason names it.
+ */
 function compile(expr: string, zone: string): Cron {
-  return new Cron(expr.trim(), { timezone: zone, paused: true, mode: '5-or-6-parts' });
+  return new Cron(expr.trim(), { timezone: zone, paused: true, mode: '5-part' });
+}
+
+function fieldCountProblem(expr: string): string | null {
+  const s = expr.trim();
+  if (s.startsWith('@')) return CRON_NICKNAMES.has(s.toLowerCase()) ? null : `${JSON.stringify(s)} is not one of ${[...CRON_NICKNAMES].join(', ')}`;
+  const n = s === '' ? 0 : s.split(/\s+/).length;
+  if (n === CRON_FIELDS.length) return null;
+  const seconds = n === 6 ? ' (a seconds field is not accepted)' : '';
+  return `a cron expression has exactly 5 fields (${CRON_FIELDS.join(', ')}), not ${n}${seconds}`;
 }
 
 /** Why an expression (in a zone) cannot be scheduled, or null when it can. */
 export function scheduleProblem(expr: string, zone: string): string | null {
+  const count = fieldCountProblem(expr);
+  if (count !== null) return count;
   try {
     const c = compile(expr, zone);
     // A zone croner cannot convert into only shows when it computes a time.

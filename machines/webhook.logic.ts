@@ -67,6 +67,38 @@ export function signatureScheme(sig: WebhookSignature | null | undefined): Signa
   };
 }
 
+/** A signature block that cannot do its job, with the field (under `signature`) to change. */
+export interface SignatureProblem {
+  field: 'signed_payload';
+  message: string;
+}
+
+/**
+ * Whether a scheme's signing time is signed exactly when it is read. A time read from the call
+ * (`timestamp_key`/`timestamp_header`) that `signed_payload` does not sign can be changed by
+ * anyone who captured a call, so its freshness check would prove nothing; a `{timestamp}` with
+ * nowhere to read it from can never match. The presets are sound; a field set beside one can
+ * make it unsound (`preset: stripe, signed_payload: ""`).
+ */
+function schemeProblem(scheme: SignatureScheme): SignatureProblem | null {
+  const readsTime = scheme.timestampKey !== null || scheme.timestampHeader !== null;
+  const signsTime = scheme.signedPayload.includes(SIGNED_PAYLOAD_TIMESTAMP);
+  if (readsTime && !signsTime) {
+    return {
+      field: 'signed_payload',
+      message: `must contain ${SIGNED_PAYLOAD_TIMESTAMP} when timestamp_key or timestamp_header is set: a signing time that is not signed cannot prove a call is fresh`,
+    };
+  }
+  if (signsTime && !readsTime) return { field: 'signed_payload', message: `signs ${SIGNED_PAYLOAD_TIMESTAMP} but neither timestamp_key nor timestamp_header says where a call carries it` };
+  return null;
+}
+
+/** The problem of a hook's `signature` block (preset applied), or null when it is sound or names no header. */
+export function signatureProblem(sig: WebhookSignature | null | undefined): SignatureProblem | null {
+  const scheme = signatureScheme(sig);
+  return scheme ? schemeProblem(scheme) : null;
+}
+
 /** What the actor must check for a call: a token to compare, a digest to compute, or a refusal already. */
 export type WebhookAuthPlan =
   | { kind: 'bearer'; expected: string; given: string }
@@ -80,7 +112,12 @@ export type WebhookAuthPlan =
       /** The signatures the call carries, prefix stripped; any one matching is enough. */
       candidates: string[];
     }
-  | { kind: 'refuse'; reason: string };
+  | {
+      kind: 'refuse';
+      reason: string;
+      /** The hook's own record is at fault, not the caller: worth a warning to whoever runs svc. */
+      misconfigured?: true;
+    };
 
 /** Stripe may list several `v1` signatures while it rolls a secret; more than this is not a sender. */
 const MAX_CANDIDATES = 8;
@@ -102,8 +139,12 @@ export function webhookAuthPlan(hook: Pick<WebhookTriggerSettings, 'auth' | 'sec
     return { kind: 'bearer', expected, given: m[1]! };
   }
   const scheme = signatureScheme(hook.signature);
-  if (!scheme) return { kind: 'refuse', reason: 'the hook uses hmac but names no signature header or preset' };
-  if (!secret) return { kind: 'refuse', reason: 'the hook uses hmac but has no secret' };
+  if (!scheme) return { kind: 'refuse', reason: 'the hook uses hmac but names no signature header or preset', misconfigured: true };
+  // A record the admin API would refuse now (hand-edited, or saved before it checked): an unsigned
+  // timestamp is never trusted, whatever the call carries.
+  const problem = schemeProblem(scheme);
+  if (problem) return { kind: 'refuse', reason: `its signature scheme is not sound: signature.${problem.field} ${problem.message}`, misconfigured: true };
+  if (!secret) return { kind: 'refuse', reason: 'the hook uses hmac but has no secret', misconfigured: true };
   const raw = headers[scheme.header];
   if (raw === undefined || raw === '') return { kind: 'refuse', reason: `no ${scheme.header} header` };
 

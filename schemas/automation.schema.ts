@@ -52,22 +52,26 @@ function isTimeZone(tz: string): boolean {
 }
 const TimeZone = v.pipe(v.string('must be a string'), v.maxLength(64), v.check(isTimeZone, 'must be an IANA time zone such as Europe/Moscow'));
 
-const CRON_NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+export const CRON_NICKNAMES: ReadonlySet<string> = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+/** A standard cron expression has exactly these fields (issue 14: "standard 5-field expressions"). */
+export const CRON_FIELDS = ['minute', 'hour', 'day of month', 'month', 'day of week'] as const;
 /**
- * The shape of a cron expression (5 fields, or 6 with seconds, or a nickname); whether each field's
- * values are in range is the scheduler's to check when it exists (croner, DESIGN.md §9).
+ * The shape of a cron expression: exactly 5 fields (minute hour day-of-month month day-of-week) or
+ * a nickname. A seconds field (6) or a years field (7) is not standard cron and is refused, so a
+ * job cannot fire every second. Whether each field's values are in range is croner's to check
+ * (machines/cron.logic, DESIGN.md §9).
  */
 export function looksLikeCron(expr: string): boolean {
   const s = expr.trim();
   if (CRON_NICKNAMES.has(s.toLowerCase())) return true;
   const fields = s.split(/\s+/);
-  return (fields.length === 5 || fields.length === 6) && fields.every((f) => /^[0-9A-Za-z*,/?#LW-]+$/.test(f));
+  return fields.length === CRON_FIELDS.length && fields.every((f) => /^[0-9A-Za-z*,/?#LW-]+$/.test(f));
 }
 const Schedule = v.pipe(
   v.string('must be a string'),
   v.trim(),
   v.maxLength(MAX_TEXT),
-  v.check(looksLikeCron, 'must be a cron expression of 5 or 6 fields (e.g. "0 9 * * 1-5") or @hourly/@daily/...'),
+  v.check(looksLikeCron, 'must be a cron expression of 5 fields, minute hour day-of-month month day-of-week (e.g. "0 9 * * 1-5"), or @hourly/@daily/...; a seconds field is not accepted'),
 );
 
 /** SPEC.md CLIParametersConfig, task-level (not merged with the global one). */

@@ -19,8 +19,9 @@ import {
   type Principal,
   type SubAgentConfig,
   type WebhookRecord,
+  type WebhookSignature,
 } from '../../schemas/index.js';
-import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { dispatchWebhook, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
@@ -209,6 +210,12 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
     return { hooks, index };
   };
 
+  /** The schema checked each field; this checks they make a scheme whose signing time is signed. */
+  const soundSignature = (signature: WebhookSignature | null | undefined) => {
+    const problem = signatureProblem(signature);
+    if (problem) throw new SvcError('invalid-body', `body.signature.${problem.field}: ${problem.message}`);
+  };
+
   subs.add(bus.handle(WEBHOOK_COMMANDS.list, 'automation', ({ data }) => loadWebhooks(paths).filter((h) => allowed(data.principal, h.agent)).map(webhookView)));
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.create, 'automation', async (cmd) => {
@@ -218,6 +225,7 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
       const hooks = loadWebhooks(paths);
       const id = hook.id ?? newId();
       if (hooks.some((h) => h.id === id)) throw new SvcError('webhook-exists', `webhook ${JSON.stringify(id)} already exists`);
+      soundSignature(hook.signature);
       const generated = hook.secret === undefined;
       const secret = hook.secret ?? newSecret();
       const name = hook.name ?? hook.title ?? id;
@@ -239,6 +247,8 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
       // The masked value a form sends back keeps the stored secret.
       const { secret, ...rest } = changes;
       const record = { ...hooks[index]!, ...defined(rest), ...(secret !== undefined && secret !== MASKED_SECRET ? { secret } : {}), updated_at: nowSeconds() } as WebhookRecord;
+      // A new signature block, or a switch to hmac that puts the stored one to use.
+      if (changes.signature !== undefined || changes.auth === 'hmac') soundSignature(record.signature as WebhookSignature | null | undefined);
       saveWebhooks(paths, hooks.map((h, i) => (i === index ? record : h)));
       await bus.publish({ stream: webhookStream(id), type: AUTOMATION_EVENTS.updated, data: { id, agent: record.agent, fields: changedFields(changes), by: principal.id }, ...causedBy(cmd) });
       return webhookView(record);
@@ -359,7 +369,7 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const hook = parsed.output;
       const body = Buffer.from(cmd.data.body, 'base64');
       const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
-      if (!webhookAuthPasses(plan, body)) throw refuse('debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
+      if (!webhookAuthPasses(plan, body)) throw refuse(plan.kind === 'refuse' && plan.misconfigured ? 'warn' : 'debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
       const prompt = webhookPrompt(deps, hook, payload);
       const at = new Date(bus.now()).toISOString();
       const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;

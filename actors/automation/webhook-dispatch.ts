@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
+import { decodeSignature, fencedWebhookPrompt, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
+import { CRON_RUN_STATUS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -43,6 +43,11 @@ export interface WebhookDispatchDeps {
   globalToken: () => string;
   /** What `wake` needs to find the agent's main chat. */
   config: () => Pick<AgentConfig, 'transport' | 'allowed_user_ids' | 'api'>;
+  /**
+   * The configured zone (user_timezone → TZ → host → UTC, as cron jobs without a zone of their
+   * own use) that a hook's quiet_start/quiet_end are read in; hooks have no `timezone` field.
+   */
+  timezone: () => string;
   /** The `cron_task` runner once one is attached; until then such calls are recorded as failed. */
   oneShot?: () => OneShotRunner | null;
   /** Per-call fence boundary; random by default (tests pin it). */
@@ -98,6 +103,18 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
         quiet_end: hook.quiet_end,
       });
       return { ok: true, status: 'started', turn_id: null, task_id };
+    }
+    /*
+     * `wake` asks the chat's own session, so it has no use for the execution fields a one-shot run
+     * takes: provider, model, reasoning_effort and cli_parameters are the session's, and
+     * `dependency` orders cron jobs and `cron_task` runs only (SPEC.md "Cron job and webhook
+     * records"). A record that sets them is left as it is, not refused. Quiet hours do apply:
+     * only when the hook sets both ends, checked now, before the agent is asked.
+     */
+    const zone = deps.timezone();
+    if (jobInQuietHours(hook.quiet_start, hook.quiet_end, bus.now(), zone)) {
+      bus.emitLog('info', `webhook ${hook.id}: call ${requestId} not run: quiet hours ${hook.quiet_start}-${hook.quiet_end} (${zone})`);
+      return { ok: true, status: CRON_RUN_STATUS.quietHours, turn_id: null, task_id: null };
     }
     const target = wakeTarget(hook, deps.config());
     // Queued in that chat's session like any message: it waits behind the turns already there.

@@ -18,7 +18,7 @@ import {
   type UserRecord,
   type WebhookRecord,
 } from '../../schemas/index.js';
-import { agentAccess, unrestricted } from '../../machines/index.js';
+import { agentAccess, signatureProblem, unrestricted } from '../../machines/index.js';
 import { loadCronJobs, loadUsers, loadWebhooks, saveCronJobs, saveUsers, saveWebhooks, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder } from '../automation/cron-scheduler.js';
 import { webhookView } from '../automation/automation-records.js';
@@ -74,6 +74,11 @@ export function startPortability(deps: PortabilityDeps): Subscription {
         if (!known.has(r.agent)) throw new SvcError('invalid-body', `body.${field}[${i}].agent: no agent named ${JSON.stringify(r.agent)}; nothing was imported`);
       });
     }
+    // As the admin API's create refuses it: a signing time that is not signed proves nothing.
+    data.webhooks.forEach((h, i) => {
+      const problem = signatureProblem(h.signature);
+      if (problem) throw new SvcError('invalid-body', `body.webhooks[${i}].signature.${problem.field}: ${problem.message}; nothing was imported`);
+    });
     if (!unrestricted(p)) {
       data.users.forEach((u, i) => {
         const agents = u.allowed_agents ?? [];

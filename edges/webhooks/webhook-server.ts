@@ -3,7 +3,7 @@ import type { Bus, LogLevel } from '../../bus/index.js';
 import { MAX_RECORD_ID_CHARS, SvcError, WEBHOOK_COMMANDS, describeError } from '../../schemas/index.js';
 import { HttpServer, json, type HttpRequest, type Route, type Surface } from '../http/index.js';
 import { WEBHOOK_STATUSES, webhookErrorBody } from './errors.js';
-import { SlidingWindowLimit, clientAddress } from './rate-limit.js';
+import { SlidingWindowLimit, clientAddress, rateLimitKey } from './rate-limit.js';
 
 /*
  * The webhook server (WIRE.md §4) on `webhooks.host:port`, a listener of its own. A call is
@@ -69,7 +69,7 @@ export function webhookSurface(opts: Omit<WebhookServerOptions, 'host' | 'port' 
       summary: "Call a webhook; it authenticates by the hook's bearer token or HMAC signature",
       maxBodyBytes: opts.maxBodyBytes,
       admit: (req) => {
-        if (!limit.take(clientAddress(req.remoteAddress))) throw new SvcError('rate-limited', 'too many calls from this address; try again in a minute');
+        if (!limit.take(rateLimitKey(req.remoteAddress))) throw new SvcError('rate-limited', 'too many calls from this address; try again in a minute');
         if (!isJsonContentType(req.headers['content-type'])) {
           throw new SvcError('unsupported-media-type', `content type must be application/json, not ${JSON.stringify(req.headers['content-type'] ?? '')}`);
         }

@@ -175,7 +175,7 @@ t.test('one FIFO queue per dependency key across a cron job and a webhook cron_t
   await s.scheduler.start('start:1');
   await s.advance(60_000, 60_000);
   const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: 'deploy now', auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'nightly', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
-  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => s.runner }, hook, 'deploy now', 'req-1');
+  const dispatched = await dispatchWebhook(s.bus, { globalToken: () => 'x', config: () => defaultConfig(), timezone: () => 'UTC', oneShot: () => s.runner }, hook, 'deploy now', 'req-1');
   t.match(dispatched, { ok: true, status: 'started' });
   await s.settle();
   const who = () => s.received.map((m) => m.task!.folder.split('/').pop());
@@ -261,7 +261,7 @@ t.test('a restart runs what was still waiting (dependency queue, unqueued fire) 
   await a.scheduler.start('start:1');
   await a.advance(60_000, 60_000);
   const hook = { id: 'deploy', agent: 'main', name: 'Deploy', enabled: true, secret: null, mode: 'cron_task', prompt_template: null, auth: 'bearer', signature: null, transport: null, chat_id: null, topic_id: null, provider: null, model: null, reasoning_effort: null, dependency: 'k', cli_parameters: null, quiet_start: null, quiet_end: null } as WebhookTriggerSettings;
-  t.match(await dispatchWebhook(a.bus, { globalToken: () => 'x', config: () => defaultConfig(), oneShot: () => a.runner }, hook, 'deploy now', 'req-1'), { ok: true, status: 'started' });
+  t.match(await dispatchWebhook(a.bus, { globalToken: () => 'x', config: () => defaultConfig(), timezone: () => 'UTC', oneShot: () => a.runner }, hook, 'deploy now', 'req-1'), { ok: true, status: 'started' });
   await a.settle();
   t.equal(a.received.length, 1, 'one run holds "k"; the other job and the webhook wait behind it');
   const queued = a.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued);
@@ -576,4 +576,20 @@ t.test('a save by svc (the admin API) whose event has not arrived yet is not tak
   t.ok(s.scheduler.checkFile());
   await s.settle();
   t.match(s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data.id, e.data.by]), [[AUTOMATION_EVENTS.job_deleted, 'k', null]]);
+});
+
+t.test('a seconds-field schedule written into cron_jobs.json by hand is not run, and the log says why', async (t) => {
+  const start = '2026-01-01T00:00:00Z';
+  const s = stand(t, {
+    start,
+    jobs: [
+      { id: 'secs', title: 'Every second', schedule: '* * * * * *', agent: 'main', enabled: true, description: 'too often', created_at: created(start) },
+      { id: 'ok', title: 'Every minute', schedule: '* * * * *', agent: 'main', enabled: true, description: 'fine', created_at: created(start) },
+    ],
+  });
+  await s.scheduler.start('start:1');
+  t.ok(s.logs.some((l) => l.level === 'warn' && /cron job secs is not run: .*seconds field is not accepted/.test(l.msg)));
+  t.equal(s.scheduler.nextRuns().get('secs') ?? null, null, 'no next fire');
+  await s.advance(3 * 60_000, 60_000);
+  t.same(s.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.id), ['ok', 'ok', 'ok'], 'only the 5-field job fired, once a minute');
 });

@@ -42,8 +42,18 @@ t.test('expressions: fields, names, ranges, steps, macros; bad ones say why', as
   t.equal(next('30 9 * * *', 'Asia/Tokyo', '2026-01-01T00:00:00Z'), '2026-01-01T00:30:00.000Z', 'in the job zone: 09:30 JST is 00:30 UTC');
   t.equal(scheduleProblem('0 9 * * 1-5', 'UTC'), null);
   t.match(scheduleProblem('61 * * * *', 'UTC'), /minute/);
-  t.match(scheduleProblem('* * * *', 'UTC'), /five, six/);
-  t.match(scheduleProblem('* * * * * * *', 'UTC'), /./, 'seven fields (years) are refused');
+  t.match(scheduleProblem('* * * *', 'UTC'), /exactly 5 fields .*not 4/);
+  t.match(scheduleProblem('* * * * * * *', 'UTC'), /exactly 5 fields .*not 7/, 'seven fields (years) are refused');
+  t.match(scheduleProblem('@every 5m', 'UTC'), /not one of @yearly/, 'only the standard macros');
+  t.equal(scheduleProblem('@MIDNIGHT', 'UTC'), null, 'macros in any case');
+});
+
+t.test('standard cron only: a seconds field (6 fields) is refused, so nothing fires every second', async (t) => {
+  for (const expr of ['* * * * * *', '*/5 * * * * *', '0 0 9 * * 1-5', '  30 * * * * *  ']) {
+    t.match(scheduleProblem(expr, 'UTC'), /exactly 5 fields .*not 6 \(a seconds field is not accepted\)/, expr);
+    t.match(compileSchedule(expr, 'UTC'), { error: /seconds/ }, `${expr}: the scheduler cannot compile it either`);
+  }
+  t.equal(next('* * * * *', 'UTC', '2026-01-01T00:00:00Z'), '2026-01-01T00:01:00.000Z', 'the finest schedule is once a minute');
   t.match(scheduleProblem('* * * * *', 'Nowhere/Atlantis'), /timezone/i);
 });
 

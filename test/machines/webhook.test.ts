@@ -3,7 +3,7 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual, webhookAuthPasses } from '../../actors/index.js';
-import { FENCE_WORD, decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, signatureScheme, wakeTarget, webhookAuthPlan, type WebhookAuthPlan } from '../../machines/index.js';
+import { FENCE_WORD, decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, signatureProblem, signatureScheme, wakeTarget, webhookAuthPlan, type WebhookAuthPlan } from '../../machines/index.js';
 import type { WebhookSignature } from '../../schemas/index.js';
 
 type Hook = { auth: 'bearer' | 'hmac'; secret: string | null; signature: WebhookSignature | null };
@@ -60,6 +60,32 @@ t.test('Stripe: t=...,v1=... over <t>.<body>, several v1 while a secret rolls', 
   t.match(reason(check(hook, { 'stripe-signature': `t=${ts},v1=${v1}` }, body, now + 600_000).plan), /replay window/);
   t.equal(reason(check(hook, { 'stripe-signature': `v1=${v1}` }, body, now).plan), 'no signing timestamp');
   t.equal(reason(check(hook, { 'stripe-signature': 'garbage' }, body, now).plan), 'no signing timestamp');
+});
+
+t.test('a signing time that is read but not signed is refused: its freshness check would prove nothing', async (t) => {
+  // A Slack-like custom scheme whose signed payload forgot {timestamp}: the digest covers `v0:<body>` only.
+  const secret = 'custom-signing-secret';
+  const body = '{"event":"deploy"}';
+  const hook: Hook = { auth: 'hmac', secret, signature: { header: 'X-Sig', prefix: 'v0=', timestamp_header: 'X-Ts', signed_payload: 'v0:' } };
+  const sig = 'v0=' + createHmac('sha256', secret).update(`v0:${body}`).digest('hex');
+  const captured = 1_700_000_000;
+  const later = (captured + 86_400) * 1000;
+  // A call captured a day ago, replayed with its X-Ts rewritten to now: the signature still matches.
+  const replay = check(hook, { 'x-sig': sig, 'x-ts': String(later / 1000) }, body, later);
+  t.notOk(replay.ok, 'refused although the digest and the rewritten time both check out');
+  t.match(reason(replay.plan), /^its signature scheme is not sound: signature\.signed_payload must contain \{timestamp\}/);
+  t.match(replay.plan, { kind: 'refuse', misconfigured: true }, 'the record is at fault, not the caller');
+  t.match(reason(check({ ...hook, signature: { preset: 'stripe', signed_payload: '' } }, {}, body, later).plan), /not sound/, 'a preset made unsound by an override');
+
+  t.equal(signatureProblem({ preset: 'github' }), null, 'GitHub signs no time and reads none');
+  t.equal(signatureProblem({ preset: 'stripe' }), null);
+  t.equal(signatureProblem({ preset: 'slack' }), null);
+  t.equal(signatureProblem(null), null);
+  t.equal(signatureProblem({ header: 'X-Sig', signature_key: 'v1', timestamp_key: 't', signed_payload: '{timestamp}.' }), null, 'a custom Stripe-like scheme');
+  t.match(signatureProblem({ header: 'X-Sig', timestamp_header: 'X-Ts' }), { field: 'signed_payload', message: /must contain \{timestamp\}/ });
+  t.match(signatureProblem({ header: 'X-Sig', signature_key: 'v1', timestamp_key: 't', signed_payload: 'v0:' }), { field: 'signed_payload' });
+  t.match(signatureProblem({ preset: 'slack', signed_payload: 'v0:' }), { field: 'signed_payload' }, 'an override that drops the time from a preset');
+  t.match(signatureProblem({ header: 'X-Sig', signed_payload: '{timestamp}.' }), { field: 'signed_payload', message: /neither timestamp_key nor timestamp_header/ }, 'a signed time read from nowhere can never match');
 });
 
 t.test('sha1 and sha512, explicit header and prefix', async (t) => {

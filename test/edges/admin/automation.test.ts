@@ -81,10 +81,16 @@ t.test('cron: schedules and zones are checked with croner, naming the field; run
     t.match(r, { status: 400, body: { code: 'invalid-body', error: /body\.schedule/ } }, schedule);
   }
   t.match(await s.call('/api/cron', { method: 'POST', body: { title: 'Bad', schedule: '@daily', agent: 'main', timezone: 'Mars/Olympus' } }), { status: 400, body: { error: /timezone/ } });
+  // Standard cron has 5 fields: a seconds field would let a job fire every second.
+  for (const schedule of ['* * * * * *', '0 0 9 * * 1-5']) {
+    const r = await s.call('/api/cron', { method: 'POST', body: { title: 'Every second', schedule, agent: 'main' } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /^body\.schedule: must be a cron expression of 5 fields/ } }, `${schedule} is not creatable`);
+  }
   t.same(snapshot(s), before, 'nothing was written');
   t.match(await s.call('/api/cron', { method: 'POST', body: { id: 'j', title: 'Good', schedule: '0 9 * * MON-FRI', agent: 'main', timezone: 'Europe/Berlin', silent_on_success: true, chat_id: 5, transport: 'telegram' } }), { status: 201, body: { silent_on_success: true, chat_id: 5 } });
   t.ok(existsSync(`${s.paths.workspace}/cron_tasks/j/j_MEMORY.md`), 'the job folder and its memory file are made with the job');
   t.match(await s.call('/api/cron/j', { method: 'PUT', body: { schedule: '0 9 * * FUNDAY' } }), { status: 400, body: { error: /body\.schedule/ } });
+  t.match(await s.call('/api/cron/j', { method: 'PUT', body: { schedule: '* * * * * *' } }), { status: 400, body: { error: /^body\.schedule: .*a seconds field is not accepted/ } }, 'nor can a job be changed to it');
   t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'viewer' }), { status: 403 }, 'roles stay as they were');
   t.same(ran, []);
   t.match(await s.call('/api/cron/j/run', { method: 'POST', as: 'operator' }), { status: 202, body: { started: true } });
@@ -258,6 +264,38 @@ t.test('webhooks: roles, allowed_agents, no secret, bad input change nothing', a
   t.same(snapshot(s), before, 'nothing changed');
 });
 
+t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is refused, naming body.signature.signed_payload', async (t) => {
+  const s = await serveOps(t, { lang: 'en' });
+  writeJson(s.paths.webhooksFile, [{ id: 'c1', name: 'Coder hook', agent: 'coder', secret: 'coder-secret-1', auth: 'bearer', signature: { header: 'X-Sig', timestamp_header: 'X-Ts' } }]);
+  const before = snapshot(s);
+  const unsound = [
+    { header: 'X-Sig', timestamp_header: 'X-Ts' },
+    { header: 'X-Sig', signature_key: 'v1', timestamp_key: 't', signed_payload: 'v1:' },
+    { preset: 'stripe', signed_payload: '' },
+    { preset: 'slack', signed_payload: 'v0:' },
+  ];
+  for (const signature of unsound) {
+    const r = await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature } });
+    t.match(r, { status: 400, body: { code: 'invalid-body', error: /^body\.signature\.signed_payload: must contain \{timestamp\}/ } }, `create ${JSON.stringify(signature)}`);
+  }
+  t.match(await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature: { header: 'X-Sig', signed_payload: '{timestamp}.' } } }), {
+    status: 400,
+    body: { error: /^body\.signature\.signed_payload: signs \{timestamp\} but neither timestamp_key nor timestamp_header/ },
+  });
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { signature: unsound[0] } }), { status: 400, body: { error: /^body\.signature\.signed_payload: / } }, 'update');
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac' } }), { status: 400, body: { error: /^body\.signature\.signed_payload: / } }, 'switching to hmac puts the stored block to use');
+  const imported = await s.call('/api/import', { method: 'POST', body: { webhooks: [{ id: 'h', agent: 'coder', auth: 'hmac', signature: unsound[0] }] } });
+  t.match(imported, { status: 400, body: { code: 'invalid-body', error: /^body\.webhooks\[0\]\.signature\.signed_payload: must contain/ } }, 'import');
+  t.same(snapshot(s), before, 'nothing changed');
+
+  // The presets, and sound custom schemes, are taken.
+  for (const signature of [{ preset: 'github' }, { preset: 'stripe' }, { preset: 'slack' }, { header: 'X-Sig', timestamp_header: 'X-Ts', signed_payload: '{timestamp}:' }]) {
+    t.equal((await s.call('/api/webhooks', { method: 'POST', body: { agent: 'coder', auth: 'hmac', secret: 'hook-secret-123', signature } })).status, 201, JSON.stringify(signature));
+  }
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { description: 'still bearer' } }), { status: 200 }, 'an edit that leaves the block alone is not refused for it');
+  t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac', signature: { preset: 'github' } } }), { status: 200, body: { auth: 'hmac' } }, 'fixed with the switch');
+});
+
 t.test('tasks: list and details from tasks.json in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   t.same((await s.call('/api/tasks', { as: 'viewer' })).body, [], 'no tasks.json is an empty list');
@@ -381,6 +419,7 @@ t.test('import: bad or hostile input is refused whole and changes nothing', asyn
     [{ cron_jobs: [{ ...job, id: 'webhook_deploy' }] }, 'invalid-body', /^body\.cron_jobs\.0\.id: must not start with webhook_/],
     [{ cron_jobs: [{ ...job, agent: 'ghost' }] }, 'invalid-body', /^body\.cron_jobs\[0\]\.agent: no agent named/],
     [{ cron_jobs: [{ ...job, schedule: 'nope' }] }, 'invalid-body', /^body\.cron_jobs\.0\.schedule: /],
+    [{ cron_jobs: [{ ...job, schedule: '* * * * * *' }] }, 'invalid-body', /^body\.cron_jobs\.0\.schedule: must be a cron expression of 5 fields/],
     [{ webhooks: [{ id: 'h', agent: 'coder', mode: 'x' }] }, 'invalid-body', /^body\.webhooks\.0\.mode: /],
     [{ cron_jobs: 'all' }, 'invalid-body', /^body\.cron_jobs: /],
     [{ settings: {} }, 'invalid-body', /^body\.settings: /],
