@@ -28,10 +28,61 @@ export function isCronJobsSavedBySvc(paths: HomePaths, text: string): boolean {
   return savedBySvc.get(paths.cronJobsFile) === text;
 }
 
+/**
+ * webhooks.json as svc knows it: the file, with the run fields of calls made since its last write
+ * (patchWebhookRecord) over it, so every reader sees each call's counters at once.
+ */
 export function loadWebhooks(paths: HomePaths): WebhookRecord[] {
-  return readJsonFileSync(paths.webhooksFile, WebhooksFileSchema, { missing: () => [] });
+  const hooks = readWebhooksFile(paths);
+  const batch = webhookBatches.get(paths.webhooksFile);
+  return batch ? withPatches(hooks, batch.pending) : hooks;
 }
 
 export function saveWebhooks(paths: HomePaths, hooks: readonly WebhookRecord[]): void {
   writeJsonAtomicSync(paths.webhooksFile, hooks, { mode: 0o600 });
+}
+
+function readWebhooksFile(paths: HomePaths): WebhookRecord[] {
+  return readJsonFileSync(paths.webhooksFile, WebhooksFileSchema, { missing: () => [] });
+}
+
+function withPatches(hooks: WebhookRecord[], pending: ReadonlyMap<string, Partial<WebhookRecord>>): WebhookRecord[] {
+  return hooks.map((h) => (pending.has(h.id) ? ({ ...h, ...pending.get(h.id) } as WebhookRecord) : h));
+}
+
+interface WebhookBatch {
+  pending: Map<string, Partial<WebhookRecord>>;
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
+}
+const webhookBatches = new Map<string, WebhookBatch>();
+
+/**
+ * Sets run fields (counters, last_*) of one hook. Patches made in one turn of the event loop are
+ * written together, in one atomic write with its fsyncs, instead of one whole-file rewrite per call
+ * (under a burst of calls the fsyncs were most of a call's cost); the promise settles once the
+ * patch is on disk, so whoever answers a caller after it answers from a durable record. Admin edits
+ * keep their synchronous load → change → save: the batch is merged over the file as it is when it
+ * is written, and a hook deleted meanwhile stays deleted.
+ */
+export function patchWebhookRecord(paths: HomePaths, id: string, fields: Partial<WebhookRecord>): Promise<void> {
+  const file = paths.webhooksFile;
+  let batch = webhookBatches.get(file);
+  if (!batch) {
+    const created: WebhookBatch = { pending: new Map(), waiters: [] };
+    webhookBatches.set(file, (batch = created));
+    setImmediate(() => writeWebhookBatch(paths, created));
+  }
+  batch.pending.set(id, { ...batch.pending.get(id), ...fields });
+  return new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
+}
+
+function writeWebhookBatch(paths: HomePaths, batch: WebhookBatch): void {
+  webhookBatches.delete(paths.webhooksFile);
+  try {
+    saveWebhooks(paths, withPatches(readWebhooksFile(paths), batch.pending));
+  } catch (e) {
+    for (const w of batch.waiters) w.reject(e);
+    return;
+  }
+  for (const w of batch.waiters) w.resolve();
 }

@@ -22,16 +22,16 @@ import {
   type WebhookSignature,
 } from '../../schemas/index.js';
 import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
-import { loadCronJobs, loadWebhooks, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
+import { loadCronJobs, loadWebhooks, patchWebhookRecord, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { dispatchWebhook, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
  * Cron job and webhook records through the admin API (SPEC.md "Admin REST: cron jobs", "Admin
  * REST: webhooks", "Agent-scoped access"), and the webhook server's calls (WIRE.md §4), which
- * update the same webhooks.json: one owner of the file, and each change is load → change → save
- * with no await in between, then a fact, so admin edits and triggers never lose each other's
- * writes. A manual run goes to the cron scheduler (refused `no-scheduler` while it is not running).
+ * update the same webhooks.json: one owner of the file. An admin change is load → change → save
+ * with no await in between, then a fact; a call's run fields are patches the store writes in
+ * batches over the file as it then is (patchWebhookRecord), so neither loses the other's writes. A manual run goes to the cron scheduler (refused `no-scheduler` while it is not running).
  */
 
 export interface AutomationRecordsDeps {
@@ -289,12 +289,10 @@ async function settleWebhookCall(
 ): Promise<void> {
   const at = new Date(bus.now()).toISOString();
   const requestId = call.request_id;
-  const hooks = loadWebhooks(paths);
-  const index = hooks.findIndex((h) => h.id === call.id);
   // A later call owns the record's last_* fields now; this one's end is still a fact.
-  if (index >= 0 && hooks[index]!.last_request_id === requestId) {
+  if (loadWebhooks(paths).find((h) => h.id === call.id)?.last_request_id === requestId) {
     const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
-    saveWebhooks(paths, hooks.map((h, i) => (i === index ? ({ ...h, ...last, last_finished_at: at } as WebhookRecord) : h)));
+    await patchWebhookRecord(paths, call.id, { ...last, last_finished_at: at });
   }
   const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId };
   await bus.publish(
@@ -354,10 +352,8 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
       const { id, headers, payload, request_id: requestId, client } = cmd.data;
-      const hooks = loadWebhooks(paths);
-      const index = hooks.findIndex((h) => h.id === id);
-      if (index < 0) throw new SvcError('not-found', `no webhook ${JSON.stringify(id)}`);
-      const stored = hooks[index]!;
+      const stored = loadWebhooks(paths).find((h) => h.id === id);
+      if (!stored) throw new SvcError('not-found', `no webhook ${JSON.stringify(id)}`);
       if (!stored.enabled) throw new SvcError('webhook-disabled', `webhook ${JSON.stringify(id)} is disabled`);
       const refuse = (level: 'debug' | 'warn', why: string) => {
         // The reason helps whoever configures the sender; the caller learns nothing from it.
@@ -373,8 +369,8 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const prompt = webhookPrompt(deps, hook, payload);
       const at = new Date(bus.now()).toISOString();
       const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
-      const record = { ...stored, trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null } as WebhookRecord;
-      saveWebhooks(paths, hooks.map((h, i) => (i === index ? record : h)));
+      // Counted on disk before the fact and the 202; calls arriving together share one write.
+      await patchWebhookRecord(paths, id, { trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null });
       await bus.publish({
         stream: webhookStream(id),
         type: AUTOMATION_EVENTS.triggered,
@@ -382,7 +378,7 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
         ...causedBy(cmd),
       });
       void dispatchWebhook(bus, deps, hook, prompt, requestId).then((result) =>
-        settle(record, hook.mode, requestId, result).catch((e: unknown) => bus.emitLog('error', `webhook ${id}: could not record how call ${requestId} ended: ${describeError(e)}`)),
+        settle(stored, hook.mode, requestId, result).catch((e: unknown) => bus.emitLog('error', `webhook ${id}: could not record how call ${requestId} ended: ${describeError(e)}`)),
       );
       return { accepted: true as const, hook_id: id };
     }),

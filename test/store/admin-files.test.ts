@@ -1,7 +1,8 @@
 import t from 'tap';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuPercent, homePaths, loadCronJobs, loadTasks, loadWebhooks, readCpuTimes, readDiskPercent, readHostSample, readRamPercent } from '../../store/index.js';
+import { cpuPercent, homePaths, loadCronJobs, loadTasks, loadWebhooks, patchWebhookRecord, readCpuTimes, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
+import type { WebhookRecord } from '../../schemas/index.js';
 
 t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a broken file is refused untouched', async (t) => {
   const paths = homePaths(t.testdir());
@@ -44,4 +45,22 @@ t.test('host metrics: percentages in range from /proc and statfs; cpu from the d
   const cpu = readCpuTimes();
   t.ok(cpu === null || (cpu.total >= cpu.idle && cpu.idle >= 0));
   t.equal(readDiskPercent(join(t.testdir(), 'no', 'such', 'dir')), null, 'a missing path is no figure, not an error');
+});
+
+t.test('webhooks.json run fields: patches made together are one write, seen at once, merged over an admin save, never resurrect a deleted hook', async (t) => {
+  const paths = homePaths(t.testdir());
+  const hook = (id: string) => ({ id, agent: 'main', enabled: true, name: id }) as unknown as WebhookRecord;
+  saveWebhooks(paths, [hook('a'), hook('b'), hook('gone')]);
+  const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];
+  const written = [1, 2, 3].map((n) => patchWebhookRecord(paths, 'a', { trigger_count: n, last_request_id: `r${n}` }));
+  const other = patchWebhookRecord(paths, 'gone', { trigger_count: 1 });
+  t.match(loadWebhooks(paths).find((h) => h.id === 'a'), { trigger_count: 3, last_request_id: 'r3' }, 'readers see a patch before it is written');
+  t.notOk(onDisk().find((h) => h.id === 'a')!.trigger_count, 'not on disk yet');
+  // An admin edit meanwhile: load → change → save, as the records actor does (the patch is in what it loaded).
+  saveWebhooks(paths, loadWebhooks(paths).filter((h) => h.id !== 'gone').map((h) => (h.id === 'b' ? ({ ...h, name: 'renamed' } as WebhookRecord) : h)));
+  await Promise.all([...written, other]);
+  t.match(onDisk(), [{ id: 'a', trigger_count: 3, last_request_id: 'r3' }, { id: 'b', name: 'renamed' }], 'the patches and the admin edit are both kept');
+  t.equal(onDisk().length, 2, 'the deleted hook stays deleted');
+  writeFileSync(paths.webhooksFile, '{broken');
+  await t.rejects(patchWebhookRecord(paths, 'a', { trigger_count: 4 }), { code: 'corrupt-file' }, 'a write that cannot happen is the caller\'s error');
 });
