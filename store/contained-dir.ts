@@ -188,3 +188,47 @@ export class OpenedDir implements FileIdentity {
     fs.closeSync(this.fd);
   }
 }
+
+/**
+ * Directories below `root` by relative path ('a/b'), each opened through the one above it and
+ * checked to be the directory `listed` names for its path (what a listing saw there). Only the
+ * current chain is held open, so walking a listing in order costs at most its depth in descriptors.
+ */
+export class OpenedDirChain {
+  private chain: { rel: string; dir: OpenedDir }[] = [];
+
+  constructor(
+    private readonly root: OpenedDir,
+    private readonly listed: (rel: string) => FileIdentity | undefined,
+  ) {}
+
+  /** The directory `rel` ('' for the root, owned by the caller), or null when any folder on the way is not the one listed. */
+  open(rel: string): OpenedDir | null {
+    const parts = rel === '' ? [] : rel.split('/');
+    let keep = 0;
+    while (keep < this.chain.length && keep < parts.length && this.chain[keep]!.rel === parts.slice(0, keep + 1).join('/')) keep++;
+    for (const c of this.chain.splice(keep)) c.dir.close();
+    for (let i = keep; i < parts.length; i++) {
+      const parent = i === 0 ? this.root : this.chain[i - 1]!.dir;
+      const path = parts.slice(0, i + 1).join('/');
+      const want = this.listed(path);
+      let dir: OpenedDir;
+      try {
+        dir = parent.openDir(parts[i]!);
+      } catch {
+        return null;
+      }
+      if (!want || !sameFile(dir, want)) {
+        dir.close();
+        return null;
+      }
+      this.chain.push({ rel: path, dir });
+    }
+    return parts.length === 0 ? this.root : this.chain[parts.length - 1]!.dir;
+  }
+
+  /** Closes the chain (not the root). */
+  close(): void {
+    for (const c of this.chain.splice(0)) c.dir.close();
+  }
+}

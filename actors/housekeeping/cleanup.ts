@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Bus } from '../../bus/index.js';
 import { planCleanup, type ListedEntry } from '../../machines/index.js';
 import { CLEANUP_EVENTS, HOUSEKEEPING_STREAM, describeError, type CleanupConfig } from '../../schemas/index.js';
-import { OpenedDir, sameFile } from '../../store/index.js';
+import { OpenedDir, OpenedDirChain, sameFile } from '../../store/index.js';
 
 /*
  * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/ and
@@ -110,49 +110,6 @@ function listTree(root: OpenedDir): Listed[] {
   return out;
 }
 
-/**
- * The folders leading to an entry, opened one below the other from the cleaned folder and each
- * checked to be the folder listed there. Only the current chain is held open, so a deep or wide
- * tree costs at most MAX_DEPTH descriptors.
- */
-class FolderChain {
-  private chain: { rel: string; dir: OpenedDir }[] = [];
-
-  constructor(
-    private readonly root: OpenedDir,
-    private readonly listed: ReadonlyMap<string, Listed>,
-  ) {}
-
-  /** The folder `rel` ('' for the root), or null when it is no longer the one listed (or not a folder). */
-  open(rel: string): OpenedDir | null {
-    const parts = rel === '' ? [] : rel.split('/');
-    let keep = 0;
-    while (keep < this.chain.length && keep < parts.length && this.chain[keep]!.rel === parts.slice(0, keep + 1).join('/')) keep++;
-    for (const c of this.chain.splice(keep)) c.dir.close();
-    for (let i = keep; i < parts.length; i++) {
-      const parent = i === 0 ? this.root : this.chain[i - 1]!.dir;
-      const path = parts.slice(0, i + 1).join('/');
-      const want = this.listed.get(path);
-      let dir: OpenedDir;
-      try {
-        dir = parent.openDir(parts[i]!);
-      } catch {
-        return null;
-      }
-      if (!want || want.kind !== 'dir' || !sameFile(dir, want)) {
-        dir.close();
-        return null;
-      }
-      this.chain.push({ rel: path, dir });
-    }
-    return parts.length === 0 ? this.root : this.chain[parts.length - 1]!.dir;
-  }
-
-  close(): void {
-    for (const c of this.chain.splice(0)) c.dir.close();
-  }
-}
-
 const splitRel = (rel: string): [string, string] => {
   const i = rel.lastIndexOf('/');
   return i < 0 ? ['', rel] : [rel.slice(0, i), rel.slice(i + 1)];
@@ -183,7 +140,8 @@ export function cleanFolder(folder: CleanupFolder, now: number, totals: CleanupT
     const plan = planCleanup(listing, now, folder.days);
     if (plan.remove.length === 0 && plan.prune.length === 0) return;
     const listed = new Map(listing.map((e) => [e.path, e]));
-    const folders = new FolderChain(root, listed);
+    // The folder holding an entry is reached from the cleaned folder without a link and must be the one listed.
+    const folders = new OpenedDirChain(root, (rel) => (listed.get(rel)?.kind === 'dir' ? listed.get(rel) : undefined));
     opts.afterListing?.();
     const cutoff = now - folder.days * 86_400_000;
     try {
@@ -191,7 +149,6 @@ export function cleanFolder(folder: CleanupFolder, now: number, totals: CleanupT
         const abs = join(folder.dir, e.path);
         try {
           const [parentRel, name] = splitRel(e.path);
-          // The folder holding the entry, reached from the cleaned folder without a link and still the one listed.
           const parent = folders.open(parentRel);
           const st = parent?.lstat(name);
           if (!parent || !st || !sameFile(st, e) || kindOf(st) !== e.kind || st.mtimeMs >= cutoff) {
