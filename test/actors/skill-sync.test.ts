@@ -28,6 +28,11 @@ const linkOf = (p: string): string | null => {
 
 /** `codexHome`, `bundled`: relative to the test's directory (tap's testdir is one per test). */
 function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boolean; bundled?: string; registry?: SubAgentConfig[]; seams?: SkillSyncSeams } = {}) {
+  // Registered before t.testdir(), so it runs before tap removes the test's folder: tap runs
+  // teardowns added after testdir() only once the folder is gone, and a watcher still running
+  // would write into it meanwhile (ENOTEMPTY, then a timeout with the watcher never stopped).
+  let stop = async () => {};
+  t.teardown(() => stop());
   const base = t.testdir();
   const home = join(base, 'home');
   const paths = homePaths(join(home, '.svc'));
@@ -41,10 +46,10 @@ function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boo
   const env: NodeJS.ProcessEnv = { HOME: home, ...(opts.codexHome ? { CODEX_HOME: join(base, opts.codexHome) } : {}) };
   const bundledDir = opts.bundled ? join(base, opts.bundled) : null;
   const sync = new SkillSync({ bus, paths, registry: () => opts.registry ?? [], config: () => config, env, userHome: home, bundledDir, debounceMs: 50, ...(opts.seams ? { seams: opts.seams } : {}) });
-  t.teardown(async () => {
+  stop = async () => {
     await sync.stop();
     bus.close();
-  });
+  };
   const facts = () => log.read({ stream: 'skills:*sync' }).map((e) => e.data as unknown as SkillSyncReport);
   return { base, home, paths, bus, sync, config, facts };
 }
@@ -121,7 +126,8 @@ t.test('copy mode (docker): managed copies with the marker, updated, removed; un
   fs.writeFileSync(join(src, 'scripts', 'run.sh'), 'echo hi\n', { mode: 0o755 });
   fs.symlinkSync('/etc', join(src, 'escape'));
   makeSkill(join(home, '.gemini', 'skills'), 'pdf', doc('pdf', 'my own'));
-  const r1 = await sync.start();
+  // No watcher: its syncs, set off by this test's own changes, would race the ones counted here.
+  const r1 = await sync.sync('start');
   t.match(r1, { mode: 'copy', copied: 1, conflicts: 1 });
   const copy = join(claudeSkills, 'pdf');
   t.ok(fs.lstatSync(copy).isDirectory() && !fs.lstatSync(copy).isSymbolicLink(), 'a real directory');
