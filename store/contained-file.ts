@@ -39,6 +39,11 @@ export interface ContainmentRules {
   refused?: readonly string[];
   /** false: a symlink as the last component is refused (O_NOFOLLOW). */
   followSymlinks?: boolean;
+  /**
+   * The root's real path as the caller has checked it: used as is, never resolved again, so a
+   * root swapped for a link after that check leads nowhere allowed.
+   */
+  realRoot?: string;
 }
 
 export const MAX_REQUESTED_PATH_CHARS = 4096;
@@ -66,7 +71,7 @@ export async function openContainedFile(requested: string, rules: ContainmentRul
   try {
     // Fails closed where there is no procfs: nothing is served that could not be checked.
     const realPath = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
-    const realRoot = rules.root === null ? null : await fsp.realpath(rules.root).catch(() => '');
+    const realRoot = rules.root === null ? null : (rules.realRoot ?? (await fsp.realpath(rules.root).catch(() => '')));
     const st = await handle.stat();
     checkOpened(requested, rules, realPath, realRoot, st);
     return { handle, realPath, size: st.size };
@@ -90,8 +95,8 @@ export function readContainedFileSync(requested: string, rules: ContainmentRules
   }
   try {
     const realPath = fs.readlinkSync(`/proc/self/fd/${fd}`);
-    let realRoot: string | null = null;
-    if (rules.root !== null) {
+    let realRoot: string | null = rules.root === null ? null : (rules.realRoot ?? null);
+    if (rules.root !== null && realRoot === null) {
       try {
         realRoot = fs.realpathSync(rules.root);
       } catch {
@@ -218,6 +223,7 @@ const isRefused = (real: string, rules: ContainmentRules) => rules.refused?.some
 const secretRefusal = (requested: string) => new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves or changes`);
 
 async function realRootOf(rules: RootedRules): Promise<string> {
+  if (rules.realRoot !== undefined) return rules.realRoot;
   try {
     return await fsp.realpath(rules.root);
   } catch {
