@@ -44,6 +44,8 @@ export interface ContainmentRules {
    * root swapped for a link after that check leads nowhere allowed.
    */
   realRoot?: string;
+  /** true: a file whose real path below the root's has a segment starting with '.' (a dotfile, or in a dot-folder) is refused, whatever link led there. */
+  refuseHidden?: boolean;
 }
 
 export const MAX_REQUESTED_PATH_CHARS = 4096;
@@ -160,6 +162,9 @@ const outside = (requested: string, rules: ContainmentRules) => new SvcError('fo
 /** What was opened must be where the rules allow ('' for a root that does not resolve) and a regular file. */
 function checkOpened(requested: string, rules: ContainmentRules, realPath: string, realRoot: string | null, st: fs.Stats): void {
   if (realRoot !== null && (realRoot === '' || !within(realPath, realRoot))) throw outside(requested, rules);
+  if (rules.refuseHidden && realRoot !== null && relative(realRoot, realPath).split(sep).some((s) => s.startsWith('.'))) {
+    throw new SvcError('forbidden', `${requested} is a hidden file or lies in a hidden folder (its name, or a link's target, starts with '.')`);
+  }
   // A hard link has a real path of its own: a file with more than one name is compared by identity.
   if (rules.refused?.some((p) => within(realPath, p)) || (st.nlink > 1 && rules.refused && isOneOf(st, rules.refused))) {
     throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
