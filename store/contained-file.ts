@@ -39,6 +39,13 @@ export interface ContainmentRules {
   refused?: readonly string[];
   /** false: a symlink as the last component is refused (O_NOFOLLOW). */
   followSymlinks?: boolean;
+  /**
+   * The root's real path as the caller has checked it: used as is, never resolved again, so a
+   * root swapped for a link after that check leads nowhere allowed.
+   */
+  realRoot?: string;
+  /** true: a file whose real path below the root's has a segment starting with '.' (a dotfile, or in a dot-folder) is refused, whatever link led there. */
+  refuseHidden?: boolean;
 }
 
 export const MAX_REQUESTED_PATH_CHARS = 4096;
@@ -66,7 +73,7 @@ export async function openContainedFile(requested: string, rules: ContainmentRul
   try {
     // Fails closed where there is no procfs: nothing is served that could not be checked.
     const realPath = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
-    const realRoot = rules.root === null ? null : await fsp.realpath(rules.root).catch(() => '');
+    const realRoot = rules.root === null ? null : (rules.realRoot ?? (await fsp.realpath(rules.root).catch(() => '')));
     const st = await handle.stat();
     checkOpened(requested, rules, realPath, realRoot, st);
     return { handle, realPath, size: st.size };
@@ -90,8 +97,8 @@ export function readContainedFileSync(requested: string, rules: ContainmentRules
   }
   try {
     const realPath = fs.readlinkSync(`/proc/self/fd/${fd}`);
-    let realRoot: string | null = null;
-    if (rules.root !== null) {
+    let realRoot: string | null = rules.root === null ? null : (rules.realRoot ?? null);
+    if (rules.root !== null && realRoot === null) {
       try {
         realRoot = fs.realpathSync(rules.root);
       } catch {
@@ -155,6 +162,9 @@ const outside = (requested: string, rules: ContainmentRules) => new SvcError('fo
 /** What was opened must be where the rules allow ('' for a root that does not resolve) and a regular file. */
 function checkOpened(requested: string, rules: ContainmentRules, realPath: string, realRoot: string | null, st: fs.Stats): void {
   if (realRoot !== null && (realRoot === '' || !within(realPath, realRoot))) throw outside(requested, rules);
+  if (rules.refuseHidden && realRoot !== null && relative(realRoot, realPath).split(sep).some((s) => s.startsWith('.'))) {
+    throw new SvcError('forbidden', `${requested} is a hidden file or lies in a hidden folder (its name, or a link's target, starts with '.')`);
+  }
   // A hard link has a real path of its own: a file with more than one name is compared by identity.
   if (rules.refused?.some((p) => within(realPath, p)) || (st.nlink > 1 && rules.refused && isOneOf(st, rules.refused))) {
     throw new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves`);
@@ -218,6 +228,7 @@ const isRefused = (real: string, rules: ContainmentRules) => rules.refused?.some
 const secretRefusal = (requested: string) => new SvcError('forbidden', `${requested} belongs to the service's own secrets, which no endpoint serves or changes`);
 
 async function realRootOf(rules: RootedRules): Promise<string> {
+  if (rules.realRoot !== undefined) return rules.realRoot;
   try {
     return await fsp.realpath(rules.root);
   } catch {

@@ -21,6 +21,7 @@ export * from './avatars.js';
 export * from './proc.js';
 export * from './event-log-history.js';
 export * from './contained-file.js';
+export * from './contained-dir.js';
 export * from './agent-turns.projection.js';
 export * from './log-files.js';
 export * from './user-files.js';

@@ -218,14 +218,41 @@ function moduleName(filename: string): string {
 }
 
 /**
+ * The workspace's own `memory_system/` folder and its real path; null when there is none. It must
+ * be a real directory whose real path is the workspace's real path plus `/memory_system`: a link
+ * there (or a folder resolving elsewhere) is refused as `forbidden`, as a skills root leading out
+ * is, since every containment check below is made against where memory_system/ resolves and would
+ * follow it out of the workspace. Callers pin the real path (ContainmentRules.realRoot), so a swap
+ * after this check does not move the root either.
+ */
+function memoryDir(workspace: string): { memDir: string; realMem: string } | null {
+  const memDir = join(workspace, MEMORY_DIR);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(memDir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw err;
+  }
+  const refused = (why: string) => new SvcError('forbidden', `${memDir} ${why}; memory is read and written only in the workspace's own ${MEMORY_DIR}/ folder`, { path: memDir });
+  if (st.isSymbolicLink()) throw refused('is a symlink');
+  if (!st.isDirectory()) throw refused('is not a directory');
+  const realWorkspace = realOrNull(workspace);
+  const realMem = realOrNull(memDir);
+  if (realWorkspace === null || realMem !== join(realWorkspace, MEMORY_DIR)) throw refused('does not resolve to the folder inside the workspace');
+  return { memDir, realMem };
+}
+
+/**
  * Reads a module file found inside `memory_system/`. The agent can change that folder at any
  * moment, so the file is opened and then checked (store/contained-file.ts): a directory swapped for
  * a link between the lookup and the read cannot bring in a file from outside.
  */
-function loadModule(path: string, filename: string, memDir: string, refused?: readonly string[]): MemoryModuleFile {
+function loadModule(path: string, filename: string, realMem: string, refused?: readonly string[]): MemoryModuleFile {
   let file: { size: number; text: string };
   try {
-    file = readContainedFileSync(path, { base: memDir, root: memDir, rootLabel: 'memory_system/', ...(refused ? { refused } : {}) }, MAX_MEMORY_MODULE_BYTES);
+    file = readContainedFileSync(path, { base: realMem, root: realMem, realRoot: realMem, rootLabel: 'memory_system/', ...(refused ? { refused } : {}) }, MAX_MEMORY_MODULE_BYTES);
   } catch (err) {
     if (!(err instanceof SvcError)) throw err;
     if (err.code === 'file-too-large') {
@@ -252,9 +279,9 @@ export function listMemoryModules(workspace: string): MemoryModuleEntry[] {
 
 /** listMemoryModules with each module's text. */
 export function readMemoryModules(workspace: string): MemoryModuleFile[] {
-  const memDir = join(workspace, MEMORY_DIR);
-  const realMem = realOrNull(memDir);
-  if (!realMem) return [];
+  const dirs = memoryDir(workspace);
+  if (!dirs) return [];
+  const { memDir, realMem } = dirs;
   const out: MemoryModuleFile[] = [];
   const add = (path: string, filename: string) => {
     const real = realOrNull(path);
@@ -304,10 +331,10 @@ function invalidPath(filename: unknown, why: string): SvcError {
  */
 export function readMemoryModule(workspace: string, filename: string, refused?: readonly string[]): MemoryModuleFile {
   const parts = checkModuleFilename(filename);
-  const memDir = join(workspace, MEMORY_DIR);
-  const realMem = realOrNull(memDir);
+  const dirs = memoryDir(workspace);
+  if (!dirs) throw new SvcError('not-found', `memory module ${filename} does not exist (no ${join(workspace, MEMORY_DIR)})`, { filename });
+  const { memDir, realMem } = dirs;
   const path = join(memDir, ...parts);
-  if (!realMem) throw new SvcError('not-found', `memory module ${filename} does not exist (no ${memDir})`, { filename });
   if (!exists(path)) throw new SvcError('not-found', `memory module ${filename} does not exist`, { filename });
   const real = realOrNull(path);
   if (!real) throw invalidPath(filename, 'a broken symlink');
@@ -340,8 +367,12 @@ export async function writeMemoryModule(workspace: string, filename: string, tex
   if (!(MEMORY_ROOT_FILES as readonly string[]).includes(clean) && (parts[0] !== 'modules' || parts.length < 2)) {
     throw invalidPath(filename, 'only MAINMEMORY.md, SHAREDMEMORY.md and files under modules/ are memory');
   }
+  const dirs = memoryDir(workspace);
   const memDir = join(workspace, MEMORY_DIR);
-  const rules = { base: memDir, root: memDir, rootLabel: 'memory_system/', refused, followSymlinks: false };
+  // No memory_system/ yet: the write is refused below as not-found, naming it.
+  const rules = dirs
+    ? { base: dirs.realMem, root: dirs.realMem, realRoot: dirs.realMem, rootLabel: 'memory_system/', refused, followSymlinks: false }
+    : { base: memDir, root: memDir, rootLabel: 'memory_system/', refused, followSymlinks: false };
   const { size, created } = await writeContainedFile(clean, rules, text, { maxBytes: MAX_MEMORY_MODULE_BYTES, createParents: true });
   return { name: moduleName(clean), filename: clean, lines: countLines(text), size: formatSize(size), created };
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import type { Stats } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Bus } from '../../bus/index.js';
@@ -16,7 +17,7 @@ import {
   type SkillSyncMode,
 } from '../../machines/index.js';
 import { MAIN_AGENT, SKILL_EVENTS, SKILL_SYNC_STREAM, describeError, type AgentConfig, type SubAgentConfig } from '../../schemas/index.js';
-import { SKILL_NAME_PATTERN, checkSkillFrontMatter, workspaceDir, type HomePaths } from '../../store/index.js';
+import { OpenedDir, OpenedDirChain, SKILL_NAME_PATTERN, checkSkillFrontMatter, sameFile, workspaceDir, type FileIdentity, type HomePaths } from '../../store/index.js';
 
 /*
  * `sync_skills` (SPEC.md "Skill storage and sync"): lists every root without following links,
@@ -29,10 +30,14 @@ import { SKILL_NAME_PATTERN, checkSkillFrontMatter, workspaceDir, type HomePaths
  *   when it runs there. That keeps a per-agent skill visible to its agent alone, and lets it
  *   override a global one of the same name for that agent (a CLI prefers the project's skill).
  *
- * Safety: every removal re-checks by lstat that the entry is still what the plan saw (a link to
- * the same target, or a real directory with the marker), and a copy is renamed aside before it is
- * deleted so a directory swapped for a link in between is never descended into. Real directories
- * the sync did not create are never written, replaced or removed.
+ * Safety: agents write their skills folders while a sync runs, so every change is made through
+ * the root opened once and checked to be the folder the scan read, and through directories opened
+ * below it without following a link (store/contained-dir.ts), never by a path checked earlier. A
+ * removal re-checks that the entry is still what the plan saw (a link to the same target, or a
+ * real directory with the marker); a copy reads each source file through a descriptor checked to
+ * be the regular file listed, so a file or folder swapped for a link to a host path mid-copy never
+ * lands in a copy a sandbox reads. Real directories the sync did not create are never written,
+ * replaced or removed.
  */
 
 export const SKILL_SYNC_DEBOUNCE_MS = 500;
@@ -53,6 +58,15 @@ export interface SkillSyncDeps {
   /** Shipped skills (home-defaults/workspace/skills); null or missing: none. */
   bundledDir?: string | null;
   debounceMs?: number;
+  /** Test seams: where an agent racing the sync would act. */
+  seams?: SkillSyncSeams;
+}
+
+export interface SkillSyncSeams {
+  /** A copy listed `rel` (relative to the skill `source`) and is about to read it. */
+  sourceListed?: (source: string, rel: string) => void;
+  /** A removal checked the managed copy at `path` and is about to move it aside and delete it. */
+  removalChecked?: (path: string) => void;
 }
 
 export interface SkillSyncReport {
@@ -110,31 +124,77 @@ export async function skillSyncDomains(deps: Pick<SkillSyncDeps, 'paths' | 'regi
   return domains;
 }
 
-/** Files of a skill's tree (regular files only, bounded), by path relative to `dir`. */
-async function skillFiles(dir: string): Promise<{ rel: string; st: Stats }[]> {
-  const out: { rel: string; st: Stats }[] = [];
-  const walk = async (sub: string, depth: number) => {
-    if (depth > MAX_SKILL_DEPTH) return;
-    const names = (await fsp.readdir(join(dir, sub)).catch(() => [] as string[])).sort();
-    for (const n of names) {
-      if (out.length >= MAX_SKILL_FILES) return;
-      if (depth === 0 && n === SKILL_MANAGED_MARKER) continue;
-      const rel = sub ? `${sub}/${n}` : n;
-      const st = await fsp.lstat(join(dir, rel)).catch(() => null);
-      if (!st) continue;
-      if (st.isDirectory()) await walk(rel, depth + 1);
-      else if (st.isFile()) out.push({ rel, st });
-    }
-  };
-  await walk('', 0);
-  return out;
+class PlanDrift extends Error {}
+
+/** What a walk of a skill's tree saw: its regular files and folders (bounded), and the stamp they make. */
+interface SkillTree {
+  files: { rel: string; st: Stats }[];
+  dirs: Map<string, Stats>;
+  stamp: string;
 }
 
-/** Identifies a skill's content without reading it: names, sizes and mtimes of its files. */
-async function skillStamp(dir: string): Promise<string> {
+/**
+ * Lists a skill's tree, each folder opened below the one before without following a link and
+ * read through its descriptor; links and other non-regular entries are left out. The stamp
+ * identifies the content without reading it (names, sizes, mtimes) and the skill's folder itself
+ * (dev/ino), so a folder swapped for another after planning does not pass for the one planned.
+ */
+function walkSkill(root: OpenedDir): SkillTree {
+  const tree: SkillTree = { files: [], dirs: new Map(), stamp: '' };
   const h = createHash('sha256');
-  for (const f of await skillFiles(dir)) h.update(`${f.rel}\0${f.st.size}\0${f.st.mtimeMs}\n`);
-  return h.digest('hex').slice(0, 32);
+  h.update(`${root.dev}:${root.ino}\n`);
+  const walk = (dir: OpenedDir, sub: string, depth: number) => {
+    if (depth > MAX_SKILL_DEPTH) return;
+    let names: string[];
+    try {
+      names = dir.names().sort();
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      if (tree.files.length >= MAX_SKILL_FILES) return;
+      if (depth === 0 && n === SKILL_MANAGED_MARKER) continue;
+      const rel = sub ? `${sub}/${n}` : n;
+      const st = dir.lstat(n);
+      if (!st) continue;
+      if (st.isFile()) {
+        tree.files.push({ rel, st });
+        h.update(`${rel}\0${st.size}\0${st.mtimeMs}\n`);
+      } else if (st.isDirectory()) {
+        let child: OpenedDir;
+        try {
+          child = dir.openDir(n);
+        } catch {
+          continue; // swapped for a link or gone since the lstat
+        }
+        try {
+          if (!sameFile(child, st)) continue;
+          tree.dirs.set(rel, st);
+          walk(child, rel, depth + 1);
+        } finally {
+          child.close();
+        }
+      }
+    }
+  };
+  walk(root, '', 0);
+  tree.stamp = h.digest('hex').slice(0, 32);
+  return tree;
+}
+
+/** The stamp of the skill at `path` (a link there is followed: a user's link to a skill is a source); '' when it cannot be opened. */
+function skillStamp(path: string, follow: boolean): string {
+  let dir: OpenedDir;
+  try {
+    dir = OpenedDir.open(path, { follow });
+  } catch {
+    return '';
+  }
+  try {
+    return walkSkill(dir).stamp;
+  } finally {
+    dir.close();
+  }
 }
 
 /** Why `dir` (a real directory, or where a link leads) is not a skill; null when it is one. */
@@ -150,12 +210,31 @@ async function notASkill(dir: string): Promise<string | null> {
   return 'error' in checked ? checked.error : null;
 }
 
-async function readMarker(dir: string): Promise<{ source: string; stamp: string } | null> {
-  const path = join(dir, SKILL_MANAGED_MARKER);
-  const st = await fsp.lstat(path).catch(() => null);
-  if (!st?.isFile()) return null;
+const MAX_MARKER_BYTES = 64 * 1024;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NOCTTY;
+
+/** The marker of a managed copy opened as `dir`, read without following a link; null when it has none. */
+function readMarker(dir: OpenedDir): { source: string; stamp: string } | null {
+  let fd: number;
   try {
-    const data = JSON.parse(await fsp.readFile(path, 'utf8')) as { source?: unknown; stamp?: unknown };
+    fd = fs.openSync(dir.at(SKILL_MANAGED_MARKER), READ_FLAGS);
+  } catch {
+    return null;
+  }
+  let text: string;
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) return null;
+    if (st.size > MAX_MARKER_BYTES) return { source: '', stamp: '' };
+    text = fs.readFileSync(fd, 'utf8');
+  } catch {
+    return { source: '', stamp: '' };
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    const data = JSON.parse(text) as { source?: unknown; stamp?: unknown };
     return { source: typeof data.source === 'string' ? data.source : '', stamp: typeof data.stamp === 'string' ? data.stamp : '' };
   } catch {
     // Ours by the marker, but unreadable: planned as stale and replaced.
@@ -163,91 +242,248 @@ async function readMarker(dir: string): Promise<{ source: string; stamp: string 
   }
 }
 
+/**
+ * One root's entries, read through the root opened once (a link as the root itself is followed:
+ * a user may keep a CLI's skills folder elsewhere); hidden, system and oddly named entries are
+ * skipped. `id`: the root's dev/ino, which every later change in it must find again; null when
+ * there is no root.
+ */
+async function scanRoot(dir: string, mode: SkillSyncMode): Promise<{ entries: SkillRootEntry[]; id: FileIdentity | null }> {
+  let root: OpenedDir;
+  try {
+    root = OpenedDir.open(dir, { follow: true });
+  } catch {
+    return { entries: [], id: null };
+  }
+  try {
+    const names = (() => {
+      try {
+        return root.names();
+      } catch {
+        return [] as string[];
+      }
+    })();
+    const out: SkillRootEntry[] = [];
+    for (const name of names.sort()) {
+      if (name.startsWith('.') || !SKILL_NAME_PATTERN.test(name)) continue;
+      const path = root.at(name);
+      const st = root.lstat(name);
+      if (!st) continue;
+      if (st.isSymbolicLink()) {
+        const text = await fsp.readlink(path).catch(() => null);
+        if (text === null) continue;
+        const target = resolve(dir, text);
+        const real = await fsp.stat(path).catch(() => null);
+        const validSkill = real?.isDirectory() === true && (await notASkill(path)) === null;
+        out.push({ name, state: 'link', target, broken: real === null, validSkill, ...(validSkill && mode === 'copy' ? { stamp: skillStamp(path, true) } : {}) });
+      } else if (st.isDirectory()) {
+        let marker: ReturnType<typeof readMarker> = null;
+        try {
+          const sub = root.openDir(name);
+          try {
+            marker = sameFile(sub, st) ? readMarker(sub) : null;
+          } finally {
+            sub.close();
+          }
+        } catch {
+          continue; // swapped for a link or gone since the lstat
+        }
+        if (marker) {
+          out.push({ name, state: 'copy', ...marker });
+          continue;
+        }
+        const why = await notASkill(path);
+        out.push(why === null ? { name, state: 'skill', ...(mode === 'copy' ? { stamp: skillStamp(path, false) } : {}) } : { name, state: 'invalid', reason: why });
+      } else {
+        out.push({ name, state: 'invalid', reason: 'not a directory' });
+      }
+    }
+    return { entries: out, id: { dev: root.dev, ino: root.ino } };
+  } finally {
+    root.close();
+  }
+}
+
 /** One root's entries by lstat; hidden, system and oddly named entries are skipped. */
 export async function scanSkillRoot(dir: string, mode: SkillSyncMode): Promise<SkillRootEntry[]> {
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  const out: SkillRootEntry[] = [];
-  for (const name of names.sort()) {
-    if (name.startsWith('.') || !SKILL_NAME_PATTERN.test(name)) continue;
-    const path = join(dir, name);
-    const st = await fsp.lstat(path).catch(() => null);
-    if (!st) continue;
-    if (st.isSymbolicLink()) {
-      const text = await fsp.readlink(path).catch(() => null);
-      if (text === null) continue;
-      const target = resolve(dir, text);
-      const real = await fsp.stat(path).catch(() => null);
-      const validSkill = real?.isDirectory() === true && (await notASkill(path)) === null;
-      out.push({ name, state: 'link', target, broken: real === null, validSkill, ...(validSkill && mode === 'copy' ? { stamp: await skillStamp(path) } : {}) });
-    } else if (st.isDirectory()) {
-      const marker = await readMarker(path);
-      if (marker) {
-        out.push({ name, state: 'copy', ...marker });
-        continue;
-      }
-      const why = await notASkill(path);
-      out.push(why === null ? { name, state: 'skill', ...(mode === 'copy' ? { stamp: await skillStamp(path) } : {}) } : { name, state: 'invalid', reason: why });
-    } else {
-      out.push({ name, state: 'invalid', reason: 'not a directory' });
-    }
-  }
-  return out;
+  return (await scanRoot(dir, mode)).entries;
 }
 
-class PlanDrift extends Error {}
+/** Roots' dev/ino as a sync's scan found them (null: not there then), by path. */
+type ScannedRoots = Map<string, FileIdentity | null>;
 
-/** A managed copy of `source` into `dir/name`: built under a hidden name, marked, then renamed in. */
-async function copySkill(action: Extract<SkillSyncAction, { type: 'copy' }>): Promise<void> {
-  await fsp.mkdir(action.dir, { recursive: true, mode: 0o755 });
-  const tmp = join(action.dir, `.${action.name}.svc-${randomBytes(6).toString('hex')}`);
+/**
+ * The root an action changes, opened: it must be the folder the scan read (a root swapped for a
+ * link or another folder since is not acted in). One missing at the scan is made now, and a link
+ * in its place is refused. Every change is then made through this descriptor, never by the path.
+ */
+function openRoot(dir: string, scanned: ScannedRoots): OpenedDir {
+  const id = scanned.get(dir);
+  if (id) {
+    const root = OpenedDir.open(dir, { follow: true });
+    if (!sameFile(root, id)) {
+      root.close();
+      throw new PlanDrift(`${dir} is no longer the folder scanned`);
+    }
+    return root;
+  }
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  return OpenedDir.open(dir);
+}
+
+/** Copies the regular file `name` of `dir`, which must still be the file listed (`listed`), into `dest`. */
+async function copyListedFile(dir: OpenedDir, name: string, listed: Stats, dest: OpenedDir, what: string): Promise<void> {
+  let src: fsp.FileHandle;
   try {
-    await fsp.mkdir(tmp, { mode: 0o755 });
-    // Links inside a skill would lead to host paths a sandbox cannot see: regular files only.
-    for (const f of await skillFiles(action.source)) {
-      const dest = join(tmp, f.rel);
-      await fsp.mkdir(join(dest, '..'), { recursive: true, mode: 0o755 });
-      await fsp.copyFile(join(action.source, f.rel), dest);
-      await fsp.chmod(dest, f.st.mode & 0o755);
-    }
-    await fsp.writeFile(join(tmp, SKILL_MANAGED_MARKER), `${JSON.stringify({ source: action.source, stamp: action.stamp, by: 'svc' })}\n`, { mode: 0o644 });
-    // rename never replaces a non-empty directory, and a link or file in the way makes it fail: nothing of the user's is overwritten.
-    if (await fsp.lstat(join(action.dir, action.name)).catch(() => null)) throw new PlanDrift(`${action.name} appeared meanwhile`);
-    await fsp.rename(tmp, join(action.dir, action.name));
+    // O_NOFOLLOW: a file swapped for a link since the listing is refused, never read through.
+    src = await fsp.open(dir.at(name), READ_FLAGS);
   } catch (e) {
-    await fsp.rm(tmp, { recursive: true, force: true });
-    throw e;
+    throw new PlanDrift(`${what} changed while it was copied (${(e as NodeJS.ErrnoException).code ?? describeError(e)})`);
+  }
+  try {
+    const st = await src.stat();
+    if (!st.isFile() || !sameFile(st, listed)) throw new PlanDrift(`${what} changed while it was copied`);
+    const mode = listed.mode & 0o755;
+    const out = await fsp.open(dest.at(name), CREATE_FLAGS, mode);
+    try {
+      const buf = Buffer.allocUnsafe(64 * 1024);
+      for (;;) {
+        const { bytesRead } = await src.read(buf, 0, buf.length, null);
+        if (bytesRead === 0) break;
+        await out.write(buf, 0, bytesRead);
+      }
+      await out.chmod(mode);
+    } finally {
+      await out.close();
+    }
+  } finally {
+    await src.close();
   }
 }
 
-async function removeManaged(action: Extract<SkillSyncAction, { type: 'remove' }>): Promise<void> {
+/**
+ * A managed copy of `source` into `dir/name`: the source's tree is listed through opened folders
+ * and must still be the one planned (its stamp); each file is then opened without following a
+ * link and checked to be the one listed (a regular file, same dev/ino) in a folder checked the
+ * same way, and copied from that descriptor. The copy is built under a hidden name through the
+ * opened root, marked, then renamed in.
+ */
+async function copySkill(action: Extract<SkillSyncAction, { type: 'copy' }>, scanned: ScannedRoots, seams?: SkillSyncSeams): Promise<void> {
+  let srcRoot: OpenedDir;
+  try {
+    srcRoot = OpenedDir.open(action.source, { follow: true });
+  } catch (e) {
+    throw new PlanDrift(`${action.source} cannot be opened (${describeError(e)})`);
+  }
+  try {
+    const tree = walkSkill(srcRoot);
+    if (tree.stamp !== action.stamp) throw new PlanDrift(`${action.source} changed since the sync looked at it`);
+    const root = openRoot(action.dir, scanned);
+    const tmpName = `.${action.name}.svc-${randomBytes(6).toString('hex')}`;
+    try {
+      fs.mkdirSync(root.at(tmpName), { mode: 0o755 });
+      const tmp = root.openDir(tmpName);
+      const folders = new OpenedDirChain(srcRoot, (rel) => tree.dirs.get(rel));
+      try {
+        // Links inside a skill would lead to host paths a sandbox cannot see: regular files only.
+        for (const f of tree.files) {
+          const i = f.rel.lastIndexOf('/');
+          const [parentRel, name] = i < 0 ? ['', f.rel] : [f.rel.slice(0, i), f.rel.slice(i + 1)];
+          const from = folders.open(parentRel);
+          if (!from) throw new PlanDrift(`${join(action.source, parentRel)} changed while it was copied`);
+          seams?.sourceListed?.(action.source, f.rel);
+          const to = tmp.openPath(parentRel, { createMode: 0o755 });
+          try {
+            await copyListedFile(from, name, f.st, to, join(action.source, f.rel));
+          } finally {
+            to.close();
+          }
+        }
+        const marker = fs.openSync(tmp.at(SKILL_MANAGED_MARKER), CREATE_FLAGS, 0o644);
+        try {
+          fs.writeFileSync(marker, `${JSON.stringify({ source: action.source, stamp: action.stamp, by: 'svc' })}\n`);
+        } finally {
+          fs.closeSync(marker);
+        }
+      } finally {
+        folders.close();
+        tmp.close();
+      }
+      // rename never replaces a non-empty directory, and a link or file in the way makes it fail: nothing of the user's is overwritten.
+      if (root.lstat(action.name)) throw new PlanDrift(`${action.name} appeared meanwhile`);
+      fs.renameSync(root.at(tmpName), root.at(action.name));
+    } catch (e) {
+      try {
+        root.removeTree(tmpName);
+      } catch {
+        // Left for the next sync to find as a hidden entry: never synced, never in the way.
+      }
+      throw e;
+    } finally {
+      root.close();
+    }
+  } finally {
+    srcRoot.close();
+  }
+}
+
+/**
+ * Removes what the plan saw, if it still is that: a link to the same target, or a real directory
+ * with the marker. All through the root opened once and checked against the scan: a root or a copy
+ * swapped for a link meanwhile is never gone through. A copy is renamed aside first, checked to be
+ * the directory that was checked, and deleted through opened directories (store/contained-dir.ts).
+ */
+async function removeManaged(action: Extract<SkillSyncAction, { type: 'remove' }>, scanned: ScannedRoots, seams?: SkillSyncSeams): Promise<void> {
   const path = join(action.dir, action.name);
-  const st = await fsp.lstat(path).catch(() => null);
-  if (!st) return;
-  if ('link' in action.expect) {
-    if (!st.isSymbolicLink()) throw new PlanDrift(`${path} is no longer a link`);
-    const target = resolve(action.dir, await fsp.readlink(path));
-    if (target !== action.expect.link) throw new PlanDrift(`${path} now points elsewhere`);
-    await fsp.unlink(path);
-    return;
+  // A root the scan did not find held nothing to remove.
+  if (!scanned.get(action.dir)) return;
+  const root = openRoot(action.dir, scanned);
+  try {
+    const st = root.lstat(action.name);
+    if (!st) return;
+    if ('link' in action.expect) {
+      if (!st.isSymbolicLink()) throw new PlanDrift(`${path} is no longer a link`);
+      const target = resolve(action.dir, fs.readlinkSync(root.at(action.name)));
+      if (target !== action.expect.link) throw new PlanDrift(`${path} now points elsewhere`);
+      if (!root.unlink(action.name, st)) throw new PlanDrift(`${path} changed while it was removed`);
+      return;
+    }
+    if (!st.isDirectory()) throw new PlanDrift(`${path} is no longer a managed copy`);
+    let copy: OpenedDir;
+    try {
+      copy = root.openDir(action.name);
+    } catch {
+      throw new PlanDrift(`${path} is no longer a managed copy`);
+    }
+    try {
+      if (!sameFile(copy, st) || !readMarker(copy)) throw new PlanDrift(`${path} is no longer a managed copy`);
+      seams?.removalChecked?.(path);
+      // Renamed aside first, so the skill disappears at once; then only the directory checked is deleted.
+      const aside = `.${action.name}.svc-old-${randomBytes(6).toString('hex')}`;
+      fs.renameSync(root.at(action.name), root.at(aside));
+      const moved = root.lstat(aside);
+      if (!moved || !sameFile(moved, copy)) {
+        fs.renameSync(root.at(aside), root.at(action.name));
+        throw new PlanDrift(`${path} changed while it was removed`);
+      }
+      if (!root.removeTree(aside, { expect: copy })) throw new PlanDrift(`${path} changed while it was removed`);
+    } finally {
+      copy.close();
+    }
+  } finally {
+    root.close();
   }
-  if (!st.isDirectory() || !(await readMarker(path))) throw new PlanDrift(`${path} is no longer a managed copy`);
-  // Renamed aside first: what is then checked and deleted cannot be swapped for a link under our feet.
-  const aside = join(action.dir, `.${action.name}.svc-old-${randomBytes(6).toString('hex')}`);
-  await fsp.rename(path, aside);
-  const moved = await fsp.lstat(aside);
-  if (!moved.isDirectory() || !(await readMarker(aside))) {
-    await fsp.rename(aside, path).catch(() => undefined);
-    throw new PlanDrift(`${path} changed while it was removed`);
-  }
-  // fs.rm removes links inside a tree, never what they point at.
-  await fsp.rm(aside, { recursive: true, force: true });
 }
 
-async function carryOut(action: SkillSyncAction): Promise<void> {
-  if (action.type === 'remove') return removeManaged(action);
-  if (action.type === 'copy') return copySkill(action);
-  await fsp.mkdir(action.dir, { recursive: true, mode: 0o755 });
-  await fsp.symlink(action.target, join(action.dir, action.name), 'dir');
+async function carryOut(action: SkillSyncAction, scanned: ScannedRoots, seams?: SkillSyncSeams): Promise<void> {
+  if (action.type === 'remove') return removeManaged(action, scanned, seams);
+  if (action.type === 'copy') return copySkill(action, scanned, seams);
+  const root = openRoot(action.dir, scanned);
+  try {
+    await fsp.symlink(action.target, root.at(action.name), 'dir');
+  } finally {
+    root.close();
+  }
 }
 
 /**
@@ -338,17 +574,31 @@ export class SkillSync {
     if (fresh.length) this.watcher.add(fresh);
   }
 
-  private async domains(mode: SkillSyncMode): Promise<SkillDomain[]> {
+  /** Every domain with its roots' entries, and the roots as the scan found them (for carryOut to find again). */
+  private async domains(mode: SkillSyncMode): Promise<{ domains: SkillDomain[]; scanned: ScannedRoots }> {
     const specs = await skillSyncDomains(this.d);
-    return Promise.all(specs.map(async (dm) => ({ id: dm.id, roots: await Promise.all(dm.roots.map(async (r) => ({ ...r, entries: await scanSkillRoot(r.dir, mode) }))) })));
+    const scanned: ScannedRoots = new Map();
+    const domains = await Promise.all(
+      specs.map(async (dm) => ({
+        id: dm.id,
+        roots: await Promise.all(
+          dm.roots.map(async (r) => {
+            const { entries, id } = await scanRoot(r.dir, mode);
+            scanned.set(r.dir, id);
+            return { ...r, entries };
+          }),
+        ),
+      })),
+    );
+    return { domains, scanned };
   }
 
-  private async execute(actions: readonly SkillSyncAction[]): Promise<{ done: SkillSyncAction[]; failed: number }> {
+  private async execute(actions: readonly SkillSyncAction[], scanned: ScannedRoots): Promise<{ done: SkillSyncAction[]; failed: number }> {
     const done: SkillSyncAction[] = [];
     let failed = 0;
     for (const a of actions) {
       try {
-        await carryOut(a);
+        await carryOut(a, scanned, this.d.seams);
         done.push(a);
       } catch (e) {
         failed++;
@@ -360,12 +610,12 @@ export class SkillSync {
 
   private async runSync(trigger: 'start' | 'watch'): Promise<SkillSyncReport> {
     const mode = this.mode();
-    const domains = await this.domains(mode);
+    const { domains, scanned } = await this.domains(mode);
     const report: SkillSyncReport = { trigger, mode, skills: 0, linked: 0, copied: 0, removed: 0, unchanged: 0, conflicts: 0, invalid: 0, failed: 0 };
     const invalid = new Set<string>();
     for (const domain of domains) {
       const plan = planSkillSync(domain, mode);
-      const { done, failed } = await this.execute(plan.actions);
+      const { done, failed } = await this.execute(plan.actions, scanned);
       const counts = countSkillActions(done);
       report.skills += plan.skills;
       report.unchanged += plan.unchanged;
@@ -390,9 +640,9 @@ export class SkillSync {
 
   private async shutdown(): Promise<SkillSyncReport> {
     const mode = this.mode();
-    const domains = await this.domains(mode);
+    const { domains, scanned } = await this.domains(mode);
     const actions = domains.flatMap((dm) => planSkillShutdown(dm));
-    const { done, failed } = await this.execute(actions);
+    const { done, failed } = await this.execute(actions, scanned);
     const report: SkillSyncReport = { trigger: 'stop', mode, skills: 0, linked: 0, copied: 0, removed: done.length, unchanged: 0, conflicts: 0, invalid: 0, failed };
     await this.publish(report);
     return report;

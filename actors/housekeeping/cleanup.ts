@@ -3,13 +3,16 @@ import { join } from 'node:path';
 import type { Bus } from '../../bus/index.js';
 import { planCleanup, type ListedEntry } from '../../machines/index.js';
 import { CLEANUP_EVENTS, HOUSEKEEPING_STREAM, describeError, type CleanupConfig } from '../../schemas/index.js';
+import { OpenedDir, OpenedDirChain, sameFile } from '../../store/index.js';
 
 /*
  * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/ and
  * api_files/. The agent and the user can change these folders while a run goes on, so nothing is
- * followed and nothing is removed recursively: entries are listed with lstat, each removal checks
- * again that the entry is the one listed and that its folder still resolves where it did, files and
- * links are unlinked one by one and folders only rmdir'd when empty.
+ * followed and nothing is removed recursively: every folder is opened without following a link
+ * and read and changed through its descriptor (store/contained-dir.ts), each removal checks again
+ * that the entry and every folder above it are the ones listed, files and links are unlinked one
+ * by one and folders only rmdir'd when empty. A folder swapped for a link after those checks
+ * cannot redirect the unlink: it names the entry in the folder that was opened, not by path.
  */
 
 /**
@@ -62,45 +65,61 @@ interface Listed extends ListedEntry {
 
 const kindOf = (st: fs.Stats): ListedEntry['kind'] => (st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other');
 
-function listTree(dir: string): Listed[] {
+/** Every entry below `root`, each folder read through its own descriptor (opened without following a link). */
+function listTree(root: OpenedDir): Listed[] {
   const out: Listed[] = [];
-  const walk = (abs: string, rel: string, depth: number) => {
+  const walk = (dir: OpenedDir, rel: string, depth: number) => {
     if (depth > MAX_DEPTH) return;
     let names: string[];
     try {
-      names = fs.readdirSync(abs);
+      names = dir.names();
     } catch {
       return;
     }
     for (const name of names) {
       if (out.length >= MAX_ENTRIES) return;
       const path = rel ? `${rel}/${name}` : name;
-      let st: fs.Stats;
+      let st: fs.Stats | null;
       try {
-        st = fs.lstatSync(join(abs, name));
+        st = dir.lstat(name);
       } catch {
         continue;
       }
+      if (!st) continue;
       const kind = kindOf(st);
-      out.push({ path, kind, mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino });
-      if (kind === 'dir') walk(join(abs, name), path, depth + 1);
+      if (kind !== 'dir') {
+        out.push({ path, kind, mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino });
+        continue;
+      }
+      let sub: OpenedDir;
+      try {
+        sub = dir.openDir(name);
+      } catch {
+        continue; // gone, or swapped for a link since the lstat
+      }
+      try {
+        if (!sameFile(sub, st)) continue;
+        out.push({ path, kind, mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino });
+        walk(sub, path, depth + 1);
+      } finally {
+        sub.close();
+      }
     }
   };
-  walk(dir, '', 0);
+  walk(root, '', 0);
   return out;
 }
 
-function realOrNull(p: string): string | null {
-  try {
-    return fs.realpathSync(p);
-  } catch {
-    return null;
-  }
-}
+const splitRel = (rel: string): [string, string] => {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? ['', rel] : [rel.slice(0, i), rel.slice(i + 1)];
+};
 
 export interface CleanFolderOptions {
   /** Test seam: runs between the listing and the removals, where a racing writer would act. */
   afterListing?: () => void;
+  /** Test seam: runs after an entry's checks, right before it is unlinked or rmdir'd (`rel` to the folder). */
+  beforeRemove?: (rel: string) => void;
 }
 
 /** Cleans one folder, adding to `totals`. A folder that is missing, or is itself a link, is skipped. */
@@ -109,66 +128,77 @@ export function cleanFolder(folder: CleanupFolder, now: number, totals: CleanupT
     totals.error_count++;
     if (totals.errors.length < MAX_ERROR_SAMPLES) totals.errors.push(`${what}: ${describeError(e)}`);
   };
-  let top: fs.Stats;
+  let root: OpenedDir;
   try {
-    top = fs.lstatSync(folder.dir);
+    // O_NOFOLLOW: a cleaned folder that is itself a link (or not a folder) is not cleaned.
+    root = OpenedDir.open(folder.dir);
   } catch {
     return;
   }
-  if (!top.isDirectory()) return;
-  const real = realOrNull(folder.dir);
-  if (!real) return;
-  const listing = listTree(folder.dir);
-  const plan = planCleanup(listing, now, folder.days);
-  if (plan.remove.length === 0 && plan.prune.length === 0) return;
-  opts.afterListing?.();
-  const cutoff = now - folder.days * 86_400_000;
-  // The folder an entry sits in must still be the real folder listed, not a link put in its place.
-  const parentHolds = (rel: string): boolean => {
-    const i = rel.lastIndexOf('/');
-    const parent = i < 0 ? '' : rel.slice(0, i);
-    return realOrNull(parent ? join(folder.dir, parent) : folder.dir) === (parent ? join(real, parent) : real);
-  };
-  for (const e of plan.remove as Listed[]) {
-    const abs = join(folder.dir, e.path);
+  try {
+    const listing = listTree(root);
+    const plan = planCleanup(listing, now, folder.days);
+    if (plan.remove.length === 0 && plan.prune.length === 0) return;
+    const listed = new Map(listing.map((e) => [e.path, e]));
+    // The folder holding an entry is reached from the cleaned folder without a link and must be the one listed.
+    const folders = new OpenedDirChain(root, (rel) => (listed.get(rel)?.kind === 'dir' ? listed.get(rel) : undefined));
+    opts.afterListing?.();
+    const cutoff = now - folder.days * 86_400_000;
     try {
-      if (!parentHolds(e.path)) {
-        totals.skipped++;
-        continue;
+      for (const e of plan.remove as Listed[]) {
+        const abs = join(folder.dir, e.path);
+        try {
+          const [parentRel, name] = splitRel(e.path);
+          const parent = folders.open(parentRel);
+          const st = parent?.lstat(name);
+          if (!parent || !st || !sameFile(st, e) || kindOf(st) !== e.kind || st.mtimeMs >= cutoff) {
+            totals.skipped++;
+            continue;
+          }
+          opts.beforeRemove?.(e.path);
+          // Through the folder's descriptor: a folder swapped for a link since cannot redirect it, and unlink never follows the entry.
+          if (!parent.unlink(name, e)) {
+            totals.skipped++;
+            continue;
+          }
+          if (e.kind === 'symlink') totals.links_removed++;
+          else {
+            totals.files_removed++;
+            totals.bytes_freed += st.size;
+          }
+        } catch (err) {
+          fail(`${folder.agent}: ${abs}`, err);
+        }
       }
-      const st = fs.lstatSync(abs);
-      if (st.dev !== e.dev || st.ino !== e.ino || kindOf(st) !== e.kind || st.mtimeMs >= cutoff) {
-        totals.skipped++;
-        continue;
+      for (const rel of plan.prune) {
+        const abs = join(folder.dir, rel);
+        try {
+          const [parentRel, name] = splitRel(rel);
+          const parent = folders.open(parentRel);
+          const st = parent?.lstat(name);
+          const want = listed.get(rel)!;
+          if (!parent || !st?.isDirectory() || !sameFile(st, want)) {
+            totals.skipped++;
+            continue;
+          }
+          opts.beforeRemove?.(rel);
+          if (!parent.rmdir(name, want)) {
+            totals.skipped++;
+            continue;
+          }
+          totals.dirs_removed++;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          // Something arrived in it since the listing: theirs to keep.
+          if (code === 'ENOTEMPTY' || code === 'EEXIST') totals.skipped++;
+          else fail(`${folder.agent}: ${abs}`, err);
+        }
       }
-      // unlink never follows the last component: a link goes, what it points at stays.
-      fs.unlinkSync(abs);
-      if (e.kind === 'symlink') totals.links_removed++;
-      else {
-        totals.files_removed++;
-        totals.bytes_freed += st.size;
-      }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') totals.skipped++;
-      else fail(`${folder.agent}: ${abs}`, err);
+    } finally {
+      folders.close();
     }
-  }
-  for (const rel of plan.prune) {
-    const abs = join(folder.dir, rel);
-    try {
-      // Not a link, and still where it was listed: rmdir on a real, empty folder only.
-      if (realOrNull(abs) !== join(real, rel) || !fs.lstatSync(abs).isDirectory()) {
-        totals.skipped++;
-        continue;
-      }
-      fs.rmdirSync(abs);
-      totals.dirs_removed++;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // Something arrived in it since the listing, or someone else removed it: theirs to keep.
-      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') totals.skipped++;
-      else fail(`${folder.agent}: ${abs}`, err);
-    }
+  } finally {
+    root.close();
   }
 }
 

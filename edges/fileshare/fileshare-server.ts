@@ -40,7 +40,8 @@ export function fileshareSurface(paths: HomePaths): Surface {
     if (requested.split('/').some((s) => s.startsWith('.') && s !== '..')) throw notFound(requested);
     let file;
     try {
-      file = await openContainedFile(requested, { base: dir, root: dir, rootLabel: 'the fileshare folder', refused: await serviceSecretRealPaths(paths) });
+      // refuseHidden: nor through a link in the folder (env.txt -> .env, g -> .git): the real path opened is checked too.
+      file = await openContainedFile(requested, { base: dir, root: dir, rootLabel: 'the fileshare folder', refused: await serviceSecretRealPaths(paths), refuseHidden: true });
     } catch (e) {
       if (e instanceof SvcError && e.code === 'invalid-path' && requested.split(/[/\\]/).includes('..')) throw e;
       if (e instanceof SvcError) throw notFound(requested);

@@ -162,6 +162,52 @@ t.test('cleaning real folders', async (t) => {
     t.ok(totals.skipped >= 2);
   });
 
+  t.test('race: a parent folder swapped for a link after the checks, before the unlink, sends nothing outside', async (t) => {
+    const w = workspace(t.testdir());
+    const dated = join(w.api, '2026-10-01');
+    fs.mkdirSync(dated);
+    fs.writeFileSync(join(dated, 'inner.txt'), 'old upload');
+    setAge(join(dated, 'inner.txt'), OLD);
+    const moved = join(w.api, 'moved');
+    const totals = emptyTotals();
+    const seen: string[] = [];
+    cleanFolder({ agent: 'main', dir: w.api, days: 30 }, NOW, totals, {
+      beforeRemove: (rel) => {
+        seen.push(rel);
+        if (rel !== '2026-10-01/inner.txt') return;
+        // Every check has passed; the agent moves the folder and links its name to a same-named file outside.
+        fs.renameSync(dated, moved);
+        fs.symlinkSync(join(w.outside, 'dir'), dated);
+      },
+    });
+    t.same(seen, ['2026-10-01/inner.txt'], 'the folder is not pruned: it is a link now');
+    t.equal(fs.readFileSync(join(w.outside, 'dir', 'inner.txt'), 'utf8'), 'keep me too', 'the same-named file outside is untouched');
+    t.notOk(fs.existsSync(join(moved, 'inner.txt')), 'the file listed is the one removed, wherever its folder went');
+    t.ok(isLink(dated));
+    t.match(totals, { files_removed: 1, error_count: 0 });
+  });
+
+  t.test('race: a grandparent swapped for a link before an rmdir removes no empty folder outside', async (t) => {
+    const w = workspace(t.testdir());
+    const old = join(w.api, 'old');
+    fs.mkdirSync(join(old, 'dir'), { recursive: true });
+    fs.writeFileSync(join(old, 'dir', 'x.bin'), 'x');
+    setAge(join(old, 'dir', 'x.bin'), OLD);
+    const emptyOutside = join(w.outside, 'dir', 'dir');
+    fs.mkdirSync(emptyOutside);
+    const totals = emptyTotals();
+    cleanFolder({ agent: 'main', dir: w.api, days: 30 }, NOW, totals, {
+      beforeRemove: (rel) => {
+        if (rel !== 'old/dir') return;
+        fs.renameSync(old, join(w.api, 'moved'));
+        fs.symlinkSync(join(w.outside, 'dir'), old);
+      },
+    });
+    t.ok(fs.statSync(emptyOutside).isDirectory(), 'the empty folder outside stays');
+    t.notOk(fs.existsSync(join(w.api, 'moved', 'dir')), 'the folder listed is the one pruned');
+    t.equal(totals.error_count, 0);
+  });
+
   t.test('a file touched after the listing stays', async (t) => {
     const w = workspace(t.testdir());
     const f = join(w.out, 'busy.txt');

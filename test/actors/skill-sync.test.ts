@@ -2,7 +2,7 @@ import t from 'tap';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { filter, firstValueFrom, timeout } from 'rxjs';
-import { SkillSync, type SkillSyncReport } from '../../actors/index.js';
+import { SkillSync, type SkillSyncReport, type SkillSyncSeams } from '../../actors/index.js';
 import { Bus, ofType } from '../../bus/index.js';
 import { SKILL_MANAGED_MARKER } from '../../machines/index.js';
 import { SKILL_EVENTS, defaultConfig, type SubAgentConfig } from '../../schemas/index.js';
@@ -27,7 +27,12 @@ const linkOf = (p: string): string | null => {
 };
 
 /** `codexHome`, `bundled`: relative to the test's directory (tap's testdir is one per test). */
-function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boolean; bundled?: string; registry?: SubAgentConfig[] } = {}) {
+function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boolean; bundled?: string; registry?: SubAgentConfig[]; seams?: SkillSyncSeams } = {}) {
+  // Registered before t.testdir(), so it runs before tap removes the test's folder: tap runs
+  // teardowns added after testdir() only once the folder is gone, and a watcher still running
+  // would write into it meanwhile (ENOTEMPTY, then a timeout with the watcher never stopped).
+  let stop = async () => {};
+  t.teardown(() => stop());
   const base = t.testdir();
   const home = join(base, 'home');
   const paths = homePaths(join(home, '.svc'));
@@ -40,11 +45,11 @@ function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boo
   config.docker.enabled = opts.docker ?? false;
   const env: NodeJS.ProcessEnv = { HOME: home, ...(opts.codexHome ? { CODEX_HOME: join(base, opts.codexHome) } : {}) };
   const bundledDir = opts.bundled ? join(base, opts.bundled) : null;
-  const sync = new SkillSync({ bus, paths, registry: () => opts.registry ?? [], config: () => config, env, userHome: home, bundledDir, debounceMs: 50 });
-  t.teardown(async () => {
+  const sync = new SkillSync({ bus, paths, registry: () => opts.registry ?? [], config: () => config, env, userHome: home, bundledDir, debounceMs: 50, ...(opts.seams ? { seams: opts.seams } : {}) });
+  stop = async () => {
     await sync.stop();
     bus.close();
-  });
+  };
   const facts = () => log.read({ stream: 'skills:*sync' }).map((e) => e.data as unknown as SkillSyncReport);
   return { base, home, paths, bus, sync, config, facts };
 }
@@ -121,7 +126,8 @@ t.test('copy mode (docker): managed copies with the marker, updated, removed; un
   fs.writeFileSync(join(src, 'scripts', 'run.sh'), 'echo hi\n', { mode: 0o755 });
   fs.symlinkSync('/etc', join(src, 'escape'));
   makeSkill(join(home, '.gemini', 'skills'), 'pdf', doc('pdf', 'my own'));
-  const r1 = await sync.start();
+  // No watcher: its syncs, set off by this test's own changes, would race the ones counted here.
+  const r1 = await sync.sync('start');
   t.match(r1, { mode: 'copy', copied: 1, conflicts: 1 });
   const copy = join(claudeSkills, 'pdf');
   t.ok(fs.lstatSync(copy).isDirectory() && !fs.lstatSync(copy).isSymbolicLink(), 'a real directory');
@@ -182,4 +188,96 @@ t.test('the watcher picks up a new skill; shutdown removes the links into svc', 
   t.equal(linkOf(join(paths.skillsDir, 'cl')), join(claudeSkills, 'cl'), 'a link from svc to a CLI skill stays');
   t.ok(fs.existsSync(join(claudeSkills, 'cl', 'SKILL.md')));
   t.equal(facts().at(-1)?.trigger, 'stop');
+});
+
+/** Every file under `dir` (links not followed), with its text. */
+function filesUnder(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.set(p, fs.readFileSync(p, 'utf8'));
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  return out;
+}
+
+t.test('copy mode races: a host file never lands in a managed copy, whatever the agent swaps mid-copy', async (t) => {
+  // Listed in order: SKILL.md, notes.txt, scripts/run.sh. `at`: the file about to be read when the agent swaps `what`.
+  const cases = [
+    { what: 'notes.txt', at: 'notes.txt', abandoned: true },
+    { what: 'scripts', at: 'notes.txt', abandoned: true },
+    // Its folder is already open when it is swapped: the file listed is read from there, the host's never.
+    { what: 'scripts', at: 'scripts/run.sh', abandoned: false },
+  ] as const;
+  for (const c of cases) {
+    t.test(`${c.what} swapped for a link to the host before ${c.at} is read`, async (t) => {
+      const seams: SkillSyncSeams = {};
+      const { base, paths, sync } = setup(t, { docker: true, seams });
+      const host = join(base, 'host');
+      fs.mkdirSync(host);
+      fs.writeFileSync(join(host, 'run.sh'), 'HOST-SECRET\n');
+      fs.writeFileSync(join(host, 'notes.txt'), 'HOST-SECRET\n');
+      // The agent writes its own skills folder (workspace/skills), which copy mode mirrors into workspace/.claude/skills.
+      const src = makeSkill(join(paths.workspace, 'skills'), 'tool');
+      fs.writeFileSync(join(src, 'notes.txt'), 'mine\n');
+      fs.mkdirSync(join(src, 'scripts'));
+      fs.writeFileSync(join(src, 'scripts', 'run.sh'), 'echo mine\n');
+      let swapped = false;
+      seams.sourceListed = (source, rel) => {
+        if (swapped || source !== src || rel !== c.at) return;
+        swapped = true;
+        if (c.what === 'notes.txt') {
+          fs.unlinkSync(join(src, 'notes.txt'));
+          fs.symlinkSync(join(host, 'notes.txt'), join(src, 'notes.txt'));
+        } else {
+          fs.renameSync(join(src, 'scripts'), join(src, 'scripts-moved'));
+          fs.symlinkSync(host, join(src, 'scripts'));
+        }
+      };
+      const report = await sync.sync('watch');
+      t.ok(swapped, 'the swap happened between the listing and the read');
+      const cliSkills = join(paths.workspace, '.claude', 'skills');
+      const copies = filesUnder(cliSkills);
+      t.notOk([...copies.values()].some((text) => text.includes('HOST-SECRET')), `no host file copied (${[...copies.keys()].join(', ')})`);
+      if (c.abandoned) {
+        t.equal(report.failed, 1, 'the copy is abandoned');
+        t.same(fs.readdirSync(cliSkills), [], 'and no half-made copy or temp folder left');
+      } else {
+        t.equal(report.failed, 0);
+        t.equal(fs.readFileSync(join(cliSkills, 'tool', 'scripts', 'run.sh'), 'utf8'), 'echo mine\n', 'the file listed, from the folder opened');
+      }
+    });
+  }
+});
+
+t.test('copy mode races: removing a managed copy is never redirected by a skills folder swapped for a link', async (t) => {
+  const seams: SkillSyncSeams = {};
+  const { base, paths, sync } = setup(t, { docker: true, seams });
+  const src = makeSkill(join(paths.workspace, 'skills'), 'tool');
+  await sync.sync('watch');
+  const cliSkills = join(paths.workspace, '.claude', 'skills');
+  t.ok(fs.existsSync(join(cliSkills, 'tool', SKILL_MANAGED_MARKER)), 'a managed copy to remove later');
+  // Somewhere else holding a managed copy of the same name (another agent's, or the CLI home's).
+  const victim = join(base, 'victim', 'skills');
+  fs.mkdirSync(join(victim, 'tool'), { recursive: true });
+  fs.writeFileSync(join(victim, 'tool', SKILL_MANAGED_MARKER), '{"source":"","stamp":""}\n');
+  fs.writeFileSync(join(victim, 'tool', 'precious.txt'), 'keep\n');
+  fs.rmSync(src, { recursive: true });
+  let swapped = false;
+  seams.removalChecked = (path) => {
+    if (swapped || path !== join(cliSkills, 'tool')) return;
+    swapped = true;
+    fs.renameSync(cliSkills, `${cliSkills}-moved`);
+    fs.symlinkSync(victim, cliSkills);
+  };
+  const report = await sync.sync('watch');
+  t.ok(swapped, 'the swap happened after the copy was checked');
+  t.equal(fs.readFileSync(join(victim, 'tool', 'precious.txt'), 'utf8'), 'keep\n', 'the copy behind the link is untouched');
+  t.ok(fs.existsSync(join(victim, 'tool', SKILL_MANAGED_MARKER)));
+  t.same(fs.readdirSync(victim), ['tool'], 'nothing was moved aside there either');
+  t.same(fs.readdirSync(`${cliSkills}-moved`), [], 'the copy checked is the one removed');
+  t.equal(report.removed, 1);
 });

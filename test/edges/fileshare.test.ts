@@ -81,3 +81,32 @@ t.test('serves the folder, and nothing outside it', async (t) => {
   await post.arrayBuffer();
   t.ok(logs.some((l) => l.includes('fileshare serving')));
 });
+
+t.test('a link inside the folder leading to a dotfile or into a dot-folder is not served either', async (t) => {
+  const base = t.testdir();
+  const paths = homePaths(join(base, 'home'));
+  const dir = paths.fileshareDir;
+  fs.mkdirSync(join(dir, '.git'), { recursive: true });
+  fs.mkdirSync(join(dir, 'reports', '.drafts'), { recursive: true });
+  fs.writeFileSync(join(dir, '.env'), 'TOKEN=DOT-SECRET\n');
+  fs.writeFileSync(join(dir, '.git', 'config'), '[remote] url = DOT-SECRET\n');
+  fs.writeFileSync(join(dir, 'reports', '.drafts', 'q2.csv'), 'DOT-SECRET\n');
+  fs.writeFileSync(join(dir, 'reports', 'q1.csv'), 'shared\n');
+  fs.symlinkSync('.env', join(dir, 'env.txt'));
+  fs.symlinkSync('.git', join(dir, 'g'));
+  fs.symlinkSync('.drafts', join(dir, 'reports', 'd'));
+  fs.symlinkSync(join(dir, 'reports', '.drafts', 'q2.csv'), join(dir, 'q2.csv'));
+  fs.symlinkSync('reports/q1.csv', join(dir, 'q1.csv'));
+  const server = await startFileshareServer({ paths, host: '127.0.0.1', port: 0, log: () => undefined });
+  t.teardown(() => server.close());
+  const get = (path: string) => fetch(`${server.url}${path}`, { headers: { connection: 'close' } });
+
+  for (const path of ['/env.txt', '/g/config', '/reports/d/q2.csv', '/q2.csv']) {
+    const r = await get(path);
+    t.equal(r.status, 404, `${path}: 404`);
+    t.notMatch(await r.text(), /DOT-SECRET/, `${path}: nothing of it in the answer`);
+  }
+  const ok = await get('/q1.csv');
+  t.equal(ok.status, 200, 'a link to a shared file is still followed');
+  t.equal(await ok.text(), 'shared\n');
+});

@@ -14,8 +14,10 @@ import {
   installSandboxHook,
   listMemoryModules,
   readMemoryModule,
+  readMemoryModules,
   readTaskRules,
   workspaceDir,
+  writeMemoryModule,
 } from '../../store/index.js';
 import { alwaysLoadModules } from '../../machines/index.js';
 import { startSymlinkSwap } from '../fixtures/symlink-swap.js';
@@ -229,6 +231,32 @@ t.test('readMemoryModule rejects path traversal in every form', async (t) => {
   }
   throwsCode(t, () => readMemoryModule(workspace, 42 as unknown as string), 'invalid-path', 'not a string');
   t.equal(read(join(outside, 'secret.md')), 'secret\n', 'nothing outside was touched');
+});
+
+t.test('a memory_system that is a symlink is refused for reads and writes, as forbidden', async (t) => {
+  const { workspace, mem, outside } = memoryFixture(t);
+  const elsewhere = join(outside, 'memory');
+  fs.mkdirSync(join(elsewhere, 'modules'), { recursive: true });
+  fs.writeFileSync(join(elsewhere, 'MAINMEMORY.md'), 'OUTSIDE\n');
+  fs.writeFileSync(join(elsewhere, 'modules', 'projects.md'), 'OUTSIDE\n');
+  fs.renameSync(mem, join(workspace, 'memory_system.real'));
+  fs.symlinkSync(elsewhere, mem);
+  throwsCode(t, () => readMemoryModule(workspace, 'MAINMEMORY.md'), 'forbidden', 'a read');
+  throwsCode(t, () => listMemoryModules(workspace), 'forbidden', 'the listing');
+  throwsCode(t, () => readMemoryModules(workspace), 'forbidden', 'the texts for a prompt');
+  await t.rejects(writeMemoryModule(workspace, 'modules/projects.md', 'written\n', []), { name: 'SvcError', code: 'forbidden' }, 'a write');
+  await t.rejects(writeMemoryModule(workspace, 'modules/new.md', 'written\n', []), { name: 'SvcError', code: 'forbidden' }, 'a new module');
+  t.equal(read(join(elsewhere, 'modules', 'projects.md')), 'OUTSIDE\n', 'nothing outside was written');
+  t.notOk(fs.existsSync(join(elsewhere, 'modules', 'new.md')));
+
+  // A link inside the workspace is refused too: memory is the workspace's own memory_system/ folder.
+  fs.unlinkSync(mem);
+  fs.symlinkSync('memory_system.real', mem);
+  throwsCode(t, () => readMemoryModule(workspace, 'MAINMEMORY.md'), 'forbidden');
+  fs.unlinkSync(mem);
+  fs.renameSync(join(workspace, 'memory_system.real'), mem);
+  t.equal(readMemoryModule(workspace, 'MAINMEMORY.md').text, 'one\ntwo\nthree\n', 'the real folder back in place is read');
+  t.match(await writeMemoryModule(workspace, 'modules/projects.md', 'written\n', []), { filename: 'modules/projects.md', created: false });
 });
 
 t.test('readMemoryModule refuses an oversized module', async (t) => {
