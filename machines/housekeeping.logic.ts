@@ -1,5 +1,6 @@
-import { MAIN_AGENT } from '../schemas/index.js';
+import { MAIN_AGENT, TRANSPORTS } from '../schemas/index.js';
 import { alwaysLoadModules } from './memory.logic.js';
+import { sessionKey } from './session-key.logic.js';
 import { inDailyWindow, latestDailyBoundary } from './time-zone.logic.js';
 
 /*
@@ -95,6 +96,23 @@ export function inQuietHours(now: number, quietStart: number, quietEnd: number, 
 }
 
 export type HeartbeatSkip = 'quiet' | 'no-session' | 'provider-mismatch' | 'busy' | 'cooldown';
+
+/** Where people chat with an agent: the messengers, the direct API and the admin panel. */
+export const HEARTBEAT_CHAT_TRANSPORTS: readonly string[] = [...TRANSPORTS, 'api', 'admin'];
+
+/**
+ * Whether a session is a person's chat, the only kind a heartbeat looks at: on a chat transport and
+ * keyed as that chat. A task's session (`task:<id>` on its parent's transport), a workflow run's
+ * (`workflow`) and an inter-agent call's (`internal`) are not.
+ */
+export function isUserChatSession(s: { key: string; transport: string; chat_id: number; topic_id: number | null }): boolean {
+  if (!HEARTBEAT_CHAT_TRANSPORTS.includes(s.transport)) return false;
+  try {
+    return s.key === sessionKey(s.transport, s.chat_id, s.topic_id);
+  } catch {
+    return false;
+  }
+}
 
 export interface HeartbeatChat {
   /** The chat's live session, or null: heartbeats only resume, they never open one. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { heartbeatDecision, isHeartbeatAck, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { heartbeatDecision, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   HEARTBEAT_EVENTS,
@@ -61,7 +61,6 @@ interface Loop {
 }
 
 const SYSTEM = heartbeatPrincipal({ transport: 'heartbeat', chat_id: 0, topic_id: null });
-const isTaskKey = (key: string) => key.startsWith('task:');
 
 export class Heartbeat {
   private readonly loops: Loop[] = [];
@@ -135,8 +134,10 @@ export class Heartbeat {
     const hb = cfg.heartbeat;
     if (!hb.enabled) return;
     const now = this.d.bus.now();
-    const sessions = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }, { by: 'heartbeat' })).filter((s) => s.agent === agent && !isTaskKey(s.key));
-    if (target === null) await this.sweep(agent, cfg.cli_timeout, sessions, now);
+    const all = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }, { by: 'heartbeat' })).filter((s) => s.agent === agent);
+    if (target === null) await this.sweep(agent, cfg.cli_timeout, all, now);
+    // People's chats only: not a task's session, a workflow run's or an inter-agent call's.
+    const sessions = all.filter(isUserChatSession);
     const summary = (await this.d.bus.send(AGENT_COMMANDS.list, { principal: SYSTEM }, { by: 'heartbeat' })).find((a) => a.name === agent);
     if (!summary) return;
     const claimed = (s: { chat_id: number; topic_id: number | null }, t: HeartbeatTarget) => s.chat_id === t.chat_id && (t.topic_id ?? null) === s.topic_id;

@@ -2,7 +2,7 @@ import t from 'tap';
 import { SimulatedClock } from 'xstate';
 import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents } from '../../bus/index.js';
-import { heartbeatDecision, inQuietHours, isHeartbeatAck, staleTurns, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
+import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
 import { AGENT_COMMANDS, HEARTBEAT_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 
@@ -39,6 +39,16 @@ t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => 
     ['active exactly 5 minutes ago', { session: { ...idle, lastActiveMs: NOON - 5 * MIN }, inFlight: false }, NOON, { send: true }],
   ];
   for (const [name, chat, now, want] of cases) t.same(heartbeatDecision(chat, now, rules), want, name);
+});
+
+t.test('only user chats get heartbeats: not task, workflow-run or inter-agent sessions', async (t) => {
+  const s = (transport: string, key: string) => ({ transport, key, chat_id: 5, topic_id: null });
+  for (const chat of [s('api', 'api:5'), s('admin', 'admin:5'), s('telegram', 'telegram:5'), s('matrix', 'matrix:5'), { ...s('api', 'api:5:7'), topic_id: 7 }]) {
+    t.ok(isUserChatSession(chat), chat.key);
+  }
+  for (const other of [s('workflow', 'workflow:5'), s('internal', 'internal:5'), s('api', 'task:abc'), s('heartbeat', 'heartbeat:5'), s('webhook', 'webhook:5'), s('api', 'workflow:5')]) {
+    t.notOk(isUserChatSession(other), `${other.transport} ${other.key}`);
+  }
 });
 
 t.test('ack detection', async (t) => {
@@ -132,6 +142,8 @@ t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', 
       session(4, { providers: ['codex'] }),
       session(5, { last_active: new Date(NOON - 2 * MIN).toISOString() }),
       session(6, { key: 'task:abc' }),
+      session(7, { key: 'workflow:7', transport: 'workflow' }),
+      session(8, { key: 'internal:8', transport: 'internal' }),
     ],
     answers: { 1: 'HEARTBEAT_OK', 2: 'The nightly deploy failed; want me to look?' },
     heartbeat: { group_targets: [{ chat_id: 9, topic_id: null, prompt: 'group check', ack_token: null, interval_minutes: 60, quiet_start: null, quiet_end: null }] },
