@@ -1,5 +1,6 @@
 import { MAIN_AGENT, TRANSPORTS } from '../schemas/index.js';
 import { alwaysLoadModules } from './memory.logic.js';
+import { shouldExpire, type ExpiryRules } from './session-expiry.logic.js';
 import { sessionKey } from './session-key.logic.js';
 import { inDailyWindow, latestDailyBoundary } from './time-zone.logic.js';
 
@@ -95,7 +96,7 @@ export function inQuietHours(now: number, quietStart: number, quietEnd: number, 
   return inDailyWindow(now, quietStart * 60, quietEnd * 60, timeZone);
 }
 
-export type HeartbeatSkip = 'quiet' | 'no-session' | 'provider-mismatch' | 'busy' | 'cooldown';
+export type HeartbeatSkip = 'quiet' | 'no-session' | 'session-expired' | 'provider-mismatch' | 'busy' | 'cooldown';
 
 /** Where people chat with an agent: the messengers, the direct API and the admin panel. */
 export const HEARTBEAT_CHAT_TRANSPORTS: readonly string[] = [...TRANSPORTS, 'api', 'admin'];
@@ -116,7 +117,7 @@ export function isUserChatSession(s: { key: string; transport: string; chat_id: 
 
 export interface HeartbeatChat {
   /** The chat's live session, or null: heartbeats only resume, they never open one. */
-  session: { providers: readonly string[]; lastActiveMs: number; busy: boolean } | null;
+  session: { providers: readonly string[]; lastActiveMs: number; createdMs: number; messageCount: number; busy: boolean } | null;
   /** A heartbeat of ours is still running in this chat. */
   inFlight: boolean;
 }
@@ -128,6 +129,8 @@ export interface HeartbeatRules {
   timeZone: string;
   /** The provider the agent is configured for now: a session only holding another one's conversation is not resumed. */
   provider: string;
+  /** The agent's session expiry rules: a session the heartbeat's message would replace is not resumed. */
+  expiry: ExpiryRules;
 }
 
 /** Whether this tick sends the heartbeat prompt to the chat, or why not (reported in this order). */
@@ -135,6 +138,9 @@ export function heartbeatDecision(chat: HeartbeatChat, now: number, rules: Heart
   if (inQuietHours(now, rules.quietStart, rules.quietEnd, rules.timeZone)) return { send: false, skip: 'quiet' };
   const s = chat.session;
   if (!s) return { send: false, skip: 'no-session' };
+  // The rule the runtime applies when the message arrives: if it would start afresh, the heartbeat
+  // would open a new, empty session (idle timeout, daily reset, message cap).
+  if (shouldExpire({ createdAt: s.createdMs, lastActiveAt: s.lastActiveMs, messageCount: s.messageCount }, now, rules.expiry)) return { send: false, skip: 'session-expired' };
   if (!s.providers.includes(rules.provider)) return { send: false, skip: 'provider-mismatch' };
   if (s.busy || chat.inFlight) return { send: false, skip: 'busy' };
   if (now - s.lastActiveMs < rules.cooldownMinutes * 60_000) return { send: false, skip: 'cooldown' };

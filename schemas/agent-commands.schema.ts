@@ -53,6 +53,13 @@ export const AgentMessageSchema = v.object({
   kind: v.picklist(TURN_KINDS),
   /** Start a fresh provider session before this message. */
   new_session: v.optional(v.boolean()),
+  /**
+   * Only continue the chat's live session and its conversation with the provider the turn runs on:
+   * refused with `no-session` (no session, no fact recorded) where the turn would open one, start
+   * afresh (expiry, `new_session`) or begin a new provider conversation. For svc's own check-ins
+   * (heartbeat), which must never create a session.
+   */
+  resume_only: v.optional(v.boolean()),
   /** A delegated task's run (kind `task`): see TaskRunSchema. */
   task: v.optional(TaskRunSchema),
 });

@@ -351,12 +351,16 @@ export class AgentRuntime {
     // Checked again: `/retry` replaced the text after it was accepted.
     const { prompt, directive } = promptOf(msg.text);
 
+    const resumeOnly = msg.resume_only === true;
+    // Refused before the session's actor is made: a chat without a session keeps having none.
+    if (resumeOnly && !this.sessionActor(key)?.getSnapshot().context.state) throw new SvcError('no-session', `resume-only turn in ${key}: there is no session; a new session is not started for it`);
     const session = (await this.runSessionCommand(msg, key, {
       type: 'begin-turn',
       where: this.where(msg, key),
       freshAsked: msg.new_session === true,
       rules: expiryRulesFromConfig(config, this.timezone(config.user_timezone)),
       now: this.d.bus.now(),
+      ...(resumeOnly ? { resumeOnly } : {}),
     }))!;
 
     const current = this.currentModel();
@@ -377,6 +381,8 @@ export class AgentRuntime {
       // The task's facts know its conversation; its session's expiry rules (idle, daily reset) do not apply.
       resume = task.resume_session_id;
     }
+    // A new conversation with this provider would be a new session in all but name.
+    if (resumeOnly && resume === null) throw new SvcError('no-session', `resume-only turn in ${key}: the session holds no ${provider} conversation; a new one is not started for it`);
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch.chat || (this.endEpoch.get(key) ?? 0) !== epoch.session) {
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');

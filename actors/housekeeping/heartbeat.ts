@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { heartbeatDecision, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { expiryRulesFromConfig, heartbeatDecision, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   HEARTBEAT_EVENTS,
   HEARTBEAT_STREAM,
+  SvcError,
   describeError,
   type AgentConfig,
   type HeartbeatTarget,
@@ -43,7 +44,7 @@ export interface HeartbeatDeps {
   clock?: ActorClock;
   /** Agents looked at when the heartbeat starts (SPEC.md: hot reload does not add loops). */
   agents: () => string[];
-  configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone'>;
+  configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone' | 'idle_timeout_minutes' | 'daily_reset_enabled' | 'daily_reset_hour' | 'max_session_messages'>;
   timeZoneOf: (agent: string) => string;
   /** Turns of the agent that started and have not ended. */
   runningTurns: (agent: string) => LiveTurn[];
@@ -145,18 +146,23 @@ export class Heartbeat {
       target === null
         ? sessions.filter((s) => !hb.group_targets.some((t) => claimed(s, t))).map((s) => ({ transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id, session: s }))
         : [{ transport: '', chat_id: target.chat_id, topic_id: target.topic_id ?? null, session: sessions.find((s) => claimed(s, target)) ?? null }];
+    const timeZone = this.d.timeZoneOf(agent);
     const rules = {
       quietStart: target?.quiet_start ?? hb.quiet_start,
       quietEnd: target?.quiet_end ?? hb.quiet_end,
       cooldownMinutes: hb.cooldown_minutes,
-      timeZone: this.d.timeZoneOf(agent),
+      timeZone,
       provider: summary.provider,
+      expiry: expiryRulesFromConfig(cfg, timeZone),
     };
     for (const chat of chats) {
       const key = `${agent}\u0000${chat.chat_id}\u0000${chat.topic_id ?? ''}`;
       const s = chat.session;
       const decision = heartbeatDecision(
-        { session: s ? { providers: s.providers, lastActiveMs: Date.parse(s.last_active), busy: s.busy } : null, inFlight: this.inFlight.has(key) },
+        {
+          session: s ? { providers: s.providers, lastActiveMs: Date.parse(s.last_active), createdMs: Date.parse(s.created_at), messageCount: s.message_count, busy: s.busy } : null,
+          inFlight: this.inFlight.has(key),
+        },
         now,
         rules,
       );
@@ -172,7 +178,9 @@ export class Heartbeat {
 
   private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, prompt: string, ackToken: string): Promise<void> {
     const requestId = `heartbeat:${randomUUID()}`;
-    const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background' }, heartbeatPrincipal(where), { requestId });
+    // resume_only: should the session expire or lose its conversation between this decision and the
+    // turn, the runtime refuses rather than open a new one.
+    const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background', resume_only: true }, heartbeatPrincipal(where), { requestId });
     try {
       const admission = await asked.accepted;
       if (!admission.accepted) {
@@ -188,7 +196,9 @@ export class Heartbeat {
       if (delivered) await this.d.deliver({ ...where, text: outcome.text, request_id: requestId });
       await this.d.bus.publish({ stream: HEARTBEAT_STREAM, type: HEARTBEAT_EVENTS.answered, data: { ...where, request_id: requestId, delivered }, correlation: requestId });
     } catch (e) {
-      this.d.bus.emitLog('warn', `heartbeat ${where.agent} chat ${where.chat_id}: ${describeError(e)}`);
+      // no-session: the session expired or lost its conversation after the tick looked; nothing was started.
+      const level = e instanceof SvcError && e.code === 'no-session' ? 'info' : 'warn';
+      this.d.bus.emitLog(level, `heartbeat ${where.agent} chat ${where.chat_id}: ${describeError(e)}`);
     }
   }
 

@@ -273,6 +273,29 @@ t.test('sessions survive a restart; idle expiry under an injected clock starts a
   t.same(starts, ['first', 'idle']);
 });
 
+t.test('a resume-only message never creates a session: refused without one, after expiry, or with no conversation on its provider', async (t) => {
+  let now = Date.parse('2026-11-22T10:00:00Z');
+  const s = await boot(t, {}, { clock: () => now });
+  const resumeOnly = { resume_only: true, kind: 'background' } as const;
+  await t.rejects(s.ask('check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'a chat that never talked');
+  t.same(s.d.log.read({ types: ['session.started', 'turn.started'] }), [], 'no session or turn was recorded');
+  t.same(s.recorded(), [], 'no CLI ran');
+
+  await s.ask('hello', { chat_id: 2 });
+  now += 60_000;
+  const resumed = await s.ask('check in', { ...resumeOnly, chat_id: 2 });
+  t.equal(resumed.status, 'completed', 'a live session is resumed');
+  t.equal(argOf(s.recorded().at(-1)!.argv, '--resume'), 'fake-claude-session');
+
+  await t.rejects(s.ask('@gpt-5 check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'no codex conversation to resume');
+  now += 25 * 3600_000;
+  await t.rejects(s.ask('check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'idle_timeout_minutes (1440) expired the session');
+  t.same(s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason), ['first'], 'only the user opened a session');
+  t.equal(s.recorded().length, 2, 'no CLI ran for the refused ones');
+  await s.ask('next day', { chat_id: 2 });
+  t.same(s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason), ['first', 'idle'], 'the user\'s own next message still starts afresh');
+});
+
 t.test('sub-agents follow the registry: start in their own workspace with the sandbox hook, stop when removed', async (t) => {
   const { d, ask, recorded, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });

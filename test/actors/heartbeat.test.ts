@@ -2,12 +2,14 @@ import t from 'tap';
 import { SimulatedClock } from 'xstate';
 import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents } from '../../bus/index.js';
-import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
+import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleTurns, type ExpiryRules, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
 import { AGENT_COMMANDS, HEARTBEAT_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 
 const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
+/** Sessions that never expire, so a case tests only what it names. */
+const NO_EXPIRY: ExpiryRules = { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 4, timezone: 'UTC', maxSessionMessages: null };
 
 t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
   for (const [iso, quiet] of [
@@ -26,8 +28,8 @@ t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
 
 t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => {
   const NOON = at('2026-11-27T12:00:00Z');
-  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude' };
-  const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, busy: false };
+  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
+  const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, createdMs: NOON - 600 * MIN, messageCount: 3, busy: false };
   const cases: [string, HeartbeatChat, number, ReturnType<typeof heartbeatDecision>][] = [
     ['idle chat with a claude session', { session: idle, inFlight: false }, NOON, { send: true }],
     ['quiet hours win over everything', { session: idle, inFlight: false }, at('2026-11-27T22:00:00Z'), { send: false, skip: 'quiet' }],
@@ -39,6 +41,23 @@ t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => 
     ['active exactly 5 minutes ago', { session: { ...idle, lastActiveMs: NOON - 5 * MIN }, inFlight: false }, NOON, { send: true }],
   ];
   for (const [name, chat, now, want] of cases) t.same(heartbeatDecision(chat, now, rules), want, name);
+});
+
+t.test('heartbeatDecision: a session the next message would replace is not resumed (the existing expiry rule, not a copy)', async (t) => {
+  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
+  const EIGHT = at('2026-11-28T08:00:00Z');
+  const chat = (over: Partial<NonNullable<HeartbeatChat['session']>> = {}): HeartbeatChat => ({
+    session: { providers: ['claude'], lastActiveMs: at('2026-11-27T20:00:00Z'), createdMs: at('2026-11-27T09:00:00Z'), messageCount: 3, busy: false, ...over },
+    inFlight: false,
+  });
+  // Daily reset at 04:00 and quiet hours until 08:00: the first heartbeat of the day comes after the reset.
+  const daily = { ...rules, expiry: { ...NO_EXPIRY, dailyResetEnabled: true, dailyResetHour: 4 } };
+  t.same(heartbeatDecision(chat(), EIGHT, daily), { send: false, skip: 'session-expired' }, 'past the daily reset: the 08:00 heartbeat would open a new empty session');
+  t.same(heartbeatDecision(chat({ lastActiveMs: at('2026-11-28T05:00:00Z') }), EIGHT, daily), { send: true }, 'active since the reset: resumed');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, idleTimeoutMinutes: 600 } }), { send: false, skip: 'session-expired' }, 'idle for 12 h with a 10 h idle timeout');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, idleTimeoutMinutes: 1440 } }), { send: true }, 'idle for 12 h with a day\'s idle timeout');
+  t.same(heartbeatDecision(chat({ messageCount: 50 }), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, maxSessionMessages: 50 } }), { send: false, skip: 'session-expired' }, 'at the message cap');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, maxSessionMessages: 50 } }), { send: true });
 });
 
 t.test('only user chats get heartbeats: not task, workflow-run or inter-agent sessions', async (t) => {
@@ -85,7 +104,7 @@ function outcome(m: AgentMessage, text: string): TurnOutcome {
   };
 }
 
-function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; running?: { turn_id: string; session_key: string; started_ms: number }[] }) {
+function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: { turn_id: string; session_key: string; started_ms: number }[] }) {
   const clock = new SimulatedClock();
   clock.set(NOON);
   const log = new MemoryEventLog();
@@ -111,7 +130,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     return opts.sessions;
   });
   const base = defaultConfig();
-  const config = { ...base, cli_timeout: 600, heartbeat: { ...base.heartbeat, enabled: true, ...opts.heartbeat } };
+  const config = { ...base, cli_timeout: 600, ...opts.config, heartbeat: { ...base.heartbeat, enabled: true, ...opts.heartbeat } };
   const hb = new Heartbeat({
     bus,
     clock,
@@ -177,6 +196,24 @@ t.test('a group target uses its own prompt and token, and is not asked by the ch
   await settle();
   t.same(r.asked.map((m) => m.text), ['group check']);
   t.same(r.delivered, [], 'the target\'s own token is the ack');
+});
+
+t.test('a session the heartbeat would replace (daily reset before the quiet hours end) is skipped, not renewed', async (t) => {
+  const EIGHT = at('2026-11-28T08:00:00Z');
+  const r = rig(t, {
+    sessions: [
+      session(1, { last_active: '2026-11-27T20:00:00.000Z' }),
+      session(2, { last_active: '2026-11-28T05:00:00.000Z' }),
+    ],
+    answers: {},
+    config: { daily_reset_enabled: true, daily_reset_hour: 4 },
+  });
+  r.clock.set(EIGHT);
+  await r.hb.tick('main', null);
+  await settle();
+  t.same(r.asked.map((m) => m.chat_id), [2], 'only the chat active since the 04:00 reset');
+  t.same(r.skips, [[1, 'session-expired']]);
+  t.ok(r.asked.every((m) => m.resume_only === true), 'the runtime is told never to open a session for it');
 });
 
 t.test('quiet hours: nothing is asked', async (t) => {
