@@ -161,12 +161,23 @@ export interface LiveTurn {
   turn_id: string;
   session_key: string;
   started_ms: number;
+  /** The time limit the turn started with (its kind's: foreground, background, task, workflow, ...); null or absent: unknown. */
+  timeout_ms?: number | null;
 }
 
-/** SPEC.md timeouts: a turn running longer than `cli_timeout * 2` is stale. */
+/**
+ * SPEC.md timeouts: a turn running longer than twice its limit is stale. The limit is the turn's
+ * own (a task or a background turn may run far longer than `cli_timeout`); `cli_timeout` is the
+ * limit only of a turn that does not say, and of the cron and inter-agent turns it bounds.
+ */
+export function staleThresholdMs(turn: LiveTurn, cliTimeoutSeconds: number): number {
+  const own = turn.timeout_ms;
+  return 2 * (typeof own === 'number' && own > 0 ? own : cliTimeoutSeconds * 1000);
+}
+
+/** The turns past their stale threshold (staleThresholdMs). */
 export function staleTurns<T extends LiveTurn>(running: readonly T[], now: number, cliTimeoutSeconds: number): T[] {
-  const threshold = cliTimeoutSeconds * 2 * 1000;
-  return running.filter((r) => now - r.started_ms > threshold);
+  return running.filter((r) => now - r.started_ms > staleThresholdMs(r, cliTimeoutSeconds));
 }
 
 // ------------------------------------------------------------------ memory maintenance

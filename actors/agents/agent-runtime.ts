@@ -79,6 +79,7 @@ interface Queued {
 
 interface ActiveTurn {
   actor: Actor<typeof turnMachine>;
+  request_id: string;
   chat_id: number;
   session_key: string;
 }
@@ -248,6 +249,19 @@ export class AgentRuntime {
   }
 
   /**
+   * Ends one running turn, named by its id or by its request, recording `cause`: unlike `abort`, the
+   * chat's other turns and what waits behind this one carry on. How many turns were ended (0 or 1).
+   */
+  abortTurn(target: { turn_id?: string; request_id?: string }, cause: string): number {
+    for (const [turnId, turn] of this.active) {
+      if (turnId !== target.turn_id && turn.request_id !== target.request_id) continue;
+      turn.actor.send({ type: 'abort', reason: cause });
+      return 1;
+    }
+    return 0;
+  }
+
+  /**
    * Stop taking messages, end every running turn (killing its process group), fail what was queued.
    * `cause` is recorded on the aborted turns: `shutdown` (svc stopping) marks them as cut off by a
    * restart, owed a notice and a /retry; resolves once `onCut` has been told of each.
@@ -394,7 +408,7 @@ export class AgentRuntime {
       ...(task?.reasoning_effort ? { effort: task.reasoning_effort } : {}),
       ...(task?.cli_parameters ? { cliParameters: task.cli_parameters } : {}),
     });
-    this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
+    this.active.set(turnId, { actor, request_id: msg.request_id, chat_id: msg.chat_id, session_key: key });
     const result = await done.finally(() => this.active.delete(turnId));
 
     const endedAt = this.d.bus.now();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { expiryRulesFromConfig, heartbeatDecision, isHeartbeatAck, isUserChatSession, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { expiryRulesFromConfig, heartbeatDecision, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   HEARTBEAT_EVENTS,
@@ -22,7 +22,8 @@ import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
  * interval, and asks the agent the heartbeat prompt where the rules allow. It only resumes: a chat
  * without a session (or whose session holds no conversation with the configured provider) is left
  * alone. An answer that is only the ack token is dropped; anything else is delivered to the chat.
- * Each tick of an agent's chat loop also ends that agent's turns running past `cli_timeout * 2`.
+ * Each tick of an agent's chat loop also ends that agent's turns running past twice their own time
+ * limit (`cli_timeout * 2` for the turns cli_timeout bounds), each turn alone.
  */
 
 /** svc itself asks; SPEC.md: system-initiated turns run with the admin role. */
@@ -46,7 +47,7 @@ export interface HeartbeatDeps {
   agents: () => string[];
   configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone' | 'idle_timeout_minutes' | 'daily_reset_enabled' | 'daily_reset_hour' | 'max_session_messages'>;
   timeZoneOf: (agent: string) => string;
-  /** Turns of the agent that started and have not ended. */
+  /** Turns of the agent that started and have not ended, with the time limit each started with. */
   runningTurns: (agent: string) => LiveTurn[];
   /** Hands a non-ack answer to the chat. */
   deliver: (d: HeartbeatDelivery) => Promise<void>;
@@ -66,8 +67,8 @@ const SYSTEM = heartbeatPrincipal({ transport: 'heartbeat', chat_id: 0, topic_id
 export class Heartbeat {
   private readonly loops: Loop[] = [];
   private readonly inFlight = new Map<string, Promise<void>>();
-  /** Stale turns already aborted, so a turn slow to die is not aborted (and recorded) each tick. */
-  private readonly swept = new Set<string>();
+  /** Per agent, its stale turns already aborted and still running, so a turn slow to die is not aborted (and recorded) each tick. */
+  private readonly swept = new Map<string, Set<string>>();
   private stopped = false;
 
   constructor(private readonly d: HeartbeatDeps) {}
@@ -202,21 +203,43 @@ export class Heartbeat {
     }
   }
 
-  /** Ends the agent's turns running past `cli_timeout * 2` through the chat abort every surface uses. */
+  /**
+   * Ends each of the agent's turns running past twice its own time limit (`cli_timeout * 2` for the
+   * turns cli_timeout bounds), that turn alone: the chat's other topics and the messages queued
+   * behind it carry on.
+   */
   private async sweep(agent: string, cliTimeout: number, sessions: SessionSummary[], now: number): Promise<void> {
-    const stale = staleTurns(this.d.runningTurns(agent), now, cliTimeout).filter((t) => !this.swept.has(t.turn_id));
-    for (const turn of stale) {
-      this.swept.add(turn.turn_id);
-      const session = sessions.find((s) => s.key === turn.session_key);
-      if (!session) {
-        this.d.bus.emitLog('warn', `heartbeat: turn ${turn.turn_id} of ${agent} runs past cli_timeout * 2 but its session ${turn.session_key} is not live; not aborted`);
+    const running = this.d.runningTurns(agent);
+    const swept = this.swept.get(agent) ?? new Set<string>();
+    // Only turns still running are remembered: an ended one is never seen again.
+    const live = new Set(running.map((t) => t.turn_id));
+    for (const id of swept) if (!live.has(id)) swept.delete(id);
+    this.swept.set(agent, swept);
+    for (const turn of staleTurns(running, now, cliTimeout)) {
+      if (swept.has(turn.turn_id)) continue;
+      swept.add(turn.turn_id);
+      let killed: number;
+      try {
+        ({ killed } = await agentsOf(this.d.bus).abortTurn({ agent, turn_id: turn.turn_id }, 'stale', SYSTEM));
+      } catch (e) {
+        // Tried again next tick.
+        swept.delete(turn.turn_id);
+        this.d.bus.emitLog('warn', `heartbeat: stale turn ${turn.turn_id} of ${agent} not aborted: ${describeError(e)}`);
         continue;
       }
-      const { killed } = await agentsOf(this.d.bus).abort(session.chat_id, heartbeatPrincipal(session), agent);
+      const session = sessions.find((s) => s.key === turn.session_key);
       await this.d.bus.publish({
         stream: HEARTBEAT_STREAM,
         type: HEARTBEAT_EVENTS.stale_aborted,
-        data: { agent, turn_id: turn.turn_id, session_key: turn.session_key, chat_id: session.chat_id, running_ms: Math.max(0, Math.round(now - turn.started_ms)), threshold_ms: Math.round(cliTimeout * 2000), killed },
+        data: {
+          agent,
+          turn_id: turn.turn_id,
+          session_key: turn.session_key,
+          chat_id: session?.chat_id ?? null,
+          running_ms: Math.max(0, Math.round(now - turn.started_ms)),
+          threshold_ms: Math.round(staleThresholdMs(turn, cliTimeout)),
+          killed,
+        },
         correlation: `turn:${turn.turn_id}`,
       });
     }

@@ -8,7 +8,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { CliSlots, queuedStatus, type CliSlot } from '../../actors/index.js';
 import { setImmediate as tick } from 'node:timers/promises';
 import { SYSTEM_ROLE, roleForCaller, roleForMessengerSender } from '../../machines/index.js';
-import { UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
+import { AGENT_COMMANDS, UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
 import * as v from 'valibot';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
@@ -151,6 +151,35 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   t.same((await queued).status, 'aborted', 'queued work of the chat is dropped');
   await agentsOf(hang.d.bus).abort(21, TOKEN_USER);
   t.equal((await other).status, 'aborted');
+});
+
+t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other topic and the queued message carry on', async (t) => {
+  const hang = await boot(t, { FAKE_CLI_HANG: '1' });
+  const started = firstValueFrom(hang.d.bus.events$.pipe(ofType('turn.spawned'), take(2), toArray()));
+  const inTopic1 = hang.ask('long', { chat_id: 20, topic_id: 1 });
+  const inTopic2 = hang.ask('long too', { chat_id: 20, topic_id: 2 });
+  const queued = hang.ask('waiting', { chat_id: 20, topic_id: 1 });
+  await started;
+  const turnOf = (requestId: string) => hang.d.log.read({ types: ['turn.started'] }).find((e) => e.data.request_id === requestId)!.stream.slice('turn:'.length);
+  const SYSTEM: Principal = { kind: 'system', id: 'heartbeat', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'heartbeat', chat_id: 0, topic_id: null } };
+  const agents = agentsOf(hang.d.bus);
+  t.same(await agents.abortTurn({ agent: 'main', turn_id: turnOf('r1') }, 'stale', SYSTEM), { killed: 1 });
+  t.same((await inTopic1).status, 'aborted');
+  const aborted = hang.d.log.read({ stream: `turn:${turnOf('r1')}`, types: ['turn.aborted'] });
+  t.equal(aborted[0]?.data.cause, 'stale', 'recorded with its cause');
+  // The message queued behind it runs next; the other topic still runs.
+  await until('the queued message started', () => hang.d.log.read({ types: ['turn.spawned'] }).length === 3);
+  t.same(await agents.abortTurn({ agent: 'main', turn_id: turnOf('r1') }, 'stale', SYSTEM), { killed: 0 }, 'an ended turn is not running any more');
+  t.same(await agents.abortTurn({ agent: 'main', request_id: 'r3' }, 'requester-stopped', SYSTEM), { killed: 1 }, 'by the request that started it');
+  t.same((await queued).status, 'aborted');
+  t.equal(hang.d.log.read({ stream: `turn:${turnOf('r3')}`, types: ['turn.aborted'] })[0]?.data.cause, 'requester-stopped');
+  t.notOk(hang.d.log.read({ stream: `turn:${turnOf('r2')}`, types: ['turn.aborted'] }).length, 'topic 2 is untouched');
+  await t.rejects(hang.d.bus.send(AGENT_COMMANDS.abortTurn, { agent: 'main', cause: 'stale', principal: SYSTEM }), { code: 'invalid-body' }, 'a turn or a request must be named');
+  await t.rejects(hang.d.bus.send(AGENT_COMMANDS.abortTurn, { agent: 'main', turn_id: 'x', cause: 'shutdown' as 'stale', principal: SYSTEM }), { code: 'invalid-body' }, 'svc\'s shutdown cause cannot be claimed');
+  const VIEWER_OF_NONE: Principal = { ...TOKEN_USER, allowed_agents: ['research'] };
+  t.same(await agents.abortTurn({ agent: 'main', request_id: 'r2' }, 'stale', VIEWER_OF_NONE), { killed: 0 }, 'only on an agent the principal may use');
+  await agentsOf(hang.d.bus).abort(20, TOKEN_USER);
+  t.equal((await inTopic2).status, 'aborted');
 });
 
 /** Polls what the test cannot await, with a bounded deadline. */

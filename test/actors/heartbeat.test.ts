@@ -2,9 +2,10 @@ import t from 'tap';
 import { SimulatedClock } from 'xstate';
 import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents } from '../../bus/index.js';
-import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleTurns, type ExpiryRules, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
-import { AGENT_COMMANDS, HEARTBEAT_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
-import { MemoryEventLog } from '../../store/index.js';
+import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type ExpiryRules, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { AGENT_COMMANDS, HEARTBEAT_EVENTS, TURN_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type AgentTurnAbort, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
+import { MemoryEventLog, PROJECTIONS, SqliteEventLog, agentTurnsReadModel } from '../../store/index.js';
+import { join } from 'node:path';
 
 const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
@@ -76,13 +77,42 @@ t.test('ack detection', async (t) => {
   t.ok(isHeartbeatAck('NOTHING', 'NOTHING'), 'per-target tokens');
 });
 
-t.test('staleTurns: past cli_timeout * 2', async (t) => {
+t.test('staleTurns: past twice the turn\'s own time limit, cli_timeout * 2 when it has none', async (t) => {
   const now = at('2026-11-27T12:00:00Z');
   const turns = [
     { turn_id: 'a', session_key: 'k', started_ms: now - 1200_000 },
     { turn_id: 'b', session_key: 'k', started_ms: now - 1200_001 },
   ];
   t.same(staleTurns(turns, now, 600).map((x) => x.turn_id), ['b']);
+  const kinds = [
+    { turn_id: 'cron', session_key: 'internal:0', started_ms: now - 1200_001, timeout_ms: 600_000 },
+    { turn_id: 'task', session_key: 'task:x', started_ms: now - 1500_000, timeout_ms: 3600_000 },
+    { turn_id: 'background', session_key: 'api:1', started_ms: now - 3000_000, timeout_ms: 1800_000 },
+    { turn_id: 'task-stuck', session_key: 'task:y', started_ms: now - 7200_001, timeout_ms: 3600_000 },
+    { turn_id: 'unknown', session_key: 'api:2', started_ms: now - 1200_001, timeout_ms: null },
+  ];
+  t.same(staleTurns(kinds, now, 600).map((x) => x.turn_id), ['cron', 'task-stuck', 'unknown'], 'a task or background turn gets twice its own limit, not cli_timeout * 2');
+  t.equal(staleThresholdMs(kinds[1]!, 600), 7200_000);
+  t.equal(staleThresholdMs(kinds[4]!, 600), 1200_000);
+});
+
+t.test('the running-turns read model gives each turn the time limit it started with', async (t) => {
+  const log = SqliteEventLog.open(join(t.testdir(), 'events.db'), { projections: PROJECTIONS });
+  const bus = new Bus({ log, clock: () => NOON });
+  t.teardown(() => {
+    bus.close();
+    log.close();
+  });
+  const start = (id: string, kind: 'task' | 'foreground', timeout_ms: number) =>
+    bus.publish({ stream: `turn:${id}`, type: TURN_EVENTS.started, data: { agent: 'main', session_key: kind === 'task' ? 'task:x' : 'api:1', request_id: `r-${id}`, kind, prompt: 'p', provider: 'claude', model: null, resumed: false, timeout_ms } });
+  await start('t1', 'task', 3600_000);
+  await start('t2', 'foreground', 600_000);
+  await start('t3', 'foreground', 600_000);
+  await bus.publish({ stream: 'turn:t3', type: TURN_EVENTS.completed, data: { text: '', session_id: null, stream_fallback: false, files: [], usage: null, cost_usd: null, duration_ms: 1 } });
+  t.same(agentTurnsReadModel(log.projectionDb()).running('main'), [
+    { turn_id: 't1', session_key: 'task:x', started_ms: NOON, timeout_ms: 3600_000 },
+    { turn_id: 't2', session_key: 'api:1', started_ms: NOON, timeout_ms: 600_000 },
+  ]);
 });
 
 // ------------------------------------------------------------------ the actor on a bus
@@ -104,13 +134,14 @@ function outcome(m: AgentMessage, text: string): TurnOutcome {
   };
 }
 
-function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: { turn_id: string; session_key: string; started_ms: number }[] }) {
+function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: LiveTurn[] }) {
   const clock = new SimulatedClock();
   clock.set(NOON);
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => clock.now() });
   const asked: AgentMessage[] = [];
   const aborts: AgentAbort[] = [];
+  const turnAborts: AgentTurnAbort[] = [];
   const delivered: HeartbeatDelivery[] = [];
   const skips: [number, HeartbeatSkip][] = [];
   let sessionQueries = 0;
@@ -121,6 +152,10 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     },
     abort: (a) => {
       aborts.push(a);
+      return { killed: 1 };
+    },
+    abortTurn: (a) => {
+      turnAborts.push(a);
       return { killed: 1 };
     },
     list: () => [{ name: 'main', provider: 'claude', model: 'm', online: true, is_main: true }],
@@ -145,7 +180,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     await hb.stop();
     bus.close();
   });
-  return { clock, log, bus, hb, asked, aborts, delivered, skips, sessionQueries: () => sessionQueries };
+  return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, sessionQueries: () => sessionQueries };
 }
 
 const settle = async () => {
@@ -225,22 +260,34 @@ t.test('quiet hours: nothing is asked', async (t) => {
   t.same(r.skips, [[1, 'quiet']]);
 });
 
-t.test('stale sweep: a turn past cli_timeout * 2 is aborted once, through the chat abort', async (t) => {
-  const r = rig(t, {
-    sessions: [session(1, { busy: true }), session(2)],
-    answers: {},
-    running: [
-      { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000 },
-      { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000 },
-    ],
-  });
+t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not through the chat abort', async (t) => {
+  const running: LiveTurn[] = [
+    { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 },
+    { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000, timeout_ms: 600_000 },
+    { turn_id: 'task', session_key: 'task:abc', started_ms: NOON - 1500_000, timeout_ms: 3600_000 },
+    { turn_id: 'stuck-task', session_key: 'task:def', started_ms: NOON - 7201_000, timeout_ms: 3600_000 },
+  ];
+  const r = rig(t, { sessions: [session(1, { busy: true }), session(2), session(6, { key: 'task:def', busy: true })], answers: {}, running });
+  const logs: string[] = [];
+  r.bus.transient$.subscribe((m) => m.stream === 'log' && logs.push((m.data as { msg: string }).msg));
   await r.hb.tick('main', null);
   await r.hb.tick('main', null);
   await settle();
-  t.same(r.aborts.map((a) => [a.chat_id, a.agent, a.principal.kind]), [[1, 'main', 'system']]);
+  t.same(r.aborts, [], 'the chat-wide abort (every topic, the queued messages) is not used');
+  t.same(r.turnAborts.map((a) => [a.agent, a.turn_id, a.cause, a.principal.kind]), [['main', 'old', 'stale', 'system'], ['main', 'stuck-task', 'stale', 'system']], 'each stale turn once, by its id');
+  t.same(logs.filter((l) => /not live|not aborted/.test(l)), [], 'a task turn within its own limit is left alone, without a warning');
   const facts = r.log.read({ stream: 'heartbeat' }).filter((f) => f.type === HEARTBEAT_EVENTS.stale_aborted);
-  t.equal(facts.length, 1);
-  t.match(facts[0]!.data, { turn_id: 'old', chat_id: 1, threshold_ms: 1200_000, killed: 1 });
+  t.same(facts.map((f) => f.data), [
+    { agent: 'main', turn_id: 'old', session_key: 'api:1', chat_id: 1, running_ms: 1201_000, threshold_ms: 1200_000, killed: 1 },
+    { agent: 'main', turn_id: 'stuck-task', session_key: 'task:def', chat_id: 6, running_ms: 7201_000, threshold_ms: 7200_000, killed: 1 },
+  ]);
+
+  // Once a swept turn ends it is forgotten: the set holds only what still runs.
+  running.splice(0, running.length);
+  await r.hb.tick('main', null);
+  running.push({ turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 });
+  await r.hb.tick('main', null);
+  t.same(r.turnAborts.map((a) => a.turn_id), ['old', 'stuck-task', 'old'], 'not remembered after it stopped running');
 });
 
 t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
