@@ -66,7 +66,8 @@ const SYSTEM = heartbeatPrincipal({ transport: 'heartbeat', chat_id: 0, topic_id
 
 export class Heartbeat {
   private readonly loops: Loop[] = [];
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Heartbeats asked and not yet answered, per chat: the request, so stop() can end its turn. */
+  private readonly inFlight = new Map<string, { agent: string; request_id: string }>();
   /** Per agent, its stale turns already aborted and still running, so a turn slow to die is not aborted (and recorded) each tick. */
   private readonly swept = new Map<string, Set<string>>();
   private stopped = false;
@@ -97,11 +98,17 @@ export class Heartbeat {
     return this.loops.length;
   }
 
-  /** Stops the loops and waits for the heartbeats still running. */
+  /**
+   * Stops the loops and ends the turns of the heartbeats still running, without waiting for their
+   * answers: a heartbeat turn may run for `timeouts.background`, and shutdown must not wait on it.
+   * Ended here rather than by the agents' shutdown (which stops after this), so a heartbeat cut off
+   * is not owed a restart notice. An answer that still arrives is dropped.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const l of this.loops) if (l.timer !== null) this.clock.clearTimeout(l.timer as never);
-    await Promise.allSettled([...this.inFlight.values()]);
+    const running = [...this.inFlight.values()];
+    await Promise.allSettled(running.map((r) => agentsOf(this.d.bus).abortTurn(r, 'requester-stopped', SYSTEM)));
   }
 
   private intervalMs(loop: Loop): number {
@@ -172,13 +179,13 @@ export class Heartbeat {
         continue;
       }
       const where = { agent, transport: s!.transport, chat_id: chat.chat_id, topic_id: chat.topic_id };
-      const run = this.send(where, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, run);
+      const requestId = `heartbeat:${randomUUID()}`;
+      this.inFlight.set(key, { agent, request_id: requestId });
+      void this.send(where, requestId, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
     }
   }
 
-  private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, prompt: string, ackToken: string): Promise<void> {
-    const requestId = `heartbeat:${randomUUID()}`;
+  private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, requestId: string, prompt: string, ackToken: string): Promise<void> {
     // resume_only: should the session expire or lose its conversation between this decision and the
     // turn, the runtime refuses rather than open a new one.
     const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background', resume_only: true }, heartbeatPrincipal(where), { requestId });
@@ -189,6 +196,8 @@ export class Heartbeat {
         return;
       }
       const outcome = await asked.outcome;
+      // Stopped meanwhile: nothing more is delivered or recorded (the log may be closing).
+      if (this.stopped) return;
       if (outcome.status !== 'completed' || outcome.is_error) {
         this.d.bus.emitLog('info', `heartbeat ${where.agent} chat ${where.chat_id}: the turn ended ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ''}`);
         return;

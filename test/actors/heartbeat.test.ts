@@ -134,7 +134,7 @@ function outcome(m: AgentMessage, text: string): TurnOutcome {
   };
 }
 
-function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: LiveTurn[] }) {
+function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string | Promise<string>>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: LiveTurn[] }) {
   const clock = new SimulatedClock();
   clock.set(NOON);
   const log = new MemoryEventLog();
@@ -148,7 +148,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
   serveAgents(bus, 'fake', {
     accept: (m) => {
       asked.push(m);
-      return { outcome: Promise.resolve(outcome(m, opts.answers[m.chat_id] ?? 'HEARTBEAT_OK')) };
+      return { outcome: Promise.resolve(opts.answers[m.chat_id] ?? 'HEARTBEAT_OK').then((text) => outcome(m, text)) };
     },
     abort: (a) => {
       aborts.push(a);
@@ -288,6 +288,22 @@ t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not
   running.push({ turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 });
   await r.hb.tick('main', null);
   t.same(r.turnAborts.map((a) => a.turn_id), ['old', 'stuck-task', 'old'], 'not remembered after it stopped running');
+});
+
+t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\'s own turn, and delivers nothing after', async (t) => {
+  let answer!: (text: string) => void;
+  const r = rig(t, { sessions: [session(1)], answers: { 1: new Promise<string>((resolve) => (answer = resolve)) } });
+  await r.hb.tick('main', null);
+  await settle();
+  t.equal(r.asked.length, 1, 'the heartbeat is running');
+  const stopped = await Promise.race([r.hb.stop().then(() => 'stopped'), settle().then(() => 'still waiting for the answer')]);
+  t.equal(stopped, 'stopped');
+  t.same(r.turnAborts.map((a) => [a.agent, a.request_id, a.turn_id, a.cause]), [['main', r.asked[0]!.request_id, undefined, 'requester-stopped']], 'its turn is ended by its request id, not left for the agents\' shutdown');
+  t.same(r.aborts, [], 'nothing else in the chat');
+  answer('The deploy failed.');
+  await settle();
+  t.same(r.delivered, [], 'an answer arriving after stop is not delivered');
+  t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
 });
 
 t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
