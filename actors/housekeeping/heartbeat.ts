@@ -148,7 +148,8 @@ export class Heartbeat {
     // People's chats only: not a task's session, a workflow run's or an inter-agent call's.
     const sessions = all.filter(isUserChatSession);
     const summary = (await this.d.bus.send(AGENT_COMMANDS.list, { principal: SYSTEM }, { by: 'heartbeat' })).find((a) => a.name === agent);
-    if (!summary) return;
+    // Stopped while this tick looked: a heartbeat asked now would outlive stop().
+    if (!summary || this.stopped) return;
     const claimed = (s: { chat_id: number; topic_id: number | null }, t: HeartbeatTarget) => s.chat_id === t.chat_id && (t.topic_id ?? null) === s.topic_id;
     const chats: { transport: string; chat_id: number; topic_id: number | null; session: SessionSummary | null }[] =
       target === null

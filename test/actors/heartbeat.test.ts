@@ -306,6 +306,15 @@ t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\
   t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
 });
 
+t.test('a tick under way when stop() is called asks nothing', async (t) => {
+  const r = rig(t, { sessions: [session(1)], answers: {} });
+  const tick = r.hb.tick('main', null);
+  await r.hb.stop();
+  await tick;
+  await settle();
+  t.same(r.asked, [], 'no heartbeat outlives stop()');
+});
+
 t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
   const target = { chat_id: 9, topic_id: null, prompt: null, ack_token: null, interval_minutes: 10, quiet_start: null, quiet_end: null };
   const r = rig(t, { sessions: [session(9)], answers: {}, heartbeat: { interval_minutes: 30, group_targets: [target] } });
