@@ -12,6 +12,7 @@ import {
   type AgentAsk,
   type AgentList,
   type AgentMessage,
+  type AgentTurnAbort,
   type AgentSummary,
   type ErrorCode,
   type Principal,
@@ -128,6 +129,12 @@ export class AgentClient {
     return this.bus.send(AGENT_COMMANDS.abort, data, { by: byOf(principal) });
   }
 
+  /** Ends one running turn of `agent`, by turn id or by the request that started it; nothing queued is touched. */
+  abortTurn(target: { agent: string } & ({ turn_id: string } | { request_id: string }), cause: AgentTurnAbort['cause'], principal: Principal): Promise<AbortOutcome> {
+    const data: AgentTurnAbort = { ...target, cause, principal };
+    return this.bus.send(AGENT_COMMANDS.abortTurn, data, { by: byOf(principal) });
+  }
+
   /** The agents this principal may use. */
   list(principal: Principal): Promise<AgentSummary[]> {
     const data: AgentList = { principal };
@@ -161,6 +168,8 @@ export function agentsOf(bus: Bus): AgentClient {
 export interface AgentService {
   accept(msg: AgentMessage): { outcome: Promise<TurnOutcome> } | Promise<{ outcome: Promise<TurnOutcome> }>;
   abort(req: AgentAbort): AbortOutcome | Promise<AbortOutcome>;
+  /** Served only when given (`agent.abort_turn` then has no handler). */
+  abortTurn?(req: AgentTurnAbort): AbortOutcome | Promise<AbortOutcome>;
   list(req: AgentList): AgentSummary[] | Promise<AgentSummary[]>;
 }
 
@@ -177,6 +186,8 @@ export function serveAgents(bus: Bus, name: string, service: AgentService): Subs
     return { accepted: true as const };
   });
   sub.add(bus.handle(AGENT_COMMANDS.abort, name, (cmd) => service.abort(cmd.data)));
+  const { abortTurn } = service;
+  if (abortTurn) sub.add(bus.handle(AGENT_COMMANDS.abortTurn, name, (cmd) => abortTurn.call(service, cmd.data)));
   sub.add(bus.handle(AGENT_COMMANDS.list, name, (cmd) => service.list(cmd.data)));
   return sub;
 }

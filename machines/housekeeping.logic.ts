@@ -1,5 +1,7 @@
-import { MAIN_AGENT } from '../schemas/index.js';
+import { MAIN_AGENT, TRANSPORTS } from '../schemas/index.js';
 import { alwaysLoadModules } from './memory.logic.js';
+import { shouldExpire, type ExpiryRules } from './session-expiry.logic.js';
+import { sessionKey } from './session-key.logic.js';
 import { inDailyWindow, latestDailyBoundary } from './time-zone.logic.js';
 
 /*
@@ -94,11 +96,28 @@ export function inQuietHours(now: number, quietStart: number, quietEnd: number, 
   return inDailyWindow(now, quietStart * 60, quietEnd * 60, timeZone);
 }
 
-export type HeartbeatSkip = 'quiet' | 'no-session' | 'provider-mismatch' | 'busy' | 'cooldown';
+export type HeartbeatSkip = 'quiet' | 'no-session' | 'session-expired' | 'provider-mismatch' | 'busy' | 'cooldown';
+
+/** Where people chat with an agent: the messengers, the direct API and the admin panel. */
+export const HEARTBEAT_CHAT_TRANSPORTS: readonly string[] = [...TRANSPORTS, 'api', 'admin'];
+
+/**
+ * Whether a session is a person's chat, the only kind a heartbeat looks at: on a chat transport and
+ * keyed as that chat. A task's session (`task:<id>` on its parent's transport), a workflow run's
+ * (`workflow`) and an inter-agent call's (`internal`) are not.
+ */
+export function isUserChatSession(s: { key: string; transport: string; chat_id: number; topic_id: number | null }): boolean {
+  if (!HEARTBEAT_CHAT_TRANSPORTS.includes(s.transport)) return false;
+  try {
+    return s.key === sessionKey(s.transport, s.chat_id, s.topic_id);
+  } catch {
+    return false;
+  }
+}
 
 export interface HeartbeatChat {
   /** The chat's live session, or null: heartbeats only resume, they never open one. */
-  session: { providers: readonly string[]; lastActiveMs: number; busy: boolean } | null;
+  session: { providers: readonly string[]; lastActiveMs: number; createdMs: number; messageCount: number; busy: boolean } | null;
   /** A heartbeat of ours is still running in this chat. */
   inFlight: boolean;
 }
@@ -110,6 +129,8 @@ export interface HeartbeatRules {
   timeZone: string;
   /** The provider the agent is configured for now: a session only holding another one's conversation is not resumed. */
   provider: string;
+  /** The agent's session expiry rules: a session the heartbeat's message would replace is not resumed. */
+  expiry: ExpiryRules;
 }
 
 /** Whether this tick sends the heartbeat prompt to the chat, or why not (reported in this order). */
@@ -117,6 +138,9 @@ export function heartbeatDecision(chat: HeartbeatChat, now: number, rules: Heart
   if (inQuietHours(now, rules.quietStart, rules.quietEnd, rules.timeZone)) return { send: false, skip: 'quiet' };
   const s = chat.session;
   if (!s) return { send: false, skip: 'no-session' };
+  // The rule the runtime applies when the message arrives: if it would start afresh, the heartbeat
+  // would open a new, empty session (idle timeout, daily reset, message cap).
+  if (shouldExpire({ createdAt: s.createdMs, lastActiveAt: s.lastActiveMs, messageCount: s.messageCount }, now, rules.expiry)) return { send: false, skip: 'session-expired' };
   if (!s.providers.includes(rules.provider)) return { send: false, skip: 'provider-mismatch' };
   if (s.busy || chat.inFlight) return { send: false, skip: 'busy' };
   if (now - s.lastActiveMs < rules.cooldownMinutes * 60_000) return { send: false, skip: 'cooldown' };
@@ -137,12 +161,23 @@ export interface LiveTurn {
   turn_id: string;
   session_key: string;
   started_ms: number;
+  /** The time limit the turn started with (its kind's: foreground, background, task, workflow, ...); null or absent: unknown. */
+  timeout_ms?: number | null;
 }
 
-/** SPEC.md timeouts: a turn running longer than `cli_timeout * 2` is stale. */
+/**
+ * SPEC.md timeouts: a turn running longer than twice its limit is stale. The limit is the turn's
+ * own (a task or a background turn may run far longer than `cli_timeout`); `cli_timeout` is the
+ * limit only of a turn that does not say, and of the cron and inter-agent turns it bounds.
+ */
+export function staleThresholdMs(turn: LiveTurn, cliTimeoutSeconds: number): number {
+  const own = turn.timeout_ms;
+  return 2 * (typeof own === 'number' && own > 0 ? own : cliTimeoutSeconds * 1000);
+}
+
+/** The turns past their stale threshold (staleThresholdMs). */
 export function staleTurns<T extends LiveTurn>(running: readonly T[], now: number, cliTimeoutSeconds: number): T[] {
-  const threshold = cliTimeoutSeconds * 2 * 1000;
-  return running.filter((r) => now - r.started_ms > threshold);
+  return running.filter((r) => now - r.started_ms > staleThresholdMs(r, cliTimeoutSeconds));
 }
 
 // ------------------------------------------------------------------ memory maintenance

@@ -22,8 +22,11 @@ interface Where {
 export type SessionCommand =
   /** `/new` or `/reset`: always a fresh session. */
   | { type: 'reset'; where: Where; reason: 'new' | 'reset'; now: number }
-  /** A turn is about to run: open a session if there is none, one was asked for, or this one expired. */
-  | { type: 'begin-turn'; where: Where; freshAsked: boolean; rules: ExpiryRules; now: number }
+  /**
+   * A turn is about to run: open a session if there is none, one was asked for, or this one expired.
+   * `resumeOnly` refuses (`no-session`) each of those instead: the turn may only continue a live session.
+   */
+  | { type: 'begin-turn'; where: Where; freshAsked: boolean; rules: ExpiryRules; now: number; resumeOnly?: boolean }
   /** A turn ended: count it and remember the provider's session id (or that the provider dropped it). */
   | { type: 'record-turn'; turn_id: string; provider: string; session_id: string | null; session_reset: boolean; warningHours: number; now: number }
   /** Ended by an operator: nothing is resumed, and the next message starts afresh. */
@@ -41,6 +44,13 @@ export function decideSession(command: SessionCommand, state: SessionState | nul
     case 'reset':
       return { ok: true, facts: [started(command.where, command.now, command.reason)] };
     case 'begin-turn': {
+      if (command.resumeOnly) {
+        const refuse = (why: string): SessionDecision => ({ ok: false, code: 'no-session', message: `resume-only turn in ${command.where.key}: ${why}; a new session is not started for it` });
+        if (!state) return refuse('there is no session');
+        if (command.freshAsked) return refuse('a fresh session was asked for');
+        const expired = shouldExpire(state, command.now, command.rules);
+        return expired ? refuse(`the session has expired (${expired})`) : { ok: true, facts: [] };
+      }
       if (!state) return { ok: true, facts: [started(command.where, command.now, 'first')] };
       if (command.freshAsked) return { ok: true, facts: [started(command.where, command.now, 'new')] };
       const expired = shouldExpire(state, command.now, command.rules);

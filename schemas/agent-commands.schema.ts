@@ -58,6 +58,13 @@ export const AgentMessageSchema = v.object({
   kind: v.picklist(TURN_KINDS),
   /** Start a fresh provider session before this message. */
   new_session: v.optional(v.boolean()),
+  /**
+   * Only continue the chat's live session and its conversation with the provider the turn runs on:
+   * refused with `no-session` (no session, no fact recorded) where the turn would open one, start
+   * afresh (expiry, `new_session`) or begin a new provider conversation. For svc's own check-ins
+   * (heartbeat), which must never create a session.
+   */
+  resume_only: v.optional(v.boolean()),
   /** A delegated task's run (kind `task`): see TaskRunSchema. */
   task: v.optional(TaskRunSchema),
 });
@@ -73,6 +80,29 @@ export const AgentAbortSchema = v.object({
   principal: PrincipalSchema,
 });
 export type AgentAbort = v.InferOutput<typeof AgentAbortSchema>;
+
+/**
+ * Why svc itself ends one turn (recorded as the turn's abort cause): `stale`, it ran past twice its
+ * own time limit (the heartbeat's sweep); `requester-stopped`, what asked for it is stopping.
+ * Neither is a user's /stop or svc's shutdown, so such a turn is owed no restart notice.
+ */
+export const TURN_ABORT_CAUSES = ['stale', 'requester-stopped'] as const;
+
+/**
+ * Ends one running turn of one agent, named by its turn id or by the request that started it, and
+ * nothing else: not the chat's other topics, not the messages queued behind it (unlike `agent.abort`).
+ */
+export const AgentTurnAbortSchema = v.pipe(
+  v.object({
+    agent: AgentName,
+    turn_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(128))),
+    request_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(128))),
+    cause: v.picklist(TURN_ABORT_CAUSES),
+    principal: PrincipalSchema,
+  }),
+  v.check((a) => (a.turn_id === undefined) !== (a.request_id === undefined), 'exactly one of turn_id and request_id'),
+);
+export type AgentTurnAbort = v.InferOutput<typeof AgentTurnAbortSchema>;
 
 export const AgentListSchema = v.object({ principal: PrincipalSchema });
 export type AgentList = v.InferOutput<typeof AgentListSchema>;
@@ -182,6 +212,8 @@ export const AGENT_COMMANDS = {
   /** Answered once the message is queued or refused; the turn's chunks and its `agent.replied` follow. */
   message: defineCommand('agent.message', AgentMessageSchema, AdmissionSchema, { invalidCode: 'invalid-body' }),
   abort: defineCommand('agent.abort', AgentAbortSchema, AbortOutcomeSchema, { invalidCode: 'invalid-body' }),
+  /** One turn only (see AgentTurnAbortSchema); `killed` is 0 when it is not running (any more). */
+  abortTurn: defineCommand('agent.abort_turn', AgentTurnAbortSchema, AbortOutcomeSchema, { invalidCode: 'invalid-body' }),
   list: defineCommand('agent.list', AgentListSchema, v.array(AgentSummarySchema), { invalidCode: 'invalid-body' }),
   /** Hands over (once) the notices of answers a restart cut off in one chat; see InterruptedNotice. */
   takeInterrupted: defineCommand('agent.take_interrupted', TakeInterruptedSchema, v.array(InterruptedNoticeSchema)),

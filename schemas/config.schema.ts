@@ -135,12 +135,18 @@ export const DockerConfigSchema = v.object({
   extras: v.optional(v.array(oneOf(DOCKER_EXTRAS)), () => [] as (typeof DOCKER_EXTRAS)[number][]),
 });
 
+/**
+ * The longest heartbeat interval (one week). setTimeout holds at most 2^31-1 ms (about 24.8 days):
+ * a longer delay fires after 1 ms, so an uncapped interval would turn into a tight loop.
+ */
+export const MAX_HEARTBEAT_INTERVAL_MINUTES = 10_080;
+
 export const HeartbeatTargetSchema = v.object({
   chat_id: int(),
   topic_id: v.optional(v.nullable(int()), null),
   prompt: v.optional(v.nullable(v.string()), null),
   ack_token: v.optional(v.nullable(v.string()), null),
-  interval_minutes: v.optional(v.nullable(int(1)), null),
+  interval_minutes: v.optional(v.nullable(int(1, MAX_HEARTBEAT_INTERVAL_MINUTES)), null),
   quiet_start: v.optional(v.nullable(hour()), null),
   quiet_end: v.optional(v.nullable(hour()), null),
 });
@@ -154,7 +160,7 @@ export const DEFAULT_HEARTBEAT_PROMPT = [
 
 export const HeartbeatConfigSchema = v.object({
   enabled: bool(false),
-  interval_minutes: v.optional(int(1), 30),
+  interval_minutes: v.optional(int(1, MAX_HEARTBEAT_INTERVAL_MINUTES), 30),
   cooldown_minutes: v.optional(int(0), 5),
   quiet_start: v.optional(hour(), 21),
   quiet_end: v.optional(hour(), 8),

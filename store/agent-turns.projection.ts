@@ -139,15 +139,37 @@ export function agentActivity(db: Database.Database, agent: string, sessionsSinc
     .get(sessionsSinceMs, agent) as AgentActivity;
 }
 
-/** The agent's turns that started and have not ended, oldest first (`turn_id` without the `turn:` prefix). */
-export function runningTurns(db: Database.Database, agent: string): { turn_id: string; session_key: string; started_ms: number }[] {
-  const rows = db.prepare(`SELECT turn, session_key, started_ms FROM agent_turns WHERE agent = ? AND ended_ms IS NULL ORDER BY started_ms`).all(agent) as { turn: string; session_key: string; started_ms: number }[];
-  return rows.map((r) => ({ turn_id: r.turn.slice('turn:'.length), session_key: r.session_key, started_ms: r.started_ms }));
+/** A turn that started and has not ended: its own time limit comes from its `turn.started` fact. */
+export interface RunningTurn {
+  /** Without the `turn:` prefix. */
+  turn_id: string;
+  session_key: string;
+  started_ms: number;
+  /** The limit the turn started with (it depends on its kind: foreground, background, task, ...); null if the fact lacks it. */
+  timeout_ms: number | null;
+}
+
+/** The agent's turns that started and have not ended, oldest first. */
+export function runningTurns(db: Database.Database, agent: string): RunningTurn[] {
+  // `seq` is the turn.started fact's: its payload holds the turn's own time limit.
+  const rows = db
+    .prepare(
+      `SELECT t.turn, t.session_key, t.started_ms, json_extract(e.data, '$.timeout_ms') AS timeout_ms
+       FROM agent_turns t LEFT JOIN events e ON e.seq = t.seq
+       WHERE t.agent = ? AND t.ended_ms IS NULL ORDER BY t.started_ms`,
+    )
+    .all(agent) as { turn: string; session_key: string; started_ms: number; timeout_ms: unknown }[];
+  return rows.map((r) => ({
+    turn_id: r.turn.slice('turn:'.length),
+    session_key: r.session_key,
+    started_ms: r.started_ms,
+    timeout_ms: typeof r.timeout_ms === 'number' && Number.isFinite(r.timeout_ms) && r.timeout_ms > 0 ? r.timeout_ms : null,
+  }));
 }
 
 /** The read model bound to one connection, for the admin agents actor and the stale-turn sweep. */
 export interface AgentTurnsReadModel {
-  running(agent: string): { turn_id: string; session_key: string; started_ms: number }[];
+  running(agent: string): RunningTurn[];
   stats(agent: string, sinceMs: number, untilMs: number): TurnStats;
   history(agent: string, startMs: number, bucketMs: number, count: number): TurnBucket[];
   activity(agent: string, sessionsSinceMs: number): AgentActivity;

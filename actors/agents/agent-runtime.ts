@@ -79,6 +79,7 @@ interface Queued {
 
 interface ActiveTurn {
   actor: Actor<typeof turnMachine>;
+  request_id: string;
   chat_id: number;
   session_key: string;
 }
@@ -248,6 +249,19 @@ export class AgentRuntime {
   }
 
   /**
+   * Ends one running turn, named by its id or by its request, recording `cause`: unlike `abort`, the
+   * chat's other turns and what waits behind this one carry on. How many turns were ended (0 or 1).
+   */
+  abortTurn(target: { turn_id?: string; request_id?: string }, cause: string): number {
+    for (const [turnId, turn] of this.active) {
+      if (turnId !== target.turn_id && turn.request_id !== target.request_id) continue;
+      turn.actor.send({ type: 'abort', reason: cause });
+      return 1;
+    }
+    return 0;
+  }
+
+  /**
    * Stop taking messages, end every running turn (killing its process group), fail what was queued.
    * `cause` is recorded on the aborted turns: `shutdown` (svc stopping) marks them as cut off by a
    * restart, owed a notice and a /retry; resolves once `onCut` has been told of each.
@@ -351,12 +365,16 @@ export class AgentRuntime {
     // Checked again: `/retry` replaced the text after it was accepted.
     const { prompt, directive } = promptOf(msg.text);
 
+    const resumeOnly = msg.resume_only === true;
+    // Refused before the session's actor is made: a chat without a session keeps having none.
+    if (resumeOnly && !this.sessionActor(key)?.getSnapshot().context.state) throw new SvcError('no-session', `resume-only turn in ${key}: there is no session; a new session is not started for it`);
     const session = (await this.runSessionCommand(msg, key, {
       type: 'begin-turn',
       where: this.where(msg, key),
       freshAsked: msg.new_session === true,
       rules: expiryRulesFromConfig(config, this.timezone(config.user_timezone)),
       now: this.d.bus.now(),
+      ...(resumeOnly ? { resumeOnly } : {}),
     }))!;
 
     const current = this.currentModel();
@@ -377,6 +395,8 @@ export class AgentRuntime {
       // The task's facts know its conversation; its session's expiry rules (idle, daily reset) do not apply.
       resume = task.resume_session_id;
     }
+    // A new conversation with this provider would be a new session in all but name.
+    if (resumeOnly && resume === null) throw new SvcError('no-session', `resume-only turn in ${key}: the session holds no ${provider} conversation; a new one is not started for it`);
     // Also when the agent stopped meanwhile: a turn still preparing is in no list stop() ends.
     if (this.stopped || (this.abortEpoch.get(msg.chat_id) ?? 0) !== epoch.chat || (this.endEpoch.get(key) ?? 0) !== epoch.session) {
       return this.commands.reply(msg, 'Cancelled by /stop.', 'aborted', 'aborted');
@@ -389,7 +409,7 @@ export class AgentRuntime {
       // The provider resolved above, so a run naming only a model gets that model's provider's flags.
       ...(task?.cli_parameters ? { cliParameters: task.cli_parameters[provider] ?? [] } : {}),
     });
-    this.active.set(turnId, { actor, chat_id: msg.chat_id, session_key: key });
+    this.active.set(turnId, { actor, request_id: msg.request_id, chat_id: msg.chat_id, session_key: key });
     const result = await done.finally(() => this.active.delete(turnId));
 
     const endedAt = this.d.bus.now();

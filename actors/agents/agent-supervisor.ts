@@ -13,6 +13,7 @@ import {
   type AgentAbort,
   type AgentConfig,
   type AgentList,
+  type AgentTurnAbort,
   type SessionEnd,
   type SessionList,
   type SessionSummary,
@@ -88,7 +89,7 @@ export class AgentSupervisor {
     this.startAgent(MAIN_AGENT);
     for (const entry of this.d.registry()) this.tryStart(entry.name);
     this.subs.push(
-      serveAgents(bus, 'agents', { accept: (msg) => this.accept(msg), abort: (req) => this.abort(req), list: (req) => this.list(req) }),
+      serveAgents(bus, 'agents', { accept: (msg) => this.accept(msg), abort: (req) => this.abort(req), abortTurn: (req) => this.abortTurn(req), list: (req) => this.list(req) }),
       bus.handle(AGENT_COMMANDS.sessions, 'agents', (cmd) => this.sessions(cmd.data)),
       bus.handle(AGENT_COMMANDS.endSession, 'agents', (cmd) => this.endSession(cmd.data)),
       bus.subscribe('agents:registry', (e) => {
@@ -237,6 +238,13 @@ export class AgentSupervisor {
       if ((!agent || agent === name) && agentAccess(principal, name, registry).allowed) killed += runtime.abort(chat_id);
     }
     return { killed };
+  }
+
+  /** One turn of one agent the principal may use; an agent it may not use (or that is gone) has no such turn. */
+  private abortTurn({ agent, principal, cause, ...target }: AgentTurnAbort): AbortOutcome {
+    const runtime = this.runtimes.get(agent);
+    if (!runtime || !agentAccess(principal, agent, this.d.registry()).allowed) return { killed: 0 };
+    return { killed: runtime.abortTurn(target, cause) };
   }
 
   private sessions({ principal }: SessionList): SessionSummary[] {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { heartbeatDecision, isHeartbeatAck, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { expiryRulesFromConfig, heartbeatDecision, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   HEARTBEAT_EVENTS,
   HEARTBEAT_STREAM,
+  SvcError,
   describeError,
   type AgentConfig,
   type HeartbeatTarget,
@@ -21,7 +22,8 @@ import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
  * interval, and asks the agent the heartbeat prompt where the rules allow. It only resumes: a chat
  * without a session (or whose session holds no conversation with the configured provider) is left
  * alone. An answer that is only the ack token is dropped; anything else is delivered to the chat.
- * Each tick of an agent's chat loop also ends that agent's turns running past `cli_timeout * 2`.
+ * Each tick of an agent's chat loop also ends that agent's turns running past twice their own time
+ * limit (`cli_timeout * 2` for the turns cli_timeout bounds), each turn alone.
  */
 
 /** svc itself asks; SPEC.md: system-initiated turns run with the admin role. */
@@ -43,9 +45,9 @@ export interface HeartbeatDeps {
   clock?: ActorClock;
   /** Agents looked at when the heartbeat starts (SPEC.md: hot reload does not add loops). */
   agents: () => string[];
-  configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone'>;
+  configOf: (agent: string) => Pick<AgentConfig, 'heartbeat' | 'cli_timeout' | 'user_timezone' | 'idle_timeout_minutes' | 'daily_reset_enabled' | 'daily_reset_hour' | 'max_session_messages'>;
   timeZoneOf: (agent: string) => string;
-  /** Turns of the agent that started and have not ended. */
+  /** Turns of the agent that started and have not ended, with the time limit each started with. */
   runningTurns: (agent: string) => LiveTurn[];
   /** Hands a non-ack answer to the chat. */
   deliver: (d: HeartbeatDelivery) => Promise<void>;
@@ -61,13 +63,13 @@ interface Loop {
 }
 
 const SYSTEM = heartbeatPrincipal({ transport: 'heartbeat', chat_id: 0, topic_id: null });
-const isTaskKey = (key: string) => key.startsWith('task:');
 
 export class Heartbeat {
   private readonly loops: Loop[] = [];
-  private readonly inFlight = new Map<string, Promise<void>>();
-  /** Stale turns already aborted, so a turn slow to die is not aborted (and recorded) each tick. */
-  private readonly swept = new Set<string>();
+  /** Heartbeats asked and not yet answered, per chat: the request, so stop() can end its turn. */
+  private readonly inFlight = new Map<string, { agent: string; request_id: string }>();
+  /** Per agent, its stale turns already aborted and still running, so a turn slow to die is not aborted (and recorded) each tick. */
+  private readonly swept = new Map<string, Set<string>>();
   private stopped = false;
 
   constructor(private readonly d: HeartbeatDeps) {}
@@ -96,11 +98,17 @@ export class Heartbeat {
     return this.loops.length;
   }
 
-  /** Stops the loops and waits for the heartbeats still running. */
+  /**
+   * Stops the loops and ends the turns of the heartbeats still running, without waiting for their
+   * answers: a heartbeat turn may run for `timeouts.background`, and shutdown must not wait on it.
+   * Ended here rather than by the agents' shutdown (which stops after this), so a heartbeat cut off
+   * is not owed a restart notice. An answer that still arrives is dropped.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const l of this.loops) if (l.timer !== null) this.clock.clearTimeout(l.timer as never);
-    await Promise.allSettled([...this.inFlight.values()]);
+    const running = [...this.inFlight.values()];
+    await Promise.allSettled(running.map((r) => agentsOf(this.d.bus).abortTurn(r, 'requester-stopped', SYSTEM)));
   }
 
   private intervalMs(loop: Loop): number {
@@ -135,27 +143,35 @@ export class Heartbeat {
     const hb = cfg.heartbeat;
     if (!hb.enabled) return;
     const now = this.d.bus.now();
-    const sessions = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }, { by: 'heartbeat' })).filter((s) => s.agent === agent && !isTaskKey(s.key));
-    if (target === null) await this.sweep(agent, cfg.cli_timeout, sessions, now);
+    const all = (await this.d.bus.send(AGENT_COMMANDS.sessions, { principal: SYSTEM }, { by: 'heartbeat' })).filter((s) => s.agent === agent);
+    if (target === null) await this.sweep(agent, cfg.cli_timeout, all, now);
+    // People's chats only: not a task's session, a workflow run's or an inter-agent call's.
+    const sessions = all.filter(isUserChatSession);
     const summary = (await this.d.bus.send(AGENT_COMMANDS.list, { principal: SYSTEM }, { by: 'heartbeat' })).find((a) => a.name === agent);
-    if (!summary) return;
+    // Stopped while this tick looked: a heartbeat asked now would outlive stop().
+    if (!summary || this.stopped) return;
     const claimed = (s: { chat_id: number; topic_id: number | null }, t: HeartbeatTarget) => s.chat_id === t.chat_id && (t.topic_id ?? null) === s.topic_id;
     const chats: { transport: string; chat_id: number; topic_id: number | null; session: SessionSummary | null }[] =
       target === null
         ? sessions.filter((s) => !hb.group_targets.some((t) => claimed(s, t))).map((s) => ({ transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id, session: s }))
         : [{ transport: '', chat_id: target.chat_id, topic_id: target.topic_id ?? null, session: sessions.find((s) => claimed(s, target)) ?? null }];
+    const timeZone = this.d.timeZoneOf(agent);
     const rules = {
       quietStart: target?.quiet_start ?? hb.quiet_start,
       quietEnd: target?.quiet_end ?? hb.quiet_end,
       cooldownMinutes: hb.cooldown_minutes,
-      timeZone: this.d.timeZoneOf(agent),
+      timeZone,
       provider: summary.provider,
+      expiry: expiryRulesFromConfig(cfg, timeZone),
     };
     for (const chat of chats) {
       const key = `${agent}\u0000${chat.chat_id}\u0000${chat.topic_id ?? ''}`;
       const s = chat.session;
       const decision = heartbeatDecision(
-        { session: s ? { providers: s.providers, lastActiveMs: Date.parse(s.last_active), busy: s.busy } : null, inFlight: this.inFlight.has(key) },
+        {
+          session: s ? { providers: s.providers, lastActiveMs: Date.parse(s.last_active), createdMs: Date.parse(s.created_at), messageCount: s.message_count, busy: s.busy } : null,
+          inFlight: this.inFlight.has(key),
+        },
         now,
         rules,
       );
@@ -164,14 +180,16 @@ export class Heartbeat {
         continue;
       }
       const where = { agent, transport: s!.transport, chat_id: chat.chat_id, topic_id: chat.topic_id };
-      const run = this.send(where, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, run);
+      const requestId = `heartbeat:${randomUUID()}`;
+      this.inFlight.set(key, { agent, request_id: requestId });
+      void this.send(where, requestId, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
     }
   }
 
-  private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, prompt: string, ackToken: string): Promise<void> {
-    const requestId = `heartbeat:${randomUUID()}`;
-    const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background' }, heartbeatPrincipal(where), { requestId });
+  private async send(where: { agent: string; transport: string; chat_id: number; topic_id: number | null }, requestId: string, prompt: string, ackToken: string): Promise<void> {
+    // resume_only: should the session expire or lose its conversation between this decision and the
+    // turn, the runtime refuses rather than open a new one.
+    const asked = agentsOf(this.d.bus).ask({ ...where, text: prompt, kind: 'background', resume_only: true }, heartbeatPrincipal(where), { requestId });
     try {
       const admission = await asked.accepted;
       if (!admission.accepted) {
@@ -179,6 +197,8 @@ export class Heartbeat {
         return;
       }
       const outcome = await asked.outcome;
+      // Stopped meanwhile: nothing more is delivered or recorded (the log may be closing).
+      if (this.stopped) return;
       if (outcome.status !== 'completed' || outcome.is_error) {
         this.d.bus.emitLog('info', `heartbeat ${where.agent} chat ${where.chat_id}: the turn ended ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ''}`);
         return;
@@ -187,25 +207,49 @@ export class Heartbeat {
       if (delivered) await this.d.deliver({ ...where, text: outcome.text, request_id: requestId });
       await this.d.bus.publish({ stream: HEARTBEAT_STREAM, type: HEARTBEAT_EVENTS.answered, data: { ...where, request_id: requestId, delivered }, correlation: requestId });
     } catch (e) {
-      this.d.bus.emitLog('warn', `heartbeat ${where.agent} chat ${where.chat_id}: ${describeError(e)}`);
+      // no-session: the session expired or lost its conversation after the tick looked; nothing was started.
+      const level = e instanceof SvcError && e.code === 'no-session' ? 'info' : 'warn';
+      this.d.bus.emitLog(level, `heartbeat ${where.agent} chat ${where.chat_id}: ${describeError(e)}`);
     }
   }
 
-  /** Ends the agent's turns running past `cli_timeout * 2` through the chat abort every surface uses. */
+  /**
+   * Ends each of the agent's turns running past twice its own time limit (`cli_timeout * 2` for the
+   * turns cli_timeout bounds), that turn alone: the chat's other topics and the messages queued
+   * behind it carry on.
+   */
   private async sweep(agent: string, cliTimeout: number, sessions: SessionSummary[], now: number): Promise<void> {
-    const stale = staleTurns(this.d.runningTurns(agent), now, cliTimeout).filter((t) => !this.swept.has(t.turn_id));
-    for (const turn of stale) {
-      this.swept.add(turn.turn_id);
-      const session = sessions.find((s) => s.key === turn.session_key);
-      if (!session) {
-        this.d.bus.emitLog('warn', `heartbeat: turn ${turn.turn_id} of ${agent} runs past cli_timeout * 2 but its session ${turn.session_key} is not live; not aborted`);
+    const running = this.d.runningTurns(agent);
+    const swept = this.swept.get(agent) ?? new Set<string>();
+    // Only turns still running are remembered: an ended one is never seen again.
+    const live = new Set(running.map((t) => t.turn_id));
+    for (const id of swept) if (!live.has(id)) swept.delete(id);
+    this.swept.set(agent, swept);
+    for (const turn of staleTurns(running, now, cliTimeout)) {
+      if (swept.has(turn.turn_id)) continue;
+      swept.add(turn.turn_id);
+      let killed: number;
+      try {
+        ({ killed } = await agentsOf(this.d.bus).abortTurn({ agent, turn_id: turn.turn_id }, 'stale', SYSTEM));
+      } catch (e) {
+        // Tried again next tick.
+        swept.delete(turn.turn_id);
+        this.d.bus.emitLog('warn', `heartbeat: stale turn ${turn.turn_id} of ${agent} not aborted: ${describeError(e)}`);
         continue;
       }
-      const { killed } = await agentsOf(this.d.bus).abort(session.chat_id, heartbeatPrincipal(session), agent);
+      const session = sessions.find((s) => s.key === turn.session_key);
       await this.d.bus.publish({
         stream: HEARTBEAT_STREAM,
         type: HEARTBEAT_EVENTS.stale_aborted,
-        data: { agent, turn_id: turn.turn_id, session_key: turn.session_key, chat_id: session.chat_id, running_ms: Math.max(0, Math.round(now - turn.started_ms)), threshold_ms: Math.round(cliTimeout * 2000), killed },
+        data: {
+          agent,
+          turn_id: turn.turn_id,
+          session_key: turn.session_key,
+          chat_id: session?.chat_id ?? null,
+          running_ms: Math.max(0, Math.round(now - turn.started_ms)),
+          threshold_ms: Math.round(staleThresholdMs(turn, cliTimeout)),
+          killed,
+        },
         correlation: `turn:${turn.turn_id}`,
       });
     }

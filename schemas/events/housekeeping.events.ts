@@ -59,12 +59,15 @@ export const HEARTBEAT_EVENT_SCHEMAS = {
     request_id: v.string(),
     delivered: v.boolean(),
   }),
-  /** A turn ran past `cli_timeout * 2` and its chat's work was aborted. */
+  /**
+   * A turn ran past twice its own time limit (`cli_timeout * 2` for a turn bounded by cli_timeout)
+   * and that turn alone was aborted. `chat_id` null: its session is no longer live.
+   */
   'heartbeat.stale_aborted': v.object({
     agent: v.string(),
     turn_id: v.string(),
     session_key: v.string(),
-    chat_id: v.number(),
+    chat_id: v.nullable(v.number()),
     running_ms: Count,
     threshold_ms: Count,
     killed: Count,

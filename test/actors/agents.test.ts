@@ -8,7 +8,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { CliSlots, queuedStatus, type CliSlot } from '../../actors/index.js';
 import { setImmediate as tick } from 'node:timers/promises';
 import { SYSTEM_ROLE, roleForCaller, roleForMessengerSender } from '../../machines/index.js';
-import { UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
+import { AGENT_COMMANDS, UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
 import * as v from 'valibot';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
@@ -153,6 +153,35 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   t.equal((await other).status, 'aborted');
 });
 
+t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other topic and the queued message carry on', async (t) => {
+  const hang = await boot(t, { FAKE_CLI_HANG: '1' });
+  const started = firstValueFrom(hang.d.bus.events$.pipe(ofType('turn.spawned'), take(2), toArray()));
+  const inTopic1 = hang.ask('long', { chat_id: 20, topic_id: 1 });
+  const inTopic2 = hang.ask('long too', { chat_id: 20, topic_id: 2 });
+  const queued = hang.ask('waiting', { chat_id: 20, topic_id: 1 });
+  await started;
+  const turnOf = (requestId: string) => hang.d.log.read({ types: ['turn.started'] }).find((e) => e.data.request_id === requestId)!.stream.slice('turn:'.length);
+  const SYSTEM: Principal = { kind: 'system', id: 'heartbeat', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'heartbeat', chat_id: 0, topic_id: null } };
+  const agents = agentsOf(hang.d.bus);
+  t.same(await agents.abortTurn({ agent: 'main', turn_id: turnOf('r1') }, 'stale', SYSTEM), { killed: 1 });
+  t.same((await inTopic1).status, 'aborted');
+  const aborted = hang.d.log.read({ stream: `turn:${turnOf('r1')}`, types: ['turn.aborted'] });
+  t.equal(aborted[0]?.data.cause, 'stale', 'recorded with its cause');
+  // The message queued behind it runs next; the other topic still runs.
+  await until('the queued message started', () => hang.d.log.read({ types: ['turn.spawned'] }).length === 3);
+  t.same(await agents.abortTurn({ agent: 'main', turn_id: turnOf('r1') }, 'stale', SYSTEM), { killed: 0 }, 'an ended turn is not running any more');
+  t.same(await agents.abortTurn({ agent: 'main', request_id: 'r3' }, 'requester-stopped', SYSTEM), { killed: 1 }, 'by the request that started it');
+  t.same((await queued).status, 'aborted');
+  t.equal(hang.d.log.read({ stream: `turn:${turnOf('r3')}`, types: ['turn.aborted'] })[0]?.data.cause, 'requester-stopped');
+  t.notOk(hang.d.log.read({ stream: `turn:${turnOf('r2')}`, types: ['turn.aborted'] }).length, 'topic 2 is untouched');
+  await t.rejects(hang.d.bus.send(AGENT_COMMANDS.abortTurn, { agent: 'main', cause: 'stale', principal: SYSTEM }), { code: 'invalid-body' }, 'a turn or a request must be named');
+  await t.rejects(hang.d.bus.send(AGENT_COMMANDS.abortTurn, { agent: 'main', turn_id: 'x', cause: 'shutdown' as 'stale', principal: SYSTEM }), { code: 'invalid-body' }, 'svc\'s shutdown cause cannot be claimed');
+  const VIEWER_OF_NONE: Principal = { ...TOKEN_USER, allowed_agents: ['research'] };
+  t.same(await agents.abortTurn({ agent: 'main', request_id: 'r2' }, 'stale', VIEWER_OF_NONE), { killed: 0 }, 'only on an agent the principal may use');
+  await agentsOf(hang.d.bus).abort(20, TOKEN_USER);
+  t.equal((await inTopic2).status, 'aborted');
+});
+
 /** Polls what the test cannot await, with a bounded deadline. */
 async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -271,6 +300,29 @@ t.test('sessions survive a restart; idle expiry under an injected clock starts a
   t.notOk(s.recorded().at(-1)!.argv.includes('--resume'), 'idle_timeout_minutes (1440) expired the session');
   const starts = s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason);
   t.same(starts, ['first', 'idle']);
+});
+
+t.test('a resume-only message never creates a session: refused without one, after expiry, or with no conversation on its provider', async (t) => {
+  let now = Date.parse('2026-11-22T10:00:00Z');
+  const s = await boot(t, {}, { clock: () => now });
+  const resumeOnly = { resume_only: true, kind: 'background' } as const;
+  await t.rejects(s.ask('check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'a chat that never talked');
+  t.same(s.d.log.read({ types: ['session.started', 'turn.started'] }), [], 'no session or turn was recorded');
+  t.same(s.recorded(), [], 'no CLI ran');
+
+  await s.ask('hello', { chat_id: 2 });
+  now += 60_000;
+  const resumed = await s.ask('check in', { ...resumeOnly, chat_id: 2 });
+  t.equal(resumed.status, 'completed', 'a live session is resumed');
+  t.equal(argOf(s.recorded().at(-1)!.argv, '--resume'), 'fake-claude-session');
+
+  await t.rejects(s.ask('@gpt-5 check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'no codex conversation to resume');
+  now += 25 * 3600_000;
+  await t.rejects(s.ask('check in', { ...resumeOnly, chat_id: 2 }), { code: 'no-session' }, 'idle_timeout_minutes (1440) expired the session');
+  t.same(s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason), ['first'], 'only the user opened a session');
+  t.equal(s.recorded().length, 2, 'no CLI ran for the refused ones');
+  await s.ask('next day', { chat_id: 2 });
+  t.same(s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason), ['first', 'idle'], 'the user\'s own next message still starts afresh');
 });
 
 t.test('sub-agents follow the registry: start in their own workspace with the sandbox hook, stop when removed', async (t) => {

@@ -2,12 +2,15 @@ import t from 'tap';
 import { SimulatedClock } from 'xstate';
 import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents } from '../../bus/index.js';
-import { heartbeatDecision, inQuietHours, isHeartbeatAck, staleTurns, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip } from '../../machines/index.js';
-import { AGENT_COMMANDS, HEARTBEAT_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
-import { MemoryEventLog } from '../../store/index.js';
+import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type ExpiryRules, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
+import { AGENT_COMMANDS, HEARTBEAT_EVENTS, TURN_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type AgentTurnAbort, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
+import { MemoryEventLog, PROJECTIONS, SqliteEventLog, agentTurnsReadModel } from '../../store/index.js';
+import { join } from 'node:path';
 
 const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
+/** Sessions that never expire, so a case tests only what it names. */
+const NO_EXPIRY: ExpiryRules = { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 4, timezone: 'UTC', maxSessionMessages: null };
 
 t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
   for (const [iso, quiet] of [
@@ -26,8 +29,8 @@ t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
 
 t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => {
   const NOON = at('2026-11-27T12:00:00Z');
-  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude' };
-  const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, busy: false };
+  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
+  const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, createdMs: NOON - 600 * MIN, messageCount: 3, busy: false };
   const cases: [string, HeartbeatChat, number, ReturnType<typeof heartbeatDecision>][] = [
     ['idle chat with a claude session', { session: idle, inFlight: false }, NOON, { send: true }],
     ['quiet hours win over everything', { session: idle, inFlight: false }, at('2026-11-27T22:00:00Z'), { send: false, skip: 'quiet' }],
@@ -41,19 +44,75 @@ t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => 
   for (const [name, chat, now, want] of cases) t.same(heartbeatDecision(chat, now, rules), want, name);
 });
 
+t.test('heartbeatDecision: a session the next message would replace is not resumed (the existing expiry rule, not a copy)', async (t) => {
+  const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
+  const EIGHT = at('2026-11-28T08:00:00Z');
+  const chat = (over: Partial<NonNullable<HeartbeatChat['session']>> = {}): HeartbeatChat => ({
+    session: { providers: ['claude'], lastActiveMs: at('2026-11-27T20:00:00Z'), createdMs: at('2026-11-27T09:00:00Z'), messageCount: 3, busy: false, ...over },
+    inFlight: false,
+  });
+  // Daily reset at 04:00 and quiet hours until 08:00: the first heartbeat of the day comes after the reset.
+  const daily = { ...rules, expiry: { ...NO_EXPIRY, dailyResetEnabled: true, dailyResetHour: 4 } };
+  t.same(heartbeatDecision(chat(), EIGHT, daily), { send: false, skip: 'session-expired' }, 'past the daily reset: the 08:00 heartbeat would open a new empty session');
+  t.same(heartbeatDecision(chat({ lastActiveMs: at('2026-11-28T05:00:00Z') }), EIGHT, daily), { send: true }, 'active since the reset: resumed');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, idleTimeoutMinutes: 600 } }), { send: false, skip: 'session-expired' }, 'idle for 12 h with a 10 h idle timeout');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, idleTimeoutMinutes: 1440 } }), { send: true }, 'idle for 12 h with a day\'s idle timeout');
+  t.same(heartbeatDecision(chat({ messageCount: 50 }), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, maxSessionMessages: 50 } }), { send: false, skip: 'session-expired' }, 'at the message cap');
+  t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, maxSessionMessages: 50 } }), { send: true });
+});
+
+t.test('only user chats get heartbeats: not task, workflow-run or inter-agent sessions', async (t) => {
+  const s = (transport: string, key: string) => ({ transport, key, chat_id: 5, topic_id: null });
+  for (const chat of [s('api', 'api:5'), s('admin', 'admin:5'), s('telegram', 'telegram:5'), s('matrix', 'matrix:5'), { ...s('api', 'api:5:7'), topic_id: 7 }]) {
+    t.ok(isUserChatSession(chat), chat.key);
+  }
+  for (const other of [s('workflow', 'workflow:5'), s('internal', 'internal:5'), s('api', 'task:abc'), s('heartbeat', 'heartbeat:5'), s('webhook', 'webhook:5'), s('api', 'workflow:5')]) {
+    t.notOk(isUserChatSession(other), `${other.transport} ${other.key}`);
+  }
+});
+
 t.test('ack detection', async (t) => {
   for (const a of ['HEARTBEAT_OK', '  HEARTBEAT_OK\n', '**HEARTBEAT_OK**.', '`HEARTBEAT_OK`', 'HEARTBEAT_OK HEARTBEAT_OK', '']) t.ok(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
   for (const a of ['HEARTBEAT_OK, but the nightly build failed', 'All fine', 'heartbeat_ok']) t.notOk(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
   t.ok(isHeartbeatAck('NOTHING', 'NOTHING'), 'per-target tokens');
 });
 
-t.test('staleTurns: past cli_timeout * 2', async (t) => {
+t.test('staleTurns: past twice the turn\'s own time limit, cli_timeout * 2 when it has none', async (t) => {
   const now = at('2026-11-27T12:00:00Z');
   const turns = [
     { turn_id: 'a', session_key: 'k', started_ms: now - 1200_000 },
     { turn_id: 'b', session_key: 'k', started_ms: now - 1200_001 },
   ];
   t.same(staleTurns(turns, now, 600).map((x) => x.turn_id), ['b']);
+  const kinds = [
+    { turn_id: 'cron', session_key: 'internal:0', started_ms: now - 1200_001, timeout_ms: 600_000 },
+    { turn_id: 'task', session_key: 'task:x', started_ms: now - 1500_000, timeout_ms: 3600_000 },
+    { turn_id: 'background', session_key: 'api:1', started_ms: now - 3000_000, timeout_ms: 1800_000 },
+    { turn_id: 'task-stuck', session_key: 'task:y', started_ms: now - 7200_001, timeout_ms: 3600_000 },
+    { turn_id: 'unknown', session_key: 'api:2', started_ms: now - 1200_001, timeout_ms: null },
+  ];
+  t.same(staleTurns(kinds, now, 600).map((x) => x.turn_id), ['cron', 'task-stuck', 'unknown'], 'a task or background turn gets twice its own limit, not cli_timeout * 2');
+  t.equal(staleThresholdMs(kinds[1]!, 600), 7200_000);
+  t.equal(staleThresholdMs(kinds[4]!, 600), 1200_000);
+});
+
+t.test('the running-turns read model gives each turn the time limit it started with', async (t) => {
+  const log = SqliteEventLog.open(join(t.testdir(), 'events.db'), { projections: PROJECTIONS });
+  const bus = new Bus({ log, clock: () => NOON });
+  t.teardown(() => {
+    bus.close();
+    log.close();
+  });
+  const start = (id: string, kind: 'task' | 'foreground', timeout_ms: number) =>
+    bus.publish({ stream: `turn:${id}`, type: TURN_EVENTS.started, data: { agent: 'main', session_key: kind === 'task' ? 'task:x' : 'api:1', request_id: `r-${id}`, kind, prompt: 'p', provider: 'claude', model: null, resumed: false, timeout_ms } });
+  await start('t1', 'task', 3600_000);
+  await start('t2', 'foreground', 600_000);
+  await start('t3', 'foreground', 600_000);
+  await bus.publish({ stream: 'turn:t3', type: TURN_EVENTS.completed, data: { text: '', session_id: null, stream_fallback: false, files: [], usage: null, cost_usd: null, duration_ms: 1 } });
+  t.same(agentTurnsReadModel(log.projectionDb()).running('main'), [
+    { turn_id: 't1', session_key: 'task:x', started_ms: NOON, timeout_ms: 3600_000 },
+    { turn_id: 't2', session_key: 'api:1', started_ms: NOON, timeout_ms: 600_000 },
+  ]);
 });
 
 // ------------------------------------------------------------------ the actor on a bus
@@ -75,23 +134,28 @@ function outcome(m: AgentMessage, text: string): TurnOutcome {
   };
 }
 
-function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string>; heartbeat?: Partial<AgentConfig['heartbeat']>; running?: { turn_id: string; session_key: string; started_ms: number }[] }) {
+function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string | Promise<string>>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: LiveTurn[] }) {
   const clock = new SimulatedClock();
   clock.set(NOON);
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => clock.now() });
   const asked: AgentMessage[] = [];
   const aborts: AgentAbort[] = [];
+  const turnAborts: AgentTurnAbort[] = [];
   const delivered: HeartbeatDelivery[] = [];
   const skips: [number, HeartbeatSkip][] = [];
   let sessionQueries = 0;
   serveAgents(bus, 'fake', {
     accept: (m) => {
       asked.push(m);
-      return { outcome: Promise.resolve(outcome(m, opts.answers[m.chat_id] ?? 'HEARTBEAT_OK')) };
+      return { outcome: Promise.resolve(opts.answers[m.chat_id] ?? 'HEARTBEAT_OK').then((text) => outcome(m, text)) };
     },
     abort: (a) => {
       aborts.push(a);
+      return { killed: 1 };
+    },
+    abortTurn: (a) => {
+      turnAborts.push(a);
       return { killed: 1 };
     },
     list: () => [{ name: 'main', provider: 'claude', model: 'm', online: true, is_main: true }],
@@ -101,7 +165,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     return opts.sessions;
   });
   const base = defaultConfig();
-  const config = { ...base, cli_timeout: 600, heartbeat: { ...base.heartbeat, enabled: true, ...opts.heartbeat } };
+  const config = { ...base, cli_timeout: 600, ...opts.config, heartbeat: { ...base.heartbeat, enabled: true, ...opts.heartbeat } };
   const hb = new Heartbeat({
     bus,
     clock,
@@ -116,7 +180,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     await hb.stop();
     bus.close();
   });
-  return { clock, log, bus, hb, asked, aborts, delivered, skips, sessionQueries: () => sessionQueries };
+  return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, sessionQueries: () => sessionQueries };
 }
 
 const settle = async () => {
@@ -132,6 +196,8 @@ t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', 
       session(4, { providers: ['codex'] }),
       session(5, { last_active: new Date(NOON - 2 * MIN).toISOString() }),
       session(6, { key: 'task:abc' }),
+      session(7, { key: 'workflow:7', transport: 'workflow' }),
+      session(8, { key: 'internal:8', transport: 'internal' }),
     ],
     answers: { 1: 'HEARTBEAT_OK', 2: 'The nightly deploy failed; want me to look?' },
     heartbeat: { group_targets: [{ chat_id: 9, topic_id: null, prompt: 'group check', ack_token: null, interval_minutes: 60, quiet_start: null, quiet_end: null }] },
@@ -167,6 +233,24 @@ t.test('a group target uses its own prompt and token, and is not asked by the ch
   t.same(r.delivered, [], 'the target\'s own token is the ack');
 });
 
+t.test('a session the heartbeat would replace (daily reset before the quiet hours end) is skipped, not renewed', async (t) => {
+  const EIGHT = at('2026-11-28T08:00:00Z');
+  const r = rig(t, {
+    sessions: [
+      session(1, { last_active: '2026-11-27T20:00:00.000Z' }),
+      session(2, { last_active: '2026-11-28T05:00:00.000Z' }),
+    ],
+    answers: {},
+    config: { daily_reset_enabled: true, daily_reset_hour: 4 },
+  });
+  r.clock.set(EIGHT);
+  await r.hb.tick('main', null);
+  await settle();
+  t.same(r.asked.map((m) => m.chat_id), [2], 'only the chat active since the 04:00 reset');
+  t.same(r.skips, [[1, 'session-expired']]);
+  t.ok(r.asked.every((m) => m.resume_only === true), 'the runtime is told never to open a session for it');
+});
+
 t.test('quiet hours: nothing is asked', async (t) => {
   const r = rig(t, { sessions: [session(1)], answers: {} });
   r.clock.set(at('2026-11-27T23:00:00Z'));
@@ -176,22 +260,59 @@ t.test('quiet hours: nothing is asked', async (t) => {
   t.same(r.skips, [[1, 'quiet']]);
 });
 
-t.test('stale sweep: a turn past cli_timeout * 2 is aborted once, through the chat abort', async (t) => {
-  const r = rig(t, {
-    sessions: [session(1, { busy: true }), session(2)],
-    answers: {},
-    running: [
-      { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000 },
-      { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000 },
-    ],
-  });
+t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not through the chat abort', async (t) => {
+  const running: LiveTurn[] = [
+    { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 },
+    { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000, timeout_ms: 600_000 },
+    { turn_id: 'task', session_key: 'task:abc', started_ms: NOON - 1500_000, timeout_ms: 3600_000 },
+    { turn_id: 'stuck-task', session_key: 'task:def', started_ms: NOON - 7201_000, timeout_ms: 3600_000 },
+  ];
+  const r = rig(t, { sessions: [session(1, { busy: true }), session(2), session(6, { key: 'task:def', busy: true })], answers: {}, running });
+  const logs: string[] = [];
+  r.bus.transient$.subscribe((m) => m.stream === 'log' && logs.push((m.data as { msg: string }).msg));
   await r.hb.tick('main', null);
   await r.hb.tick('main', null);
   await settle();
-  t.same(r.aborts.map((a) => [a.chat_id, a.agent, a.principal.kind]), [[1, 'main', 'system']]);
+  t.same(r.aborts, [], 'the chat-wide abort (every topic, the queued messages) is not used');
+  t.same(r.turnAborts.map((a) => [a.agent, a.turn_id, a.cause, a.principal.kind]), [['main', 'old', 'stale', 'system'], ['main', 'stuck-task', 'stale', 'system']], 'each stale turn once, by its id');
+  t.same(logs.filter((l) => /not live|not aborted/.test(l)), [], 'a task turn within its own limit is left alone, without a warning');
   const facts = r.log.read({ stream: 'heartbeat' }).filter((f) => f.type === HEARTBEAT_EVENTS.stale_aborted);
-  t.equal(facts.length, 1);
-  t.match(facts[0]!.data, { turn_id: 'old', chat_id: 1, threshold_ms: 1200_000, killed: 1 });
+  t.same(facts.map((f) => f.data), [
+    { agent: 'main', turn_id: 'old', session_key: 'api:1', chat_id: 1, running_ms: 1201_000, threshold_ms: 1200_000, killed: 1 },
+    { agent: 'main', turn_id: 'stuck-task', session_key: 'task:def', chat_id: 6, running_ms: 7201_000, threshold_ms: 7200_000, killed: 1 },
+  ]);
+
+  // Once a swept turn ends it is forgotten: the set holds only what still runs.
+  running.splice(0, running.length);
+  await r.hb.tick('main', null);
+  running.push({ turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 });
+  await r.hb.tick('main', null);
+  t.same(r.turnAborts.map((a) => a.turn_id), ['old', 'stuck-task', 'old'], 'not remembered after it stopped running');
+});
+
+t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\'s own turn, and delivers nothing after', async (t) => {
+  let answer!: (text: string) => void;
+  const r = rig(t, { sessions: [session(1)], answers: { 1: new Promise<string>((resolve) => (answer = resolve)) } });
+  await r.hb.tick('main', null);
+  await settle();
+  t.equal(r.asked.length, 1, 'the heartbeat is running');
+  const stopped = await Promise.race([r.hb.stop().then(() => 'stopped'), settle().then(() => 'still waiting for the answer')]);
+  t.equal(stopped, 'stopped');
+  t.same(r.turnAborts.map((a) => [a.agent, a.request_id, a.turn_id, a.cause]), [['main', r.asked[0]!.request_id, undefined, 'requester-stopped']], 'its turn is ended by its request id, not left for the agents\' shutdown');
+  t.same(r.aborts, [], 'nothing else in the chat');
+  answer('The deploy failed.');
+  await settle();
+  t.same(r.delivered, [], 'an answer arriving after stop is not delivered');
+  t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
+});
+
+t.test('a tick under way when stop() is called asks nothing', async (t) => {
+  const r = rig(t, { sessions: [session(1)], answers: {} });
+  const tick = r.hb.tick('main', null);
+  await r.hb.stop();
+  await tick;
+  await settle();
+  t.same(r.asked, [], 'no heartbeat outlives stop()');
 });
 
 t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { SimulatedClock } from 'xstate';
 import { startDaemon } from '../../bin/daemon.js';
 import { agentsOf } from '../../bus/index.js';
-import { CHAT_SESSION_EVENTS, HEARTBEAT_EVENTS, MEMORY_MAINTENANCE_EVENTS, type Principal } from '../../schemas/index.js';
+import { CHAT_SESSION_EVENTS, HEARTBEAT_EVENTS, MEMORY_MAINTENANCE_EVENTS, NOTIFICATION_EVENTS, type Principal } from '../../schemas/index.js';
 import { homePaths, loadCronJobs } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { until } from './cli-helpers.js';
@@ -54,9 +54,42 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
   const turns = d.log.read({ types: ['turn.started'] }).map((e) => e.data as { session_key: string; prompt: string });
   t.notOk(turns.some((x) => x.session_key === 'api:9'), 'no session was created by a heartbeat');
 
-  // Stopping waits for the loops and the heartbeats in flight; a tick after it would write to a closed log and throw.
+  // Stopping ends the loops (and any heartbeat still running, without waiting for its answer); a tick after it would write to a closed log and throw.
   await d.stop('test');
   running = false;
   clock.increment(10 * 60_000);
   await new Promise((r) => setTimeout(r, 100));
+});
+
+t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the heartbeat\'s own, owed no restart notice', async (t) => {
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  // `[[hold]]`: the fake CLI answers nothing and waits to be killed (a turn that would run for timeouts.background).
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ heartbeat: { enabled: true, interval_minutes: 1, cooldown_minutes: 0, quiet_start: 0, quiet_end: 0, prompt: 'check [[hold]]' } }));
+  const paths = homePaths(root);
+  const clock = new SimulatedClock();
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  let running = true;
+  scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
+  const asked = agentsOf(d.bus).ask({ agent: 'main', transport: 'api', chat_id: 7, topic_id: null, text: 'hello', kind: 'foreground' }, ANN);
+  t.equal((await asked.outcome).status, 'completed');
+  clock.increment(60_000);
+  const started = await until('the heartbeat turn runs', () => d.log.read({ types: ['turn.started'] }).find((e) => (e.data as { request_id: string }).request_id.startsWith('heartbeat:')));
+  await until('its CLI spawned', () => d.log.read({ stream: started.stream, types: ['turn.spawned'] }).length > 0);
+
+  // The log closes with the daemon: what the stop records is seen on the bus.
+  const seen: { stream: string; type: string; data: unknown }[] = [];
+  d.bus.events$.subscribe((e) => void seen.push(e));
+  // Before, stop waited for the heartbeat's answer, and nothing ended its turn until timeouts.background.
+  let guard: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    d.stop('test').then(() => 'stopped'),
+    new Promise<string>((r) => (guard = setTimeout(() => r('still waiting after 20 s'), 20_000))),
+  ]);
+  clearTimeout(guard);
+  running = stopped !== 'stopped';
+  t.equal(stopped, 'stopped');
+  t.match(seen.filter((e) => e.stream === started.stream && e.type === 'turn.aborted').map((e) => e.data), [{ cause: 'requester-stopped' }], 'ended as the heartbeat\'s, not cut by the shutdown');
+  t.same(seen.filter((e) => e.type === NOTIFICATION_EVENTS.created), [], 'no "answer interrupted" notice for a heartbeat');
 });

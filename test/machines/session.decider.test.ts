@@ -36,6 +36,19 @@ t.test('expiry: idle, then the message cap, each named as the reason', async (t)
   t.same(given([startedAt(0), recorded(1, 0), recorded(2, 1), recorded(3, 2)]).when(begin(3)).facts(), [startedAt(3, 'max_messages')]);
 });
 
+t.test('a resume-only turn never opens a session: no session, a fresh one asked for, or an expired one is refused', async (t) => {
+  const resumeOnly = (now: number, freshAsked = false): SessionCommand => ({ ...begin(now, freshAsked), resumeOnly: true } as SessionCommand);
+  t.equal(given([]).when(resumeOnly(1000)).rejection(), 'no-session');
+  t.equal(given([startedAt(0), recorded(1, 0)]).when(resumeOnly(HOUR)).rejection(), 'no-session', 'idle: the next message would start afresh');
+  t.equal(given([startedAt(0), recorded(1, 0), recorded(2, 1), recorded(3, 2)]).when(resumeOnly(3)).rejection(), 'no-session', 'at the message cap');
+  t.equal(given([startedAt(0)]).when(resumeOnly(10, true)).rejection(), 'no-session');
+  const daily = { ...rules, idleTimeoutMinutes: 0, dailyResetEnabled: true, dailyResetHour: 4 };
+  const evening = Date.parse('2026-11-27T20:00:00Z');
+  const w = given([startedAt(evening - HOUR), recorded(1, evening)]).when({ ...resumeOnly(Date.parse('2026-11-28T08:00:00Z')), rules: daily } as SessionCommand);
+  t.match(w.decision, { ok: false, code: 'no-session', message: /daily_reset/ }, 'past the daily reset');
+  t.same(given([startedAt(0), recorded(1, 1000)]).when(resumeOnly(2000)).facts(), [], 'a live session carries on');
+});
+
 t.test('/new and /reset always start over, keeping the reason', async (t) => {
   for (const reason of ['new', 'reset'] as const) {
     const w = given([startedAt(0), recorded(1, 5)]).when({ type: 'reset', where, reason, now: 9 });

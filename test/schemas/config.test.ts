@@ -6,6 +6,7 @@ import {
   DEFAULT_HEARTBEAT_PROMPT,
   DEFAULT_PROVIDER,
   GEMINI_ALIASES,
+  MAX_HEARTBEAT_INTERVAL_MINUTES,
   HOT_RELOADABLE_FIELDS,
   PERMISSION_MODES,
   PROVIDERS,
@@ -152,6 +153,15 @@ t.test('wrong types and out-of-range values are rejected, all at once', async (t
   const [long] = errorsOf({ svc_home: ['x'.repeat(5000)] });
   t.match(long, /^config\.json: svc_home = \["x+\.\.\. has the wrong type \(expected string\)$/);
   t.ok(long!.length < 160, 'an oversized value is shown truncated');
+});
+
+t.test('heartbeat intervals are capped at one week: a longer one would overflow setTimeout and fire at once, in a tight loop', async (t) => {
+  t.equal(MAX_HEARTBEAT_INTERVAL_MINUTES, 10_080);
+  t.ok(validateConfig({ heartbeat: { interval_minutes: 10_080, group_targets: [{ chat_id: 1, interval_minutes: 10_080 }] } }, 'c').ok, 'one week is allowed');
+  t.same(errorsOf({ heartbeat: { interval_minutes: 35_792, group_targets: [{ chat_id: 1, interval_minutes: 10_081 }] } }).sort(), [
+    'config.json: heartbeat.group_targets[0].interval_minutes = 10081 is not allowed (a whole number from 1 to 10080)',
+    'config.json: heartbeat.interval_minutes = 35792 is not allowed (a whole number from 1 to 10080)',
+  ]);
 });
 
 t.test('max_concurrent_cli: a positive integer, 8 by default, hot-reloadable', async (t) => {
