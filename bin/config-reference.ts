@@ -292,7 +292,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   'api.chat_id': 'Chat id of API connections whose auth frame names none; 0 uses the first of `allowed_user_ids`, else 1.',
   'api.allow_public': 'Acknowledge that the API listens on a public address (silences the start-up warning and `svc doctor`).',
   'api.jwt_secret': 'Secret that signs the admin panel\'s tokens (HS256); generated at start when empty. Changing it logs everybody out.',
-  'api.trusted_proxies': 'Addresses of reverse proxies whose `X-Forwarded-For` names the client (for the login rate limit); exact IPs. Absent or empty: the peer address is the client.',
+  'api.trusted_proxies': 'Addresses of reverse proxies whose `X-Forwarded-For` names the client (for the login rate limit, and the address login and audit records show); exact IPs in any spelling (`::ffff:127.0.0.1` is 127.0.0.1), no ranges. Absent or empty: the peer address is the client.',
   'api.cors_origins': 'Browser origins allowed to call the API with credentials (exact origins).',
   'cli_parameters.claude': 'Extra arguments appended to every `claude` run; one argument per list item.',
   'cli_parameters.codex': 'Extra arguments appended to every `codex` run; one argument per list item.',

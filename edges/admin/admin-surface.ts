@@ -51,7 +51,7 @@ export function adminSurface(deps: AdminDeps): Surface {
     localisedErrors: true,
     statuses: ADMIN_STATUSES,
     authenticators,
-    observe: auditObserver(deps.bus),
+    observe: auditObserver(deps.bus, undefined, () => deps.config().api.trusted_proxies ?? []),
     routes: [
       ...authRoutes(deps),
       ...usersRoutes(deps),

@@ -1,5 +1,5 @@
 import { SvcError, type Principal } from '../../schemas/index.js';
-import { mountFrameSocket, type App, type HttpRequest } from '../http/index.js';
+import { mountFrameSocket, peerAddress, type App, type HttpRequest } from '../http/index.js';
 import type { AdminSocketHub } from './admin-socket.js';
 
 /** What the upgrade hands the connection. */
@@ -24,7 +24,7 @@ export function mountAdminWs(app: App, hub: AdminSocketHub, pattern = '/ws/admin
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
-      const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+      const remoteAddress = peerAddress(res);
       const request: HttpRequest = { method: 'GET', path: pattern, query: new URLSearchParams(req.getQuery() ?? ''), headers, params: {}, body: Buffer.alloc(0), remoteAddress };
       let aborted = false;
       res.onAborted(() => {

@@ -1,5 +1,4 @@
-import { isIP } from 'node:net';
-import type { HttpRequest } from '../http/index.js';
+import { addressIn, forwardedClient, rateLimitKey, type HttpRequest } from '../http/index.js';
 
 /*
  * SPEC.md "Limits": 5 login attempts per minute per client IP, then 429. A sliding window over the
@@ -33,46 +32,25 @@ export class LoginRateLimit {
 }
 
 /**
- * Who the limit counts: a client on this machine can send from any of 127.0.0.0/8, and an IPv6
- * client usually holds a whole /64, so each of those is one client, not millions.
+ * Who the limit counts (http/client-address.ts `rateLimitKey`): an IPv4 client by its address,
+ * however uWS spells it, an IPv6 client by its /64. Loopback is grouped on purpose: a client on
+ * this machine can send from any of 127.0.0.0/8 and from ::1, so all of them are one client, not
+ * 16 million (the direct `/ws` limit groups them the same way).
  */
 export function rateKey(address: string): string {
-  const ip = normaliseIp(address);
-  if (isIP(ip) === 4) return ip.startsWith('127.') ? '127.0.0.0/8' : ip;
-  if (isIP(ip) !== 6) return ip;
-  const [head = '', tail = ''] = ip.includes('::') ? ip.split('::') : [ip, ''];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return rateLimitKey(address, { loopbackAsOne: true });
 }
 
-/** `::ffff:10.0.0.1` and `10.0.0.1` are one client. */
-function normaliseIp(ip: string): string {
-  const s = ip.trim().toLowerCase().replace(/^\[|\]$/g, '');
-  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(s);
-  return v4 ? v4[1]! : s;
-}
-
-/** True when the peer is one of the configured reverse proxies. */
+/** True when the peer is one of the configured reverse proxies (`api.trusted_proxies`, exact addresses in any spelling). */
 export function fromTrustedProxy(req: Pick<HttpRequest, 'remoteAddress'>, trusted: readonly string[]): boolean {
-  return trusted.map(normaliseIp).includes(normaliseIp(req.remoteAddress));
+  return addressIn(req.remoteAddress, trusted);
 }
 
 /**
- * The client's address: the peer, unless the peer is one of `trusted` proxies; then the nearest
- * address in `X-Forwarded-For` that is not itself a trusted proxy. A forwarded-for header from
- * anyone else is ignored, so a client cannot pick the address its attempts are counted under.
+ * The client's address (canonical): the peer, unless the peer is one of `trusted` proxies; then
+ * the nearest address in `X-Forwarded-For` that is not itself a trusted proxy. A forwarded-for
+ * header from anyone else is ignored, so a client cannot pick the address its attempts are counted under.
  */
 export function clientIp(req: Pick<HttpRequest, 'remoteAddress' | 'headers'>, trusted: readonly string[]): string {
-  const peer = normaliseIp(req.remoteAddress);
-  const proxies = new Set(trusted.map(normaliseIp));
-  if (!proxies.has(peer)) return peer;
-  const chain = (req.headers['x-forwarded-for'] ?? '').split(',').map(normaliseIp).filter((a) => a !== '');
-  for (let i = chain.length - 1; i >= 0; i--) {
-    const hop = chain[i]!;
-    if (isIP(hop) === 0) return peer;
-    if (!proxies.has(hop)) return hop;
-  }
-  return peer;
+  return forwardedClient(req.remoteAddress, req.headers['x-forwarded-for'], trusted);
 }

@@ -1,3 +1,5 @@
+import { rateLimitKey } from '../http/index.js';
+
 /**
  * Failed `/ws` authentications per client address. More than `maxFailures` in one window (which
  * starts at an address's first failure) and that address is limited until the window ends: each
@@ -13,20 +15,15 @@
  * Behind a reverse proxy every client arrives from the proxy's address and shares one window.
  */
 
-const EXPANDED_IPV6 = /^([0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
-const IPV4_MAPPED = /^(0000:){5}ffff:/i;
-const LOOPBACK = /^((0000:){5}ffff:7f[0-9a-f]{2}:[0-9a-f]{4}|(0000:){7}0001|127\.\d+\.\d+\.\d+|::1)$/i;
-
 /**
- * The key an address is limited under. uWS reports addresses as eight expanded IPv6 groups. Every
- * loopback address (all of 127.0.0.0/8 and ::1) is one key: any local process may bind any of
- * them, so counting them apart would only hand it 16 million fresh addresses. A host usually holds
- * a whole IPv6 /64, so a native IPv6 client is keyed by its /64; IPv4 by the address itself.
+ * The key an address is limited under (http/client-address.ts `rateLimitKey`, whatever spelling
+ * uWS used). Every loopback address (all of 127.0.0.0/8 and ::1) is one key, deliberately: any
+ * local process may bind any of them, so counting them apart would only hand it 16 million fresh
+ * addresses. A host usually holds a whole IPv6 /64, so a native IPv6 client is keyed by its /64;
+ * IPv4 (also when a dual-stack listener reports it IPv4-mapped) by the address itself.
  */
 export function authLimitKey(address: string): string {
-  if (LOOPBACK.test(address)) return 'loopback';
-  if (!EXPANDED_IPV6.test(address) || IPV4_MAPPED.test(address)) return address;
-  return `${address.slice(0, 19).toLowerCase()}::/64`;
+  return rateLimitKey(address, { loopbackAsOne: true });
 }
 
 export interface AuthFailureRule {

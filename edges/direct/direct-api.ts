@@ -26,7 +26,11 @@ export function directSurface(hub: DirectHub): Surface {
     authenticators: [directTokenAuthenticator(hub.deps.token)],
     // Placing a file in an agent's files is an admin files write, whoever asks; an attachment to
     // api_files/ is chat traffic, which the audit log does not hold.
-    observe: auditObserver(hub.deps.bus, (req) => req.query.has('agent') || req.query.has('relative_path')),
+    observe: auditObserver(
+      hub.deps.bus,
+      (req) => req.query.has('agent') || req.query.has('relative_path'),
+      () => hub.deps.config().api.trusted_proxies ?? [],
+    ),
     mountSockets: (app) => mountDirectWs(app, hub),
     health: () => ({ connections: hub.authenticatedCount }),
     close: () => hub.close(),

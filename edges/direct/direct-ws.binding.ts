@@ -1,4 +1,4 @@
-import { mountFrameSocket, type App } from '../http/index.js';
+import { mountFrameSocket, peerAddress, type App } from '../http/index.js';
 import { DirectConnection } from './direct-connection.js';
 import type { DirectHub } from './direct-hub.js';
 
@@ -13,7 +13,7 @@ export function mountDirectWs(app: App, hub: DirectHub, pattern = '/ws'): void {
   mountFrameSocket<DirectSocketData>(app, pattern, {
     limits: hub.limits,
     upgrade: (res, req, context) => {
-      const address = Buffer.from(res.getRemoteAddressAsText()).toString();
+      const address = peerAddress(res);
       res.upgrade(
         { link: null, address },
         req.getHeader('sec-websocket-key'),

@@ -1,5 +1,6 @@
 import type { Bus } from '../../bus/index.js';
 import { AUDIT_COMMANDS, describeError, type Principal } from '../../schemas/index.js';
+import { forwardedClient } from './client-address.js';
 import type { HttpRequest } from './http.js';
 import type { Surface } from './http-server.js';
 
@@ -13,14 +14,20 @@ const MAX_TARGET_CHARS = 300;
  * never a body, so never a secret. Requests without valid credentials (401) are not recorded: an
  * anonymous client must not be able to fill the log. `audited` picks which requests are admin
  * actions on a surface that serves other traffic too (`/upload` also takes chat attachments).
+ * The address is the client's as the login facts give it: canonical, and behind one of
+ * `trustedProxies` (`api.trusted_proxies`) the one `X-Forwarded-For` names.
  */
-export function auditObserver(bus: Bus, audited: (req: HttpRequest, principal: Principal) => boolean = () => true): NonNullable<Surface['observe']> {
+export function auditObserver(
+  bus: Bus,
+  audited: (req: HttpRequest, principal: Principal) => boolean = () => true,
+  trustedProxies: () => readonly string[] = () => [],
+): NonNullable<Surface['observe']> {
   return async (req, route, principal, status) => {
     if (!MUTATING.has(route.method) || !audited(req, principal)) return;
     const action = `${route.method} ${route.pattern}`;
     const target = Object.values(req.params).join('/').slice(0, MAX_TARGET_CHARS) || null;
     await bus
-      .send(AUDIT_COMMANDS.record, { principal, action, target, status, ip: req.remoteAddress.slice(0, 64) || null })
+      .send(AUDIT_COMMANDS.record, { principal, action, target, status, ip: forwardedClient(req.remoteAddress, req.headers['x-forwarded-for'], trustedProxies()) || null })
       .catch((e: unknown) => bus.emitLog('error', `audit record for ${action} failed: ${describeError(e)}`));
   };
 }

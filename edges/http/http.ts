@@ -17,6 +17,7 @@ export interface HttpRequest {
   body: Buffer;
   /** Present only on routes declared with `streamBody`: chunks as they arrive, with backpressure. */
   bodyStream?: AsyncIterable<Buffer>;
+  /** The peer, canonical (client-address.ts `parseAddress`: 127.0.0.1, `::1`); '' when unknown. */
   remoteAddress: string;
 }
 

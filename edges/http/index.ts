@@ -1,4 +1,5 @@
 export * from './http.js';
+export * from './client-address.js';
 export * from './authentication.js';
 export * from './uws-http.binding.js';
 export * from './http-server.js';

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { SvcError, pickLanguage, type Principal } from '../../schemas/index.js';
 import type { RouteAuth } from './route-auth.js';
+import { parseAddress } from './client-address.js';
 import { localiseError } from './error-language.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -17,6 +18,15 @@ import {
 
 export type App = uWS.TemplatedApp;
 export type UwsResponse = uWS.HttpResponse;
+
+/**
+ * The peer of a request or upgrade, in the canonical spelling (`parseAddress`: an IPv4 client on a
+ * dual-stack listener is 127.0.0.1, not uWS's `0000:…:ffff:7f00:0001`); '' when uWS cannot say.
+ * Every binding reads the peer through this, so nothing downstream sees uWS's spelling.
+ */
+export function peerAddress(res: Pick<UwsResponse, 'getRemoteAddressAsText'>): string {
+  return parseAddress(Buffer.from(res.getRemoteAddressAsText()).toString()) ?? '';
+}
 
 /**
  * The package falls back to a JS stub when its native binary does not load, and the stub's
@@ -120,7 +130,7 @@ export function mountHttp(app: App, opts: MountOptions): void {
     req.forEach((k, value) => {
       headers[k] = value;
     });
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const remoteAddress = peerAddress(res);
     const base = { method, path, headers };
     const extra = opts.extraHeaders?.(base) ?? {};
     const send = (reply: HttpReply) => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import { MAX_RECORD_ID_CHARS, SvcError, WEBHOOK_COMMANDS, describeError } from '../../schemas/index.js';
-import { HttpServer, json, type HttpRequest, type Route, type Surface } from '../http/index.js';
+import { HttpServer, clientAddress, json, rateLimitKey, type HttpRequest, type Route, type Surface } from '../http/index.js';
 import { WEBHOOK_STATUSES, webhookErrorBody } from './errors.js';
-import { SlidingWindowLimit, clientAddress, rateLimitKey } from './rate-limit.js';
+import { SlidingWindowLimit } from './rate-limit.js';
 
 /*
  * The webhook server (WIRE.md §4) on `webhooks.host:port`, a listener of its own. A call is

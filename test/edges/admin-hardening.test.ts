@@ -69,7 +69,10 @@ t.test('the password step of a 2FA login does not reset the failures that lock t
 
 t.test('every address of this machine, and every address of one IPv6 /64, is one client to the login limit', async (t) => {
   t.equal(rateKey('127.0.0.1'), rateKey('127.200.3.4'));
-  t.equal(rateKey('::ffff:127.0.0.9'), '127.0.0.0/8');
+  t.equal(rateKey('::ffff:127.0.0.9'), rateKey('127.0.0.1'));
+  t.equal(rateKey('0000:0000:0000:0000:0000:ffff:7f00:0009'), rateKey('127.0.0.1'), 'as a dual-stack listener reports it');
+  t.equal(rateKey('::1'), rateKey('127.0.0.1'), 'IPv6 loopback too');
+  t.not(rateKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), rateKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'), 'IPv4 clients on a dual-stack listener are not one /64');
   t.equal(rateKey('2001:db8:0:1::5'), rateKey('2001:db8:0:1:ffff::9'));
   t.not(rateKey('2001:db8:0:1::5'), rateKey('2001:db8:0:2::5'));
   t.not(rateKey('10.0.0.1'), rateKey('10.0.0.2'));
