@@ -4,11 +4,14 @@ import { join } from 'node:path';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { cutOneShots, jobInQuietHours, restartsAfterCut, runStatusOf } from '../../machines/index.js';
 import {
+  AGENT_COMMANDS,
   CRON_RUN_STATUS,
   ONESHOT_EVENTS,
+  SvcError,
   cliNotFoundStatus,
   describeError,
   oneShotStream,
+  taskSessionKey,
   type AgentConfig,
   type OneShotRequest,
   type TaskRun,
@@ -217,7 +220,22 @@ export class OneShotRuns implements OneShotRunner {
       return { run_id: runId, status: runStatusOf(o), text: o.text, duration_ms: bus.now() - startedAt, turn_id: o.turn_id };
     } catch (e) {
       return { ...end('error:internal', describeError(e)), duration_ms: bus.now() - startedAt };
+    } finally {
+      await this.endSession(req, runId);
     }
+  }
+
+  /**
+   * A run's session is never resumed: it is ended once the run is, so a job firing every minute
+   * does not leave a session a minute behind it (each one an actor, and restored at every start).
+   */
+  private async endSession(req: OneShotRequest, runId: string): Promise<void> {
+    await this.d.bus
+      .send(AGENT_COMMANDS.endSession, { id: `${req.agent}:${taskSessionKey(runId)}`, principal: req.principal, request_id: `oneshot-end:${runId}` })
+      .catch((e: unknown) => {
+        // A run whose CLI never started has no session; anything else is worth a line.
+        if (!(e instanceof SvcError && e.code === 'not-found')) this.d.bus.emitLog('debug', `one-shot run ${runId}: its session was not ended: ${describeError(e)}`);
+      });
   }
 }
 

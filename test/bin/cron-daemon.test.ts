@@ -57,6 +57,10 @@ t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
   t.equal(await status('slow'), 'error:timeout', 'cli_timeout applies');
   t.equal(await status('fail'), 'error:exit_1');
   t.match(finished('ok')!.data, { result: /echo: say hello/ });
+  // A run's session is never resumed: it ends with the run, and a restart does not bring it back.
+  const okRun = finished('ok')!.data.run_id as string;
+  await until('the run\'s session to end', () => d.log.read({ stream: `session:main:task:${okRun}` }).some((e) => e.type === 'session.ended'));
+  t.equal(d.log.read({ streamPrefix: 'session:main:task:' }).filter((e) => e.type === 'session.started').length, d.log.read({ streamPrefix: 'session:main:task:' }).filter((e) => e.type === 'session.ended').length, 'every run that opened a session ended it');
   t.equal(await status('bymodel'), 'success');
   t.equal(await status('byagent'), 'success');
   const argv = readFileSync(join(scratch.dir, 'argv.log'), 'utf8');
