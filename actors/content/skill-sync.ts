@@ -304,11 +304,6 @@ async function scanRoot(dir: string, mode: SkillSyncMode): Promise<{ entries: Sk
   }
 }
 
-/** One root's entries by lstat; hidden, system and oddly named entries are skipped. */
-export async function scanSkillRoot(dir: string, mode: SkillSyncMode): Promise<SkillRootEntry[]> {
-  return (await scanRoot(dir, mode)).entries;
-}
-
 /** Roots' dev/ino as a sync's scan found them (null: not there then), by path. */
 type ScannedRoots = Map<string, FileIdentity | null>;
 
