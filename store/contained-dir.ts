@@ -24,6 +24,12 @@ export interface FileIdentity {
 
 export const sameFile = (a: FileIdentity, b: FileIdentity): boolean => a.dev === b.dev && a.ino === b.ino;
 
+/** A relative path ('a/b/c') as the folder holding its last entry ('a/b', '' for the top) and that entry's name, for OpenedDirChain.open. */
+export function parentAndName(rel: string): [string, string] {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? ['', rel] : [rel.slice(0, i), rel.slice(i + 1)];
+}
+
 const isAbsent = (e: unknown) => {
   const code = (e as NodeJS.ErrnoException).code;
   return code === 'ENOENT' || code === 'ENOTDIR';

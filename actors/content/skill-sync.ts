@@ -17,7 +17,7 @@ import {
   type SkillSyncMode,
 } from '../../machines/index.js';
 import { MAIN_AGENT, SKILL_EVENTS, SKILL_SYNC_STREAM, describeError, type AgentConfig, type SubAgentConfig } from '../../schemas/index.js';
-import { OpenedDir, OpenedDirChain, SKILL_NAME_PATTERN, checkSkillFrontMatter, sameFile, workspaceDir, type FileIdentity, type HomePaths } from '../../store/index.js';
+import { OpenedDir, OpenedDirChain, SKILL_NAME_PATTERN, checkSkillFrontMatter, parentAndName, sameFile, workspaceDir, type FileIdentity, type HomePaths } from '../../store/index.js';
 
 /*
  * `sync_skills` (SPEC.md "Skill storage and sync"): lists every root without following links,
@@ -382,8 +382,7 @@ async function copySkill(action: Extract<SkillSyncAction, { type: 'copy' }>, sca
       try {
         // Links inside a skill would lead to host paths a sandbox cannot see: regular files only.
         for (const f of tree.files) {
-          const i = f.rel.lastIndexOf('/');
-          const [parentRel, name] = i < 0 ? ['', f.rel] : [f.rel.slice(0, i), f.rel.slice(i + 1)];
+          const [parentRel, name] = parentAndName(f.rel);
           const from = folders.open(parentRel);
           if (!from) throw new PlanDrift(`${join(action.source, parentRel)} changed while it was copied`);
           seams?.sourceListed?.(action.source, f.rel);

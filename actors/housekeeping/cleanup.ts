@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Bus } from '../../bus/index.js';
 import { planCleanup, type ListedEntry } from '../../machines/index.js';
 import { CLEANUP_EVENTS, HOUSEKEEPING_STREAM, describeError, type CleanupConfig } from '../../schemas/index.js';
-import { OpenedDir, OpenedDirChain, sameFile } from '../../store/index.js';
+import { OpenedDir, OpenedDirChain, parentAndName, sameFile } from '../../store/index.js';
 
 /*
  * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/ and
@@ -110,11 +110,6 @@ function listTree(root: OpenedDir): Listed[] {
   return out;
 }
 
-const splitRel = (rel: string): [string, string] => {
-  const i = rel.lastIndexOf('/');
-  return i < 0 ? ['', rel] : [rel.slice(0, i), rel.slice(i + 1)];
-};
-
 export interface CleanFolderOptions {
   /** Test seam: runs between the listing and the removals, where a racing writer would act. */
   afterListing?: () => void;
@@ -148,7 +143,7 @@ export function cleanFolder(folder: CleanupFolder, now: number, totals: CleanupT
       for (const e of plan.remove as Listed[]) {
         const abs = join(folder.dir, e.path);
         try {
-          const [parentRel, name] = splitRel(e.path);
+          const [parentRel, name] = parentAndName(e.path);
           const parent = folders.open(parentRel);
           const st = parent?.lstat(name);
           if (!parent || !st || !sameFile(st, e) || kindOf(st) !== e.kind || st.mtimeMs >= cutoff) {
@@ -173,7 +168,7 @@ export function cleanFolder(folder: CleanupFolder, now: number, totals: CleanupT
       for (const rel of plan.prune) {
         const abs = join(folder.dir, rel);
         try {
-          const [parentRel, name] = splitRel(rel);
+          const [parentRel, name] = parentAndName(rel);
           const parent = folders.open(parentRel);
           const st = parent?.lstat(name);
           const want = listed.get(rel)!;
