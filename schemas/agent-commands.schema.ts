@@ -15,6 +15,9 @@ import { PrincipalSchema } from './principal.schema.js';
 const ChatId = v.pipe(v.number(), v.integer());
 const AgentName = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9_-]+$/, 'letters, digits, _ and - only'), v.maxLength(64));
 
+/** Extra CLI arguments by provider, as a one-shot request and the task run it becomes carry them. */
+export const TaskCliParametersSchema = v.partial(v.object({ claude: v.array(v.string()), codex: v.array(v.string()), gemini: v.array(v.string()) }));
+
 /**
  * What makes a task's run differ from a chat turn: it has its own session key (`task:<id>`, so the
  * parent chat's lane stays free), works in the task's folder, may override provider and model, and
@@ -35,7 +38,7 @@ export const TaskRunSchema = v.object({
    * map leaves out gets none), since only it knows that provider when the run names just a model or
    * neither (the agent's own model then). Unset: the config's.
    */
-  cli_parameters: v.optional(v.partial(v.object({ claude: v.array(v.string()), codex: v.array(v.string()), gemini: v.array(v.string()) }))),
+  cli_parameters: v.optional(TaskCliParametersSchema),
 });
 export type TaskRun = v.InferOutput<typeof TaskRunSchema>;
 

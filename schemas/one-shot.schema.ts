@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { TaskCliParametersSchema } from './agent-commands.schema.js';
 import { PrincipalSchema } from './principal.schema.js';
 
 /*
@@ -34,7 +35,7 @@ export const OneShotRequestSchema = v.object({
   /** Create the folder when it is missing (a webhook's first run); otherwise a missing one fails the run. */
   create_folder: v.optional(v.boolean()),
   /** Task-level CLI arguments by provider; unset: the config's. */
-  cli_parameters: v.optional(v.nullable(v.partial(v.object({ claude: v.array(v.string()), codex: v.array(v.string()), gemini: v.array(v.string()) })))),
+  cli_parameters: v.optional(v.nullable(TaskCliParametersSchema)),
   quiet_start: v.optional(NullableString),
   quiet_end: v.optional(NullableString),
   /** The zone quiet hours are read in; unset: the configured one. */
