@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import * as v from 'valibot';
-import { causedBy, followsFrom, type Bus } from '../../bus/index.js';
+import { causedBy, followsFrom, type Bus, type Cause } from '../../bus/index.js';
 import {
   AUTOMATION_EVENTS,
   CRON_COMMANDS,
@@ -19,6 +19,7 @@ import {
   type Principal,
   type SubAgentConfig,
   type WebhookRecord,
+  type WebhookTriggerSettings,
   type WebhookSignature,
 } from '../../schemas/index.js';
 import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
@@ -276,17 +277,19 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
   return subs;
 }
 
+/** A call answered 202, as its `webhook.triggered` fact names it. */
+interface AcceptedCall {
+  id: string;
+  agent: string;
+  mode: string;
+  request_id: string;
+}
+
 /**
  * How one accepted call ended: on the record's last_* fields (unless a later call owns them now)
  * and as a `webhook.completed`/`webhook.failed` fact.
  */
-async function settleWebhookCall(
-  bus: Bus,
-  paths: HomePaths,
-  call: { id: string; agent: string; mode: string; request_id: string },
-  result: DispatchResult,
-  cause: { causation?: number; correlation?: string },
-): Promise<void> {
+async function settleWebhookCall(bus: Bus, paths: HomePaths, call: AcceptedCall, result: DispatchResult, cause: Cause): Promise<void> {
   const at = new Date(bus.now()).toISOString();
   const requestId = call.request_id;
   // A later call owns the record's last_* fields now; this one's end is still a fact.
@@ -299,6 +302,21 @@ async function settleWebhookCall(
     result.ok
       ? { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, ...cause }
       : { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.failed, data: { ...base, reason: result.reason, error: result.error.slice(0, MAX_LAST_ERROR_CHARS) }, ...cause },
+  );
+}
+
+/** Runs an accepted call without holding up its caller, then records how it ended. */
+function dispatchInBackground(
+  bus: Bus,
+  paths: HomePaths,
+  deps: WebhookDispatchDeps,
+  hook: WebhookTriggerSettings,
+  prompt: string,
+  call: AcceptedCall,
+  cause: Cause,
+): void {
+  void dispatchWebhook(bus, deps, hook, prompt, call.request_id).then((result) =>
+    settleWebhookCall(bus, paths, call, result, cause).catch((e: unknown) => bus.emitLog('error', `webhook ${call.id}: could not record how call ${call.request_id} ended: ${describeError(e)}`)),
   );
 }
 
@@ -324,10 +342,7 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
     const stored = next.action === 'dispatch' ? v.safeParse(WebhookTriggerSettingsSchema, loadWebhooks(d.paths).find((h) => h.id === call.id)) : null;
     if (next.action === 'dispatch' && stored?.success) {
       d.bus.emitLog('info', `webhook ${call.id}: call ${call.request_id} was accepted before a stop of svc and not yet run: running it now`);
-      const hook = stored.output;
-      void dispatchWebhook(d.bus, d.dispatch, hook, next.prompt, call.request_id).then((result) =>
-        settleWebhookCall(d.bus, d.paths, call, result, cause).catch((e: unknown) => d.bus.emitLog('error', `webhook ${call.id}: could not record how call ${call.request_id} ended: ${describeError(e)}`)),
-      );
+      dispatchInBackground(d.bus, d.paths, d.dispatch, stored.output, next.prompt, call, cause);
       out.dispatched.push(call.request_id);
       continue;
     }
@@ -347,8 +362,6 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
  */
 function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
   const subs = new Subscription();
-  const settle = (hook: WebhookRecord, mode: string, requestId: string, result: DispatchResult) =>
-    settleWebhookCall(bus, paths, { id: hook.id, agent: hook.agent, mode, request_id: requestId }, result, { correlation: requestId });
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
       const { id, headers, payload, request_id: requestId, client } = cmd.data;
@@ -377,9 +390,7 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
         data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload), prompt },
         ...causedBy(cmd),
       });
-      void dispatchWebhook(bus, deps, hook, prompt, requestId).then((result) =>
-        settle(stored, hook.mode, requestId, result).catch((e: unknown) => bus.emitLog('error', `webhook ${id}: could not record how call ${requestId} ended: ${describeError(e)}`)),
-      );
+      dispatchInBackground(bus, paths, deps, hook, prompt, { id, agent: stored.agent, mode: hook.mode, request_id: requestId }, { correlation: requestId });
       return { accepted: true as const, hook_id: id };
     }),
   );
