@@ -103,6 +103,27 @@ export class OpenedDir implements FileIdentity {
   }
 
   /**
+   * Hands `fn` the directory `name` here, opened, if it is still the one a listing saw (`listed`),
+   * and closes it after. False, and `fn` not run, when it is gone or was swapped for a link or
+   * another directory since: a walk must not go into what it did not list.
+   */
+  withListedDir(name: string, listed: FileIdentity, fn: (dir: OpenedDir) => void): boolean {
+    let dir: OpenedDir;
+    try {
+      dir = this.openDir(name);
+    } catch {
+      return false;
+    }
+    try {
+      if (!sameFile(dir, listed)) return false;
+      fn(dir);
+      return true;
+    } finally {
+      dir.close();
+    }
+  }
+
+  /**
    * The directory `rel` ('a/b', '' for this one, always a new descriptor) below this one, each
    * component opened through the one before; `createMode`: missing ones are made with that mode.
    */

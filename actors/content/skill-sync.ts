@@ -161,19 +161,10 @@ function walkSkill(root: OpenedDir): SkillTree {
         tree.files.push({ rel, st });
         h.update(`${rel}\0${st.size}\0${st.mtimeMs}\n`);
       } else if (st.isDirectory()) {
-        let child: OpenedDir;
-        try {
-          child = dir.openDir(n);
-        } catch {
-          continue; // swapped for a link or gone since the lstat
-        }
-        try {
-          if (!sameFile(child, st)) continue;
+        dir.withListedDir(n, st, (child) => {
           tree.dirs.set(rel, st);
           walk(child, rel, depth + 1);
-        } finally {
-          child.close();
-        }
+        });
       }
     }
   };

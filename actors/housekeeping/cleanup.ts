@@ -86,24 +86,13 @@ function listTree(root: OpenedDir): Listed[] {
         continue;
       }
       if (!st) continue;
-      const kind = kindOf(st);
-      if (kind !== 'dir') {
-        out.push({ path, kind, mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino });
-        continue;
-      }
-      let sub: OpenedDir;
-      try {
-        sub = dir.openDir(name);
-      } catch {
-        continue; // gone, or swapped for a link since the lstat
-      }
-      try {
-        if (!sameFile(sub, st)) continue;
-        out.push({ path, kind, mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino });
-        walk(sub, path, depth + 1);
-      } finally {
-        sub.close();
-      }
+      const entry: Listed = { path, kind: kindOf(st), mtimeMs: st.mtimeMs, size: st.size, dev: st.dev, ino: st.ino };
+      if (entry.kind !== 'dir') out.push(entry);
+      else
+        dir.withListedDir(name, st, (sub) => {
+          out.push(entry);
+          walk(sub, path, depth + 1);
+        });
     }
   };
   walk(root, '', 0);
