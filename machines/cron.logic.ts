@@ -259,7 +259,7 @@ export function deliveryRetryDelayMs(attempt: number): number | null {
  * whole file, so 1,000 jobs with long results must stay far below the JSON file read limit; the
  * whole result (to MAX_CRON_RESULT_CHARS) is in the run's `cron.run_finished` fact and its delivery.
  */
-export const MAX_RECORD_RESULT_CHARS = 2_000;
+const MAX_RECORD_RESULT_CHARS = 2_000;
 
 /** `last_result`: the result as it is when short, else its start and `…`, MAX_RECORD_RESULT_CHARS in all. */
 export function recordResultPreview(result: string): string {

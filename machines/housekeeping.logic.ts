@@ -99,7 +99,7 @@ export function inQuietHours(now: number, quietStart: number, quietEnd: number, 
 export type HeartbeatSkip = 'quiet' | 'no-session' | 'session-expired' | 'provider-mismatch' | 'busy' | 'cooldown';
 
 /** Where people chat with an agent: the messengers, the direct API and the admin panel. */
-export const HEARTBEAT_CHAT_TRANSPORTS: readonly string[] = [...TRANSPORTS, 'api', 'admin'];
+const HEARTBEAT_CHAT_TRANSPORTS: readonly string[] = [...TRANSPORTS, 'api', 'admin'];
 
 /**
  * Whether a session is a person's chat, the only kind a heartbeat looks at: on a chat transport and

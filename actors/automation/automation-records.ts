@@ -32,7 +32,8 @@ import { dispatchWebhook, webhookAuthPasses, webhookPrompt, type DispatchResult,
  * REST: webhooks", "Agent-scoped access"), and the webhook server's calls (WIRE.md §4), which
  * update the same webhooks.json: one owner of the file. An admin change is load → change → save
  * with no await in between, then a fact; a call's run fields are patches the store writes in
- * batches over the file as it then is (patchWebhookRecord), so neither loses the other's writes. A manual run goes to the cron scheduler (refused `no-scheduler` while it is not running).
+ * batches over the file as it then is (patchWebhookRecord), so neither loses the other's writes.
+ * A manual run goes to the cron scheduler (refused `no-scheduler` while it is not running).
  */
 
 export interface AutomationRecordsDeps {
