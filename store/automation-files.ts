@@ -1,6 +1,6 @@
 import { CronJobsFileSchema, WebhooksFileSchema, type CronJobRecord, type WebhookRecord } from '../schemas/index.js';
 import type { HomePaths } from './home.js';
-import { readJsonFileSync, writeJsonAtomicSync } from './json-file.js';
+import { parseJsonText, readJsonFileSync, readJsonTextSync, writeJsonAtomicSync } from './json-file.js';
 
 /*
  * `cron_jobs.json` and `webhooks.json` (SPEC.md "Cron job and webhook records"): read and written
@@ -10,14 +10,27 @@ import { readJsonFileSync, writeJsonAtomicSync } from './json-file.js';
  */
 
 export function loadCronJobs(paths: HomePaths): CronJobRecord[] {
-  return readJsonFileSync(paths.cronJobsFile, CronJobsFileSchema, { missing: () => [] });
+  return readCronJobsFile(paths).jobs();
+}
+
+/**
+ * cron_jobs.json from one read: its text ('' when missing), which the scheduler hashes to tell a
+ * hand edit, and its records, parsed when asked (corrupt-file when broken) — both of the same content.
+ */
+export function readCronJobsFile(paths: HomePaths): { text: string; jobs: () => CronJobRecord[] } {
+  const file = paths.cronJobsFile;
+  const text = readJsonTextSync(file);
+  return { text: text ?? '', jobs: () => (text === null ? [] : parseJsonText(file, text, CronJobsFileSchema)) };
 }
 
 /** Per file, the text svc itself wrote last: the cron watcher must not take it for a hand edit. */
 const savedBySvc = new Map<string, string>();
 
-export function saveCronJobs(paths: HomePaths, jobs: readonly CronJobRecord[]): void {
-  savedBySvc.set(paths.cronJobsFile, writeJsonAtomicSync(paths.cronJobsFile, jobs, { mode: 0o600 }));
+/** Returns the text written. */
+export function saveCronJobs(paths: HomePaths, jobs: readonly CronJobRecord[]): string {
+  const text = writeJsonAtomicSync(paths.cronJobsFile, jobs, { mode: 0o600 });
+  savedBySvc.set(paths.cronJobsFile, text);
+  return text;
 }
 
 /**

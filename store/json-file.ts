@@ -90,16 +90,25 @@ export async function readJsonFile<S extends StandardSchema<unknown>>(path: stri
 }
 
 export function readJsonFileSync<S extends StandardSchema<unknown>>(path: string, schema: S, opts?: ReadJsonOptions<SchemaOutput<S>>): SchemaOutput<S> {
-  let text: string;
+  const text = readJsonTextSync(path);
+  return text === null ? missingOr(path, opts) : parseAndCheck(path, text, schema);
+}
+
+/** A JSON file's text as readJsonFileSync reads it (a directory or an oversized file refused); null when missing. */
+export function readJsonTextSync(path: string): string | null {
   try {
     const st = fs.statSync(path);
     if (st.isDirectory()) throw new SvcError('corrupt-file', `${path}: is a directory, expected a JSON file`, { path });
     if (st.size > MAX_JSON_FILE_BYTES) throw tooBig(path, st.size);
-    text = fs.readFileSync(path, 'utf8');
+    return fs.readFileSync(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return missingOr(path, opts);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
+}
+
+/** Text read by readJsonTextSync, parsed and validated as readJsonFileSync would. */
+export function parseJsonText<S extends StandardSchema<unknown>>(path: string, text: string, schema: S): SchemaOutput<S> {
   return parseAndCheck(path, text, schema);
 }
 

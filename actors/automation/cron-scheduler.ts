@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Subscription } from 'rxjs';
 import * as v from 'valibot';
 import type { Bus, Cause } from '../../bus/index.js';
@@ -33,7 +32,7 @@ import {
   type CronJobSettings,
   type Principal,
 } from '../../schemas/index.js';
-import { isCronJobsSavedBySvc, loadCronJobs, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
+import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
@@ -218,15 +217,16 @@ export class CronScheduler {
   reload(): void {
     this.flush();
     let records: CronJobRecord[];
-    let hash: string;
+    let file: ReturnType<typeof readCronJobsFile>;
     try {
-      hash = sha(readText(this.d.paths.cronJobsFile));
+      file = readCronJobsFile(this.d.paths);
     } catch (e) {
       this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
       return;
     }
+    const hash = sha(file.text);
     try {
-      records = loadCronJobs(this.d.paths);
+      records = file.jobs();
     } catch (e) {
       // Told once per content: its hash is kept, so the watcher does not take the same broken file
       // for a new edit at each check. The next change of the file is read again.
@@ -502,7 +502,8 @@ export class CronScheduler {
     const before = this.records;
     let edited = false;
     try {
-      const text = readText(this.d.paths.cronJobsFile);
+      const file = readCronJobsFile(this.d.paths);
+      const text = file.text;
       const hash = sha(text);
       // A hand edit since our last read or write must not be taken for ours once we write over it;
       // an admin API save whose event is still on its way is not a hand edit (the event reloads).
@@ -514,7 +515,7 @@ export class CronScheduler {
       }
       let jobs: CronJobRecord[];
       try {
-        jobs = loadCronJobs(this.d.paths);
+        jobs = file.jobs();
       } catch (e) {
         this.unreadableHash = hash;
         this.keep(changes);
@@ -524,10 +525,9 @@ export class CronScheduler {
       this.unreadableHash = null;
       if (!jobs.some((j) => changes.has(j.id))) return;
       const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
-      saveCronJobs(this.d.paths, merged);
-      this.records = new Map(merged.map((r) => [r.id, r]));
       // Our own write: the watcher must not take it for a hand edit.
-      this.fileHash = sha(readText(this.d.paths.cronJobsFile));
+      this.fileHash = sha(saveCronJobs(this.d.paths, merged));
+      this.records = new Map(merged.map((r) => [r.id, r]));
       this.writeError = null;
     } catch (e) {
       // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.
@@ -587,7 +587,7 @@ export class CronScheduler {
     this.followZone();
     let text: string;
     try {
-      text = readText(this.d.paths.cronJobsFile);
+      text = readCronJobsFile(this.d.paths).text;
     } catch {
       return false;
     }
@@ -599,15 +599,6 @@ export class CronScheduler {
   private track(p: Promise<unknown>): void {
     const q = p.catch((e: unknown) => this.d.bus.emitLog('error', `cron scheduler: ${describeError(e)}`)).finally(() => this.inflight.delete(q));
     this.inflight.add(q);
-  }
-}
-
-function readText(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw e;
   }
 }
 
