@@ -619,8 +619,6 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     name: 'cron',
     async start(ctx) {
       const runner = new OneShotRuns({ bus: ctx.bus, log: ctx.log, paths: ctx.paths, config: ctx.config, timezone: ctx.defaultZone });
-      const { restarted } = await runner.recover(ctx.startCorrelation);
-      ctx.oneShotRunner = runner;
       const scheduler = new CronScheduler({
         bus: ctx.bus,
         log: ctx.log,
@@ -630,7 +628,9 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         ...(ctx.opts.cronClock ? { clock: ctx.opts.cronClock } : {}),
         ...(ctx.opts.cronWatchIntervalMs !== undefined ? { watchIntervalMs: ctx.opts.cronWatchIntervalMs } : {}),
       });
-      await scheduler.start(ctx.startCorrelation, restarted);
+      // Recovers the runner's cut runs first, then the scheduler's cut fires.
+      await scheduler.start(ctx.startCorrelation);
+      ctx.oneShotRunner = runner;
       ctx.cronScheduler = scheduler;
       return () => {
         ctx.cronScheduler = null;

@@ -23,7 +23,6 @@ import {
   CONFIG_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
-  ONESHOT_EVENTS,
   MAX_CRON_RESULT_CHARS,
   SvcError,
   cronJobStream,
@@ -36,7 +35,7 @@ import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, ty
 import type { ActorClock } from '../host/actor-host.js';
 import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
-import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns, type RestartedRun } from './one-shot-runner.js';
+import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
 
 /*
  * The cron scheduler: fires each enabled job of cron_jobs.json at the times croner computes in the
@@ -130,18 +129,15 @@ export class CronScheduler {
     this.clock = d.clock ?? realClock;
   }
 
-  /**
-   * `restarted`: the one-shot runs the runner's recovery queued again (cut while they waited); a
-   * cut fire whose run is among them finishes when that run does, instead of being interrupted.
-   */
-  async start(correlation: string, restarted: readonly RestartedRun[] = []): Promise<void> {
+  async start(correlation: string): Promise<void> {
     const { bus } = this.d;
     const cause: Cause = { correlation };
+    // The runner's recovery first: a cut fire whose run it queued again finishes when that run does.
+    const recovered = await this.d.runner.recover(correlation);
     const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
     for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
     this.reload();
-    const again = new Map(restarted.map((r) => [r.correlation, r]));
-    const queued = new Set(this.d.log.read({ streamPrefix: 'oneshot:', types: [ONESHOT_EVENTS.queued] }).map((e) => e.correlation));
+    const again = new Map(recovered.restarted.map((r) => [r.correlation, r]));
     // A fire the log holds unfinished was cut by a stop (or a SIGKILL). Its run waiting in a queue
     // was queued again; one never queued is queued now; one that had started failed and is not run again.
     for (const [id, s] of logged) {
@@ -153,7 +149,7 @@ export class CronScheduler {
           void run.done.then((r) => this.track(this.finish(id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
           continue;
         }
-        if (job?.schedule && f.correlation !== null && !queued.has(f.correlation)) {
+        if (job?.schedule && f.correlation !== null && !recovered.queued.has(f.correlation)) {
           bus.emitLog('info', `cron job ${id}: fire ${f.fire_id} was cut by a stop of svc before its run was queued: running it now`);
           await this.startRun(job, f.fire_id, fireCause);
           continue;

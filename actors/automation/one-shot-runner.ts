@@ -45,6 +45,13 @@ export interface OneShotResult {
   turn_id: string | null;
 }
 
+/** What recover() did, and the correlations of every run the log holds queued (a cron fire's run was made). */
+export interface RecoveredRuns {
+  interrupted: string[];
+  restarted: RestartedRun[];
+  queued: ReadonlySet<string>;
+}
+
 /** A run a stop of svc cut before it started, queued again by recover(). */
 export interface RestartedRun {
   run_id: string;
@@ -91,6 +98,7 @@ export class OneShotRuns implements OneShotRunner {
   private readonly queues = new Map<string, Queued[]>();
   private readonly newId: () => string;
   private stopped = false;
+  private recovery: Promise<RecoveredRuns> | null = null;
 
   constructor(private readonly d: OneShotRunsDeps) {
     this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
@@ -101,10 +109,18 @@ export class OneShotRuns implements OneShotRunner {
    * recovery tells its chat); one still waiting is queued again, in its old order, under its old id.
    * Call once, before anything new is queued.
    */
-  async recover(correlation: string): Promise<{ interrupted: string[]; restarted: RestartedRun[] }> {
+  recover(correlation: string): Promise<RecoveredRuns> {
+    // Once: a second pass would find the runs it queued again still unstarted and queue them twice.
+    this.recovery ??= this.recoverOnce(correlation);
+    return this.recovery;
+  }
+
+  private async recoverOnce(correlation: string): Promise<RecoveredRuns> {
     const interrupted: string[] = [];
     const restarted: RestartedRun[] = [];
-    for (const run of cutOneShots(this.d.log.read({ streamPrefix: 'oneshot:' }))) {
+    const events = this.d.log.read({ streamPrefix: 'oneshot:' });
+    const queued = new Set(events.filter((e) => e.type === ONESHOT_EVENTS.queued && e.correlation !== undefined).map((e) => e.correlation!));
+    for (const run of cutOneShots(events)) {
       if (restartsAfterCut(run)) {
         const { request } = run;
         const done = this.enqueue(run.run_id, { ...request, correlation: run.correlation ?? request.correlation });
@@ -116,7 +132,7 @@ export class OneShotRuns implements OneShotRunner {
       await this.d.bus.publish({ stream: oneShotStream(run_id), type: ONESHOT_EVENTS.finished, data: { run_id, status: CRON_RUN_STATUS.interrupted, duration_ms: null, turn_id: null }, correlation });
       interrupted.push(run_id);
     }
-    return { interrupted, restarted };
+    return { interrupted, restarted, queued };
   }
 
   stop(): void {

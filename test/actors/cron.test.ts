@@ -223,7 +223,6 @@ t.test('missed fires at start-up, interrupted fires, and a restart never runs a 
 
   // Second life at 08:20: 05:00 was cut; 06:00 and 07:00 are skipped, 08:00 (20 minutes ago) runs; daily 03:00 already ran.
   const b = stand(t, { start: '2026-01-01T08:20:00Z', jobs, log, paths: a.paths });
-  await b.runner.recover('start:2');
   await b.scheduler.start('start:2');
   await b.settle();
   const hourly = (type: string) => b.facts(type).filter((e) => e.data.id === 'hourly');
@@ -238,7 +237,6 @@ t.test('missed fires at start-up, interrupted fires, and a restart never runs a 
 
   // Third life, same minute: nothing new fires, nothing runs twice.
   const c = stand(t, { start: '2026-01-01T08:25:00Z', jobs, log, paths: a.paths });
-  await c.runner.recover('start:3');
   await c.scheduler.start('start:3');
   await c.settle();
   t.same(c.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id), firedIds, 'no fire twice');
@@ -276,7 +274,7 @@ t.test('a restart runs what was still waiting (dependency queue, unqueued fire) 
   const { interrupted, restarted } = await b.runner.recover('start:2');
   t.equal(interrupted.length, 1, 'the run that had asked its CLI is interrupted');
   t.same(restarted.map((r) => r.source), waiting.map((e) => e.data.source), 'the waiting ones are queued again, in their order');
-  await b.scheduler.start('start:2', restarted);
+  await b.scheduler.start('start:2');
   await b.settle();
   await b.settle();
   const ran = b.received.map((m) => m.task!.folder.split('/').pop());
@@ -295,8 +293,8 @@ t.test('a restart runs what was still waiting (dependency queue, unqueued fire) 
 
   const c = stand(t, { start: '2026-01-01T01:20:00Z', jobs, log, paths: a.paths });
   const again = await c.runner.recover('start:3');
-  t.same(again, { interrupted: [], restarted: [] });
-  await c.scheduler.start('start:3', again.restarted);
+  t.same({ interrupted: again.interrupted, restarted: again.restarted }, { interrupted: [], restarted: [] });
+  await c.scheduler.start('start:3');
   await c.settle();
   t.equal(c.received.length, 0, 'a second restart runs nothing');
   t.equal(c.facts(AUTOMATION_EVENTS.run_finished).length, 3);
