@@ -337,10 +337,12 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
     d.log.read({ streamPrefix: 'turn:', types: [TURN_EVENTS.started, TURN_EVENTS.completed] }),
     d.log.read({ streamPrefix: 'oneshot:', types: [ONESHOT_EVENTS.queued] }),
   );
+  // The hooks' settings as they are now (what a dispatch runs with); read once for every call.
+  const hooks = new Map(loadWebhooks(d.paths).map((h) => [h.id, h]));
   for (const call of calls) {
     const cause = followsFrom({ seq: call.seq, correlation: call.request_id });
     const next = recoverCutWebhookCall(call, evidence.get(call.request_id)!);
-    const stored = next.action === 'dispatch' ? v.safeParse(WebhookTriggerSettingsSchema, loadWebhooks(d.paths).find((h) => h.id === call.id)) : null;
+    const stored = next.action === 'dispatch' ? v.safeParse(WebhookTriggerSettingsSchema, hooks.get(call.id)) : null;
     if (next.action === 'dispatch' && stored?.success) {
       d.bus.emitLog('info', `webhook ${call.id}: call ${call.request_id} was accepted before a stop of svc and not yet run: running it now`);
       dispatchInBackground(d.bus, d.paths, d.dispatch, stored.output, next.prompt, call, cause);
