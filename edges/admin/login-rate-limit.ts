@@ -1,4 +1,4 @@
-import { addressIn, forwardedClient, rateLimitKey, type HttpRequest } from '../http/index.js';
+import { addressIn, forwardedClient, attemptLimitKey, type HttpRequest } from '../http/index.js';
 
 /*
  * SPEC.md "Limits": 5 login attempts per minute per client IP, then 429. A sliding window over the
@@ -16,7 +16,8 @@ export class LoginRateLimit {
 
   /** Records an attempt from `ip`; the milliseconds to wait when it is over the limit, else 0. */
   attempt(address: string): number {
-    const ip = rateKey(address);
+    // Loopback counts as one client, as for `/ws` authentications (attemptLimitKey says why).
+    const ip = attemptLimitKey(address);
     const now = this.clock();
     const recent = (this.attempts.get(ip) ?? []).filter((t) => now - t < LOGIN_WINDOW_MS);
     this.attempts.delete(ip);
@@ -29,16 +30,6 @@ export class LoginRateLimit {
     if (this.attempts.size > MAX_TRACKED_IPS) this.attempts.delete(this.attempts.keys().next().value!);
     return 0;
   }
-}
-
-/**
- * Who the limit counts (http/client-address.ts `rateLimitKey`): an IPv4 client by its address,
- * however uWS spells it, an IPv6 client by its /64. Loopback is grouped on purpose: a client on
- * this machine can send from any of 127.0.0.0/8 and from ::1, so all of them are one client, not
- * 16 million (the direct `/ws` limit groups them the same way).
- */
-export function rateKey(address: string): string {
-  return rateLimitKey(address, { loopbackAsOne: true });
 }
 
 /** True when the peer is one of the configured reverse proxies (`api.trusted_proxies`, exact addresses in any spelling). */

@@ -1,4 +1,3 @@
-import { rateLimitKey } from '../http/index.js';
 
 /**
  * Failed `/ws` authentications per client address. More than `maxFailures` in one window (which
@@ -14,17 +13,6 @@ import { rateLimitKey } from '../http/index.js';
  *
  * Behind a reverse proxy every client arrives from the proxy's address and shares one window.
  */
-
-/**
- * The key an address is limited under (http/client-address.ts `rateLimitKey`, whatever spelling
- * uWS used). Every loopback address (all of 127.0.0.0/8 and ::1) is one key, deliberately: any
- * local process may bind any of them, so counting them apart would only hand it 16 million fresh
- * addresses. A host usually holds a whole IPv6 /64, so a native IPv6 client is keyed by its /64;
- * IPv4 (also when a dual-stack listener reports it IPv4-mapped) by the address itself.
- */
-export function authLimitKey(address: string): string {
-  return rateLimitKey(address, { loopbackAsOne: true });
-}
 
 export interface AuthFailureRule {
   maxFailures: number;

@@ -19,9 +19,9 @@ import {
   type TurnChunk,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { connectionActorsRoot } from '../http/index.js';
+import { attemptLimitKey, connectionActorsRoot } from '../http/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
-import { AuthFailureLimit, authLimitKey } from './auth-failure-limit.js';
+import { AuthFailureLimit } from './auth-failure-limit.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
 
 export interface DirectLimits {
@@ -212,7 +212,7 @@ export class DirectHub {
    * while a client with the token, which authenticates within milliseconds, always gets in.
    */
   waitingStarted(conn: WaitingConnection): void {
-    const key = authLimitKey(conn.address);
+    const key = attemptLimitKey(conn.address);
     let mine = this.waiting.get(key);
     if (!mine) this.waiting.set(key, (mine = new Set()));
     mine.add(conn);
@@ -224,7 +224,7 @@ export class DirectHub {
   /** It authenticated, was refused or went away. */
   waitingEnded(conn: WaitingConnection): void {
     if (!this.waitingAll.delete(conn)) return;
-    const key = authLimitKey(conn.address);
+    const key = attemptLimitKey(conn.address);
     const mine = this.waiting.get(key);
     mine?.delete(conn);
     if (mine?.size === 0) this.waiting.delete(key);
@@ -238,7 +238,7 @@ export class DirectHub {
 
   /** A connection from `address` failed to authenticate; true when the address is past its limit. */
   authFailed(address: string): boolean {
-    return this.authFailures.fail(authLimitKey(address), this.now()) > 0;
+    return this.authFailures.fail(attemptLimitKey(address), this.now()) > 0;
   }
 
   /**

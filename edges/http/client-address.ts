@@ -84,23 +84,30 @@ export function isLoopback(text: string): boolean {
   return a !== null && (a === '::1' || (isIP(a) === 4 && a.startsWith('127.')));
 }
 
-/** The key every loopback address shares when a limit groups them (`rateLimitKey`'s `loopbackAsOne`). */
+/** The key every loopback address shares in attemptLimitKey. */
 export const LOOPBACK_KEY = 'loopback';
 
 /**
  * Who a per-address limit counts a caller against: an IPv4 client (however uWS spells it) by its
  * address, an IPv6 client by its /64, since one host usually holds a whole /64 and could otherwise
- * send each call from a fresh address. 'unknown' when it is no address. `loopbackAsOne`: every
- * loopback address (all of 127.0.0.0/8 and ::1) is the one key `LOOPBACK_KEY`, for limits where any
- * local process could otherwise bind 16 million fresh addresses to guess with.
+ * send each call from a fresh address. 'unknown' when it is no address.
  */
-export function rateLimitKey(text: string, opts: { loopbackAsOne?: boolean } = {}): string {
+export function rateLimitKey(text: string): string {
   const address = parseAddress(text);
   if (address === null) return 'unknown';
-  if (opts.loopbackAsOne && isLoopback(address)) return LOOPBACK_KEY;
   if (isIP(address) !== 6) return address;
   const g = ipv6Groups(address)!;
   return `${formatIPv6([...g.slice(0, 4), 0, 0, 0, 0]).replace(/::$/, '')}::/64`;
+}
+
+/**
+ * The key of a limit on guessing (admin logins, `/ws` authentications): rateLimitKey, except that
+ * every loopback address (all of 127.0.0.0/8 and ::1) is the one key LOOPBACK_KEY, deliberately:
+ * any local process may bind any of them, so counting them apart would hand it 16 million fresh
+ * addresses to guess from.
+ */
+export function attemptLimitKey(text: string): string {
+  return isLoopback(text) ? LOOPBACK_KEY : rateLimitKey(text);
 }
 
 /**

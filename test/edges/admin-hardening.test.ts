@@ -4,7 +4,7 @@
 // 2FA code, and every address of this machine is one client to the login limit.
 import t from 'tap';
 import { totpCode } from '../../actors/index.js';
-import { LoginRateLimit, rateKey } from '../../edges/index.js';
+import { LoginRateLimit, attemptLimitKey } from '../../edges/index.js';
 import { homePaths, loadUsers, makeUserDir, removeUserFile } from '../../store/index.js';
 import { adminStand, userRow } from '../fixtures/admin-auth-stand.js';
 
@@ -68,14 +68,14 @@ t.test('the password step of a 2FA login does not reset the failures that lock t
 });
 
 t.test('every address of this machine, and every address of one IPv6 /64, is one client to the login limit', async (t) => {
-  t.equal(rateKey('127.0.0.1'), rateKey('127.200.3.4'));
-  t.equal(rateKey('::ffff:127.0.0.9'), rateKey('127.0.0.1'));
-  t.equal(rateKey('0000:0000:0000:0000:0000:ffff:7f00:0009'), rateKey('127.0.0.1'), 'as a dual-stack listener reports it');
-  t.equal(rateKey('::1'), rateKey('127.0.0.1'), 'IPv6 loopback too');
-  t.not(rateKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), rateKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'), 'IPv4 clients on a dual-stack listener are not one /64');
-  t.equal(rateKey('2001:db8:0:1::5'), rateKey('2001:db8:0:1:ffff::9'));
-  t.not(rateKey('2001:db8:0:1::5'), rateKey('2001:db8:0:2::5'));
-  t.not(rateKey('10.0.0.1'), rateKey('10.0.0.2'));
+  t.equal(attemptLimitKey('127.0.0.1'), attemptLimitKey('127.200.3.4'));
+  t.equal(attemptLimitKey('::ffff:127.0.0.9'), attemptLimitKey('127.0.0.1'));
+  t.equal(attemptLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0009'), attemptLimitKey('127.0.0.1'), 'as a dual-stack listener reports it');
+  t.equal(attemptLimitKey('::1'), attemptLimitKey('127.0.0.1'), 'IPv6 loopback too');
+  t.not(attemptLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), attemptLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'), 'IPv4 clients on a dual-stack listener are not one /64');
+  t.equal(attemptLimitKey('2001:db8:0:1::5'), attemptLimitKey('2001:db8:0:1:ffff::9'));
+  t.not(attemptLimitKey('2001:db8:0:1::5'), attemptLimitKey('2001:db8:0:2::5'));
+  t.not(attemptLimitKey('10.0.0.1'), attemptLimitKey('10.0.0.2'));
   const limit = new LoginRateLimit(() => 0);
   const waits = Array.from({ length: 6 }, (_, i) => limit.attempt(`127.0.0.${i + 1}`));
   t.same(waits.map((w) => w > 0), [false, false, false, false, false, true]);

@@ -12,7 +12,8 @@ import { startDirectApi, type DirectApiServer } from '../fixtures/direct-api.js'
 import { connectionMachine, type ConnectionFact } from '../../machines/index.js';
 import { AGENT_COMMANDS, defaultConfig, type AgentConfig, type AgentMessage, type AnyEnvelope, type TurnChunk, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
-import { AuthFailureLimit, authLimitKey } from '../../edges/direct/auth-failure-limit.js';
+import { AuthFailureLimit } from '../../edges/direct/auth-failure-limit.js';
+import { attemptLimitKey } from '../../edges/http/client-address.js';
 import { anyEvent } from '../fixtures/any-event.js';
 
 type T = Test;
@@ -450,17 +451,17 @@ t.test('auth-failure limit: given/when/then over the per-address rule', async (t
   t.equal(limit.fail('p', 2102) + limit.fail('p', 2103), 0, 'a forgotten address counts from zero again');
 
   const v6 = (last: string) => `2001:0db8:0001:0002:0000:0000:0000:${last}`;
-  t.equal(authLimitKey(v6('0001')), authLimitKey(v6('beef')), 'addresses of one IPv6 /64 share a window');
-  t.equal(authLimitKey(v6('0001')), '2001:db8:1:2::/64');
-  t.equal(authLimitKey('2001:db8:1:2::beef'), authLimitKey(v6('0001')), 'the short spelling is the same /64');
-  t.not(authLimitKey(v6('0001')), authLimitKey('2001:0db8:0001:0003:0000:0000:0000:0001'), 'another /64 does not');
-  t.equal(authLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), '192.168.0.1', 'IPv4 (mapped) is keyed per address, as IPv4');
-  t.equal(authLimitKey('::ffff:192.168.0.1'), '192.168.0.1', 'in any spelling');
-  t.not(authLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), authLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'));
+  t.equal(attemptLimitKey(v6('0001')), attemptLimitKey(v6('beef')), 'addresses of one IPv6 /64 share a window');
+  t.equal(attemptLimitKey(v6('0001')), '2001:db8:1:2::/64');
+  t.equal(attemptLimitKey('2001:db8:1:2::beef'), attemptLimitKey(v6('0001')), 'the short spelling is the same /64');
+  t.not(attemptLimitKey(v6('0001')), attemptLimitKey('2001:0db8:0001:0003:0000:0000:0000:0001'), 'another /64 does not');
+  t.equal(attemptLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), '192.168.0.1', 'IPv4 (mapped) is keyed per address, as IPv4');
+  t.equal(attemptLimitKey('::ffff:192.168.0.1'), '192.168.0.1', 'in any spelling');
+  t.not(attemptLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), attemptLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'));
   for (const lo of ['0000:0000:0000:0000:0000:ffff:7f00:0001', '0000:0000:0000:0000:0000:ffff:7f05:0607', '0000:0000:0000:0000:0000:0000:0000:0001', '::1', '127.0.0.1', '127.9.9.9']) {
-    t.equal(authLimitKey(lo), 'loopback', `${lo}: every loopback address is one key (any local process may bind any of them)`);
+    t.equal(attemptLimitKey(lo), 'loopback', `${lo}: every loopback address is one key (any local process may bind any of them)`);
   }
-  t.equal(authLimitKey('10.0.0.1'), '10.0.0.1');
+  t.equal(attemptLimitKey('10.0.0.1'), '10.0.0.1');
 });
 
 t.test('session errors are encrypted and leave the session usable', async (t) => {
