@@ -40,6 +40,11 @@ export const PrincipalSchema = v.strictObject({
 });
 export type Principal = v.InferOutput<typeof PrincipalSchema>;
 
+/** svc itself (cron, webhooks, heartbeat, tasks, maintenance); SPEC.md: system-initiated calls run with the admin role. */
+export function systemPrincipal(id: string | null, origin: Origin): Principal {
+  return { kind: 'system', id, acting_for: null, role: 'admin', allowed_agents: [], origin };
+}
+
 /**
  * The agents a principal is limited to (SPEC.md "Agent-scoped access"), or null when it may use
  * every agent (an empty list or one holding `*`).

@@ -30,6 +30,7 @@ import {
   type CronJobRecord,
   type CronJobSettings,
   type Principal,
+  systemPrincipal,
 } from '../../schemas/index.js';
 import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
@@ -88,14 +89,7 @@ interface Job {
 const realClock: ActorClock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) } as ActorClock;
 
 export function cronPrincipal(jobId: string, route: { transport: string; chat_id: number; topic_id: number | null } | null): Principal {
-  return {
-    kind: 'system',
-    id: `cron:${jobId}`,
-    acting_for: null,
-    role: 'admin',
-    allowed_agents: [],
-    origin: { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null },
-  };
+  return systemPrincipal(`cron:${jobId}`, { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null });
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

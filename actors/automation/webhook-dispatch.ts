@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { decodeSignature, fencedWebhookPrompt, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { CRON_RUN_STATUS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings } from '../../schemas/index.js';
+import { CRON_RUN_STATUS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -58,16 +58,8 @@ export type DispatchResult =
   | { ok: true; status: string; turn_id: string | null; task_id: string | null }
   | { ok: false; reason: string; error: string };
 
-/** SPEC.md: system-initiated calls (cron, webhooks) run with the admin role. */
 export function webhookPrincipal(hookId: string, target: WakeTarget | null): Principal {
-  return {
-    kind: 'system',
-    id: `webhook:${hookId}`,
-    acting_for: null,
-    role: 'admin',
-    allowed_agents: [],
-    origin: { transport: 'webhook', chat_id: target?.chat_id ?? null, topic_id: target?.topic_id ?? null },
-  };
+  return systemPrincipal(`webhook:${hookId}`, { transport: 'webhook', chat_id: target?.chat_id ?? null, topic_id: target?.topic_id ?? null });
 }
 
 export const NO_RUNNER_ERROR = 'cron_task webhooks need a one-shot runner (the task hub) and none is attached in this version: nothing was run';

@@ -11,6 +11,7 @@ import {
   type HeartbeatTarget,
   type Principal,
   type SessionSummary,
+  systemPrincipal,
 } from '../../schemas/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { REAL_CLOCK } from './daily-job.js';
@@ -26,9 +27,8 @@ import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
  * limit (`cli_timeout * 2` for the turns cli_timeout bounds), each turn alone.
  */
 
-/** svc itself asks; SPEC.md: system-initiated turns run with the admin role. */
 export function heartbeatPrincipal(chat: { transport: string; chat_id: number; topic_id: number | null }): Principal {
-  return { kind: 'system', id: 'heartbeat', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'heartbeat', chat_id: chat.chat_id, topic_id: chat.topic_id } };
+  return systemPrincipal('heartbeat', { transport: 'heartbeat', chat_id: chat.chat_id, topic_id: chat.topic_id });
 }
 
 export interface HeartbeatDelivery {

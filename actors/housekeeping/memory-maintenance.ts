@@ -8,7 +8,7 @@ import {
   NOTIFICATION_COMMANDS,
   describeError,
   type MemoryConfig,
-  type Principal,
+  systemPrincipal,
 } from '../../schemas/index.js';
 import { loadCronJobs, readMemoryModules, saveCronJobs, type HomePaths } from '../../store/index.js';
 
@@ -20,7 +20,7 @@ import { loadCronJobs, readMemoryModules, saveCronJobs, type HomePaths } from '.
  * missing module are recorded. Also seeds, once ever, the monthly memory-review cron record.
  */
 
-const SYSTEM: Principal = { kind: 'system', id: 'memory-maintenance', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'internal', chat_id: null, topic_id: null } };
+const SYSTEM = systemPrincipal('memory-maintenance', { transport: 'internal', chat_id: null, topic_id: null });
 
 export interface MemoryMaintenanceDeps {
   bus: Bus;

@@ -38,6 +38,7 @@ import {
   type TaskView,
   type TurnOutcome,
   type UserRecord,
+  systemPrincipal,
 } from '../../schemas/index.js';
 import { initTaskFolder, readTaskRules, writeJsonAtomicSync, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
@@ -107,7 +108,7 @@ interface Run {
   started: boolean;
 }
 
-const SYSTEM: Principal = { kind: 'system', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'internal', chat_id: null, topic_id: null } };
+const SYSTEM = systemPrincipal(null, { transport: 'internal', chat_id: null, topic_id: null });
 const TURN_ENDS = [TURN_EVENTS.started, TURN_EVENTS.completed, TURN_EVENTS.failed, TURN_EVENTS.timed_out, TURN_EVENTS.aborted] as const;
 /** The chat of a task whose parent has no chat to be found: the inter-agent conversation, as `/interagent/send` uses. */
 const NO_CHAT = { transport: 'internal', chat_id: 0, topic_id: null };
