@@ -18,7 +18,7 @@ import {
   type TokenPair,
 } from '../../schemas/index.js';
 import { json, parseJsonBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
-import { parseCookies } from './access-token.js';
+import { csrfProven, parseCookies } from './access-token.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { LoginRateLimit, clientIp, fromTrustedProxy } from './login-rate-limit.js';
@@ -27,7 +27,7 @@ import { LoginRateLimit, clientIp, fromTrustedProxy } from './login-rate-limit.j
  * SPEC.md "Admin REST: authentication" with WIRE.md §2's shapes. The handlers parse and translate;
  * the users directory (actors/users) decides every login, rotation and change. Tokens go out in the
  * body (scripts, the panel's bearer mode) and as cookies (the panel's cookie mode): access and
- * refresh httpOnly, `svc_csrf` readable for the double submit.
+ * refresh httpOnly, `sygen_csrf` (and its twin `svc_csrf`) readable for the double submit.
  */
 
 /** Credentials and codes are short; nothing here needs more. */
@@ -56,13 +56,14 @@ export function authRoutes(deps: AdminDeps): Route[] {
 
   const session = (req: HttpRequest, pair: TokenPair): HttpReply => {
     const flags = { secure: secure(req) };
+    const csrf = randomBytes(24).toString('base64url');
     return {
       status: 200,
       json: pair,
       cookies: [
         cookie(AUTH_COOKIES.access, pair.access_token, pair.expires_in, { ...flags, httpOnly: true }),
         cookie(AUTH_COOKIES.refresh, pair.refresh_token, pair.refresh_expires_in, { ...flags, httpOnly: true }),
-        cookie(AUTH_COOKIES.csrf, randomBytes(24).toString('base64url'), pair.refresh_expires_in, { ...flags, httpOnly: false }),
+        ...[AUTH_COOKIES.csrf, AUTH_COOKIES.csrfAlias].map((n) => cookie(n, csrf, pair.refresh_expires_in, { ...flags, httpOnly: false })),
       ],
     };
   };
@@ -74,8 +75,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
     const cookies = parseCookies(req.headers.cookie);
     const fromCookie = cookies.get(AUTH_COOKIES.refresh);
     if (!fromCookie) return null;
-    const csrf = cookies.get(AUTH_COOKIES.csrf);
-    if (!csrf || req.headers[CSRF_HEADER] !== csrf) throw new SvcError('csrf-failed', `using the ${AUTH_COOKIES.refresh} cookie needs the ${CSRF_HEADER} header equal to the ${AUTH_COOKIES.csrf} cookie`);
+    if (!csrfProven(req, cookies)) throw new SvcError('csrf-failed', `using the ${AUTH_COOKIES.refresh} cookie needs the ${CSRF_HEADER} header equal to the ${AUTH_COOKIES.csrf} cookie`);
     return fromCookie;
   };
 
@@ -144,7 +144,9 @@ export function authRoutes(deps: AdminDeps): Route[] {
         return {
           status: 200,
           json: { ok: true },
-          cookies: [AUTH_COOKIES.access, AUTH_COOKIES.refresh, AUTH_COOKIES.csrf].map((n) => cookie(n, '', 0, { ...gone, httpOnly: n !== AUTH_COOKIES.csrf })),
+          cookies: [AUTH_COOKIES.access, AUTH_COOKIES.refresh, AUTH_COOKIES.csrf, AUTH_COOKIES.csrfAlias].map((n) =>
+            cookie(n, '', 0, { ...gone, httpOnly: n === AUTH_COOKIES.access || n === AUTH_COOKIES.refresh }),
+          ),
         };
       },
     },
