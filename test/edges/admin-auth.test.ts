@@ -75,7 +75,7 @@ t.test('refresh rotates; a rotated token coming back revokes the family; logout 
   const second = await refresh(first.refresh_token);
   t.equal(second.status, 200);
   t.not(second.json.refresh_token, first.refresh_token);
-  t.equal(second.cookies.length, 3, 'cookies renewed');
+  t.equal(second.cookies.length, 4, 'cookies renewed: access, refresh, sygen_csrf, svc_csrf');
 
   s.restartDirectory();
   s.clock.now += 1000;
