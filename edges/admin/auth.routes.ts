@@ -51,7 +51,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
     const waitMs = limit.attempt(ip(req));
     if (waitMs === 0) return null;
     const s = Math.max(1, Math.ceil(waitMs / 1000));
-    return json(429, { error: `too many login attempts from this address; try again in ${s} s`, code: 'rate-limited' }, { 'retry-after': String(s) });
+    return json(429, { error: `too many login or password attempts from this address; try again in ${s} s`, code: 'rate-limited' }, { 'retry-after': String(s) });
   };
 
   const session = (req: HttpRequest, pair: TokenPair): HttpReply => {
@@ -169,7 +169,15 @@ export function authRoutes(deps: AdminDeps): Route[] {
       body: ProfileBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.profile, { principal, ip: ip(req), changes: parseJsonBody(req, ProfileBodySchema) })),
+      handler: async (req, principal) => {
+        const changes = parseJsonBody(req, ProfileBodySchema);
+        // A password check is a login attempt to a thief holding an access token: the same per-address limit.
+        if (changes.old_password !== undefined) {
+          const tooMany = limited(req);
+          if (tooMany) return tooMany;
+        }
+        return json(200, await deps.bus.send(USER_COMMANDS.profile, { principal, ip: ip(req), changes }));
+      },
     },
     {
       method: 'POST',
@@ -195,7 +203,13 @@ export function authRoutes(deps: AdminDeps): Route[] {
       body: TotpDisableBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.totpDisable, { principal, ip: ip(req), ...parseJsonBody(req, TotpDisableBodySchema) })),
+      handler: async (req, principal) => {
+        const body = parseJsonBody(req, TotpDisableBodySchema);
+        // It checks the password and a code: the same per-address limit as a login.
+        const tooMany = limited(req);
+        if (tooMany) return tooMany;
+        return json(200, await deps.bus.send(USER_COMMANDS.totpDisable, { principal, ip: ip(req), ...body }));
+      },
     },
     {
       method: 'POST',
