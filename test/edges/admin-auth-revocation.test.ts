@@ -56,7 +56,7 @@ t.test('logout and a reused refresh token end the access token at once: REST and
     c.send({ type: 'auth', token });
     return c.next((f) => f.type === 'auth_ok' || f.type === 'auth_error', 0, 'auth reply');
   };
-  const wsRefused = (r: { type: string; status?: number }) => r.type === 'auth_error' || (r.type === 'refused' && r.status === 401);
+  const wsRefused = (r: Record<string, unknown>) => r.type === 'auth_error' || (r.type === 'refused' && r.status === 401);
 
   // Logout by body (a script).
   let session = (await login()).json;
