@@ -7,8 +7,8 @@ import type { Role } from './config.schema.js';
  * to the agent the action touches.
  *
  * Where SPEC.md's table is silent the stricter reading is taken: "read all resources" is the
- * operator's, so what the viewer's list does not name (config, logs, chat history, memory, skills,
- * files) needs an operator, and every write SPEC.md does not give to the operator needs an admin.
+ * operator's, so what the viewer's list does not name (config, logs, memory, skills, files) needs an
+ * operator, and every write SPEC.md does not give to the operator needs an admin.
  */
 export const ADMIN_ACCESS = {
   'system.read': 'viewer',
@@ -23,7 +23,12 @@ export const ADMIN_ACCESS = {
   'agents.write': 'admin',
   'providers.read': 'viewer',
   'commands.read': 'viewer',
-  'chat.read': 'operator',
+  /**
+   * Chat sessions and their history (list, messages, the agent's chat, one's own read marker):
+   * SPEC.md gives the viewer "read-only on ... sessions", and the panel's sessions are its chat
+   * sessions. Writing to them (create, rename, send, archive) stays the operator's.
+   */
+  'chat.read': 'viewer',
   'chat.write': 'operator',
   'cron.read': 'viewer',
   'cron.run': 'operator',

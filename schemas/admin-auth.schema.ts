@@ -32,8 +32,12 @@ export type AdminTokenClaims = v.InferOutput<typeof AdminTokenClaimsSchema>;
 /** Tokens of the legacy admin die when api.token changes: their `tv` is this fingerprint of it. */
 export const staticTokenFingerprint = (token: string): number => parseInt(createHash('sha256').update(token).digest('hex').slice(0, 12), 16);
 
-/** Cookie names the panel's session rides on (WIRE.md §2); `svc_csrf` is readable by the page for double submit. */
-export const AUTH_COOKIES = { access: 'svc_access', refresh: 'svc_refresh', csrf: 'svc_csrf' } as const;
+/**
+ * Cookie names the panel's session rides on (WIRE.md §2). `sygen_csrf` is readable by the page for
+ * the double submit: the name the existing sygen-admin panel reads its X-CSRF-Token from.
+ * `csrfAlias` (`svc_csrf`) carries the same value beside it, for clients written against the older name.
+ */
+export const AUTH_COOKIES = { access: 'svc_access', refresh: 'svc_refresh', csrf: 'sygen_csrf', csrfAlias: 'svc_csrf' } as const;
 export const CSRF_HEADER = 'x-csrf-token';
 
 export const PASSWORD_MIN_LENGTH = 8;

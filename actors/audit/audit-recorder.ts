@@ -18,9 +18,9 @@ export function startAuditRecorder(deps: AuditRecorderDeps): Subscription {
   const subs = new Subscription();
   subs.add(
     bus.handle(AUDIT_COMMANDS.record, 'audit', async (cmd) => {
-      const { principal, action, target, status, ip } = cmd.data;
+      const { principal, action, target, detail, status, ip } = cmd.data;
       const actor = principal.kind === 'agent' ? (principal.acting_for ?? principal.id) : principal.id;
-      const env = await bus.publish({ stream: AUDIT_STREAM, type: AUDIT_EVENTS.recorded, data: { actor, action, target, status, ip }, ...causedBy(cmd) });
+      const env = await bus.publish({ stream: AUDIT_STREAM, type: AUDIT_EVENTS.recorded, data: { actor, action, target, status, ip, ...(detail ? { detail } : {}) }, ...causedBy(cmd) });
       return { seq: env.seq };
     }),
   );

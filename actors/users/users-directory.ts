@@ -118,12 +118,46 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     };
   };
 
-  const revokeFamily = (fam: string): void => {
+  const revokeFamily = (fam: string): boolean => {
     const state = loadRefreshTokens(paths);
     const f = state.families[fam];
-    if (!f || f.revoked) return;
+    if (!f || f.revoked) return false;
     f.revoked = true;
     saveRefreshTokens(paths, state, nowS(now()));
+    return true;
+  };
+
+  /**
+   * Ends the access tokens of `username` now, not when they expire (15 min): the token_version
+   * moves on, so the edge refuses them at their next request and the admin socket closes the
+   * user's connections. The version is per account, so this ends every sign-in of it (each device
+   * logs in again): the price of a revocation that needs no per-request lookup of token ids. The
+   * legacy admin (the static token) has no row; its tokens die only with api.token.
+   */
+  const endAccessTokens = async (cmd: Cmd<'logout'> | Cmd<'refresh'>, username: string): Promise<void> => {
+    if (username === '') return;
+    const u = mutate((users) => {
+      const row = users.find((x) => x.username === username);
+      if (row) row.token_version += 1;
+      return row;
+    });
+    if (u) await updated(cmd, u, ['token_version'], username);
+  };
+
+  /**
+   * A password (or 2FA code) checked for a signed-in user: under the same per-account lockout as a
+   * login, and each wrong one counts toward it, so a stolen access token cannot guess the password.
+   */
+  const assertNotLocked = async (cmd: Cmd<'profile'> | Cmd<'totpDisable'>, username: string): Promise<void> => {
+    const lockedFor = throttle.lockedFor(username, now());
+    if (lockedFor > 0) {
+      await audit(cmd, username, 'auth.password_check_locked', username, 429, cmd.data.ip);
+      throw new SvcError('account-locked', `too many failed password checks for this account; try again in ${Math.ceil(lockedFor / 60_000)} min`);
+    }
+  };
+  const checkFailed = async (cmd: Cmd<'profile'> | Cmd<'totpDisable'>, username: string): Promise<void> => {
+    throttle.failed(username, now());
+    await audit(cmd, username, 'auth.password_check_failed', username, 400, cmd.data.ip);
   };
 
   /** The live row a token speaks for, when it still may: present, active, same token_version. */
@@ -214,8 +248,10 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     const family = loadRefreshTokens(paths).families[fam];
     if (!family || family.revoked) throw badToken();
     if (family.current !== sha256Hex(claims.jti)) {
-      // A rotated token came back: someone holds a copy. End the whole login, theirs and ours.
+      // A rotated token came back: someone holds a copy. End the whole login, theirs and ours,
+      // the access tokens it handed out included.
       revokeFamily(fam);
+      if (!claims.legacy) await endAccessTokens(cmd, claims.sub);
       await audit(cmd, claims.sub || null, 'auth.refresh_reuse', claims.sub || null, 401, ip);
       throw badToken();
     }
@@ -233,7 +269,9 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     // An expired refresh token still names the family to end; only the signature must hold.
     const claims = await verifyToken(deps.jwtSecret(), 0, refresh_token, TOKEN_TYPES.refresh);
     if (claims?.fam) {
-      revokeFamily(claims.fam);
+      // Only a live sign-in ends the account's access tokens: an old, already revoked refresh
+      // token replayed to /logout must not become a way to log the user out everywhere.
+      if (revokeFamily(claims.fam) && !claims.legacy) await endAccessTokens(cmd, claims.sub);
       await audit(cmd, claims.sub || null, 'auth.logout', claims.sub || null, 200, ip);
     }
     return { ok: true };
@@ -248,8 +286,12 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
     if (changes.old_password !== undefined && changes.new_password === undefined) throw new SvcError('invalid-body', 'body.new_password: required with old_password');
     let hash: string | null = null;
     if (changes.new_password !== undefined) {
+      await assertNotLocked(cmd, username);
       const current = findUser(username);
-      if (!current || !(await verifyPassword(changes.old_password!, current.password_hash))) throw new SvcError('invalid-body', 'body.old_password: does not match the current password');
+      if (!current || !(await verifyPassword(changes.old_password!, current.password_hash))) {
+        await checkFailed(cmd, username);
+        throw new SvcError('invalid-body', 'body.old_password: does not match the current password');
+      }
       hash = await hashPassword(changes.new_password);
     }
     const fields: string[] = [];
@@ -303,9 +345,24 @@ export function startUsersDirectory(deps: UsersDirectoryDeps): Subscription {
 
   const totpDisable = async (cmd: Cmd<'totpDisable'>) => {
     const username = self(cmd.data.principal, '2FA');
+    await assertNotLocked(cmd, username);
     const current = findUser(username);
-    if (!current || !(await verifyPassword(cmd.data.password, current.password_hash))) throw new SvcError('invalid-body', 'body.password: does not match the current password');
-    consumeTotp(username, cmd.data.code, true);
+    // Whether 2FA is on is the caller's own, known state: said before the password is looked at,
+    // so no answer below tells a right password from a wrong one.
+    if (!current || !current.totp_enabled || !current.totp_secret) throw new SvcError('totp-state', '2FA is not enabled for this account');
+    // One answer for a wrong password and a wrong code: neither tells which half was right.
+    const wrong = () => new SvcError('invalid-body', 'body: the password or the 2FA code is wrong');
+    if (!(await verifyPassword(cmd.data.password, current.password_hash))) {
+      await checkFailed(cmd, username);
+      throw wrong();
+    }
+    try {
+      consumeTotp(username, cmd.data.code, true);
+    } catch (e) {
+      if (!(e instanceof SvcError) || e.code !== 'invalid-totp') throw e;
+      await checkFailed(cmd, username);
+      throw wrong();
+    }
     const u = mutate((users) => {
       const row = users.find((x) => x.username === username);
       if (!row) throw new SvcError('not-found', 'your user record no longer exists');

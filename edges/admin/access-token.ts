@@ -86,6 +86,15 @@ function sameSecret(a: string, b: string): boolean {
 
 const MUTATING = new Set(['POST', 'PUT', 'DELETE', 'PATCH']);
 
+/**
+ * The double-submit proof: `X-CSRF-Token` equal to the readable CSRF cookie, `sygen_csrf` (the name
+ * the panel reads) or else its older twin `svc_csrf`; both are set with one value at every login.
+ */
+export function csrfProven(req: Pick<HttpRequest, 'headers'>, cookies: Map<string, string>): boolean {
+  const csrf = cookies.get(AUTH_COOKIES.csrf) ?? cookies.get(AUTH_COOKIES.csrfAlias) ?? '';
+  return csrf !== '' && sameSecret(csrf, req.headers[CSRF_HEADER] ?? '');
+}
+
 /** `Authorization: Bearer <access JWT>`; any other bearer is left to the next credential (the static token). */
 export function adminJwtAuthenticator(deps: AccessTokenDeps): Authenticator {
   return {
@@ -101,7 +110,7 @@ export function adminJwtAuthenticator(deps: AccessTokenDeps): Authenticator {
 /**
  * The panel's httpOnly access cookie. A browser sends it on cross-site requests too, so a
  * mutating request must also prove it was made by the panel's page: `X-CSRF-Token` equal to the
- * readable `svc_csrf` cookie (double submit), which another site can neither read nor set.
+ * readable `sygen_csrf` cookie (double submit), which another site can neither read nor set.
  */
 export function adminCookieAuthenticator(deps: AccessTokenDeps): Authenticator {
   return {
@@ -114,9 +123,7 @@ export function adminCookieAuthenticator(deps: AccessTokenDeps): Authenticator {
       const principal = await principalFromAccessToken(token, deps);
       if (principal === null) return null;
       if (MUTATING.has(req.method)) {
-        const csrf = cookies.get(AUTH_COOKIES.csrf) ?? '';
-        const header = req.headers[CSRF_HEADER] ?? '';
-        if (csrf === '' || !sameSecret(csrf, header)) {
+        if (!csrfProven(req, cookies)) {
           throw new SvcError('csrf-failed', `a cookie-authenticated ${req.method} needs the ${CSRF_HEADER} header equal to the ${AUTH_COOKIES.csrf} cookie`);
         }
       }

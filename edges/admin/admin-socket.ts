@@ -421,7 +421,7 @@ export class AdminSocketHub {
             type: 'chat_message', kind: m.kind, role: m.sender === 'user' ? 'user' : 'assistant', agent, session_id: e.data.id,
             content: m.content, meta, timestamp: Math.floor(Date.parse(m.timestamp) / 1000),
           };
-          // Chat content: only for sockets whose role may read chats (SPEC.md Roles: not a viewer's).
+          // Chat content: only for sockets whose role may read chats (ADMIN_ACCESS['chat.read']).
           for (const c of this.connections) if (c.isOpen && roleSatisfies(c.principal!.role, ADMIN_ACCESS['chat.read']) && this.deps.mayUse(c.principal!, agent)) c.send(frame);
         }
         return;

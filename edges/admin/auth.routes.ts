@@ -18,7 +18,7 @@ import {
   type TokenPair,
 } from '../../schemas/index.js';
 import { json, parseJsonBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
-import { parseCookies } from './access-token.js';
+import { csrfProven, parseCookies } from './access-token.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { LoginRateLimit, clientIp, fromTrustedProxy } from './login-rate-limit.js';
@@ -27,7 +27,7 @@ import { LoginRateLimit, clientIp, fromTrustedProxy } from './login-rate-limit.j
  * SPEC.md "Admin REST: authentication" with WIRE.md §2's shapes. The handlers parse and translate;
  * the users directory (actors/users) decides every login, rotation and change. Tokens go out in the
  * body (scripts, the panel's bearer mode) and as cookies (the panel's cookie mode): access and
- * refresh httpOnly, `svc_csrf` readable for the double submit.
+ * refresh httpOnly, `sygen_csrf` (and its twin `svc_csrf`) readable for the double submit.
  */
 
 /** Credentials and codes are short; nothing here needs more. */
@@ -51,18 +51,19 @@ export function authRoutes(deps: AdminDeps): Route[] {
     const waitMs = limit.attempt(ip(req));
     if (waitMs === 0) return null;
     const s = Math.max(1, Math.ceil(waitMs / 1000));
-    return json(429, { error: `too many login attempts from this address; try again in ${s} s`, code: 'rate-limited' }, { 'retry-after': String(s) });
+    return json(429, { error: `too many login or password attempts from this address; try again in ${s} s`, code: 'rate-limited' }, { 'retry-after': String(s) });
   };
 
   const session = (req: HttpRequest, pair: TokenPair): HttpReply => {
     const flags = { secure: secure(req) };
+    const csrf = randomBytes(24).toString('base64url');
     return {
       status: 200,
       json: pair,
       cookies: [
         cookie(AUTH_COOKIES.access, pair.access_token, pair.expires_in, { ...flags, httpOnly: true }),
         cookie(AUTH_COOKIES.refresh, pair.refresh_token, pair.refresh_expires_in, { ...flags, httpOnly: true }),
-        cookie(AUTH_COOKIES.csrf, randomBytes(24).toString('base64url'), pair.refresh_expires_in, { ...flags, httpOnly: false }),
+        ...[AUTH_COOKIES.csrf, AUTH_COOKIES.csrfAlias].map((n) => cookie(n, csrf, pair.refresh_expires_in, { ...flags, httpOnly: false })),
       ],
     };
   };
@@ -74,8 +75,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
     const cookies = parseCookies(req.headers.cookie);
     const fromCookie = cookies.get(AUTH_COOKIES.refresh);
     if (!fromCookie) return null;
-    const csrf = cookies.get(AUTH_COOKIES.csrf);
-    if (!csrf || req.headers[CSRF_HEADER] !== csrf) throw new SvcError('csrf-failed', `using the ${AUTH_COOKIES.refresh} cookie needs the ${CSRF_HEADER} header equal to the ${AUTH_COOKIES.csrf} cookie`);
+    if (!csrfProven(req, cookies)) throw new SvcError('csrf-failed', `using the ${AUTH_COOKIES.refresh} cookie needs the ${CSRF_HEADER} header equal to the ${AUTH_COOKIES.csrf} cookie`);
     return fromCookie;
   };
 
@@ -144,7 +144,9 @@ export function authRoutes(deps: AdminDeps): Route[] {
         return {
           status: 200,
           json: { ok: true },
-          cookies: [AUTH_COOKIES.access, AUTH_COOKIES.refresh, AUTH_COOKIES.csrf].map((n) => cookie(n, '', 0, { ...gone, httpOnly: n !== AUTH_COOKIES.csrf })),
+          cookies: [AUTH_COOKIES.access, AUTH_COOKIES.refresh, AUTH_COOKIES.csrf, AUTH_COOKIES.csrfAlias].map((n) =>
+            cookie(n, '', 0, { ...gone, httpOnly: n === AUTH_COOKIES.access || n === AUTH_COOKIES.refresh }),
+          ),
         };
       },
     },
@@ -167,7 +169,15 @@ export function authRoutes(deps: AdminDeps): Route[] {
       body: ProfileBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.profile, { principal, ip: ip(req), changes: parseJsonBody(req, ProfileBodySchema) })),
+      handler: async (req, principal) => {
+        const changes = parseJsonBody(req, ProfileBodySchema);
+        // A password check is a login attempt to a thief holding an access token: the same per-address limit.
+        if (changes.old_password !== undefined) {
+          const tooMany = limited(req);
+          if (tooMany) return tooMany;
+        }
+        return json(200, await deps.bus.send(USER_COMMANDS.profile, { principal, ip: ip(req), changes }));
+      },
     },
     {
       method: 'POST',
@@ -193,7 +203,13 @@ export function authRoutes(deps: AdminDeps): Route[] {
       body: TotpDisableBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.totpDisable, { principal, ip: ip(req), ...parseJsonBody(req, TotpDisableBodySchema) })),
+      handler: async (req, principal) => {
+        const body = parseJsonBody(req, TotpDisableBodySchema);
+        // It checks the password and a code: the same per-address limit as a login.
+        const tooMany = limited(req);
+        if (tooMany) return tooMany;
+        return json(200, await deps.bus.send(USER_COMMANDS.totpDisable, { principal, ip: ip(req), ...body }));
+      },
     },
     {
       method: 'POST',

@@ -26,7 +26,7 @@ export interface Surface {
    * How each of its guarded requests ended, once the caller is known (a refusal for want of a role
    * included; a request without valid credentials is not): awaited before the reply is sent.
    */
-  observe?(req: HttpRequest, route: Route, principal: Principal, status: number): Promise<void>;
+  observe?(req: HttpRequest, route: Route, principal: Principal, status: number, reply?: HttpReply): Promise<void>;
   /**
    * Handlers that need the app itself, such as WebSocket endpoints (`/ws`, `/ws/admin`).
    * `authenticate` runs the server's authenticators (every surface's) as a route's `auth` would.
@@ -98,7 +98,7 @@ export class HttpServer {
           statuses,
           localisedErrors: surface.localisedErrors === true,
           ...(surface.errorBody ? { errorBody: surface.errorBody } : {}),
-          ...(surface.observe ? { observe: (req: HttpRequest, principal: Principal, status: number) => surface.observe!(req, route, principal, status) } : {}),
+          ...(surface.observe ? { observe: (req: HttpRequest, principal: Principal, status: number, reply?: HttpReply) => surface.observe!(req, route, principal, status, reply) } : {}),
         })),
       );
     } catch (e) {

@@ -15,7 +15,7 @@ type JsonSchema = Record<string, unknown>;
 const SCHEMES: Record<Credential, { name: string; scheme: JsonSchema }> = {
   'direct-token': { name: 'apiToken', scheme: { type: 'http', scheme: 'bearer', description: 'The direct API token (`api.token`).' } },
   'admin-jwt': { name: 'accessToken', scheme: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from POST /api/auth/login.' } },
-  'admin-cookie': { name: 'sessionCookie', scheme: { type: 'apiKey', in: 'cookie', name: 'svc_access', description: 'The login cookie; mutating requests also send X-CSRF-Token equal to the svc_csrf cookie.' } },
+  'admin-cookie': { name: 'sessionCookie', scheme: { type: 'apiKey', in: 'cookie', name: 'svc_access', description: 'The login cookie; mutating requests also send X-CSRF-Token equal to the sygen_csrf cookie.' } },
   'admin-static-token': { name: 'staticToken', scheme: { type: 'http', scheme: 'bearer', description: 'The static `api.token`: the legacy admin.' } },
   'agent-token': { name: 'agentToken', scheme: { type: 'http', scheme: 'bearer', description: "An agent's interagent token." } },
   'owner-token': { name: 'ownerToken', scheme: { type: 'http', scheme: 'bearer', description: "The main agent's token." } },

@@ -84,7 +84,7 @@ export type MountedRoute = Route & {
   /** Reshapes this surface's error bodies (see Surface.errorBody). */
   errorBody?: (error: { error: string; code: string }) => unknown;
   /** Told how a guarded request ended once its caller is known (before the reply is sent); see Surface.observe. */
-  observe?: (req: HttpRequest, principal: Principal, status: number) => Promise<void>;
+  observe?: (req: HttpRequest, principal: Principal, status: number, reply?: HttpReply) => Promise<void>;
 };
 
 export interface MountOptions {
@@ -177,7 +177,7 @@ export function mountHttp(app: App, opts: MountOptions): void {
       // Who called, once known: also for a refusal for want of a role, which names the caller.
       let caller: Principal | null = null;
       const observed = async (reply: HttpReply) => {
-        if (route.observe && caller) await route.observe(request, caller, reply.status).catch((e: unknown) => opts.onInternalError(e, { method, path }, route.surface));
+        if (route.observe && caller) await route.observe(request, caller, reply.status, reply).catch((e: unknown) => opts.onInternalError(e, { method, path }, route.surface));
       };
       Promise.resolve()
         .then(async () => {

@@ -29,6 +29,8 @@ export const AUDIT_COMMANDS = {
       /** `METHOD /pattern` of the admin route. */
       action: Text(300),
       target: v.nullable(Text(300)),
+      /** What else names the change (its agent, the fields it set): never a value of a secret. */
+      detail: v.optional(v.record(v.string(), Text(300))),
       status: v.nullable(v.number()),
       ip: v.nullable(Text(64)),
     }),

@@ -66,19 +66,20 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   // the command list is fixed help text, no resource.
   'GET /api/providers/available': ['viewer', 'none', 'Provider listing: agent_default_provider/model (agents)'],
   'GET /api/commands': ['viewer', 'none', 'not a resource: the chat commands help'],
-  // Chat (operator: "create and manage chat sessions"; history is not in the viewer's list).
-  'GET /api/chat': ['operator', 'validated', 'Agent-scoped: chat sessions (read validated)'],
+  // Chat: viewer "read-only on ... sessions" (the panel's sessions are chat sessions, issue 21);
+  // operator "create and manage chat sessions". Marking read moves only the caller's own marker.
+  'GET /api/chat': ['viewer', 'validated', 'Roles: viewer reads sessions; Agent-scoped: chat sessions (read validated)'],
   'POST /api/chat/:agentId': ['operator', 'validated', 'Roles: operator chats; Agent-scoped: chat (write validated)'],
-  'GET /api/chat/sessions': ['operator', 'filtered', 'Agent-scoped: chat sessions (filtered)'],
+  'GET /api/chat/sessions': ['viewer', 'filtered', 'Roles: viewer reads sessions; Agent-scoped: chat sessions (filtered)'],
   'POST /api/chat/sessions': ['operator', 'validated', 'Agent-scoped: chat sessions (create validated)'],
   'PUT /api/chat/sessions/:id': ['operator', 'validated', 'Roles: manage chat sessions; Agent-scoped: write validated'],
   'DELETE /api/chat/sessions/:id': ['operator', 'validated', 'Roles: manage chat sessions; Agent-scoped: delete validated'],
   'POST /api/chat/sessions/:id/archive': ['operator', 'validated', 'Roles: manage chat sessions; Agent-scoped: write validated'],
   'POST /api/chat/sessions/:id/unarchive': ['operator', 'validated', 'Roles: manage chat sessions; Agent-scoped: write validated'],
   'POST /api/chat/sessions/:id/provider': ['operator', 'validated', 'Roles: manage chat sessions; Agent-scoped: write validated'],
-  'GET /api/chat/sessions/:id/messages': ['operator', 'validated', 'Agent-scoped: chat sessions (read validated)'],
+  'GET /api/chat/sessions/:id/messages': ['viewer', 'validated', 'Roles: viewer reads sessions; Agent-scoped: chat sessions (read validated)'],
   'PUT /api/chat/sessions/:id/messages': ['operator', 'validated', 'Agent-scoped: chat sessions (write validated)'],
-  'POST /api/chat/sessions/:id/read': ['operator', 'validated', 'Agent-scoped: chat sessions (read validated)'],
+  'POST /api/chat/sessions/:id/read': ['viewer', 'validated', 'Roles: the reader\'s own marker, as errors/ack; Agent-scoped: chat sessions (read validated)'],
   'POST /api/transcribe': ['operator', 'none', 'part of chatting (WIRE.md §2); names no agent'],
   // Notifications: the dashboard's bell, each about a cron job, webhook or task of one agent, so
   // scoped as those are ("WebSocket broadcasts are ACL-aware per socket": the bell the same).

@@ -17,10 +17,11 @@ t.test('login: tokens, UserInfo, cookies; me by bearer and by cookie; wrong name
   t.same(Object.keys(r.json.user).sort(), ['active', 'allowed_agents', 'avatar', 'created_at', 'display_name', 'role', 'telegram_user_ids', 'totp_enabled', 'username']);
   t.type(r.json.access_token, 'string');
   t.not(r.json.access_token, r.json.refresh_token);
-  const [access, refresh, csrf] = r.cookies;
+  const [access, refresh, csrf, csrfAlias] = r.cookies;
   t.match(access, /^svc_access=[^;]+; Path=\/; Max-Age=900; SameSite=Lax; HttpOnly$/);
   t.match(refresh, /^svc_refresh=[^;]+; Path=\/; Max-Age=2592000; SameSite=Lax; HttpOnly$/);
-  t.match(csrf, /^svc_csrf=[A-Za-z0-9_-]{32}; Path=\/; Max-Age=2592000; SameSite=Lax$/, 'the CSRF cookie is readable by the page');
+  t.match(csrf, /^sygen_csrf=[A-Za-z0-9_-]{32}; Path=\/; Max-Age=2592000; SameSite=Lax$/, 'the CSRF cookie is readable by the page, under the name the panel reads');
+  t.equal(csrfAlias, csrf!.replace(/^sygen_csrf=/, 'svc_csrf='), 'svc_csrf beside it, the same value');
 
   t.match((await s.call('GET', '/api/auth/me', { bearer: r.json.access_token })).json, { username: 'alice', role: 'admin' });
   const jar = cookieJar(r.cookies);
@@ -74,7 +75,7 @@ t.test('refresh rotates; a rotated token coming back revokes the family; logout 
   const second = await refresh(first.refresh_token);
   t.equal(second.status, 200);
   t.not(second.json.refresh_token, first.refresh_token);
-  t.equal(second.cookies.length, 3, 'cookies renewed');
+  t.equal(second.cookies.length, 4, 'cookies renewed: access, refresh, sygen_csrf, svc_csrf');
 
   s.restartDirectory();
   s.clock.now += 1000;

@@ -77,14 +77,18 @@ t.test('commands list matches what the chat understands', async (t) => {
   t.same(r.body.multiagent.map((c: any) => c.command), MULTIAGENT_COMMANDS.map((c) => `/${c}`));
 });
 
-t.test('roles: viewers cannot read or write chat; no credential is 401', async (t) => {
+t.test('roles: viewers read chat sessions (SPEC.md: read-only on sessions) and write none; no credential is 401', async (t) => {
   const s = await serveAdminChat(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   const seq = s.log.lastSeq();
+  for (const path of ['/api/chat/sessions', '/api/chat/sessions/s1/messages', '/api/chat?agent=main']) {
+    t.equal((await s.call(path, { as: 'viewer' })).status, 200, `viewer GET ${path}`);
+  }
+  t.match((await s.call('/api/chat/sessions', { as: 'viewer' })).body, [{ id: 's1', agent: 'main' }], 'the viewer is shown the session');
   for (const [method, path, body] of [
-    ['GET', '/api/chat/sessions'], ['GET', '/api/chat/sessions/s1/messages'], ['GET', '/api/chat?agent=main'],
+    ['POST', '/api/chat/sessions', { agent: 'main' }], ['PUT', '/api/chat/sessions/s1', { title: 'x' }],
     ['DELETE', '/api/chat/sessions/s1'], ['POST', '/api/chat/sessions/s1/archive'], ['POST', '/api/chat/sessions/s1/provider', { provider: null, model: null }],
-    ['PUT', '/api/chat/sessions/s1/messages', []], ['POST', '/api/chat/sessions/s1/read', { last_read_message_id: 'x' }], ['POST', '/api/chat/main', { message: 'hi' }],
+    ['PUT', '/api/chat/sessions/s1/messages', []], ['POST', '/api/chat/main', { message: 'hi' }],
   ] as [string, string, unknown?][]) {
     t.equal((await s.call(path, { method, as: 'viewer', body })).status, 403, `viewer ${method} ${path}`);
     t.equal((await s.call(path, { method, as: null, body })).status, 401, `anonymous ${method} ${path}`);

@@ -36,7 +36,7 @@ t.test('TOTP: setup, verify, login in two steps, a code is good once, disable wi
   const done = await s.call('POST', '/api/auth/2fa/login', { body: { temp_token: first.json.temp_token, code } });
   t.equal(done.status, 200);
   t.equal(done.json.user.totp_enabled, true);
-  t.equal(done.cookies.length, 3);
+  t.equal(done.cookies.length, 4, 'access, refresh, sygen_csrf, svc_csrf');
   t.ok(s.log.read().some((e) => e.type === USER_EVENTS.updated && (e.data as { fields: string[] }).fields.includes('totp_last_step')), 'the accepted step is a users.json change like any other: a fact');
 
   const second = await s.login('alice', 'alice-password');
