@@ -29,6 +29,7 @@ import {
   bundledSkillsDir,
   startUserFilesAdmin,
   startNotifier,
+  startOutcomeNotifications,
   startPortability,
   startTaskQueries,
   TaskHub,
@@ -392,7 +393,11 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     start(ctx) {
       ctx.notifications = notificationReadModel(ctx.log.projectionDb());
       const notifier = startNotifier({ bus: ctx.bus, readModel: ctx.notifications });
-      return () => notifier.unsubscribe();
+      const outcomes = startOutcomeNotifications({ bus: ctx.bus, log: ctx.log });
+      return () => {
+        outcomes.unsubscribe();
+        notifier.unsubscribe();
+      };
     },
   },
   {

@@ -402,7 +402,7 @@ export class CronScheduler {
     const deliver = !skipped && !(s?.silent_on_success && isSuccessStatus(r.status));
     const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
     const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
-    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver }, ...cause });
+    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver, ...(s ? { name: s.title } : {}) }, ...cause });
     const rec = this.current(id);
     if (rec) {
       const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
