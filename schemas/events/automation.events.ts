@@ -60,7 +60,12 @@ export const AUTOMATION_EVENT_SCHEMAS = {
     name: v.optional(v.string()),
   }),
   /** The result reached the job's chat, on this attempt. */
-  'cron.delivered': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number() }),
+  /**
+   * `to`: the transport that got it (`admin`: the agent's admin chat, also when the job's own
+   * transport was not running and the result went there instead; `chat.delivery_rerouted` says why).
+   * Absent in older facts.
+   */
+  'cron.delivered': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number(), to: v.optional(v.string()) }),
   /** An attempt to deliver failed; `retry_at` null: no more attempts (the result stays in the log and on the record). */
   'cron.delivery_failed': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number(), error: v.string(), retry_at: v.nullable(v.string()) }),
 };
