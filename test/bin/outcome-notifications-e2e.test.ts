@@ -75,6 +75,12 @@ t.test('a failed task and a failed cron job each raise a critical notification t
   t.equal(bell.status, 200);
   t.same(bell.body.map((n: Frame) => n.id).sort(), [taskNote.data.id, cronNote.data.id].sort(), 'both are in the bell');
   t.ok((await api('/api/notifications/unread-count')).body.count >= 2, 'and count as unread');
+
+  const feed = await fetch(`http://127.0.0.1:${d.apiPort}/api/activity/recent?limit=50`, { headers: { authorization: `Bearer ${API_TOKEN}`, 'accept-language': 'en', connection: 'close' } });
+  const events = (await feed.json()) as Frame[];
+  t.match(events.find((e) => e.type === 'agent_started'), { title: 'Agent started: main', agent_name: 'main', severity: 'info' }, 'the feed shows the agent starting');
+  t.match(events.find((e) => e.type === 'task_failed'), { title: /^Task failed: Task "Flaky migration"/, severity: 'error' });
+  t.match(events.find((e) => e.type === 'cron_failed'), { title: /^Scheduled job failed: Cron job "Nightly build"/ });
 });
 
 t.test('nothing computed is dropped: a wake with no chat and a cron result for a Telegram chat go to the admin chat, and the log says where', async (t) => {
