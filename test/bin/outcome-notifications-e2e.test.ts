@@ -12,6 +12,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { AUTOMATION_EVENTS, CHAT_DELIVERY_EVENTS, CRON_COMMANDS, type CronJobRecord, type Principal } from '../../schemas/index.js';
 import { homePaths, saveCronJobs } from '../../store/index.js';
 import { openAdminSocket, type Frame } from '../fixtures/admin-socket-client.js';
+import { connectDirect } from '../fixtures/direct-socket-client.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { until } from './cli-helpers.js';
 
@@ -60,12 +61,15 @@ async function boot(t: Parameters<typeof tempHome>[0]) {
 
 t.test('a failed task and a failed cron job each raise a critical notification that reaches an open /ws/admin socket', async (t) => {
   const { d, api, internal, socket } = await boot(t);
+  const direct = await connectDirect(d.apiPort!, API_TOKEN);
+  t.teardown(() => direct.ws.terminate());
 
   const created = await internal('/tasks/create', { from: 'main', name: 'Flaky migration', prompt: '[[fail]] migrate' });
   t.equal(created.status, 200, JSON.stringify(created.body));
   const taskId = created.body.task_id as string;
   const taskNote = await socket.next((f: Frame) => f.type === 'notification' && f.data.type === 'task');
   t.match(taskNote.data, { title: `Task "Flaky migration" (${taskId}) failed: exit-code`, severity: 'critical', read: false, agent: 'main', source_id: taskId });
+  t.same((await direct.next('notification')).notification, { id: taskNote.data.id, title: taskNote.data.title, body: taskNote.data.body, read: false }, 'the direct API socket gets it too');
 
   t.same(await d.bus.send(CRON_COMMANDS.run, { principal: ADMIN, id: 'nightly' }), { started: true });
   const cronNote = await socket.next((f: Frame) => f.type === 'notification' && f.data.type === 'cron');
