@@ -23,6 +23,7 @@ export * from './recovery/turn-recovery.js';
 export * from './recovery/orphan-groups.js';
 export * from './recovery/interrupted-turns.js';
 export * from './notifications/notifier.js';
+export * from './notifications/outcome-notifications.js';
 export * from './chat-sessions/chat-sessions.js';
 export * from './transcription/transcriber.js';
 export * from './admin-agents/admin-agents.js';

@@ -29,6 +29,7 @@ import {
   bundledSkillsDir,
   startUserFilesAdmin,
   startNotifier,
+  startOutcomeNotifications,
   startPortability,
   startTaskQueries,
   TaskHub,
@@ -392,7 +393,11 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     start(ctx) {
       ctx.notifications = notificationReadModel(ctx.log.projectionDb());
       const notifier = startNotifier({ bus: ctx.bus, readModel: ctx.notifications });
-      return () => notifier.unsubscribe();
+      const outcomes = startOutcomeNotifications({ bus: ctx.bus, log: ctx.log });
+      return () => {
+        outcomes.unsubscribe();
+        notifier.unsubscribe();
+      };
     },
   },
   {
@@ -456,6 +461,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           notifications: ctx.notifications,
           audit,
           settings: systemSettingsReadModel(db),
+          agentFacts: (limit) => ctx.log.read({ streamPrefix: 'agent:', types: [AGENT_EVENTS.started, AGENT_EVENTS.stopped], descending: true, limit }),
           // An agent is online when the last fact of its stream says it started.
           onlineAgents: () => readStreamHeads(db, { prefix: 'agent:' }).filter((h) => h.last_type === AGENT_EVENTS.started).map((h) => h.stream.slice('agent:'.length)),
           version: VERSION,

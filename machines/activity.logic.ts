@@ -1,5 +1,6 @@
 import {
   ACTIVITY_TYPES,
+  AGENT_EVENTS,
   FINISHED_TASK_STATUSES,
   type ActivityEvent,
   type ActivitySeverity,
@@ -101,11 +102,31 @@ export function activityFromAudit(a: AuditEntry): ActivityItem | null {
   return { id: `audit:${a.id}`, type: 'auth_login', agent: null, at, severity: refused ? 'warning' : 'info', subject: a.actor, source: 'audit', raw: a };
 }
 
+/** An agent's `agent.started` / `agent.stopped` fact, as the log holds it. */
+export interface AgentLifecycleFact {
+  seq: number;
+  type: string;
+  /** ISO time the fact was recorded. */
+  at: string;
+  data: { readonly [key: string]: unknown };
+}
+
+/** An agent coming up or going down (its runtime started or stopped: start, reload, removal, shutdown). */
+export function activityFromAgentFact(e: AgentLifecycleFact): ActivityItem | null {
+  const type = e.type === AGENT_EVENTS.started ? 'agent_started' : e.type === AGENT_EVENTS.stopped ? 'agent_stopped' : null;
+  const name = typeof e.data.name === 'string' ? e.data.name : null;
+  const at = Date.parse(e.at);
+  if (type === null || name === null || !Number.isFinite(at)) return null;
+  return { id: `agents:${e.seq}`, type, agent: name, at, severity: 'info', subject: name, source: 'agents', raw: e };
+}
+
 export interface ActivitySources {
   notifications: readonly Notification[];
   tasks: readonly TaskRecord[];
   cronJobs: readonly CronJobRecord[];
   audit: readonly AuditEntry[];
+  /** Agents' start and stop facts; absent: none. */
+  agents?: readonly AgentLifecycleFact[];
 }
 
 /**
@@ -119,6 +140,7 @@ export function collectActivity(src: ActivitySources): ActivityItem[] {
     ...src.tasks.filter((t) => !notified.has(`task:${t.task_id}`)).map(activityFromTask),
     ...src.cronJobs.filter((j) => !notified.has(`cron:${j.id}`)).map(activityFromCronJob),
     ...src.audit.map(activityFromAudit),
+    ...(src.agents ?? []).map(activityFromAgentFact),
   ];
   // A stable sort: events of one moment keep their source's order (notifications newest first).
   return items.filter((i): i is ActivityItem => i !== null).sort((a, b) => b.at - a.at);

@@ -1,8 +1,12 @@
 import {
+  AUTOMATION_EVENTS,
+  CRON_RUN_STATUS,
   NOTIFICATION_OUTCOMES,
   NOTIFICATION_SEVERITIES,
   NOTIFICATION_SOURCES,
   SvcError,
+  TASK_EVENTS,
+  type CreateNotification,
   type NotificationOutcome,
   type NotificationSource,
   type NotificationType,
@@ -111,4 +115,102 @@ export function shouldThrottle(state: ThrottleState, sourceId: string | null | u
   for (const [id, at] of state) if (nowMs - at < THROTTLE_WINDOW_MS) next.set(id, at);
   next.set(sourceId, Math.max(nowMs, last ?? nowMs));
   return { throttled, state: next };
+}
+
+/*
+ * Outcome facts → notifications (SPEC.md's severity table). The facts already on the bus say how a
+ * task, a cron run or a webhook call ended; this rule says what the bell shows of it, so no actor
+ * has to remember to call the notifier. classify() then decides severity and whether it is kept.
+ */
+
+/** What the rule reads of a fact: its type, stream and payload, as the log holds them. */
+export interface OutcomeFact {
+  type: string;
+  stream: string;
+  data: { readonly [key: string]: unknown };
+}
+
+/** What the fact itself does not carry: a task's name and agent live in its `task.created`. */
+export interface OutcomeSubject {
+  name: string | null;
+  agent: string | null;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+/** Titles and fields have a length cap (CreateNotificationSchema): names are cut, never refused. */
+const cut = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+const named = (kind: string, name: string | null, id: string): string => (name && name !== id ? `${kind} "${cut(name, 120)}" (${cut(id, 120)})` : `${kind} ${cut(id, 120)}`);
+
+/** The fact types this rule reads; the actor subscribes to exactly these. */
+export const OUTCOME_FACT_TYPES: readonly string[] = [
+  TASK_EVENTS.completed,
+  TASK_EVENTS.failed,
+  AUTOMATION_EVENTS.run_finished,
+  AUTOMATION_EVENTS.completed,
+  AUTOMATION_EVENTS.failed,
+];
+
+/**
+ * The notification an outcome fact raises, or null when it raises none: a skipped cron fire ran
+ * nothing, and a fact missing its ids cannot name what it is about. An empty success body is still
+ * handed on: the notifier logs it and keeps nothing (SPEC.md: "not persisted (logged only)").
+ */
+export function outcomeNotification(fact: OutcomeFact, subject: OutcomeSubject = { name: null, agent: null }): CreateNotification | null {
+  const d = fact.data;
+  switch (fact.type) {
+    case TASK_EVENTS.completed:
+    case TASK_EVENTS.failed: {
+      if (!fact.stream.startsWith('task:')) return null;
+      const id = fact.stream.slice('task:'.length);
+      if (id === '') return null;
+      const ok = fact.type === TASK_EVENTS.completed;
+      const reason = str(d.reason) ?? 'error';
+      return {
+        source: 'task',
+        outcome: ok ? 'success' : 'failed',
+        title: ok ? `${named('Task', subject.name, id)} finished` : `${named('Task', subject.name, id)} failed: ${cut(reason, 100)}`,
+        body: str(d.result) ?? '',
+        agent: subject.agent ? cut(subject.agent, 200) : null,
+        source_id: cut(id, 200),
+        status: ok ? 'done' : 'failed',
+      };
+    }
+    case AUTOMATION_EVENTS.run_finished: {
+      const id = str(d.id);
+      const status = str(d.status);
+      if (id === null || status === null || status.startsWith('skipped:')) return null;
+      const ok = status === CRON_RUN_STATUS.success;
+      return {
+        source: 'cron',
+        outcome: ok ? 'success' : 'failed',
+        title: ok ? `${named('Cron job', str(d.name), id)} finished` : `${named('Cron job', str(d.name), id)} failed: ${cut(status, 100)}`,
+        body: str(d.result) ?? '',
+        agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
+        source_id: cut(id, 200),
+        status: ok ? 'success' : 'failed',
+      };
+    }
+    case AUTOMATION_EVENTS.completed:
+    case AUTOMATION_EVENTS.failed: {
+      const id = str(d.id);
+      if (id === null) return null;
+      const ok = fact.type === AUTOMATION_EVENTS.completed;
+      const request = str(d.request_id);
+      const mode = str(d.mode) ?? 'wake';
+      const body = ok
+        ? `The ${mode} call ${request ?? ''} ran: ${str(d.status) ?? 'completed'}${str(d.task_id) ? ` (task ${str(d.task_id)})` : ''}.`.replace('  ', ' ')
+        : `The ${mode} call ${request ?? ''} failed (${str(d.reason) ?? 'error'}): ${str(d.error) ?? ''}`.replace('  ', ' ');
+      return {
+        source: 'webhook',
+        outcome: ok ? 'success' : 'error',
+        title: ok ? `${named('Webhook', str(d.name), id)} called` : `${named('Webhook', str(d.name), id)} failed`,
+        body,
+        agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
+        source_id: cut(id, 200),
+        status: ok ? 'success' : 'failed',
+      };
+    }
+    default:
+      return null;
+  }
 }

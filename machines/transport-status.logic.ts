@@ -51,3 +51,22 @@ export function transportStatuses(
     return { name, on: true, why: name === 'telegram' ? 'bot token set' : `as ${config.matrix.user_id} on ${config.matrix.homeserver}`, fix: null };
   });
 }
+
+/** Where something svc says in a chat goes (chat.deliver, a wake's answer, a cron result). */
+export type DeliveryRoute = { kind: 'origin' } | { kind: 'admin-chat'; reason: string };
+
+/**
+ * The chat asked for when its transport is running; otherwise the agent's admin chat, which is
+ * always there, with the reason: a messenger this build does not include, one that is not running
+ * now, or a transport svc has no chat delivery for at all.
+ */
+export function deliveryRoute(transport: string, running: boolean): DeliveryRoute {
+  if (running) return { kind: 'origin' };
+  if ((TRANSPORTS as readonly string[]).includes(transport)) {
+    return {
+      kind: 'admin-chat',
+      reason: BUILT_TRANSPORTS.includes(transport as Transport) ? `transport ${transport} is not running` : `transport ${transport} is not included in this version of svc yet`,
+    };
+  }
+  return { kind: 'admin-chat', reason: `transport ${transport} has no chat delivery in svc` };
+}

@@ -17,7 +17,7 @@ export const ACTIVITY_SEVERITIES = ['info', 'success', 'warning', 'error'] as co
 export type ActivitySeverity = (typeof ACTIVITY_SEVERITIES)[number];
 
 /** Where an event came from; also the prefix of its id (`tasks:<task_id>`). */
-export const ACTIVITY_SOURCES = ['notifications', 'tasks', 'cron', 'audit'] as const;
+export const ACTIVITY_SOURCES = ['notifications', 'tasks', 'cron', 'audit', 'agents'] as const;
 export type ActivitySource = (typeof ACTIVITY_SOURCES)[number];
 
 export const ActivityEventSchema = v.object({

@@ -294,11 +294,12 @@ async function settleWebhookCall(bus: Bus, paths: HomePaths, call: AcceptedCall,
   const at = new Date(bus.now()).toISOString();
   const requestId = call.request_id;
   // A later call owns the record's last_* fields now; this one's end is still a fact.
-  if (loadWebhooks(paths).find((h) => h.id === call.id)?.last_request_id === requestId) {
+  const hook = loadWebhooks(paths).find((h) => h.id === call.id);
+  if (hook?.last_request_id === requestId) {
     const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
     await patchWebhookRecord(paths, call.id, { ...last, last_finished_at: at });
   }
-  const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId };
+  const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId, ...(hook?.name ? { name: hook.name } : {}) };
   await bus.publish(
     result.ok
       ? { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, ...cause }

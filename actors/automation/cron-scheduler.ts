@@ -402,7 +402,7 @@ export class CronScheduler {
     const deliver = !skipped && !(s?.silent_on_success && isSuccessStatus(r.status));
     const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
     const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
-    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver }, ...cause });
+    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver, ...(s ? { name: s.title } : {}) }, ...cause });
     const rec = this.current(id);
     if (rec) {
       const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
@@ -427,28 +427,32 @@ export class CronScheduler {
    * Where it goes: a job without a transport (or with the admin chat's) is told in its agent's admin
    * chat, as a `cron_result` envelope. A job naming another transport is told in that chat through
    * `chat.deliver`, and an answer of not delivered is a failed attempt. The direct API (`api`) gets
-   * it live on that chat's open connections. Messenger transports (Telegram, Matrix) have no delivery
-   * in svc yet: chat.deliver answers not delivered, so such a job's delivery is retried, then recorded
-   * `failed` with the reason; its result is kept on the record (last_result) and in `cron.run_finished`.
+   * it live on that chat's open connections. A transport that is not running (every messenger until
+   * one is built) has chat.deliver put the result in the agent's admin chat instead, recorded as
+   * `chat.delivery_rerouted`; `cron.delivered` names where it went (`to`).
    */
   private deliver(s: CronJobSettings, fireId: string, status: string, result: string, attempt: number, cause: Cause): void {
     const id = s.id;
     const correlation = cause.correlation ?? `cron:${fireId}`;
     const text = cronDeliveryText(s.title, status, result);
-    const tellChat = async () => {
+    const tellChat = async (): Promise<string> => {
       const transport = s.transport ?? ADMIN_TRANSPORT;
-      if (transport === ADMIN_TRANSPORT) {
+      // A job naming a transport but no chat has no chat there to tell: its admin chat is told, as
+      // for a job with no transport, and the log line says why (the result is never dropped).
+      if (transport === ADMIN_TRANSPORT || s.chat_id === null) {
+        if (transport !== ADMIN_TRANSPORT) this.d.bus.emitLog('info', `cron job ${id}: names transport ${transport} but no chat_id: ${fireId}'s result went to ${s.agent}'s admin chat`);
         await recordChatEnvelope(this.d.bus, { agent: s.agent, id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`, kind: 'cron_result', content: text, meta: { job_id: id, fire_id: fireId, status, title: s.title }, correlation });
-        return;
+        return ADMIN_TRANSPORT;
       }
-      if (s.chat_id === null) throw new SvcError('not-found', `no chat to tell: the job names transport ${transport} but no chat_id`);
+      // chat.deliver puts it in the admin chat itself when that transport is not running.
       const r = await this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: s.chat_id, topic_id: s.topic_id, text, agent: s.agent, source: `cron:${id}` }, { correlation });
       if (!r.delivered) throw new SvcError('no-handler', `transport ${transport} has no chat delivery in svc yet: chat ${s.chat_id} was not told`);
+      return r.to ?? transport;
     };
     const attemptOnce = async () => {
       try {
-        await tellChat();
-        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt }, ...cause });
+        const to = await tellChat();
+        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt, to }, ...cause });
         this.patch({ [id]: { last_delivery_status: 'delivered' } });
       } catch (e) {
         if (this.stopped) return;

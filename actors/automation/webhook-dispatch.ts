@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { decodeSignature, fencedWebhookPrompt, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { CRON_RUN_STATUS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
+import { CHAT_DELIVERY_COMMANDS, CRON_RUN_STATUS, MAX_DELIVERED_TEXT_CHARS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -116,6 +116,18 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
     const outcome = await asked.outcome;
     if (outcome.status !== 'completed' || outcome.is_error) {
       return { ok: false, reason: 'turn-failed', error: `the turn ended ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ''}` };
+    }
+    // The turn's answer came back to this caller, not to any chat: it is said in the target chat
+    // now, and chat.deliver puts it in the agent's admin chat when that chat's transport is not running.
+    if (outcome.text.trim() === '') {
+      bus.emitLog('info', `webhook ${hook.id}: call ${requestId}: the wake turn answered nothing, so nothing was said in ${target.transport} chat ${target.chat_id}`);
+    } else {
+      const told = await bus.send(
+        CHAT_DELIVERY_COMMANDS.deliver,
+        { transport: target.transport, chat_id: target.chat_id, topic_id: target.topic_id, text: outcome.text.slice(0, MAX_DELIVERED_TEXT_CHARS), agent: hook.agent, source: `webhook:${hook.id}` },
+        { correlation: requestId },
+      );
+      if (!told.delivered) return { ok: false, reason: 'not-delivered', error: `the answer reached no chat: ${target.transport} chat ${target.chat_id} has no delivery` };
     }
     return { ok: true, status: outcome.status, turn_id: outcome.turn_id, task_id: null };
   } catch (e) {

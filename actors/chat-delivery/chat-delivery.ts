@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../../bus/index.js';
-import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, MAIN_AGENT, type ChatDelivery } from '../../schemas/index.js';
-import { recordChatEnvelope } from './chat-envelope.js';
+import { deliveryRoute } from '../../machines/index.js';
+import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, CHAT_DELIVERY_EVENTS, CHAT_SESSION_COMMANDS, MAIN_AGENT, chatDeliveryStream, type ChatDelivery } from '../../schemas/index.js';
+import { MAX_CHAT_ENVELOPE_CHARS, recordChatEnvelope } from './chat-envelope.js';
 
 /** Transports whose live connections take a `chat.delivered` chunk (edges/direct relays it). */
 const LIVE_TRANSPORTS = new Set(['api']);
@@ -10,27 +11,71 @@ const LIVE_TRANSPORTS = new Set(['api']);
 export const ADMIN_TRANSPORT = 'admin';
 
 /**
+ * Which transports are running now. Today that is the direct API only: no messenger transport
+ * (Telegram, Matrix) is built. The registry that starts them answers for them once they exist, and
+ * whatever it says is not running has its chats' messages put in the agent's admin chat instead.
+ */
+export interface TransportRegistry {
+  running(transport: string): boolean;
+}
+
+export const DEFAULT_TRANSPORTS: TransportRegistry = { running: (t) => LIVE_TRANSPORTS.has(t) };
+
+/**
  * Serves `chat.deliver`, the one way svc says something in a chat outside a turn. The admin chat
  * keeps it as a `chat_message` of kind `text` in the agent's most recent chat session (what the
  * panel's socket pushes as it is recorded); the direct API has no history, so its open connections
- * of that chat get it live. Other transports answer `delivered: false` until they exist here.
+ * of that chat get it live. A chat whose transport is not running (every messenger, until one is
+ * built) gets nothing, so the message goes to the agent's admin chat, and a `chat.delivery_rerouted`
+ * fact records where it went and why: nothing svc computed for a person is dropped.
  */
-export function startChatDelivery(deps: { bus: Bus }): Subscription {
+export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegistry }): Subscription {
   const { bus } = deps;
+  const transports = deps.transports ?? DEFAULT_TRANSPORTS;
   return bus.handle(CHAT_DELIVERY_COMMANDS.deliver, 'chat-delivery', async (cmd) => {
     const d: ChatDelivery = cmd.data;
+    const agent = d.agent ?? MAIN_AGENT;
     if (d.transport === ADMIN_TRANSPORT) {
-      await recordChatEnvelope(bus, { agent: d.agent ?? MAIN_AGENT, id: `delivery-${randomUUID()}`, kind: 'text', content: d.text, meta: { source: d.source }, correlation: cmd.correlation });
-      return { delivered: true };
+      await recordChatEnvelope(bus, { agent, id: `delivery-${randomUUID()}`, kind: 'text', content: d.text, meta: { source: d.source }, correlation: cmd.correlation });
+      return { delivered: true, to: ADMIN_TRANSPORT };
     }
-    if (LIVE_TRANSPORTS.has(d.transport)) {
+    const route = deliveryRoute(d.transport, transports.running(d.transport) && LIVE_TRANSPORTS.has(d.transport));
+    if (route.kind === 'origin') {
       bus.emitTransient({
         stream: `chat:${d.transport}:${d.chat_id}`,
         type: CHAT_DELIVERY_CHUNKS.delivered,
         data: { transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id, text: d.text, source: d.source },
       });
-      return { delivered: true };
+      return { delivered: true, to: d.transport };
     }
-    return { delivered: false };
+    const origin = { transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id };
+    const { session_id } = await bus.send(
+      CHAT_SESSION_COMMANDS.recordEnvelope,
+      {
+        agent,
+        message: {
+          id: `delivery-${randomUUID()}`,
+          sender: 'agent',
+          content: d.text.slice(0, MAX_CHAT_ENVELOPE_CHARS),
+          timestamp: new Date(bus.now()).toISOString(),
+          kind: 'text',
+          meta: { source: d.source, rerouted_from: origin, reason: route.reason },
+        },
+      },
+      { ...(cmd.correlation !== undefined ? { correlation: cmd.correlation } : {}), by: 'chat-delivery' },
+    );
+    await bus.publish({
+      stream: chatDeliveryStream(d.transport, d.chat_id),
+      type: CHAT_DELIVERY_EVENTS.delivery_rerouted,
+      data: { ...origin, agent, source: d.source, to: ADMIN_TRANSPORT, reason: route.reason, session_id },
+      ...(cmd.correlation !== undefined ? { correlation: cmd.correlation } : {}),
+      by: 'chat-delivery',
+    });
+    bus.emitLog('info', `${d.source}: ${route.reason}, so ${d.transport} chat ${d.chat_id} was not told; the message went to ${agent}'s admin chat (session ${session_id})`, {
+      source: d.source,
+      transport: d.transport,
+      chat_id: d.chat_id,
+    });
+    return { delivered: true, to: ADMIN_TRANSPORT };
   });
 }

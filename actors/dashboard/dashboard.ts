@@ -29,6 +29,7 @@ import {
   humanUptime,
   unrestricted,
   type ActivityItem,
+  type AgentLifecycleFact,
 } from '../../machines/index.js';
 import {
   cpuPercent,
@@ -58,6 +59,8 @@ export interface DashboardDeps {
   notifications: Pick<NotificationReadModel, 'list'>;
   audit: AuditReadModel;
   settings: SystemSettingsReadModel;
+  /** The newest agents' start and stop facts (at most `limit`), for the activity feed. */
+  agentFacts?: (limit: number) => readonly AgentLifecycleFact[];
   /** Agents whose runtime is up now. */
   onlineAgents: () => readonly string[];
   version: string;
@@ -109,6 +112,7 @@ export function startDashboard(deps: DashboardDeps): Subscription {
       tasks: orEmpty('tasks.json', () => loadTasks(paths)),
       cronJobs: orEmpty('cron_jobs.json', () => loadCronJobs(paths)),
       audit: p.role === 'admin' && unrestricted(p) ? deps.audit.list(SOURCE_WINDOW) : [],
+      agents: orEmpty('agent facts', () => [...(deps.agentFacts?.(SOURCE_WINDOW) ?? [])]),
     }).filter((i) => activityVisibleTo(p, i));
 
   const agentAllowed = (p: Principal, name: string) => agentAccess(p, name, deps.registry()).allowed;

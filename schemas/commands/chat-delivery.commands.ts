@@ -25,7 +25,11 @@ export type ChatDelivery = v.InferOutput<typeof ChatDeliverySchema>;
 
 export const CHAT_DELIVERY_COMMANDS = {
   /** `delivered`: false when the transport has no delivery here (nothing was sent). */
-  deliver: defineCommand('chat.deliver', ChatDeliverySchema, v.object({ delivered: v.boolean() })),
+  /**
+   * `delivered`: false when nothing was said anywhere. `to`: the transport that got it — the one
+   * asked, or `admin` when that one was not running and the agent's admin chat got it instead.
+   */
+  deliver: defineCommand('chat.deliver', ChatDeliverySchema, v.object({ delivered: v.boolean(), to: v.optional(v.string()) })),
 } as const;
 
 /** Transient on `chat:<transport>:<chat id>`: a delivery for the live connections of that chat. */
@@ -33,3 +37,24 @@ export const CHAT_DELIVERY_CHUNK_SCHEMAS = {
   'chat.delivered': v.object({ transport: v.string(), chat_id: v.number(), topic_id: v.nullable(v.number()), text: v.string(), source: v.string() }),
 };
 export const CHAT_DELIVERY_CHUNKS = typeNames(CHAT_DELIVERY_CHUNK_SCHEMAS);
+
+/**
+ * Stream `delivery:<transport>:<chat id>`: something svc had to say in a chat whose transport was
+ * not running went to the agent's admin chat instead (`to`), and `reason` says why. Nothing svc
+ * computed for a person is dropped: the log says where each such result went.
+ */
+export const CHAT_DELIVERY_EVENT_SCHEMAS = {
+  'chat.delivery_rerouted': v.object({
+    transport: v.string(),
+    chat_id: v.number(),
+    topic_id: v.nullable(v.number()),
+    agent: v.string(),
+    source: v.string(),
+    to: v.string(),
+    reason: v.string(),
+    /** The admin chat session that got it. */
+    session_id: v.nullable(v.string()),
+  }),
+};
+export const CHAT_DELIVERY_EVENTS = typeNames(CHAT_DELIVERY_EVENT_SCHEMAS);
+export const chatDeliveryStream = (transport: string, chatId: number): string => `delivery:${transport}:${chatId}`;

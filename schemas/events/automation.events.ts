@@ -30,10 +30,11 @@ export const AUTOMATION_EVENT_SCHEMAS = {
     /** The prompt the call becomes (template rendered, fenced); absent in facts written before it was kept. */
     prompt: v.optional(v.string()),
   }),
+  /** `name` (both): the hook's name when the call settled, so its notification names it; absent in older facts. */
   /** The dispatch ran: the wake turn ended (`status` is the turn's), or the one-shot run started. */
-  'webhook.completed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), status: v.string(), turn_id: v.nullable(v.string()), task_id: v.nullable(v.string()) }),
+  'webhook.completed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), status: v.string(), turn_id: v.nullable(v.string()), task_id: v.nullable(v.string()), name: v.optional(v.string()) }),
   /** The dispatch could not run or its turn failed; `reason` is machine-readable (`agent-refused`, `turn-failed`, `no-runner`, ...). */
-  'webhook.failed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), reason: v.string(), error: v.string() }),
+  'webhook.failed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), reason: v.string(), error: v.string(), name: v.optional(v.string()) }),
   /**
    * A scheduled (or manual) fire of a cron job: `fire_id` is `<job id>@<scheduled ISO time>`, so a
    * fire already in the log is never run again, whoever restarts. `trigger` says why it fired.
@@ -55,9 +56,16 @@ export const AUTOMATION_EVENT_SCHEMAS = {
     result: v.string(),
     /** False when there is nothing to tell (silent_on_success). */
     deliver: v.boolean(),
+    /** The job's title when it ran, so its notification names it; absent in older facts. */
+    name: v.optional(v.string()),
   }),
   /** The result reached the job's chat, on this attempt. */
-  'cron.delivered': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number() }),
+  /**
+   * `to`: the transport that got it (`admin`: the agent's admin chat, also when the job's own
+   * transport was not running and the result went there instead; `chat.delivery_rerouted` says why).
+   * Absent in older facts.
+   */
+  'cron.delivered': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number(), to: v.optional(v.string()) }),
   /** An attempt to deliver failed; `retry_at` null: no more attempts (the result stays in the log and on the record). */
   'cron.delivery_failed': v.object({ id: v.string(), fire_id: v.string(), attempt: v.number(), error: v.string(), retry_at: v.nullable(v.string()) }),
 };

@@ -21,7 +21,7 @@ import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS, ONESHOT_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
 import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
-import { CHAT_DELIVERY_CHUNK_SCHEMAS } from '../commands/chat-delivery.commands.js';
+import { CHAT_DELIVERY_CHUNK_SCHEMAS, CHAT_DELIVERY_EVENT_SCHEMAS } from '../commands/chat-delivery.commands.js';
 import { CLEANUP_EVENT_SCHEMAS, HEARTBEAT_EVENT_SCHEMAS, MEMORY_MAINTENANCE_EVENT_SCHEMAS } from './housekeeping.events.js';
 
 /*
@@ -59,6 +59,7 @@ export const EVENT_SCHEMAS = {
   ...CLEANUP_EVENT_SCHEMAS,
   ...MEMORY_MAINTENANCE_EVENT_SCHEMAS,
   ...HEARTBEAT_EVENT_SCHEMAS,
+  ...CHAT_DELIVERY_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -12,6 +12,7 @@ import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import {
   AUTOMATION_EVENTS,
   CHAT_DELIVERY_CHUNKS,
+  CHAT_DELIVERY_EVENTS,
   CHAT_SESSION_COMMANDS,
   ONESHOT_EVENTS,
   defaultConfig,
@@ -318,7 +319,7 @@ t.test('delivery retry: a failed delivery is retried on the clock and the result
   t.match(s.job('rep'), { last_delivery_status: 'delivered' });
 });
 
-t.test('delivery to the job’s route: the direct API chat it names; a transport with no delivery yet fails and keeps the result', async (t) => {
+t.test('delivery to the job’s route: the direct API chat it names; a transport that is not running sends it to the admin chat, and the log says so', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, {
     start,
@@ -339,20 +340,22 @@ t.test('delivery to the job’s route: the direct API chat it names; a transport
 
   t.match(chunks, [{ stream: 'chat:api:7', data: { transport: 'api', chat_id: 7, topic_id: 3, source: 'cron:api', text: /^TASK: Api report\n\ndone: make it/ } }], 'the api chat the job names gets it');
   t.match(s.job('api'), { last_status: 'success', last_delivery_status: 'delivered' });
-  t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'api'), [{ data: { attempt: 1 } }]);
-  t.same(s.envelopes.map((e) => e.content.split('\n')[0]), ['TASK: Panel report'], 'only the job without a route goes to the admin chat');
+  t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'api'), [{ data: { attempt: 1, to: 'api' } }]);
 
-  // Telegram has no delivery in svc yet: a failed attempt, retried, then given up; the result is kept.
-  t.match(s.facts(AUTOMATION_EVENTS.delivery_failed).filter((e) => e.data.id === 'tg'), [{ data: { attempt: 1, error: /transport telegram has no chat delivery/ } }]);
-  t.match(s.job('tg'), { last_status: 'success', last_delivery_status: 'retrying' });
+  // Telegram is not running (not built yet): the result goes to main's admin chat on the first attempt.
+  t.same(s.envelopes.map((e) => e.content.split('\n')[0]).sort(), ['TASK: Panel report', 'TASK: Telegram report'], 'the panel job and the telegram job both reach the admin chat');
+  t.equal(s.facts(AUTOMATION_EVENTS.delivery_failed).length, 0, 'no failed attempt, no retries');
+  t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'tg'), [{ data: { attempt: 1, to: 'admin' } }]);
+  t.match(s.job('tg'), { last_status: 'success', last_delivery_status: 'delivered' });
+  t.match(
+    s.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }),
+    [{ stream: 'delivery:telegram:42', data: { transport: 'telegram', chat_id: 42, agent: 'main', source: 'cron:tg', to: 'admin', reason: /telegram is not included in this version/ } }],
+    'the log records where it went and why',
+  );
   await s.advance(2 * 3600_000, 60_000);
-  const tgFailed = s.facts(AUTOMATION_EVENTS.delivery_failed).filter((e) => e.data.id === 'tg');
-  t.equal(tgFailed.length, 5, 'the usual retries');
-  t.equal(tgFailed.at(-1)!.data.retry_at, null, 'then it gives up');
-  t.match(s.job('tg'), { last_delivery_status: 'failed', last_result: /^done: tell tg/ });
-  t.match(s.facts(AUTOMATION_EVENTS.run_finished).find((e) => e.data.id === 'tg'), { data: { result: /^done: tell tg/ } }, 'and in the log');
+  t.equal(s.facts(AUTOMATION_EVENTS.delivery_failed).length, 0, 'nothing retried later either');
   t.equal(chunks.length, 1, 'nothing else went out');
-  t.equal(s.envelopes.length, 1);
+  t.equal(s.envelopes.length, 2);
 });
 
 t.test('an undelivered result is delivered after a restart; run-now fires outside the schedule', async (t) => {

@@ -11,6 +11,7 @@ import { checkWorkflowExpression } from '../../machines/index.js';
 import {
   CHAT_DELIVERY_CHUNKS,
   CHAT_DELIVERY_COMMANDS,
+  CHAT_DELIVERY_EVENTS,
   CHAT_SESSION_COMMANDS,
   SvcError,
   WORKFLOW_COMMANDS,
@@ -318,7 +319,7 @@ t.test('/workflow chat command: usage, list, run with --var, status, runs, cance
   t.match(await answerWorkflowCommand(...msg(`cancel ${runId}`)), { ok: false, text: /already ended \(cancelled\)/ });
 });
 
-t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text, the direct API a live chunk, other transports nothing', async (t) => {
+t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text, the direct API a live chunk, a transport not running the admin chat with a rerouted fact', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => Date.parse('2026-11-20T08:00:00Z') });
   t.teardown(() => bus.close());
@@ -335,10 +336,15 @@ t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text,
   const sub = bus.transient$.subscribe((m) => m.type === CHAT_DELIVERY_CHUNKS.delivered && live.push(m.data));
   t.teardown(() => sub.unsubscribe());
 
-  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'admin', chat_id: 5, topic_id: null, text: 'Ship it?', source: 'workflow:r1' }), { delivered: true });
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'admin', chat_id: 5, topic_id: null, text: 'Ship it?', source: 'workflow:r1' }), { delivered: true, to: 'admin' });
   t.match(recorded, [{ agent: 'main', message: { sender: 'agent', content: 'Ship it?', kind: 'text', meta: { source: 'workflow:r1' }, timestamp: '2026-11-20T08:00:00.000Z' } }]);
-  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: 2, text: 'hi', source: 'workflow:r1' }), { delivered: true });
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: 2, text: 'hi', source: 'workflow:r1' }), { delivered: true, to: 'api' });
   t.same(live, [{ transport: 'api', chat_id: 7, topic_id: 2, text: 'hi', source: 'workflow:r1' }]);
-  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: 7, topic_id: null, text: 'hi', source: 'workflow:r1' }), { delivered: false });
+  t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: 7, topic_id: null, text: 'hi', agent: 'helper', source: 'workflow:r1' }), { delivered: true, to: 'admin' });
+  t.match(recorded.at(-1), { agent: 'helper', message: { content: 'hi', kind: 'text', meta: { source: 'workflow:r1', rerouted_from: { transport: 'telegram', chat_id: 7, topic_id: null } } } }, 'telegram is not running: the agent’s admin chat gets it');
+  t.match(log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }), [
+    { stream: 'delivery:telegram:7', data: { transport: 'telegram', chat_id: 7, topic_id: null, agent: 'helper', source: 'workflow:r1', to: 'admin', session_id: 's1', reason: /not included in this version/ } },
+  ]);
+  t.equal(live.length, 1, 'no live chunk for it');
   await t.rejects(bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: null, text: '', source: 'x' }), { code: 'invalid-command' });
 });

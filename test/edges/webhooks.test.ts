@@ -6,10 +6,10 @@ import { createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NO_RUNNER_ERROR, startAutomationRecords, type OneShotRunner } from '../../actors/index.js';
+import { NO_RUNNER_ERROR, startAutomationRecords, startChatDelivery, type OneShotRunner } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import { clientAddress, rateLimitKey, startWebhookServer } from '../../edges/index.js';
-import { AUTOMATION_EVENTS, defaultConfig, type AgentMessage, type OneShotRequest, type WebhookRecord } from '../../schemas/index.js';
+import { AUTOMATION_EVENTS, CHAT_DELIVERY_EVENTS, CHAT_SESSION_COMMANDS, defaultConfig, type AgentMessage, type OneShotRequest, type WebhookRecord } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, saveWebhooks, type HomePaths } from '../../store/index.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
 import { rawRequest } from '../fixtures/raw-http.js';
@@ -74,7 +74,16 @@ async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failT
     webhooks: { globalToken: () => GLOBAL, config: () => config, timezone: () => opts.timezone ?? 'UTC', oneShot: () => opts.runner ?? null, newBoundary: () => BOUNDARY },
   });
   const server = await startWebhookServer({ bus, host: opts.host ?? '127.0.0.1', port: 0, maxBodyBytes: CAP, rateLimitPerMinute: () => rate, clock: () => now });
+  // A wake's answer is said in its chat through chat.deliver; telegram does not run, so the admin chat keeps it.
+  const delivery = startChatDelivery({ bus });
+  const adminChat: { agent: string; content: string; meta: unknown }[] = [];
+  const chat = bus.handle(CHAT_SESSION_COMMANDS.recordEnvelope, 'fake-chat', ({ data }) => {
+    adminChat.push({ agent: data.agent, content: data.message.content, meta: data.message.meta });
+    return { session_id: 'admin-1' };
+  });
   t.teardown(() => {
+    chat.unsubscribe();
+    delivery.unsubscribe();
     server.close();
     records.unsubscribe();
     bus.close();
@@ -96,7 +105,7 @@ async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failT
     return hook(id);
   };
   return {
-    bus, log, logs, rt, paths, server, base, post, facts, file, hook, settled,
+    bus, log, logs, rt, paths, server, base, post, facts, file, hook, settled, adminChat,
     advance: (ms: number) => void (now += ms),
     setRate: (n: number) => void (rate = n),
     now: () => now,
@@ -350,6 +359,9 @@ t.test('an accepted call: counted in webhooks.json, a fact, and the agent hears 
 
   const types = s.facts().map((e) => e.type);
   t.same(types, [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed]);
+  // Telegram does not run in this build: the wake's answer is kept in main's admin chat, and the log says so.
+  t.match(s.adminChat, [{ agent: 'main', content: /^main heard: /, meta: { source: 'webhook:plain', rerouted_from: { transport: 'telegram', chat_id: 4242 } } }]);
+  t.match(s.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }), [{ data: { transport: 'telegram', chat_id: 4242, to: 'admin', source: 'webhook:plain' } }]);
   const [triggered, completed] = s.facts();
   t.match(triggered!.data, { id: 'plain', agent: 'main', mode: 'wake', client: '127.0.0.1', keys: ['service', 'env', 'token', 'note'] });
   t.equal(triggered!.data.prompt, msg.text, 'the fact keeps the prompt the agent was asked (so a restart before the ask still asks it)');

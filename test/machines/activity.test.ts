@@ -1,5 +1,6 @@
 import t from 'tap';
 import {
+  activityFromAgentFact,
   activityFromAudit,
   activityFromCronJob,
   activityFromTask,
@@ -145,4 +146,25 @@ t.test('visibility, severity filter with the ack cutoff, failed_last_24h', async
   t.equal(failedSince(items, NOW, null), 1, '24 h window');
   t.equal(failedSince(items, NOW, (NOW - 5_000) / 1000), 0, 'an ack later than now − 24 h moves the cutoff');
   t.equal(failedSince(items, NOW, (NOW - 40 * 3_600_000) / 1000), 1, 'an older ack does not widen the window');
+});
+
+t.test('the feed shows webhook_called (from webhook notifications), agent_started and agent_stopped, with localised titles', async (t) => {
+  const started = { seq: 11, type: 'agent.started', at: new Date(NOW - 2000).toISOString(), data: { name: 'coder', is_main: false, provider: 'claude', model: 'opus', workspace: '/w' } };
+  const stopped = { seq: 12, type: 'agent.stopped', at: new Date(NOW - 1000).toISOString(), data: { name: 'coder', reason: 'removed' } };
+  t.match(activityFromAgentFact(started), { id: 'agents:11', type: 'agent_started', agent: 'coder', severity: 'info', source: 'agents', at: NOW - 2000 });
+  t.match(activityFromAgentFact(stopped), { id: 'agents:12', type: 'agent_stopped', agent: 'coder' });
+  t.equal(activityFromAgentFact({ ...stopped, at: 'never' }), null, 'an undated fact is dropped');
+  t.equal(activityFromAgentFact({ ...stopped, type: 'agent.crashed' }), null);
+
+  const items = collectActivity({
+    notifications: [note({ id: 'w1', type: 'webhook', severity: 'info', status: 'success', title: 'Webhook "GitHub" (gh) called', source_id: 'gh', created_at: new Date(NOW - 3000).toISOString() })],
+    tasks: [],
+    cronJobs: [],
+    audit: [],
+    agents: [started, stopped],
+  });
+  t.same(items.map((i) => i.type), ['agent_stopped', 'agent_started', 'webhook_called']);
+  t.same(items.map((i) => describeActivity(i, NOW, 'en').title), ['Agent stopped: coder', 'Agent started: coder', 'Webhook called: Webhook "GitHub" (gh) called']);
+  t.same(items.map((i) => describeActivity(i, NOW, 'ru').title), ['Агент остановлен: coder', 'Агент запущен: coder', 'Вызван вебхук: Webhook "GitHub" (gh) called']);
+  t.same(items.filter((i) => activityVisibleTo(principal('operator', ['main']), i)), [], "an operator limited to main sees none of coder's events");
 });

@@ -6,6 +6,7 @@ import {
   THROTTLE_WINDOW_MS,
   TRUNCATION_MARK,
   classify,
+  outcomeNotification,
   countsAsUnread,
   isEmptyBody,
   shouldThrottle,
@@ -147,4 +148,36 @@ t.test('oversized bodies are cut to the cap with a mark', async (t) => {
   const cut = truncateBody('y'.repeat(MAX_NOTIFICATION_BODY_CHARS + 1));
   t.equal(cut.length, MAX_NOTIFICATION_BODY_CHARS);
   t.ok(cut.endsWith(TRUNCATION_MARK));
+});
+
+t.test('outcomeNotification: each outcome fact of SPEC.md severity table becomes a notification naming what ended and its id', async (t) => {
+  const task = { name: 'Nightly report', agent: 'coder' };
+  const done = outcomeNotification({ type: 'task.completed', stream: 'task:t1', data: { result: 'all green', at: 1 } }, task);
+  t.same(done, { source: 'task', outcome: 'success', title: 'Task "Nightly report" (t1) finished', body: 'all green', agent: 'coder', source_id: 't1', status: 'done' });
+  t.match(classify(done!), { persist: true, severity: 'silent', type: 'task' }, 'task success with a real body: silent');
+  const failed = outcomeNotification({ type: 'task.failed', stream: 'task:t1', data: { reason: 'exit-code', result: 'boom', at: 2 } }, task);
+  t.match(failed, { source: 'task', outcome: 'failed', title: 'Task "Nightly report" (t1) failed: exit-code', body: 'boom', agent: 'coder', source_id: 't1' });
+  t.match(classify(failed!), { severity: 'critical' }, 'task failed: critical');
+  t.same(classify(outcomeNotification({ type: 'task.completed', stream: 'task:t2', data: { result: ' Done ' } })!), { persist: false }, 'task success with an empty body: not persisted');
+  t.match(outcomeNotification({ type: 'task.failed', stream: 'task:t3', data: { reason: 'timeout', result: '' } }), { title: 'Task t3 failed: timeout', agent: null }, 'a task whose created fact is unknown is named by its id');
+
+  const cron = (status: string, result: string) => outcomeNotification({ type: 'cron.run_finished', stream: 'cron:daily', data: { id: 'daily', agent: 'main', fire_id: 'f', status, result, name: 'Daily digest' } });
+  t.match(cron('success', 'the digest'), { source: 'cron', outcome: 'success', title: 'Cron job "Daily digest" (daily) finished', body: 'the digest', agent: 'main', source_id: 'daily' });
+  t.match(classify(cron('success', 'the digest')!), { severity: 'silent', type: 'cron' }, 'cron success with a real body: silent');
+  t.same(classify(cron('success', 'ok')!), { persist: false }, 'cron success with an empty body: not persisted');
+  t.match(cron('error:exit_1', 'stderr tail'), { outcome: 'failed', title: 'Cron job "Daily digest" (daily) failed: error:exit_1', body: 'stderr tail' });
+  t.match(classify(cron('error:timeout', '')!), { persist: true, severity: 'critical' }, 'cron failed: critical, even with no output');
+  t.equal(cron('skipped:quiet_hours', ''), null, 'a skipped fire ran nothing: no notification');
+
+  const hook = outcomeNotification({ type: 'webhook.completed', stream: 'webhook:gh', data: { id: 'gh', agent: 'main', mode: 'wake', request_id: 'r1', status: 'completed', turn_id: 'x', task_id: null, name: 'GitHub' } });
+  t.match(hook, { source: 'webhook', outcome: 'success', title: 'Webhook "GitHub" (gh) called', body: /wake call r1 ran: completed/, agent: 'main', source_id: 'gh' });
+  t.match(classify(hook!), { severity: 'info', type: 'webhook' }, 'webhook success: info');
+  const hookErr = outcomeNotification({ type: 'webhook.failed', stream: 'webhook:gh', data: { id: 'gh', agent: 'main', mode: 'wake', request_id: 'r2', reason: 'turn-failed', error: 'the turn ended failed' } });
+  t.match(hookErr, { outcome: 'error', title: 'Webhook gh failed', body: /r2 failed \(turn-failed\): the turn ended failed/ });
+  t.match(classify(hookErr!), { severity: 'warning' }, 'webhook error: warning');
+
+  t.equal(outcomeNotification({ type: 'cron.fired', stream: 'cron:x', data: { id: 'x' } }), null, 'other facts raise nothing');
+  t.equal(outcomeNotification({ type: 'cron.run_finished', stream: 'cron:x', data: { status: 'success' } }), null, 'a fact without its id names nothing');
+  const long = outcomeNotification({ type: 'task.failed', stream: `task:${'i'.repeat(300)}`, data: { reason: 'r'.repeat(300) } }, { name: 'n'.repeat(600), agent: 'a' });
+  t.ok(long!.title.length <= 500 && long!.source_id!.length <= 200, 'long names are cut to what a notification holds');
 });

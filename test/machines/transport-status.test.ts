@@ -1,5 +1,5 @@
 import t from 'tap';
-import { transportStatuses } from '../../machines/index.js';
+import { deliveryRoute, transportStatuses } from '../../machines/index.js';
 import { defaultConfig } from '../../schemas/index.js';
 
 const cfg = (over: Record<string, unknown>) => ({ ...defaultConfig(), ...over }) as ReturnType<typeof defaultConfig>;
@@ -22,4 +22,12 @@ t.test('once built: on with credentials, otherwise off naming what is missing an
   t.match(matrix({}), { on: false, why: 'no matrix.homeserver, matrix.user_id, matrix.password or matrix.access_token in config.json' });
   t.match(matrix({ homeserver: 'https://m.example', user_id: '@bot:m.example', access_token: 'x' }), { on: true, why: 'as @bot:m.example on https://m.example' });
   t.match(transportStatuses(cfg({ transports: ['matrix'], telegram_token: 'x' }), both)[0], { on: false, why: 'not listed in transports' }, 'transports, when set, decides');
+});
+
+t.test('deliveryRoute: a running transport gets its chat; otherwise the admin chat, with why', async (t) => {
+  t.same(deliveryRoute('api', true), { kind: 'origin' });
+  t.same(deliveryRoute('telegram', true), { kind: 'origin' }, 'once a registry says telegram runs, its chats get their messages');
+  t.same(deliveryRoute('telegram', false), { kind: 'admin-chat', reason: 'transport telegram is not included in this version of svc yet' });
+  t.same(deliveryRoute('matrix', false), { kind: 'admin-chat', reason: 'transport matrix is not included in this version of svc yet' });
+  t.same(deliveryRoute('internal', false), { kind: 'admin-chat', reason: 'transport internal has no chat delivery in svc' });
 });
