@@ -31,6 +31,7 @@ export * from './interrupted-turn.machine.js';
 export * from './daemon-status.logic.js';
 export * from './agent-metrics.logic.js';
 export * from './activity.logic.js';
+export * from './audit-visibility.logic.js';
 export * from './admin-connection.machine.js';
 export * from './workflow-vars.logic.js';
 export * from './workflow-expression.logic.js';

@@ -37,6 +37,11 @@ export function resolvePermissionMode(
 /** Lower is less privileged; used to settle a sender id claimed by several records. */
 const PRIVILEGE: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
+/** The less privileged of two roles: work done later for a caller gets no more than either allows. */
+export function leastPrivileged(a: Role, b: Role): Role {
+  return PRIVILEGE[a] <= PRIVILEGE[b] ? a : b;
+}
+
 type UserForRole = Pick<UserRecord, 'username' | 'role' | 'active' | 'telegram_user_ids'>;
 
 /** Messenger sender ids arrive as numbers, or as digit strings from some transports. */

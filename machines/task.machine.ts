@@ -104,8 +104,8 @@ export const taskMachine = setup({
 });
 
 function createdOf(s: TaskState): TaskCreated {
-  const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, prompt, provider, model, created_at } = s;
-  return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, prompt, provider, model, created_at };
+  const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, caller_role, prompt, provider, model, created_at } = s;
+  return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, ...(caller_role ? { caller_role } : {}), prompt, provider, model, created_at };
 }
 
 /** The machine state a folded record resumes in (`running` restores as `working`: it was created long ago). */

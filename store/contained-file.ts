@@ -4,6 +4,7 @@ import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { SvcError } from '../schemas/index.js';
+import { OpenedDir } from './contained-dir.js';
 import { homePaths, serviceSecretPaths, type HomePaths } from './home.js';
 
 /*
@@ -46,6 +47,12 @@ export interface ContainmentRules {
   realRoot?: string;
   /** true: a file whose real path below the root's has a segment starting with '.' (a dotfile, or in a dot-folder) is refused, whatever link led there. */
   refuseHidden?: boolean;
+  /**
+   * Folder names (compared case-insensitively) no change may land in or under: checked on every
+   * segment of the real path below the root's, after links are resolved, so a link to such a
+   * folder (`alias -> .claude`) is no way around the name. Reads are not affected.
+   */
+  unchangeableDirs?: readonly string[];
 }
 
 export const MAX_REQUESTED_PATH_CHARS = 4096;
@@ -242,6 +249,38 @@ function checkRealDir(requested: string, rules: RootedRules, real: string, realR
   if (isRefused(real, rules)) throw secretRefusal(requested);
 }
 
+/** A real path a change may land on: no segment below the root's is one of `unchangeableDirs`. */
+function checkChangeable(requested: string, rules: ContainmentRules, real: string, realRoot: string): void {
+  const names = rules.unchangeableDirs;
+  if (!names?.length) return;
+  const refused = new Set(names.map((n) => n.toLowerCase()));
+  const hit = relative(realRoot, real).split(sep).find((seg) => refused.has(seg.toLowerCase()));
+  if (hit !== undefined) throw new SvcError('forbidden', `${JSON.stringify(requested.slice(0, 200))} is in or leads to ${hit}, which is not changed through this API`);
+}
+
+/**
+ * The target's parent, opened, and checked again by what was opened (the kernel's path of the
+ * descriptor): a change is then made through it (OpenedDir.at), so a folder on the way swapped for
+ * a link after resolveContainedTarget checked it leads nowhere unchecked.
+ */
+function openCheckedParent(target: ContainedTarget, rules: RootedRules, requested: string): OpenedDir {
+  let dir: OpenedDir;
+  try {
+    dir = OpenedDir.open(target.realParent);
+  } catch (e) {
+    throw fsError(e, requested);
+  }
+  try {
+    const real = dir.realPath();
+    checkRealDir(requested, rules, real, target.realRoot);
+    checkChangeable(requested, rules, join(real, basename(target.realPath)), target.realRoot);
+    return dir;
+  } catch (e) {
+    dir.close();
+    throw e;
+  }
+}
+
 /**
  * Resolves where a change to `requested` would land. The root itself is never a target. Missing
  * parents are made one at a time under an already checked real directory when `createParents`.
@@ -265,6 +304,7 @@ export async function resolveContainedTarget(requested: string, rules: RootedRul
     }
   }
   checkRealDir(requested, rules, realDir, realRoot);
+  checkChangeable(requested, rules, realDir, realRoot);
   for (const name of missing) {
     const next = join(realDir, name);
     try {
@@ -277,9 +317,11 @@ export async function resolveContainedTarget(requested: string, rules: RootedRul
       throw fsError(e, requested);
     });
     checkRealDir(requested, rules, realDir, realRoot);
+    checkChangeable(requested, rules, realDir, realRoot);
   }
   const realPath = join(realDir, basename(path));
   if (isRefused(realPath, rules)) throw secretRefusal(requested);
+  checkChangeable(requested, rules, realPath, realRoot);
   return { path, realParent: realDir, realPath, realRoot };
 }
 
@@ -356,34 +398,65 @@ export interface ContainedNewFile {
  */
 export async function createContainedFile(requested: string, rules: RootedRules, opts: { mode?: number } = {}): Promise<ContainedNewFile> {
   const target = await resolveContainedTarget(requested, rules);
-  if (await lstatOrNull(target.realPath)) throw new SvcError('file-exists', `${requested} already exists`);
-  const tmp = join(target.realParent, `.${basename(target.realPath)}.${process.pid}.${randomBytes(6).toString('hex')}.part`);
-  const handle = await fsp.open(tmp, WRITE_FLAGS, opts.mode ?? 0o600).catch((e: unknown) => {
-    throw fsError(e, requested);
-  });
-  const discard = () => fsp.rm(tmp, { force: true });
+  const name = basename(target.realPath);
+  const tmpName = `.${name}.${process.pid}.${randomBytes(6).toString('hex')}.part`;
+  // The parent is opened and checked now and again at commit (the same directory, still allowed),
+  // and both the temp file and the final name are made through its descriptor.
+  const withParent = <T>(fn: (dir: OpenedDir) => T): T => {
+    const dir = openCheckedParent(target, rules, requested);
+    try {
+      return fn(dir);
+    } finally {
+      dir.close();
+    }
+  };
+  const first = openCheckedParent(target, rules, requested);
+  let handle: fsp.FileHandle;
+  let parent: { dev: number; ino: number; real: string };
+  try {
+    if (first.lstat(name)) throw new SvcError('file-exists', `${requested} already exists`);
+    parent = { dev: first.dev, ino: first.ino, real: first.realPath() };
+    // Awaited before `first` closes: the path names the entry through its descriptor.
+    handle = await fsp.open(first.at(tmpName), WRITE_FLAGS, opts.mode ?? 0o600).catch((e: unknown) => {
+      throw fsError(e, requested);
+    });
+  } finally {
+    first.close();
+  }
+  const discard = () =>
+    withParent((dir) => {
+      if (dir.dev === parent.dev && dir.ino === parent.ino) dir.unlink(tmpName);
+    });
   try {
     const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
-    if (dirname(real) !== target.realParent) throw outside(requested, rules);
+    if (dirname(real) !== parent.real) throw outside(requested, rules);
   } catch (e) {
     await handle.close().catch(() => undefined);
-    await discard();
+    await Promise.resolve().then(discard).catch(() => undefined);
     throw e;
   }
   return {
     handle,
     realPath: target.realPath,
-    discard,
-    commit: async () => {
+    discard: async () => {
       try {
-        await fsp.link(tmp, target.realPath);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new SvcError('file-exists', `${requested} already exists`);
-        throw fsError(e, requested);
+        discard();
+      } catch {
+        // The folder went or was swapped meanwhile: no temp file of ours is reachable to remove.
       }
-      await fsp.unlink(tmp);
-      await syncDir(target.realParent);
     },
+    commit: async () =>
+      withParent((dir) => {
+        if (dir.dev !== parent.dev || dir.ino !== parent.ino) throw outside(requested, rules);
+        try {
+          fs.linkSync(dir.at(tmpName), dir.at(name));
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new SvcError('file-exists', `${requested} already exists`);
+          throw fsError(e, requested);
+        }
+        dir.unlink(tmpName);
+        fs.fsyncSync(dir.fd);
+      }),
   };
 }
 
@@ -401,6 +474,7 @@ export async function resolveContainedDir(requested: string, rules: RootedRules)
     throw fsError(e, requested);
   }
   checkRealDir(requested, rules, real, realRoot);
+  checkChangeable(requested, rules, real, realRoot);
   const st = await fsp.stat(real);
   if (!st.isDirectory()) throw new SvcError('invalid-path', `${requested} is a file, not a directory`);
   return { realPath: real };
@@ -418,11 +492,14 @@ async function syncDir(dir: string): Promise<void> {
 /** mkdir -p inside the root; an existing directory is `file-exists` so a second create is told. */
 export async function makeContainedDir(requested: string, rules: RootedRules): Promise<{ realPath: string }> {
   const target = await resolveContainedTarget(requested, rules, { createParents: true });
+  const dir = openCheckedParent(target, rules, requested);
   try {
-    await fsp.mkdir(target.realPath, { mode: 0o755 });
+    fs.mkdirSync(dir.at(basename(target.realPath)), { mode: 0o755 });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new SvcError('file-exists', `${requested} already exists`);
     throw fsError(e, requested);
+  } finally {
+    dir.close();
   }
   return { realPath: target.realPath };
 }
@@ -433,19 +510,29 @@ export async function makeContainedDir(requested: string, rules: RootedRules): P
  */
 export async function removeContained(requested: string, rules: RootedRules): Promise<{ realPath: string; wasDir: boolean }> {
   const target = await resolveContainedTarget(requested, rules);
-  const st = await lstatOrNull(target.realPath);
-  if (!st) throw new SvcError('not-found', `${requested}: no such file or directory`);
-  if (st.isSymbolicLink()) {
-    // Removing the link would touch nothing outside, but a link that leads out is not something
-    // this API acts on at all (broken links, which lead nowhere, may go).
-    const real = await fsp.realpath(target.realPath).catch(() => null);
-    if (real !== null && !within(real, target.realRoot)) throw outside(requested, rules);
-    if (real !== null && isRefused(real, rules)) throw secretRefusal(requested);
+  const name = basename(target.realPath);
+  const dir = openCheckedParent(target, rules, requested);
+  try {
+    const st = dir.lstat(name);
+    if (!st) throw new SvcError('not-found', `${requested}: no such file or directory`);
+    if (st.isSymbolicLink()) {
+      // Removing the link would touch nothing outside, but a link that leads out is not something
+      // this API acts on at all (broken links, which lead nowhere, may go).
+      const real = await fsp.realpath(dir.at(name)).catch(() => null);
+      if (real !== null && !within(real, target.realRoot)) throw outside(requested, rules);
+      if (real !== null && isRefused(real, rules)) throw secretRefusal(requested);
+    }
+    // Through the opened parent, and a directory emptied through its own descriptors: a folder
+    // swapped for a link meanwhile is unlinked, never followed.
+    const removed = st.isDirectory() ? dir.removeTree(name, { expect: st }) : dir.unlink(name, st);
+    if (!removed) throw new SvcError('not-found', `${requested}: changed while it was being deleted; nothing more was removed`);
+    fs.fsyncSync(dir.fd);
+    return { realPath: target.realPath, wasDir: st.isDirectory() };
+  } catch (e) {
+    throw e instanceof SvcError ? e : fsError(e, requested);
+  } finally {
+    dir.close();
   }
-  if (st.isDirectory()) await fsp.rm(target.realPath, { recursive: true });
-  else await fsp.unlink(target.realPath);
-  await syncDir(target.realParent);
-  return { realPath: target.realPath, wasDir: st.isDirectory() };
 }
 
 export interface ContainedDirEntry {

@@ -23,9 +23,13 @@ import { workspaceDir } from './workspace.js';
  * Every path is relative to it and goes through store/contained-file.ts.
  */
 
+/** The CLIs' settings folders (`.claude/` holds the sub-agent sandbox hook and hooks that run shell commands). */
+const CLI_SETTINGS_DIRS = ['.claude', '.codex', '.gemini'] as const;
+
 export async function userFilesRules(paths: HomePaths, agent: string): Promise<ContainmentRules & { root: string }> {
   const root = workspaceDir(paths, agent);
-  return { base: root, root, rootLabel: `the workspace of agent "${agent}"`, refused: await serviceSecretRealPaths(paths) };
+  // unchangeableDirs: the name check below is not enough, an agent can link `alias -> .claude`.
+  return { base: root, root, rootLabel: `the workspace of agent "${agent}"`, refused: await serviceSecretRealPaths(paths), unchangeableDirs: CLI_SETTINGS_DIRS };
 }
 
 /**
@@ -54,10 +58,11 @@ export async function openUserFile(paths: HomePaths, agent: string, requested: s
 /**
  * A path the panel may change: never under a CLI's settings folder (`.claude/` holds the sub-agent
  * sandbox hook; `.codex/`, `.gemini/` their CLIs' settings), which would loosen the agent's limits.
+ * This refuses the name asked for; the rules' `unchangeableDirs` refuse the real path, links resolved.
  */
 function checkWritablePath(requested: string): string {
   const path = checkRelativePath(requested);
-  if (path.split('/').some((seg) => /^\.(claude|codex|gemini)$/i.test(seg))) {
+  if (path.split('/').some((seg) => CLI_SETTINGS_DIRS.some((d) => d === seg.toLowerCase()))) {
     throw new SvcError('forbidden', `path ${JSON.stringify(path.slice(0, 200))}: the CLIs' settings folders (.claude, .codex, .gemini) are not changed through the file manager`);
   }
   return path;

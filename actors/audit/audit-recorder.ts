@@ -1,6 +1,7 @@
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
-import { AUDIT_COMMANDS, AUDIT_EVENTS, AUDIT_STREAM } from '../../schemas/index.js';
+import { auditVisibleTo, unrestricted } from '../../machines/index.js';
+import { AUDIT_COMMANDS, AUDIT_EVENTS, AUDIT_STREAM, MAX_AUDIT_LIMIT } from '../../schemas/index.js';
 import type { AuditReadModel } from '../../store/index.js';
 
 /*
@@ -24,6 +25,14 @@ export function startAuditRecorder(deps: AuditRecorderDeps): Subscription {
       return { seq: env.seq };
     }),
   );
-  subs.add(bus.handle(AUDIT_COMMANDS.list, 'audit', ({ data }) => readModel.list(data.limit)));
+  subs.add(
+    bus.handle(AUDIT_COMMANDS.list, 'audit', ({ data }) => {
+      const { principal, limit } = data;
+      if (unrestricted(principal)) return readModel.list(limit);
+      // A restricted admin reads the entries about its agents (machines/audit-visibility.logic.ts),
+      // looked for among the newest MAX_AUDIT_LIMIT.
+      return readModel.list(MAX_AUDIT_LIMIT).filter((e) => auditVisibleTo(principal, e)).slice(0, limit);
+    }),
+  );
   return subs;
 }

@@ -1,7 +1,7 @@
 import * as fsp from 'node:fs/promises';
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
-import { memoryFactCount } from '../../machines/index.js';
+import { memoryFactCount, unrestricted } from '../../machines/index.js';
 import { RAG_COMMANDS, RAG_EVENTS, RAG_STREAM, SvcError, type AgentConfig } from '../../schemas/index.js';
 import { readMemoryModules, setConfigBlockFields, type HomePaths } from '../../store/index.js';
 import { serialRunner } from '../host/serial.js';
@@ -42,6 +42,10 @@ export function startRagAdmin(deps: RagAdminDeps): Subscription {
   subs.add(
     bus.handle(RAG_COMMANDS.configure, 'rag-admin', (cmd) =>
       serial(async () => {
+        // The RAG settings are every agent's: an admin restricted to some agents may not change them.
+        if (!unrestricted(cmd.data.principal)) {
+          throw new SvcError('agent-not-allowed', `user "${cmd.data.principal.id ?? '(token)'}" is restricted to some agents (allowed_agents), so may not change the global RAG settings`);
+        }
         const fields = Object.fromEntries(Object.entries(cmd.data.fields).filter(([, value]) => value !== undefined)) as Record<string, boolean | number>;
         if (Object.keys(fields).length === 0) {
           throw new SvcError('invalid-body', 'nothing to change: send any of enabled, reranker_enabled, index_workspace, index_memory, top_k_retrieval, top_k_final');

@@ -9,6 +9,7 @@ import {
   foldTasks,
   renderTaskSelector,
   isFinishedTask,
+  leastPrivileged,
   resumable,
   taskMachine,
   taskMachineState,
@@ -31,6 +32,7 @@ import {
   type Envelope,
   type EventPayload,
   type Principal,
+  type Role,
   type SubAgentConfig,
   type TaskRun,
   type TaskSelectorAction,
@@ -90,6 +92,8 @@ export interface TaskSubmission {
   topic_id: number | null;
   transport: string | null;
   caller_user: string | null;
+  /** The role the caller was authenticated with (null: none, as the Principal says): the task never runs with more. */
+  caller_role: Role | null;
 }
 
 /** What `deliverToParent` takes: who hears it, where, as whom, and the envelope kept in the admin chat. */
@@ -196,6 +200,7 @@ export class TaskHub {
       agent: sub.from,
       ...where,
       caller_user: sub.caller_user,
+      caller_role: sub.caller_role,
       prompt: sub.prompt,
       provider: sub.provider,
       model: sub.model,
@@ -341,7 +346,7 @@ export class TaskHub {
       bus.handle(TASK_COMMANDS.submit, 'task-hub', (cmd) => {
         const { principal, ...body } = cmd.data;
         if (principal.kind === 'agent' && principal.id !== body.from) throw new SvcError('task-not-owner', `the caller is ${principal.id}, not ${body.from}`);
-        return this.submit({ ...body, caller_user: principal.acting_for }, cmd);
+        return this.submit({ ...body, caller_user: principal.acting_for, caller_role: principal.role }, cmd);
       }),
     );
     this.subs.add(bus.handle(TASK_COMMANDS.resume, 'task-hub', (cmd) => this.resume(cmd.data.task_id, cmd.data.prompt, cmd.data.from, cmd)));
@@ -545,7 +550,7 @@ export class TaskHub {
     this.deliverToParent({
       agent: done.from,
       where,
-      principal: principalFor(this.d.users(), done.from, req.caller_user_id, where),
+      principal: principalFor(this.d, done.from, req.caller_user_id, req.caller_role, where),
       correlation: e.correlation ?? e.stream,
       envelope: {
         kind: 'interagent',
@@ -557,9 +562,9 @@ export class TaskHub {
     });
   }
 
-  /** The task runs for the person its creator acted for; a user removed since runs as a viewer would. */
+  /** The task runs for the person its creator acted for, with the role its creator had; a user removed since runs as a viewer would. */
   private principalOf(s: TaskState): Principal {
-    return principalFor(this.d.users(), s.parent_agent, s.caller_user, { transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id });
+    return principalFor(this.d, s.parent_agent, s.caller_user, s.caller_role, { transport: s.transport, chat_id: s.chat_id, topic_id: s.topic_id });
   }
 
   /** The last provider session each task's runs reported in their turn facts (their correlation is `task:<id>`). */
@@ -576,11 +581,34 @@ export class TaskHub {
   }
 }
 
-/** The agent, acting for the person it acted for when it asked; a user removed since acts as a viewer would. */
-function principalFor(users: readonly UserRecord[], agent: string, callerUser: string | null, origin: { transport: string; chat_id: number; topic_id: number | null }): Principal {
-  if (callerUser === null) return { kind: 'agent', id: agent, acting_for: null, role: 'admin', allowed_agents: [], origin };
-  const user = users.find((u) => u.username === callerUser && u.active);
-  return { kind: 'agent', id: agent, acting_for: callerUser, role: user ? user.role : 'viewer', allowed_agents: user ? user.allowed_agents : [], origin };
+/**
+ * The agent, acting for the person it acted for when it asked, with no more than the role that
+ * call was authenticated with (`callerRole`) nor the role that person has now (a user removed
+ * since acts as a viewer would). Work started by a call runs with the rights of whoever made it:
+ * a token-less legacy caller was a viewer, so its task, its result's wake turn and an async
+ * reply's wake turn are too. Facts older than `caller_role` lack it: then a call without a
+ * person was the framework's (admin), unless the agent is a token-less registry entry, whose calls
+ * proved nothing.
+ */
+function principalFor(
+  d: Pick<TaskHubDeps, 'users' | 'registry'>,
+  agent: string,
+  callerUser: string | null,
+  callerRole: Role | null | undefined,
+  origin: { transport: string; chat_id: number; topic_id: number | null },
+): Principal {
+  const recorded = callerRole === undefined ? (tokenless(d.registry(), agent) ? 'viewer' : 'admin') : callerRole;
+  if (callerUser === null) return { kind: 'agent', id: agent, acting_for: null, role: recorded, allowed_agents: [], origin };
+  const user = d.users().find((u) => u.username === callerUser && u.active);
+  const now = user ? user.role : 'viewer';
+  return { kind: 'agent', id: agent, acting_for: callerUser, role: recorded === null ? now : leastPrivileged(recorded, now), allowed_agents: user ? user.allowed_agents : [], origin };
+}
+
+/** A sub-agent whose registry entry has no `interagent_token` (or no entry at all): nothing proves who made its calls. */
+function tokenless(registry: readonly SubAgentConfig[], agent: string): boolean {
+  if (agent === MAIN_AGENT) return false;
+  const token = registry.find((r) => r.name === agent)?.interagent_token;
+  return typeof token !== 'string' || token === '';
 }
 
 function actorIdOf(id: string): string {
@@ -597,8 +625,8 @@ function firstLine(text: string): string {
 }
 
 function createdOf(s: TaskState): TaskCreated {
-  const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, prompt, provider, model, created_at } = s;
-  return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, prompt, provider, model, created_at };
+  const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, caller_role, prompt, provider, model, created_at } = s;
+  return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, ...(caller_role ? { caller_role } : {}), prompt, provider, model, created_at };
 }
 
 /** How a run's end is told to the task machine. */

@@ -1,6 +1,6 @@
 import { Subscription } from 'rxjs';
 import type { Bus, Cause } from '../../bus/index.js';
-import { MAIN_AGENT, SvcError, TASK_COMMANDS, TASK_STATUSES, type Principal, type SubAgentConfig, type TaskRecord, type TaskView } from '../../schemas/index.js';
+import { MAIN_AGENT, SvcError, TASK_COMMANDS, TASK_STATUSES, type Principal, type Role, type SubAgentConfig, type TaskRecord, type TaskView } from '../../schemas/index.js';
 import { agentAccess, unrestricted } from '../../machines/index.js';
 import { loadTasks, type HomePaths } from '../../store/index.js';
 
@@ -21,7 +21,7 @@ export interface TaskQueriesDeps {
 
 /** What the admin API needs of the task hub (actors/tasks/task-hub.ts). */
 export interface TaskHubApi {
-  submit(sub: { from: string; prompt: string; name: string | null; provider: 'claude' | 'codex' | 'gemini' | null; model: string | null; chat_id: null; topic_id: null; transport: null; caller_user: string | null }, cause: Cause): Promise<{ task_id: string }>;
+  submit(sub: { from: string; prompt: string; name: string | null; provider: 'claude' | 'codex' | 'gemini' | null; model: string | null; chat_id: null; topic_id: null; transport: null; caller_user: string | null; caller_role: Role | null }, cause: Cause): Promise<{ task_id: string }>;
   cancel(id: string, from: null, cause: Cause): Promise<{ task_id: string; status: string }>;
 }
 
@@ -92,7 +92,7 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
       if (provider !== null && !['claude', 'codex', 'gemini'].includes(provider)) throw new SvcError('invalid-body', `body.provider: must be claude, codex or gemini, got ${JSON.stringify(provider)}`);
       // The panel's user creates it for the agent: the agent is its parent, the user whom it runs for.
       return hub.submit(
-        { from: data.agent, prompt: data.prompt, name: data.name, provider: provider as 'claude' | 'codex' | 'gemini' | null, model: data.model ?? null, chat_id: null, topic_id: null, transport: null, caller_user: data.principal.kind === 'user' ? data.principal.id : data.principal.acting_for },
+        { from: data.agent, prompt: data.prompt, name: data.name, provider: provider as 'claude' | 'codex' | 'gemini' | null, model: data.model ?? null, chat_id: null, topic_id: null, transport: null, caller_user: data.principal.kind === 'user' ? data.principal.id : data.principal.acting_for, caller_role: data.principal.role },
         cmd,
       );
     }),

@@ -5,9 +5,9 @@ import { basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
-import { SvcError, TRANSCRIPTION_COMMANDS } from '../../schemas/index.js';
+import { SvcError, TRANSCRIPTION_COMMANDS, type Principal } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { fileAccessMode, json, openRequestedFile, withBody, type FileAccessMode, type Route } from '../http/index.js';
+import { fileAccessMode, json, openRequestedFileFor, withBody, type FileAccessMode, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
 /*
@@ -43,8 +43,8 @@ export const MAX_AUDIO_BYTES = 256 * 1024 * 1024;
  * given a path) opens a file nobody can swap for a symlink after the check. Named like the
  * original, since backends derive their output names from it. The caller removes `dir`.
  */
-export async function copyAudioFile(requested: string, mode: FileAccessMode, paths: HomePaths): Promise<{ dir: string; path: string }> {
-  const file = await openRequestedFile(requested, mode, paths);
+export async function copyAudioFile(principal: Pick<Principal, 'allowed_agents'>, requested: string, mode: FileAccessMode, paths: HomePaths): Promise<{ dir: string; path: string }> {
+  const file = await openRequestedFileFor(principal, requested, mode, paths);
   try {
     if (file.size > MAX_AUDIO_BYTES) throw new SvcError('file-too-large', `${requested} is ${file.size} bytes; at most ${MAX_AUDIO_BYTES} can be transcribed`);
     const dir = await fsp.mkdtemp(join(tmpdir(), 'svc-transcribe-in-'));
@@ -71,8 +71,9 @@ export function transcribeRoutes(deps: TranscribeRoutesDeps): Route[] {
       // Runs a backend chain on a file: more than reading, so not for a viewer.
       auth: API_AUTH.operator,
       summary: 'Transcribe an audio file (backends in the order of the transcription chain)',
-      ...withBody(TranscribeBodySchema, async (body) => {
-        const audio = await copyAudioFile((body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
+      ...withBody(TranscribeBodySchema, async (body, _req, principal: Principal) => {
+        // A caller restricted by allowed_agents reads only its agents' workspaces.
+        const audio = await copyAudioFile(principal, (body.file_path ?? body.path)!, fileAccessMode(deps.fileAccess()), paths);
         try {
           // No bus deadline: each backend has its own, and the chain may run several.
           const r = await bus.send(TRANSCRIPTION_COMMANDS.transcribe, { file_path: audio.path }, { timeoutMs: 0 });

@@ -120,6 +120,11 @@ export function directRoutes(hub: DirectHub): Route[] {
       ...withQuery(UploadPlacementQuerySchema, async (q, req, principal: Principal) => {
         const maxFileBytes = hub.limits.maxUploadBytes;
         if (q.agent === undefined && q.relative_path === undefined) {
+          // The dated folder is in main's workspace: a caller restricted by allowed_agents needs
+          // main, which is decided where placing an upload is handled (403 agent-not-allowed).
+          if (principal.allowed_agents.length > 0 && !principal.allowed_agents.includes('*')) {
+            await deps.bus.send(USER_FILES_COMMANDS.placeUpload, { principal, agent: MAIN_AGENT, path: '' });
+          }
           const cfg = deps.config();
           const result = await receiveUpload(req.bodyStream!, req.headers['content-type'], {
             baseDir: join(deps.paths.workspace, 'api_files'),

@@ -1,4 +1,6 @@
-import { openContainedFile, serviceSecretRealPaths, type ContainedFile, type HomePaths } from '../../store/index.js';
+import * as fsp from 'node:fs/promises';
+import { SvcError, type Principal } from '../../schemas/index.js';
+import { openContainedFile, serviceSecretRealPaths, within, workspaceDir, type ContainedFile, type HomePaths } from '../../store/index.js';
 
 export type FileAccessMode = 'all' | 'home' | 'workspace';
 
@@ -24,4 +26,30 @@ export async function openRequestedFile(requested: string, mode: FileAccessMode,
     rootLabel: `what file_access = ${mode} allows`,
     refused: await serviceSecretRealPaths(paths),
   });
+}
+
+/**
+ * openRequestedFile for a caller restricted by `allowed_agents` (SPEC.md "Agent-scoped access"):
+ * besides `file_access`, what was opened must lie in the workspace of one of its agents (real
+ * paths, so no link leads elsewhere). An unrestricted caller (empty list or `*`) gets what
+ * `file_access` allows. The list is the principal's, settled where it authenticated.
+ */
+export async function openRequestedFileFor(principal: Pick<Principal, 'allowed_agents'>, requested: string, mode: FileAccessMode, paths: HomePaths): Promise<ContainedFile> {
+  const list = principal.allowed_agents;
+  const file = await openRequestedFile(requested, mode, paths);
+  if (list.length === 0 || list.includes('*')) return file;
+  const roots = await Promise.all(
+    list.map(async (agent) => {
+      try {
+        return await fsp.realpath(workspaceDir(paths, agent));
+      } catch {
+        return null; // not an agent name, or no workspace yet: nothing of it to read
+      }
+    }),
+  );
+  if (!roots.some((r) => r !== null && within(file.realPath, r))) {
+    await file.handle.close().catch(() => undefined);
+    throw new SvcError('agent-not-allowed', `${requested} is not in the workspace of an agent this user may use (allowed_agents: ${list.join(', ')})`);
+  }
+  return file;
 }

@@ -185,7 +185,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       await bus.publish({
         stream,
         type: INTERAGENT_EVENTS.requested,
-        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for, reply_to: body.reply_to, silent: body.silent },
+        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for, caller_role: principal.role, reply_to: body.reply_to, silent: body.silent },
         by: body.from,
         correlation,
       });

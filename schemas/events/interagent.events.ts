@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { ROLES } from '../config.schema.js';
 import { typeNames } from './type-names.js';
 
 /** Stream `interagent:<task id>`: an asynchronous inter-agent call (`/interagent/send_async`). */
@@ -13,6 +14,8 @@ export const INTERAGENT_EVENT_SCHEMAS = {
     chat_id: v.nullable(v.number()),
     topic_id: v.nullable(v.number()),
     caller_user_id: v.nullable(v.string()),
+    /** The caller's authenticated role: the wake turn delivering the reply runs with it (absent in older facts). */
+    caller_role: v.optional(v.nullable(v.picklist(ROLES))),
     reply_to: v.optional(v.nullable(ReplyToSchema)),
     silent: v.optional(v.boolean()),
   }),

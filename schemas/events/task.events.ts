@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { ROLES } from '../config.schema.js';
 import { typeNames } from './type-names.js';
 
 /*
@@ -13,7 +14,9 @@ export const TASK_EVENT_SCHEMAS = {
   /**
    * `provider`/`model` are the overrides the creator asked for (null: the agent's own); the first
    * run's resolved values arrive with its end. `caller_user` is the person the creating agent acted
-   * for, so a resume after a restart runs with the same rights.
+   * for, and `caller_role` the role its call was authenticated with (a token-less legacy caller is a
+   * viewer whatever user it names), so every run, its result's wake turn and a resume after a restart
+   * run with no more than the rights of whoever caused the task. Absent in facts older than it.
    */
   'task.created': v.object({
     task_id: v.string(),
@@ -24,6 +27,7 @@ export const TASK_EVENT_SCHEMAS = {
     chat_id: v.number(),
     topic_id: v.nullable(v.number()),
     caller_user: Nullable,
+    caller_role: v.optional(v.nullable(v.picklist(ROLES))),
     prompt: v.string(),
     provider: Nullable,
     model: Nullable,

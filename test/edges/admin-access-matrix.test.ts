@@ -114,7 +114,7 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   'GET /api/memory/modules/:filename': ['operator', 'validated', 'Roles: operator reads all; agent not visible'],
   'PUT /api/memory/modules/:filename': ['admin', 'validated', 'Roles: update on memory is admin'],
   'GET /api/rag/status': ['operator', 'none', 'Roles: operator reads all'],
-  'PUT /api/rag/config': ['admin', 'none', 'Admin REST RAG: "admin only"'],
+  'PUT /api/rag/config': ['admin', 'all-agents', 'Admin REST RAG: "admin only"; the settings reach every agent'],
   'GET /api/agents/:agent/skills': ['operator', 'validated', 'Roles: operator reads all; agent not visible'],
   'POST /api/agents/:agent/skills': ['admin', 'validated', 'Roles: a write the operator is not given'],
   'GET /api/agents/:agent/skills/:skill': ['operator', 'validated', 'Roles: operator reads all; agent not visible'],

@@ -131,7 +131,7 @@ t.test('POST /interagent/send_async answers at once and records the result as ev
   const stream = 'interagent:ia-id1';
   const events = () => bus.log.read({ stream }) as Envelope[];
   t.same(events().map((e) => e.type), ['interagent.requested'], 'requested is recorded before the answer');
-  t.same(events()[0]!.data, { task_id: 'ia-id1', from: 'bob', to: 'dave', chat_id: null, topic_id: null, caller_user_id: 'alice', reply_to: null, silent: false });
+  t.same(events()[0]!.data, { task_id: 'ia-id1', from: 'bob', to: 'dave', chat_id: null, topic_id: null, caller_user_id: 'alice', caller_role: 'admin', reply_to: null, silent: false });
   await until('the turn to start', () => rt!.held.length === 1);
   rt!.held[0]!();
   const done = await until('the completion event', () => events().find((e) => e.type === 'interagent.completed'));

@@ -7,7 +7,7 @@ import { Bus } from '../../bus/index.js';
 import { API_STATUSES, transcribeRoutes } from '../../edges/index.js';
 import type { TranscriptionSettings } from '../../machines/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
-import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
+import { TEST_ADMIN, serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
 const TOKEN = 'test-token-0123456789';
 const FAKE = fileURLToPath(new URL('../fixtures/transcription/fake-transcriber.mjs', import.meta.url));
@@ -19,7 +19,7 @@ type TT = { testdir(): string; teardown(fn: () => void): void };
  * Bus, transcriber and routes on uWS. PATH is an empty directory and no key is set, so only the
  * custom command (when configured) can ever work and nothing on the network is contacted.
  */
-async function serve(t: TT) {
+async function serve(t: TT, principal = TEST_ADMIN) {
   const dir = t.testdir();
   const paths = homePaths(join(dir, 'home'));
   const day = join(paths.workspace, 'api_files', '2026-11-22');
@@ -32,7 +32,7 @@ async function serve(t: TT) {
   const cfg: { current: TranscriptionSettings } = { current: { language: 'auto', model: 'small', command: command('ok') } };
   const bus = new Bus({ log: new MemoryEventLog() });
   const actor = startTranscriber({ bus, paths, config: () => cfg.current, env: { PATH: join(dir, 'bin') }, timeoutMs: 20_000, graceMs: 200 });
-  const srv = await serveSurfaces(t, [{ name: 'api', routes: transcribeRoutes({ bus, paths, fileAccess: () => access.current }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN)] }]);
+  const srv = await serveSurfaces(t, [{ name: 'api', routes: transcribeRoutes({ bus, paths, fileAccess: () => access.current }), statuses: API_STATUSES, authenticators: [testBearer(TOKEN, principal)] }]);
   const { internal } = srv;
   t.teardown(() => {
     actor.unsubscribe();
@@ -164,4 +164,27 @@ t.test('the backend gets a private copy read from the checked descriptor, remove
   t.equal(basename(seen.path), 'note.ogg', 'named like the original');
   t.notOk(seen.path.startsWith(s.paths.root), 'not a path inside the home that could be swapped');
   t.notOk(existsSync(dirname(seen.path)), 'the copy is gone once answered');
+});
+
+t.test("POST /api/transcribe: a caller restricted by allowed_agents reads only its agents' workspaces", async (t) => {
+  const coderOnly = { ...TEST_ADMIN, id: 'co', role: 'operator' as const, allowed_agents: ['coder'] };
+  const s = await serve(t, coderOnly);
+  const coderWs = join(s.paths.agentsDir, 'coder', 'workspace');
+  const writerWs = join(s.paths.agentsDir, 'writer', 'workspace');
+  mkdirSync(coderWs, { recursive: true });
+  mkdirSync(join(writerWs, 'memory_system'), { recursive: true });
+  writeFileSync(join(coderWs, 'voice.ogg'), 'OggS');
+  writeFileSync(join(writerWs, 'memory_system', 'MAINMEMORY.md'), 'writer secrets');
+  symlinkSync(join(writerWs, 'memory_system', 'MAINMEMORY.md'), join(coderWs, 'leak.ogg'));
+  for (const [what, path] of [
+    ["another agent's memory file", join(writerWs, 'memory_system', 'MAINMEMORY.md')],
+    ["main's workspace", s.audio],
+    ['a relative path (taken from main\'s workspace)', 'api_files/2026-11-22/note.ogg'],
+    ["a link in its own workspace to another agent's file", join(coderWs, 'leak.ogg')],
+  ] as const) {
+    const r = await s.call({ file_path: path });
+    t.equal(r.status, 403, what);
+    t.match(r.body, { code: 'agent-not-allowed' }, what);
+  }
+  t.same(await s.call({ file_path: join(coderWs, 'voice.ogg') }), { status: 200, body: { transcript: 'heard voice.ogg language=auto model=small' } }, 'its own agent\'s file');
 });

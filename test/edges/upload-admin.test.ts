@@ -196,3 +196,15 @@ t.test('/upload refusals for the admin session write nothing', async (t) => {
   const r = await env.upload('', bearer(operator));
   t.equal(r.status, 200, 'an operator attaches a file to a chat (files.upload)');
 });
+
+t.test("/upload without ?agent= stores into main's workspace: refused for a user not allowed main", async (t) => {
+  const env = await serve(t);
+  const cora = { authorization: `Bearer ${await env.login('cora')}` };
+  const r = await env.upload('', cora);
+  t.equal(r.status, 403, JSON.stringify(r.json));
+  t.equal(r.json.code, 'agent-not-allowed');
+  t.notOk(existsSync(join(env.paths.workspace, 'api_files')), "nothing was written to main's workspace");
+  t.equal((await env.upload('?agent=coder&relative_path=docs', cora)).status, 200, 'its own agent is still open to it');
+  const alice = { authorization: `Bearer ${await env.login('alice')}` };
+  t.equal((await env.upload('', alice)).status, 200, 'an unrestricted user keeps the plain upload');
+});

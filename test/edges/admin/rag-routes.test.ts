@@ -85,3 +85,14 @@ t.test('config: unknown fields, wrong types, bad values, roles → 4xx and confi
   t.equal(s.log.lastSeq(), seq);
   t.same(s.internal, []);
 });
+
+t.test('config: the RAG settings are every agent\'s, so an admin restricted by allowed_agents may not change them', async (t) => {
+  const s = await serveContent(t);
+  const before = fs.readFileSync(s.paths.configFile, 'utf8');
+  const r = await s.call('/api/rag/config', { method: 'PUT', as: 'coderAdmin', body: { enabled: true, top_k_final: 3 } });
+  t.equal(r.status, 403);
+  t.match(r.body, { code: 'agent-not-allowed' });
+  t.equal(fs.readFileSync(s.paths.configFile, 'utf8'), before, 'config.json unchanged');
+  t.same(s.log.read({ types: [RAG_EVENTS.config_changed] }), [], 'nothing recorded');
+  t.equal((await s.call('/api/rag/config', { method: 'PUT', body: { enabled: true } })).status, 200, 'an unrestricted admin still can');
+});
