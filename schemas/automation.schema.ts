@@ -191,13 +191,35 @@ const webhookFields = {
   ...executionFields,
 };
 
-/** `POST /api/webhooks`. Without a secret one is generated and shown once, in the reply. */
-export const CreateWebhookBodySchema = v.strictObject({
-  id: v.optional(RecordIdSchema),
-  agent: AgentName,
-  secret: v.optional(Secret),
-  ...webhookFields,
-});
+/** Where the webhook server takes a hook's calls: `/hooks/<id>`, or a full URL ending with it. */
+const HOOK_PATH = /\/hooks\/([^/?#]+)$/;
+const HookUrl = v.pipe(v.string('must be a string'), v.maxLength(2048, 'must be at most 2048 characters'));
+
+/**
+ * `POST /api/webhooks`. Without a secret one is generated and shown once, in the reply. WIRE.md §2's
+ * panel sends `{id, name, url, method, agent, description}`: `url` and `method` are not stored (the
+ * listing derives them), so they are only checked to agree with what the hook will be: `url` ends
+ * with `/hooks/<id>` (without an `id`, the id is taken from it), `method` is POST.
+ */
+export const CreateWebhookBodySchema = v.pipe(
+  v.strictObject({
+    id: v.optional(RecordIdSchema),
+    agent: AgentName,
+    secret: v.optional(Secret),
+    url: v.optional(HookUrl),
+    method: v.optional(v.literal('POST', 'must be POST (the webhook server takes calls by POST only)')),
+    ...webhookFields,
+  }),
+  v.forward(
+    v.check((b) => {
+      if (b.url === undefined) return true;
+      const m = HOOK_PATH.exec(b.url);
+      return m !== null && (b.id === undefined ? v.is(RecordIdSchema, m[1]) : m[1] === b.id);
+    }, 'must be /hooks/<id> (or a URL ending with it), naming the hook\'s id'),
+    ['url'],
+  ),
+  v.transform(({ url, method: _method, ...hook }) => (hook.id === undefined && url !== undefined ? { ...hook, id: HOOK_PATH.exec(url)![1]! } : hook)),
+);
 export type CreateWebhookBody = v.InferOutput<typeof CreateWebhookBodySchema>;
 
 /** `PUT /api/webhooks/{id}`; a secret of `***` (the masked value a form sends back) keeps the old one. */
