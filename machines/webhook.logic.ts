@@ -8,6 +8,7 @@ import {
   type WebhookSignature,
   type WebhookTriggerSettings,
 } from '../schemas/index.js';
+import { replayWindowMs } from './webhook-replay.logic.js';
 
 /*
  * The webhook server's rules (WIRE.md §4) that need no I/O: what a call must prove and how, how a
@@ -111,6 +112,8 @@ export type WebhookAuthPlan =
       signedPrefix: string;
       /** The signatures the call carries, prefix stripped; any one matching is enough. */
       candidates: string[];
+      /** How long a call that passes is remembered against replay (webhook-replay.logic.ts). */
+      replayWindowMs: number;
     }
   | {
       kind: 'refuse';
@@ -183,6 +186,7 @@ export function webhookAuthPlan(hook: Pick<WebhookTriggerSettings, 'auth' | 'sec
     key: secret,
     signedPrefix: scheme.signedPayload.split(SIGNED_PAYLOAD_TIMESTAMP).join(timestamp ?? ''),
     candidates,
+    replayWindowMs: replayWindowMs({ timestamped, maxAgeSeconds: scheme.maxAgeSeconds }),
   };
 }
 

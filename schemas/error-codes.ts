@@ -61,6 +61,8 @@ export const ERROR_CODES = [
   'webhook-exists',
   'webhook-no-secret',
   'webhook-disabled',
+  /** A signed webhook call accepted once already, within its replay window. */
+  'replayed',
   'actor-exists',
   'handler-exists',
   'no-actor',

@@ -177,9 +177,17 @@ export function parseStrictBody<S extends v.GenericSchema>(req: HttpRequest, sch
   return parseStrict(schema, jsonOf(req), 'invalid-body', 'body');
 }
 
-/** The query parsed strictly: what `withQuery` does. */
+/** The query parsed strictly: what `withQuery` does. A parameter given twice where one is expected is named as such. */
 export function parseStrictQuery<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
-  return parseStrict(schema, queryObject(req.query), 'invalid-query', 'query');
+  const raw = queryObject(req.query);
+  const extra = unknownField(schema, raw);
+  if (extra !== null) throw new SvcError('invalid-query', `query.${extra}: unknown field`);
+  const r = v.safeParse(schema, raw);
+  if (r.success) return r.output;
+  const key = r.issues[0]!.path?.[0]?.key;
+  const given = typeof key === 'string' ? raw[key] : undefined;
+  if (Array.isArray(given)) throw new SvcError('invalid-query', `query.${key}: given ${given.length} times; give it once`);
+  return parseWith(schema, raw, 'invalid-query', 'query');
 }
 
 export { parseWith };

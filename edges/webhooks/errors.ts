@@ -7,6 +7,7 @@ import type { StatusTable } from '../http/index.js';
  */
 export const WEBHOOK_STATUSES: StatusTable = {
   'webhook-disabled': 403,
+  replayed: 409,
   'bus-closed': 503,
 };
 
