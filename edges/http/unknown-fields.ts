@@ -71,9 +71,13 @@ function walk(s: AnySchema, input: unknown, path: (string | number)[]): string |
     case 'union':
     case 'variant': {
       // The input must fit one option without extras; the complaint names the first option's extra.
-      const fitting = (s.options ?? []).filter((o) => v.is(o, input));
+      // When it fits none, the options of its shape (an object for an object) are asked, so
+      // `{"typo": 1}` sent where `[...]` or `{messages}` goes is still named.
+      const options = s.options ?? [];
+      const fitting = options.filter((o) => v.is(o, input));
+      const asked = fitting.length > 0 ? fitting : options.filter((o) => sameShape(o, input));
       let first: string | null = null;
-      for (const option of fitting) {
+      for (const option of asked) {
         const found = walk(option, input, path);
         if (found === null) return null;
         first ??= found;
@@ -83,4 +87,12 @@ function walk(s: AnySchema, input: unknown, path: (string | number)[]): string |
     default:
       return null;
   }
+}
+
+/** Whether `s` (wrappers aside) is an object schema for an object, or an array schema for an array. */
+function sameShape(s: AnySchema, input: unknown): boolean {
+  if (s.wrapped) return sameShape(s.wrapped, input);
+  if (s.type.endsWith('object')) return isRecord(input);
+  if (s.type === 'array') return Array.isArray(input);
+  return false;
 }
