@@ -23,7 +23,7 @@ import {
   type WebhookTriggerSettings,
   type WebhookSignature,
 } from '../../schemas/index.js';
-import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, unsupportedHookFields, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, patchWebhookRecord, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { WebhookReplayMemory } from './webhook-replay.js';
@@ -372,10 +372,24 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
 function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
   const subs = new Subscription();
   const replays = new WebhookReplayMemory(() => bus.now());
+  /** The last unreadable-file complaint logged: said once, not once per call, and again once it changes. */
+  let unreadable = '';
+  const hooksOrRefuse = () => {
+    try {
+      const hooks = loadWebhooks(paths);
+      unreadable = '';
+      return hooks;
+    } catch (e) {
+      if (!(e instanceof SvcError) || (e.code !== 'corrupt-file' && e.code !== 'file-too-large')) throw e;
+      if (e.message !== unreadable) bus.emitLog('error', `webhook server: every call is refused (503) until webhooks.json is fixed: ${e.message}`);
+      unreadable = e.message;
+      throw new SvcError('webhooks-unavailable', 'the webhooks file cannot be read; calls are refused until it is fixed');
+    }
+  };
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
       const { id, headers, payload, request_id: requestId, client } = cmd.data;
-      const stored = loadWebhooks(paths).find((h) => h.id === id);
+      const stored = hooksOrRefuse().find((h) => h.id === id);
       if (!stored) throw new SvcError('not-found', `no webhook ${JSON.stringify(id)}`);
       if (!stored.enabled) throw new SvcError('webhook-disabled', `webhook ${JSON.stringify(id)} is disabled`);
       const refuse = (level: 'debug' | 'warn', why: string) => {
@@ -386,6 +400,8 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const parsed = v.safeParse(WebhookTriggerSettingsSchema, stored);
       if (!parsed.success) throw refuse('warn', `its record in webhooks.json is not valid: ${v.summarize(parsed.issues)}`);
       const hook = parsed.output;
+      const unsupported = unsupportedHookFields(stored);
+      if (unsupported) throw refuse('warn', unsupported);
       const body = Buffer.from(cmd.data.body, 'base64');
       const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
       if (!webhookAuthPasses(plan, body)) throw refuse(plan.kind === 'refuse' && plan.misconfigured ? 'warn' : 'debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
