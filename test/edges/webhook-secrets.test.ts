@@ -10,7 +10,7 @@ import { startAutomationRecords } from '../../actors/index.js';
 import { Bus, type LogLine } from '../../bus/index.js';
 import { startWebhookServer } from '../../edges/index.js';
 import { defaultConfig } from '../../schemas/index.js';
-import { MemoryEventLog, homePaths, type HomePaths } from '../../store/index.js';
+import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { serveOps } from '../fixtures/admin-ops.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
 
@@ -38,14 +38,14 @@ const DUCTOR_FILE = {
   ],
 };
 
-function writeRaw(paths: HomePaths, file: string, text: string) {
+function writeRaw(file: string, text: string) {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, text);
 }
 
 async function webhookServer(t: TT, fileText: string) {
   const paths = homePaths(join(t.testdir(), 'home'));
-  writeRaw(paths, paths.webhooksFile, fileText);
+  writeRaw(paths.webhooksFile, fileText);
   const bus = new Bus({ log: new MemoryEventLog(), clock: () => Date.parse('2026-05-01T12:00:00.000Z') });
   const logs: LogLine[] = [];
   bus.transient$.subscribe((m) => {
@@ -109,8 +109,8 @@ t.test('admin listings mask every credential-named field: webhooks (ductor and h
     id: 'hand', agent: 'main', enabled: true, description: '', secret: SECRETS[5], mode: 'wake',
     integration: { api_key: SECRETS[2], Password: SECRETS[4] },
   };
-  writeRaw(s.paths, s.paths.webhooksFile, JSON.stringify({ hooks: [...DUCTOR_FILE.hooks, handEdited] }));
-  writeRaw(s.paths, s.paths.cronJobsFile, JSON.stringify([{ id: 'job', title: 'J', schedule: '0 9 * * *', agent: 'main', enabled: false, description: '', token: SECRETS[3] }]));
+  writeRaw(s.paths.webhooksFile, JSON.stringify({ hooks: [...DUCTOR_FILE.hooks, handEdited] }));
+  writeRaw(s.paths.cronJobsFile, JSON.stringify([{ id: 'job', title: 'J', schedule: '0 9 * * *', agent: 'main', enabled: false, description: '', token: SECRETS[3] }]));
 
   const hooks = await s.call('/api/webhooks', { lang: 'en' });
   t.equal(hooks.status, 200);
