@@ -157,7 +157,11 @@ function jsonOf(req: HttpRequest): unknown {
   }
 }
 
-/** Parse a JSON body with a valibot schema; the message names the offending field. */
+/**
+ * Parse a JSON body with a valibot schema; the message names the offending field. Fields the schema
+ * does not name are dropped, not refused: for a read of one field before the route's own parse (the
+ * internal API's caller claim). A route parses with `withBody` / `parseStrictBody`.
+ */
 export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
   return parseWith(schema, jsonOf(req), 'invalid-body', 'body');
 }
