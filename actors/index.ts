@@ -32,6 +32,7 @@ export * from './dashboard/dashboard.js';
 export * from './audit/audit-recorder.js';
 export * from './automation/automation-records.js';
 export * from './automation/webhook-dispatch.js';
+export * from './automation/webhook-replay.js';
 export * from './tasks/task-queries.js';
 export * from './portability/portability.js';
 export * from './users/password.js';

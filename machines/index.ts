@@ -45,3 +45,4 @@ export * from './workflow-command.logic.js';
 export * from './skill-sync.logic.js';
 export * from './housekeeping.logic.js';
 export * from './cron.logic.js';
+export * from './webhook-replay.logic.js';

@@ -8,6 +8,7 @@ import {
   type WebhookSignature,
   type WebhookTriggerSettings,
 } from '../schemas/index.js';
+import { replayWindowMs } from './webhook-replay.logic.js';
 
 /*
  * The webhook server's rules (WIRE.md §4) that need no I/O: what a call must prove and how, how a
@@ -111,6 +112,8 @@ export type WebhookAuthPlan =
       signedPrefix: string;
       /** The signatures the call carries, prefix stripped; any one matching is enough. */
       candidates: string[];
+      /** How long a call that passes is remembered against replay (webhook-replay.logic.ts). */
+      replayWindowMs: number;
     }
   | {
       kind: 'refuse';
@@ -183,7 +186,20 @@ export function webhookAuthPlan(hook: Pick<WebhookTriggerSettings, 'auth' | 'sec
     key: secret,
     signedPrefix: scheme.signedPayload.split(SIGNED_PAYLOAD_TIMESTAMP).join(timestamp ?? ''),
     candidates,
+    replayWindowMs: replayWindowMs({ timestamped, maxAgeSeconds: scheme.maxAgeSeconds }),
   };
+}
+
+/**
+ * Why a stored hook asks for something svc cannot do, or null. ductor's `*_regex` fields pull a
+ * signature or a signed prefix out of a header by regular expression; svc has no such thing (and
+ * will not run a regex from a file on every call), so such a hook is refused with the fix named
+ * rather than checked some other way than its owner wrote.
+ */
+export function unsupportedHookFields(record: Readonly<Record<string, unknown>>): string | null {
+  const regex = Object.keys(record).filter((k) => k.endsWith('_regex') && record[k] !== '' && record[k] !== null && record[k] !== undefined);
+  if (regex.length === 0) return null;
+  return `${regex.join(', ')} (ductor's signature matching by regular expression) ${regex.length > 1 ? 'are' : 'is'} not supported by svc: clear ${regex.length > 1 ? 'them' : 'it'} and set signature instead (a preset such as "stripe" or "github", or header, prefix, signature_key, timestamp_key, signed_payload)`;
 }
 
 /** A signature as written, decoded strictly: null for anything that is not clean hex or base64. */

@@ -191,13 +191,35 @@ const webhookFields = {
   ...executionFields,
 };
 
-/** `POST /api/webhooks`. Without a secret one is generated and shown once, in the reply. */
-export const CreateWebhookBodySchema = v.strictObject({
-  id: v.optional(RecordIdSchema),
-  agent: AgentName,
-  secret: v.optional(Secret),
-  ...webhookFields,
-});
+/** Where the webhook server takes a hook's calls: `/hooks/<id>`, or a full URL ending with it. */
+const HOOK_PATH = /\/hooks\/([^/?#]+)$/;
+const HookUrl = v.pipe(v.string('must be a string'), v.maxLength(2048, 'must be at most 2048 characters'));
+
+/**
+ * `POST /api/webhooks`. Without a secret one is generated and shown once, in the reply. WIRE.md §2's
+ * panel sends `{id, name, url, method, agent, description}`: `url` and `method` are not stored (the
+ * listing derives them), so they are only checked to agree with what the hook will be: `url` ends
+ * with `/hooks/<id>` (without an `id`, the id is taken from it), `method` is POST.
+ */
+export const CreateWebhookBodySchema = v.pipe(
+  v.strictObject({
+    id: v.optional(RecordIdSchema),
+    agent: AgentName,
+    secret: v.optional(Secret),
+    url: v.optional(HookUrl),
+    method: v.optional(v.literal('POST', 'must be POST (the webhook server takes calls by POST only)')),
+    ...webhookFields,
+  }),
+  v.forward(
+    v.check((b) => {
+      if (b.url === undefined) return true;
+      const m = HOOK_PATH.exec(b.url);
+      return m !== null && (b.id === undefined ? v.is(RecordIdSchema, m[1]) : m[1] === b.id);
+    }, 'must be /hooks/<id> (or a URL ending with it), naming the hook\'s id'),
+    ['url'],
+  ),
+  v.transform(({ url, method: _method, ...hook }) => (hook.id === undefined && url !== undefined ? { ...hook, id: HOOK_PATH.exec(url)![1]! } : hook)),
+);
 export type CreateWebhookBody = v.InferOutput<typeof CreateWebhookBodySchema>;
 
 /** `PUT /api/webhooks/{id}`; a secret of `***` (the masked value a form sends back) keeps the old one. */
@@ -313,8 +335,52 @@ export const CronJobsFileSchema = v.pipe(
   v.union([v.array(CronJobRecordSchema), v.pipe(v.looseObject({ jobs: v.array(CronJobRecordSchema) }), v.transform((o) => o.jobs))]),
   v.check((l) => uniqueIds(l), 'ids must be unique'),
 );
-/** `webhooks.json`: a top-level array with unique ids (`{webhooks: [...]}` is read too). */
+/**
+ * A hook as ductor writes it (`~/.ductor/webhooks.json`: `auth_mode`, `token`, `hmac_secret`,
+ * `hmac_header`, `hmac_algorithm`, `hmac_encoding`, `hmac_sig_prefix`, quiet hours as whole hours,
+ * no `agent`), read as the svc record it means, so a user's existing hooks keep working; svc's own
+ * field wins where both are set, and ductor's fields stay in the record. Its `*_regex` fields
+ * (signature extraction by regular expression) have no svc equivalent: they are kept, and the
+ * webhook server refuses such a hook with a line saying so (machines/webhook.logic.ts).
+ */
+export function fromDuctorHook(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const h = raw as Record<string, unknown>;
+  const text = (x: unknown) => (typeof x === 'string' && x !== '' ? x : undefined);
+  const hour = (x: unknown) => (typeof x === 'number' && Number.isInteger(x) && x >= 0 && x <= 23 ? `${String(x).padStart(2, '0')}:00` : x);
+  const hmac = h.auth_mode === 'hmac';
+  const out: Record<string, unknown> = { ...h };
+  out.agent ??= 'main';
+  if (out.auth === undefined && (h.auth_mode === 'hmac' || h.auth_mode === 'bearer')) out.auth = h.auth_mode;
+  if (out.secret === undefined || out.secret === null) {
+    const secret = hmac ? text(h.hmac_secret) : text(h.token);
+    if (secret !== undefined) out.secret = secret;
+  }
+  if (out.signature === undefined && hmac && text(h.hmac_header)) {
+    out.signature = Object.fromEntries(
+      Object.entries({ header: text(h.hmac_header), algorithm: text(h.hmac_algorithm), encoding: text(h.hmac_encoding), prefix: typeof h.hmac_sig_prefix === 'string' ? h.hmac_sig_prefix : undefined }).filter(
+        ([, x]) => x !== undefined,
+      ),
+    );
+  }
+  out.quiet_start = hour(h.quiet_start);
+  out.quiet_end = hour(h.quiet_end);
+  if (out.quiet_start === undefined) delete out.quiet_start;
+  if (out.quiet_end === undefined) delete out.quiet_end;
+  return out;
+}
+
+const StoredWebhook = v.pipe(v.unknown(), v.transform(fromDuctorHook), WebhookRecordSchema);
+
+/**
+ * `webhooks.json`: a top-level array with unique ids; `{webhooks: [...]}` and ductor's
+ * `{hooks: [...]}` are read too (and written back as the array).
+ */
 export const WebhooksFileSchema = v.pipe(
-  v.union([v.array(WebhookRecordSchema), v.pipe(v.looseObject({ webhooks: v.array(WebhookRecordSchema) }), v.transform((o) => o.webhooks))]),
+  v.union([
+    v.array(StoredWebhook),
+    v.pipe(v.looseObject({ webhooks: v.array(StoredWebhook) }), v.transform((o) => o.webhooks)),
+    v.pipe(v.looseObject({ hooks: v.array(StoredWebhook) }), v.transform((o) => o.hooks)),
+  ]),
   v.check((l) => uniqueIds(l), 'ids must be unique'),
 );

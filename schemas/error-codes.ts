@@ -61,6 +61,10 @@ export const ERROR_CODES = [
   'webhook-exists',
   'webhook-no-secret',
   'webhook-disabled',
+  /** A signed webhook call accepted once already, within its replay window. */
+  'replayed',
+  /** webhooks.json cannot be read: the webhook server refuses every call until it is fixed. */
+  'webhooks-unavailable',
   'actor-exists',
   'handler-exists',
   'no-actor',

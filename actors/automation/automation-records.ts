@@ -13,6 +13,7 @@ import {
   WEBHOOK_COMMANDS,
   describeError,
   cronJobStream,
+  maskSecrets,
   webhookStream,
   WebhookTriggerSettingsSchema,
   type CronJobRecord,
@@ -22,10 +23,11 @@ import {
   type WebhookTriggerSettings,
   type WebhookSignature,
 } from '../../schemas/index.js';
-import { agentAccess, cronTimeZone, payloadKeys, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
+import { agentAccess, cronTimeZone, payloadKeys, unsupportedHookFields, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, patchWebhookRecord, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
-import { dispatchWebhook, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
+import { WebhookReplayMemory } from './webhook-replay.js';
+import { dispatchWebhook, signedDigest, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
  * Cron job and webhook records through the admin API (SPEC.md "Admin REST: cron jobs", "Admin
@@ -59,9 +61,9 @@ export function maskSecret(secret: unknown): string {
   return typeof secret === 'string' && secret !== '' ? MASKED_SECRET : '';
 }
 
-/** WIRE.md §2's cron job. */
+/** WIRE.md §2's cron job; any field named like a credential (a hand edit's `token`) is masked. */
 export function cronJobView(j: CronJobRecord): Record<string, unknown> & { id: string; agent: string } {
-  return {
+  return maskSecrets({
     ...j,
     name: j.name ?? j.title,
     status: j.enabled ? 'active' : 'paused',
@@ -72,12 +74,16 @@ export function cronJobView(j: CronJobRecord): Record<string, unknown> & { id: s
     timezone: j.timezone ?? null,
     provider: j.provider ?? null,
     model: j.model ?? null,
-  };
+  });
 }
 
-/** WIRE.md §2's webhook; `url` is the path the webhook server receives it on. */
+/**
+ * WIRE.md §2's webhook; `url` is the path the webhook server receives it on. Every field named like
+ * a credential is masked, not only `secret`: ductor's `token` and `hmac_secret`, or whatever else a
+ * hand edit left in the file.
+ */
 export function webhookView(h: WebhookRecord): Record<string, unknown> & { id: string; agent: string } {
-  return {
+  return maskSecrets({
     ...h,
     name: h.name ?? h.title ?? h.id,
     title: h.title ?? h.name ?? h.id,
@@ -88,7 +94,7 @@ export function webhookView(h: WebhookRecord): Record<string, unknown> & { id: s
     last_triggered: h.last_triggered ?? null,
     trigger_count: typeof h.trigger_count === 'number' ? h.trigger_count : 0,
     secret: maskSecret(h.secret),
-  };
+  });
 }
 
 /**
@@ -366,10 +372,25 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
  */
 function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
   const subs = new Subscription();
+  const replays = new WebhookReplayMemory(() => bus.now());
+  /** The last unreadable-file complaint logged: said once, not once per call, and again once it changes. */
+  let unreadable = '';
+  const hooksOrRefuse = () => {
+    try {
+      const hooks = loadWebhooks(paths);
+      unreadable = '';
+      return hooks;
+    } catch (e) {
+      if (!(e instanceof SvcError) || (e.code !== 'corrupt-file' && e.code !== 'file-too-large')) throw e;
+      if (e.message !== unreadable) bus.emitLog('error', `webhook server: every call is refused (503) until webhooks.json is fixed: ${e.message}`);
+      unreadable = e.message;
+      throw new SvcError('webhooks-unavailable', 'the webhooks file cannot be read; calls are refused until it is fixed');
+    }
+  };
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.trigger, 'automation', async (cmd) => {
       const { id, headers, payload, request_id: requestId, client } = cmd.data;
-      const stored = loadWebhooks(paths).find((h) => h.id === id);
+      const stored = hooksOrRefuse().find((h) => h.id === id);
       if (!stored) throw new SvcError('not-found', `no webhook ${JSON.stringify(id)}`);
       if (!stored.enabled) throw new SvcError('webhook-disabled', `webhook ${JSON.stringify(id)} is disabled`);
       const refuse = (level: 'debug' | 'warn', why: string) => {
@@ -380,9 +401,16 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const parsed = v.safeParse(WebhookTriggerSettingsSchema, stored);
       if (!parsed.success) throw refuse('warn', `its record in webhooks.json is not valid: ${v.summarize(parsed.issues)}`);
       const hook = parsed.output;
+      const unsupported = unsupportedHookFields(stored);
+      if (unsupported) throw refuse('warn', unsupported);
       const body = Buffer.from(cmd.data.body, 'base64');
       const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
       if (!webhookAuthPasses(plan, body)) throw refuse(plan.kind === 'refuse' && plan.misconfigured ? 'warn' : 'debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
+      // Checked and remembered with no await since the check, so two copies sent at once cannot both pass.
+      if (plan.kind === 'hmac' && !replays.admit(id, `${plan.algorithm}:${signedDigest(plan, body).toString('hex')}`, plan.replayWindowMs)) {
+        bus.emitLog('warn', `webhook ${id}: call from ${client} refused: the same signed call was accepted within the last ${Math.round(plan.replayWindowMs / 1000)} s (a replay)`);
+        throw new SvcError('replayed', 'this signed call was already accepted; each delivery must be signed anew');
+      }
       const prompt = webhookPrompt(deps, hook, payload);
       const at = new Date(bus.now()).toISOString();
       const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;

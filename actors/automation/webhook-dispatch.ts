@@ -20,7 +20,7 @@ export function constantTimeEqual(a: string, b: string): boolean {
 export function webhookAuthPasses(plan: WebhookAuthPlan, rawBody: Uint8Array): boolean {
   if (plan.kind === 'refuse') return false;
   if (plan.kind === 'bearer') return constantTimeEqual(plan.given, plan.expected);
-  const expected = createHmac(plan.algorithm, plan.key).update(plan.signedPrefix, 'utf8').update(rawBody).digest();
+  const expected = signedDigest(plan, rawBody);
   let ok = false;
   // Every candidate is checked, so the time taken does not say which one matched.
   for (const candidate of plan.candidates) {
@@ -28,6 +28,11 @@ export function webhookAuthPasses(plan: WebhookAuthPlan, rawBody: Uint8Array): b
     if (given !== null && given.length === expected.length && timingSafeEqual(given, expected)) ok = true;
   }
   return ok;
+}
+
+/** The digest a signed call must carry: what it proves, whatever encoding or case it was written in. */
+export function signedDigest(plan: Extract<WebhookAuthPlan, { kind: 'hmac' }>, rawBody: Uint8Array): Buffer {
+  return createHmac(plan.algorithm, plan.key).update(plan.signedPrefix, 'utf8').update(rawBody).digest();
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   SvcError,
   USER_EVENTS,
   cronJobStream,
+  maskSecrets,
   webhookStream,
   type CronJobRecord,
   type ImportBody,
@@ -91,15 +92,18 @@ export function startPortability(deps: PortabilityDeps): Subscription {
 
   const subs = new Subscription();
   subs.add(
-    bus.handle(PORTABILITY_COMMANDS.export, 'portability', ({ data }) => ({
-      version: deps.version,
-      exported_at: new Date(bus.now()).toISOString(),
-      cron_jobs: loadCronJobs(paths).filter((j) => allowed(data.principal, j.agent)),
-      webhooks: loadWebhooks(paths)
-        .filter((h) => allowed(data.principal, h.agent))
-        .map((h) => ({ ...h, secret: webhookView(h).secret })),
-      users: loadUsers(paths).map(userInfo),
-    })),
+    // Masked whole: a credential-named field of any record (a hand edit's `token`) never leaves.
+    bus.handle(PORTABILITY_COMMANDS.export, 'portability', ({ data }) =>
+      maskSecrets({
+        version: deps.version,
+        exported_at: new Date(bus.now()).toISOString(),
+        cron_jobs: loadCronJobs(paths).filter((j) => allowed(data.principal, j.agent)),
+        webhooks: loadWebhooks(paths)
+          .filter((h) => allowed(data.principal, h.agent))
+          .map((h) => ({ ...h, secret: webhookView(h).secret })),
+        users: loadUsers(paths).map(userInfo),
+      }),
+    ),
   );
   subs.add(
     bus.handle(PORTABILITY_COMMANDS.import, 'portability', async (cmd): Promise<ImportResult> => {

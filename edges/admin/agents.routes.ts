@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ADMIN_AGENT_COMMANDS, MAX_AVATAR_BYTES, MetricsPeriodSchema, UpdateAgentBodySchema, type Principal } from '../../schemas/index.js';
-import { json, parseWith, withBody, type Route } from '../http/index.js';
+import { json, parseStrictQuery, withBody, type HttpRequest, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { avatarFromMultipart } from './avatar-upload.js';
@@ -20,7 +20,7 @@ const PeriodQuery = v.object({ period: v.optional(MetricsPeriodSchema, '24h') })
 export function agentsRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;
   const C = ADMIN_AGENT_COMMANDS;
-  const period = (q: URLSearchParams) => parseWith(PeriodQuery, q.has('period') ? { period: q.get('period') } : {}, 'invalid-query', 'query').period;
+  const period = (req: HttpRequest) => parseStrictQuery(req, PeriodQuery).period;
   return [
     {
       method: 'GET',
@@ -71,7 +71,7 @@ export function agentsRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('agents.read'),
       summary: "An agent's turn metrics over a period (24h or 7d)",
       query: PeriodQuery,
-      handler: async (req, principal) => json(200, await bus.send(C.metrics, { principal, name: req.params.name ?? '', period: period(req.query) })),
+      handler: async (req, principal) => json(200, await bus.send(C.metrics, { principal, name: req.params.name ?? '', period: period(req) })),
     },
     {
       method: 'GET',
@@ -79,7 +79,7 @@ export function agentsRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('agents.read'),
       summary: "An agent's metrics in time buckets",
       query: PeriodQuery,
-      handler: async (req, principal) => json(200, await bus.send(C.history, { principal, name: req.params.name ?? '', period: period(req.query) })),
+      handler: async (req, principal) => json(200, await bus.send(C.history, { principal, name: req.params.name ?? '', period: period(req) })),
     },
     {
       method: 'GET',

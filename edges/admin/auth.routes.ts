@@ -17,7 +17,7 @@ import {
   userInfo,
   type TokenPair,
 } from '../../schemas/index.js';
-import { json, parseJsonBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
+import { json, parseStrictBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
 import { csrfProven, parseCookies } from './access-token.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
@@ -70,7 +70,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
 
   /** The refresh token of the body, else of the cookie; from the cookie only with the CSRF proof. */
   const refreshToken = (req: HttpRequest): string | null => {
-    const body = parseJsonBody(req, RefreshBodySchema);
+    const body = parseStrictBody(req, RefreshBodySchema);
     if (body?.refresh_token) return body.refresh_token;
     const cookies = parseCookies(req.headers.cookie);
     const fromCookie = cookies.get(AUTH_COOKIES.refresh);
@@ -95,9 +95,9 @@ export function authRoutes(deps: AdminDeps): Route[] {
         try {
           raw = JSON.parse(req.body.toString('utf8'));
         } catch {
-          /* parseJsonBody below says what is wrong */
+          /* parseStrictBody below says what is wrong */
         }
-        const credentials = isPlainObject(raw) && 'token' in raw ? parseJsonBody(req, TokenLoginBodySchema) : parseJsonBody(req, PasswordLoginBodySchema);
+        const credentials = isPlainObject(raw) && 'token' in raw ? parseStrictBody(req, TokenLoginBodySchema) : parseStrictBody(req, PasswordLoginBodySchema);
         const result = await deps.bus.send(USER_COMMANDS.login, { ip: ip(req), credentials });
         return 'requires_2fa' in result ? json(200, result) : session(req, result);
       },
@@ -112,7 +112,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       handler: async (req) => {
         const tooMany = limited(req);
         if (tooMany) return tooMany;
-        const body = parseJsonBody(req, TwoFactorLoginBodySchema);
+        const body = parseStrictBody(req, TwoFactorLoginBodySchema);
         return session(req, await deps.bus.send(USER_COMMANDS.loginTwoFactor, { ip: ip(req), ...body }));
       },
     },
@@ -170,7 +170,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
       handler: async (req, principal) => {
-        const changes = parseJsonBody(req, ProfileBodySchema);
+        const changes = parseStrictBody(req, ProfileBodySchema);
         // A password check is a login attempt to a thief holding an access token: the same per-address limit.
         if (changes.old_password !== undefined) {
           const tooMany = limited(req);
@@ -194,7 +194,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       body: TotpCodeBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.totpVerify, { principal, ip: ip(req), ...parseJsonBody(req, TotpCodeBodySchema) })),
+      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.totpVerify, { principal, ip: ip(req), ...parseStrictBody(req, TotpCodeBodySchema) })),
     },
     {
       method: 'POST',
@@ -204,7 +204,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
       handler: async (req, principal) => {
-        const body = parseJsonBody(req, TotpDisableBodySchema);
+        const body = parseStrictBody(req, TotpDisableBodySchema);
         // It checks the password and a code: the same per-address limit as a login.
         const tooMany = limited(req);
         if (tooMany) return tooMany;

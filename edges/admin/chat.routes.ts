@@ -15,8 +15,9 @@ import {
   parseWith,
   type ChatSession,
   type ChatSessionView,
+  type Principal,
 } from '../../schemas/index.js';
-import { json, parseJsonBody, type HttpRequest, type Route } from '../http/index.js';
+import { json, withBody, withBodyAndQuery, withQuery, type HttpRequest, type Route } from '../http/index.js';
 import { wireSession } from '../api/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
@@ -37,17 +38,6 @@ const SEND_BODY = MAX_CHAT_MESSAGE_CHARS * 4 + 4096;
 function wireSessionView(s: ChatSession | ChatSessionView): Record<string, unknown> {
   const base = wireSession(s);
   return 'unread_count' in s ? { ...base, last_read_message_id: s.last_read_message_id, unread_count: s.unread_count } : base;
-}
-
-/** Unknown parameters are ignored (cache busters); a known one given twice is ambiguous, so refused. */
-function queryOf(req: HttpRequest, keys: readonly string[]): Record<string, string> {
-  const raw: Record<string, string> = {};
-  for (const key of keys) {
-    const values = req.query.getAll(key);
-    if (values.length > 1) throw new SvcError('invalid-query', `query.${key}: given ${values.length} times; give it once`);
-    if (values.length === 1) raw[key] = values[0]!;
-  }
-  return raw;
 }
 
 const sessionId = (req: HttpRequest): string => parseWith(ChatSessionIdSchema, req.params.id ?? '', 'invalid-path', 'path.id');
@@ -88,12 +78,10 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/chat/sessions',
       auth: adminAuth('chat.read'),
       summary: "Chat sessions, each with the caller's read marker and unread count",
-      query: AgentQuery,
-      handler: async (req, principal) => {
-        const { agent } = parseWith(AgentQuery, queryOf(req, ['agent']), 'invalid-query', 'query');
+      ...withQuery(AgentQuery, async ({ agent }, _req, principal: Principal) => {
         const sessions = await bus.send(C.list, { principal, ...(agent !== undefined ? { agent } : {}) });
         return json(200, sessions.map(wireSessionView));
-      },
+      }),
     },
     {
       method: 'DELETE',
@@ -118,27 +106,23 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: SMALL_BODY,
       auth: adminAuth('chat.write'),
       summary: "Set the session's provider and model, or reset them with nulls",
-      body: ProviderBody,
-      handler: async (req, principal) => {
+      ...withBody(ProviderBody, async ({ provider, model }, req, principal: Principal) => {
         const id = sessionId(req);
-        const { provider, model } = parseJsonBody(req, ProviderBody);
         if ((provider === null) !== (model === null)) throw new SvcError('invalid-body', 'body: provider and model are both strings (set) or both null (reset)');
         return json(200, wireSessionView(await bus.send(C.setProvider, { principal, id, provider, model })));
-      },
+      }),
     },
     {
       method: 'GET',
       pattern: '/api/chat/sessions/:id/messages',
       auth: adminAuth('chat.read'),
       summary: "A session's messages (all, or the newest `limit` before `before`)",
-      query: MessagesQuery,
-      handler: async (req, principal) => {
+      ...withQuery(MessagesQuery, async ({ limit, before }, req, principal: Principal) => {
         const id = sessionId(req);
-        const { limit, before } = parseWith(MessagesQuery, queryOf(req, ['limit', 'before']), 'invalid-query', 'query');
         const page = await bus.send(C.messages, { principal, id, ...(limit !== undefined ? { limit } : {}), ...(before !== undefined ? { before } : {}) });
         // SPEC.md: a plain array unless a page was asked for.
         return json(200, limit === undefined ? page.messages : page);
-      },
+      }),
     },
     {
       method: 'PUT',
@@ -146,15 +130,11 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: HISTORY_BODY,
       auth: adminAuth('chat.write'),
       summary: "Overwrite a session's history, or merge by message id",
-      body: HistoryBody,
-      query: MergeQuery,
-      handler: async (req, principal) => {
+      ...withBodyAndQuery(HistoryBody, MergeQuery, async (body, { merge }, req, principal: Principal) => {
         const id = sessionId(req);
-        const { merge } = parseWith(MergeQuery, queryOf(req, ['merge']), 'invalid-query', 'query');
-        const body = parseJsonBody(req, HistoryBody);
         const messages = Array.isArray(body) ? body : body.messages;
         return json(200, await bus.send(C.writeMessages, { principal, id, messages, merge }));
-      },
+      }),
     },
     {
       method: 'POST',
@@ -163,23 +143,16 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       // Marking read is the reader's own state: whoever may read the chat may mark it.
       auth: adminAuth('chat.read'),
       summary: "Move the caller's read marker forward",
-      body: ReadBody,
-      handler: async (req, principal) => {
-        const id = sessionId(req);
-        const { last_read_message_id } = parseJsonBody(req, ReadBody);
-        return json(200, await bus.send(C.markRead, { principal, id, last_read_message_id }));
-      },
+      ...withBody(ReadBody, async ({ last_read_message_id }, req, principal: Principal) =>
+        json(200, await bus.send(C.markRead, { principal, id: sessionId(req), last_read_message_id })),
+      ),
     },
     {
       method: 'GET',
       pattern: '/api/chat',
       auth: adminAuth('chat.read'),
       summary: "An agent's chat history",
-      query: RequiredAgentQuery,
-      handler: async (req, principal) => {
-        const { agent } = parseWith(RequiredAgentQuery, queryOf(req, ['agent']), 'invalid-query', 'query');
-        return json(200, await bus.send(C.history, { principal, agent }));
-      },
+      ...withQuery(RequiredAgentQuery, async ({ agent }, _req, principal: Principal) => json(200, await bus.send(C.history, { principal, agent }))),
     },
     {
       method: 'POST',
@@ -187,10 +160,8 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: SEND_BODY,
       auth: adminAuth('chat.write'),
       summary: 'Send a message to an agent and wait for its answer',
-      body: SendBody,
-      handler: async (req, principal) => {
+      ...withBody(SendBody, async (body, req, principal: Principal) => {
         const agent = parseWith(ChatAgentNameSchema, req.params.agentId ?? '', 'invalid-path', 'path.agentId');
-        const body = parseJsonBody(req, SendBody);
         const turn = await adminTurnsOf(bus).start(
           principal,
           {
@@ -205,7 +176,7 @@ export function chatRoutes(deps: AdminDeps): Route[] {
         const outcome = await turn.asked.outcome;
         await turn.recorded;
         return json(200, { response: outcome.text, session_id: turn.session_id, files: outcome.files, status: outcome.status });
-      },
+      }),
     },
     {
       method: 'GET',

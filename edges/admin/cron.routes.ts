@@ -1,5 +1,5 @@
 import { CRON_COMMANDS, CreateCronJobBodySchema, RecordIdSchema, UpdateCronJobBodySchema } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, parseStrictBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam } from './query-params.js';
@@ -28,7 +28,7 @@ export function cronRoutes(deps: AdminDeps): Route[] {
       summary: 'Create a cron job',
       body: CreateCronJobBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => json(201, await bus.send(CRON_COMMANDS.create, { principal, job: parseJsonBody(req, CreateCronJobBodySchema) })),
+      handler: async (req, principal) => json(201, await bus.send(CRON_COMMANDS.create, { principal, job: parseStrictBody(req, CreateCronJobBodySchema) })),
     },
     {
       method: 'PUT',
@@ -39,7 +39,7 @@ export function cronRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       handler: async (req, principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(CRON_COMMANDS.update, { principal, id, changes: parseJsonBody(req, UpdateCronJobBodySchema) }));
+        return json(200, await bus.send(CRON_COMMANDS.update, { principal, id, changes: parseStrictBody(req, UpdateCronJobBodySchema) }));
       },
     },
     {

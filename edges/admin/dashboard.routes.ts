@@ -1,5 +1,5 @@
 import { RenameInstanceBodySchema, SYSTEM_COMMANDS } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, parseStrictBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { language } from './query-params.js';
@@ -26,7 +26,7 @@ export function dashboardRoutes(deps: AdminDeps): Route[] {
       body: RenameInstanceBodySchema,
       maxBodyBytes: 4096,
       handler: async (req, principal) => {
-        const { instance_name } = parseJsonBody(req, RenameInstanceBodySchema);
+        const { instance_name } = parseStrictBody(req, RenameInstanceBodySchema);
         return json(200, await bus.send(SYSTEM_COMMANDS.rename, { principal, instance_name }));
       },
     },

@@ -12,7 +12,7 @@ import {
   USER_FILES_COMMANDS,
 } from '../../schemas/index.js';
 import { openUserFile, type ContainedFile } from '../../store/index.js';
-import { contentDisposition, contentTypeFor, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
+import { contentDisposition, contentTypeFor, json, parseStrictBody, parseStrictQuery, type HttpReply, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { SIGNED_DOWNLOAD_PATH, signedDownloadUrl, urlSigner } from './signed-url.js';
@@ -25,8 +25,6 @@ import { SIGNED_DOWNLOAD_PATH, signedDownloadUrl, urlSigner } from './signed-url
  */
 
 const BODY_LIMIT = 16 * 1024;
-
-const query = (req: HttpRequest) => Object.fromEntries(req.query);
 
 /** The one path field of a request (WIRE.md names it `relative_path` or another way); two that could disagree are refused. */
 function onePath(fields: Readonly<Record<string, unknown>>, names: readonly string[], where: 'query' | 'body'): string {
@@ -64,7 +62,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       query: FilesListQuerySchema,
       auth: adminAuth('files.read'),
       handler: async (req, principal) => {
-        const q = parseWith(FilesListQuerySchema, query(req), 'invalid-query', 'query');
+        const q = parseStrictQuery(req, FilesListQuerySchema);
         return json(200, await bus.send(USER_FILES_COMMANDS.list, { principal, agent: q.agent ?? MAIN_AGENT, path: q.path }));
       },
     },
@@ -75,7 +73,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       query: FilesDownloadQuerySchema,
       auth: adminAuth('files.read'),
       handler: async (req, principal) => {
-        const q = parseWith(FilesDownloadQuerySchema, query(req), 'invalid-query', 'query');
+        const q = parseStrictQuery(req, FilesDownloadQuerySchema);
         const located = await bus.send(USER_FILES_COMMANDS.locate, { principal, agent: q.agent ?? MAIN_AGENT, path: onePath(q, ['relative_path', 'path'], 'query') });
         return download(await openUserFile(paths, located.agent, located.relative_path));
       },
@@ -88,7 +86,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       summary: "Create a folder in an agent's files",
       body: FilesMkdirBodySchema,
       handler: async (req, principal) => {
-        const body = parseJsonBody(req, FilesMkdirBodySchema);
+        const body = parseStrictBody(req, FilesMkdirBodySchema);
         return json(201, await bus.send(USER_FILES_COMMANDS.mkdir, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'name'], 'body') }));
       },
     },
@@ -100,7 +98,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       summary: "Delete a file or folder in an agent's files",
       body: FilesDeleteBodySchema,
       handler: async (req, principal) => {
-        const body = parseJsonBody(req, FilesDeleteBodySchema);
+        const body = parseStrictBody(req, FilesDeleteBodySchema);
         return json(200, await bus.send(USER_FILES_COMMANDS.delete, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'path'], 'body') }));
       },
     },
@@ -112,7 +110,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       summary: 'A short-lived signed download link',
       body: FilesSignUrlBodySchema,
       handler: async (req, principal) => {
-        const body = parseJsonBody(req, FilesSignUrlBodySchema);
+        const body = parseStrictBody(req, FilesSignUrlBodySchema);
         const located = await bus.send(USER_FILES_COMMANDS.locate, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'path'], 'body') });
         const target = { agent: located.agent, path: located.relative_path, exp: nowS() + body.ttl };
         return json(200, { url: signedDownloadUrl(target, signer.sign(target)), expires_at: target.exp });
@@ -126,7 +124,7 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       query: SignedDownloadQuerySchema,
       auth: 'public',
       handler: async (req) => {
-        const q = parseWith(SignedDownloadQuerySchema, query(req), 'invalid-query', 'query');
+        const q = parseStrictQuery(req, SignedDownloadQuerySchema);
         const target = { agent: q.agent, path: q.path, exp: Number(q.exp) };
         signer.verify(target, q.sig, nowS(), MAX_SIGNED_URL_TTL_SECONDS);
         return download(await openUserFile(paths, target.agent, target.path));

@@ -7,7 +7,7 @@ import {
   type Principal,
 } from '../../schemas/index.js';
 import { MAX_MEMORY_MODULE_BYTES } from '../../store/index.js';
-import { json, parseJsonBody, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { json, parseStrictBody, parseStrictQuery, type HttpRequest, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -22,14 +22,14 @@ const MAIN_MEMORY = 'MAINMEMORY.md';
 /** A module at the size limit, every character JSON-escaped, plus the envelope. */
 const BODY_LIMIT = 2 * MAX_MEMORY_MODULE_BYTES + 1024;
 
-const agentOf = (req: HttpRequest) => parseWith(AgentParamQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query').agent ?? MAIN_AGENT;
+const agentOf = (req: HttpRequest) => parseStrictQuery(req, AgentParamQuerySchema).agent ?? MAIN_AGENT;
 
 export function memoryRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;
   const read = (req: HttpRequest, principal: Principal, filename: string) => bus.send(MEMORY_COMMANDS.read, { principal, agent: agentOf(req), filename });
   const write = (req: HttpRequest, principal: Principal, filename: string) => {
     const agent = agentOf(req);
-    const { content } = parseJsonBody(req, ContentBodySchema);
+    const { content } = parseStrictBody(req, ContentBodySchema);
     return bus.send(MEMORY_COMMANDS.write, { principal, agent, filename, content });
   };
   return [

@@ -1,5 +1,5 @@
 import { ImportBodySchema, PORTABILITY_COMMANDS } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, parseStrictBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -23,7 +23,7 @@ export function portabilityRoutes(deps: AdminDeps): Route[] {
       summary: 'Import cron jobs, webhooks and users (new ones added, existing skipped)',
       body: ImportBodySchema,
       maxBodyBytes: IMPORT_BODY_LIMIT,
-      handler: async (req, principal) => json(200, await bus.send(PORTABILITY_COMMANDS.import, { principal, data: parseJsonBody(req, ImportBodySchema) })),
+      handler: async (req, principal) => json(200, await bus.send(PORTABILITY_COMMANDS.import, { principal, data: parseStrictBody(req, ImportBodySchema) })),
     },
   ];
 }

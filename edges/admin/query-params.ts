@@ -4,7 +4,7 @@ import { parseWith, type HttpRequest } from '../http/index.js';
 
 /*
  * Query and path parameters of the admin routes, parsed like bodies: a bad one is a 400 naming it.
- * Unknown query parameters are ignored (a panel's cache-busting `_=` must not fail a read).
+ * Routes with a query schema parse it with `withQuery` (edges/http), which refuses unknown ones.
  */
 
 /** `?limit=` as a whole number from 1 to `max`, `fallback` when absent. */

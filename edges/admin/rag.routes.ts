@@ -1,5 +1,5 @@
 import { RAG_COMMANDS, RagConfigUpdateSchema } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, parseStrictBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -22,7 +22,7 @@ export function ragRoutes(deps: AdminDeps): Route[] {
       summary: 'Change RAG settings (restart required)',
       body: RagConfigUpdateSchema,
       handler: async (req, principal) => {
-        const fields = parseJsonBody(req, RagConfigUpdateSchema);
+        const fields = parseStrictBody(req, RagConfigUpdateSchema);
         return json(200, await bus.send(RAG_COMMANDS.configure, { principal, fields }));
       },
     },

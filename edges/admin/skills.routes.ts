@@ -1,6 +1,6 @@
 import { ContentBodySchema, CreateSkillBodySchema, SKILL_COMMANDS, SkillScopeQuerySchema, type Principal } from '../../schemas/index.js';
 import { MAX_SKILL_DOC_BYTES } from '../../store/index.js';
-import { json, parseJsonBody, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { json, parseStrictBody, parseStrictQuery, type HttpRequest, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -20,11 +20,11 @@ export function skillsRoutes(deps: AdminDeps): Route[] {
   /** null: the global scope. */
   const agentOf = (req: HttpRequest): string | null => (req.params.agent === undefined ? null : req.params.agent);
   const create = async (req: HttpRequest, principal: Principal) => {
-    const { name, content } = parseJsonBody(req, CreateSkillBodySchema);
+    const { name, content } = parseStrictBody(req, CreateSkillBodySchema);
     return json(201, await bus.send(SKILL_COMMANDS.write, { principal, agent: agentOf(req), name, content, create: true }));
   };
   const update = async (req: HttpRequest, principal: Principal) => {
-    const { content } = parseJsonBody(req, ContentBodySchema);
+    const { content } = parseStrictBody(req, ContentBodySchema);
     return json(200, await bus.send(SKILL_COMMANDS.write, { principal, agent: agentOf(req), name: req.params.skill ?? '', content, create: false }));
   };
   const read = async (req: HttpRequest, principal: Principal) =>
@@ -38,7 +38,7 @@ export function skillsRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/agents/:agent/skills',
       auth: adminAuth('skills.read'),
       handler: async (req, principal) => {
-        const { scope } = parseWith(SkillScopeQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query');
+        const { scope } = parseStrictQuery(req, SkillScopeQuerySchema);
         return json(200, await bus.send(SKILL_COMMANDS.list, { principal, agent: agentOf(req), scope }));
       },
     },

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { ADMIN_AGENT_COMMANDS, DEFAULT_LOG_LINES, MAIN_AGENT, MAX_LOG_LINES, maskSecrets } from '../../schemas/index.js';
-import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { ADMIN_AGENT_COMMANDS, DEFAULT_LOG_LINES, MAIN_AGENT, MAX_LOG_LINES, maskSecrets, type Principal } from '../../schemas/index.js';
+import { json, withQuery, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -24,16 +24,6 @@ const AfterParam = v.pipe(v.string(), v.regex(/^\d{1,12}(\.\d{1,6})?$/, 'a times
 const LogsQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), lines: v.optional(LinesParam, String(DEFAULT_LOG_LINES)) });
 const PollQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), after: v.optional(AfterParam, '0') });
 
-/** The named query parameters (the first of each); others, like a cache-buster, are ignored. */
-function query(req: HttpRequest, names: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const n of names) {
-    const value = req.query.get(n);
-    if (value !== null) out[n] = value;
-  }
-  return out;
-}
-
 export function systemRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;
   return [
@@ -50,22 +40,14 @@ export function systemRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/logs',
       auth: adminAuth('logs.read'),
       summary: "The last lines of an agent's log",
-      query: LogsQuery,
-      handler: async (req, principal) => {
-        const q = parseWith(LogsQuery, query(req, ['agent', 'lines']), 'invalid-query', 'query');
-        return json(200, await bus.send(ADMIN_AGENT_COMMANDS.logs, { principal, agent: q.agent, lines: q.lines }));
-      },
+      ...withQuery(LogsQuery, async (q, _req, principal: Principal) => json(200, await bus.send(ADMIN_AGENT_COMMANDS.logs, { principal, agent: q.agent, lines: q.lines }))),
     },
     {
       method: 'GET',
       pattern: '/api/logs/poll',
       auth: adminAuth('logs.read'),
       summary: 'Log lines newer than `after`, for a live tail',
-      query: PollQuery,
-      handler: async (req, principal) => {
-        const q = parseWith(PollQuery, query(req, ['agent', 'after']), 'invalid-query', 'query');
-        return json(200, await bus.send(ADMIN_AGENT_COMMANDS.pollLogs, { principal, agent: q.agent, after: q.after }));
-      },
+      ...withQuery(PollQuery, async (q, _req, principal: Principal) => json(200, await bus.send(ADMIN_AGENT_COMMANDS.pollLogs, { principal, agent: q.agent, after: q.after }))),
     },
   ];
 }

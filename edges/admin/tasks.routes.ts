@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema } from '../../schemas/index.js';
-import { json, parseJsonBody, parseWith, type Route } from '../http/index.js';
+import { json, parseStrictBody, parseWith, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam, queryLimit } from './query-params.js';
@@ -38,7 +38,7 @@ export function tasksRoutes(deps: AdminDeps): Route[] {
       summary: 'Create a background task',
       body: CreateTaskBodySchema,
       maxBodyBytes: 256 * 1024,
-      handler: async (req, principal) => json(201, await bus.send(TASK_COMMANDS.create, { principal, ...parseJsonBody(req, CreateTaskBodySchema) })),
+      handler: async (req, principal) => json(201, await bus.send(TASK_COMMANDS.create, { principal, ...parseStrictBody(req, CreateTaskBodySchema) })),
     },
     {
       method: 'POST',

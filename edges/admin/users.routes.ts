@@ -1,5 +1,5 @@
 import { CreateUserBodySchema, UpdateUserBodySchema, USER_COMMANDS, userInfo } from '../../schemas/index.js';
-import { json, parseJsonBody, type HttpRequest, type Route } from '../http/index.js';
+import { json, parseStrictBody, type HttpRequest, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { clientIp } from './login-rate-limit.js';
@@ -27,7 +27,7 @@ export function usersRoutes(deps: AdminDeps): Route[] {
       body: CreateUserBodySchema,
       auth: adminAuth('users.write'),
       maxBodyBytes: USER_BODY_BYTES,
-      handler: async (req, principal) => json(201, await deps.bus.send(USER_COMMANDS.create, { principal, ip: ip(req), user: parseJsonBody(req, CreateUserBodySchema) })),
+      handler: async (req, principal) => json(201, await deps.bus.send(USER_COMMANDS.create, { principal, ip: ip(req), user: parseStrictBody(req, CreateUserBodySchema) })),
     },
     {
       method: 'PUT',
@@ -37,7 +37,7 @@ export function usersRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('users.write'),
       maxBodyBytes: USER_BODY_BYTES,
       handler: async (req, principal) =>
-        json(200, await deps.bus.send(USER_COMMANDS.update, { principal, ip: ip(req), username: req.params.username!, changes: parseJsonBody(req, UpdateUserBodySchema) })),
+        json(200, await deps.bus.send(USER_COMMANDS.update, { principal, ip: ip(req), username: req.params.username!, changes: parseStrictBody(req, UpdateUserBodySchema) })),
     },
     {
       method: 'DELETE',

@@ -1,5 +1,5 @@
 import { CreateWebhookBodySchema, RecordIdSchema, UpdateWebhookBodySchema, VerifyWebhookBodySchema, WEBHOOK_COMMANDS } from '../../schemas/index.js';
-import { json, parseJsonBody, type Route } from '../http/index.js';
+import { json, parseStrictBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam } from './query-params.js';
@@ -25,7 +25,7 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       summary: 'Create a webhook',
       body: CreateWebhookBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => json(201, await bus.send(WEBHOOK_COMMANDS.create, { principal, hook: parseJsonBody(req, CreateWebhookBodySchema) })),
+      handler: async (req, principal) => json(201, await bus.send(WEBHOOK_COMMANDS.create, { principal, hook: parseStrictBody(req, CreateWebhookBodySchema) })),
     },
     {
       method: 'PUT',
@@ -36,7 +36,7 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       handler: async (req, principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(WEBHOOK_COMMANDS.update, { principal, id, changes: parseJsonBody(req, UpdateWebhookBodySchema) }));
+        return json(200, await bus.send(WEBHOOK_COMMANDS.update, { principal, id, changes: parseStrictBody(req, UpdateWebhookBodySchema) }));
       },
     },
     {
@@ -54,7 +54,7 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: VERIFY_BODY_LIMIT,
       handler: async (req, principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(WEBHOOK_COMMANDS.verify, { principal, id, ...parseJsonBody(req, VerifyWebhookBodySchema) }));
+        return json(200, await bus.send(WEBHOOK_COMMANDS.verify, { principal, id, ...parseStrictBody(req, VerifyWebhookBodySchema) }));
       },
     },
   ];

@@ -1,8 +1,8 @@
 import * as v from 'valibot';
 import type { Bus } from '../../bus/index.js';
-import { NOTIFICATION_COMMANDS, NOTIFICATION_SEVERITIES, SvcError, agentLimit, type Severity } from '../../schemas/index.js';
+import { NOTIFICATION_COMMANDS, NOTIFICATION_SEVERITIES, SvcError, agentLimit, type Principal, type Severity } from '../../schemas/index.js';
 import { DEFAULT_NOTIFICATION_LIMIT, MAX_NOTIFICATION_LIMIT, type NotificationReadModel } from '../../store/index.js';
-import { json, parseWith, type HttpRequest, type Route } from '../http/index.js';
+import { json, withQuery, type Route } from '../http/index.js';
 import { API_AUTH } from './api-auth.js';
 
 /*
@@ -46,19 +46,6 @@ const ListQuerySchema = v.object({
   ),
 });
 
-const QUERY_KEYS = ['limit', 'unread_only', 'severity'] as const;
-
-/** Unknown parameters are ignored (cache busters); a known one given twice is ambiguous, so refused. */
-function listQuery(req: HttpRequest) {
-  const raw: Record<string, string> = {};
-  for (const key of QUERY_KEYS) {
-    const values = req.query.getAll(key);
-    if (values.length > 1) throw new SvcError('invalid-query', `query.${key}: given ${values.length} times; give it once`);
-    if (values.length === 1) raw[key] = values[0]!;
-  }
-  return parseWith(ListQuerySchema, raw, 'invalid-query', 'query');
-}
-
 export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
   const { readModel, bus } = deps;
   return [
@@ -67,15 +54,10 @@ export function notificationRoutes(deps: NotificationRoutesDeps): Route[] {
       pattern: '/api/notifications',
       auth: API_AUTH.viewer,
       summary: 'List notifications, newest first',
-      query: ListQuerySchema,
       // A user limited to some agents sees only their notifications (and those about no agent).
-      handler: (req, principal) => {
-        const q = listQuery(req);
-        return json(
-          200,
-          readModel.list({ limit: q.limit, unread_only: q.unread_only, agents: agentLimit(principal), ...(q.severity ? { severity: q.severity } : {}) }),
-        );
-      },
+      ...withQuery(ListQuerySchema, (q, _req, principal: Principal) =>
+        json(200, readModel.list({ limit: q.limit, unread_only: q.unread_only, agents: agentLimit(principal), ...(q.severity ? { severity: q.severity } : {}) })),
+      ),
     },
     {
       method: 'GET',

@@ -2,6 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import * as v from 'valibot';
 import { SvcError, describeError, parseWith, type Principal } from '../../schemas/index.js';
 import type { RouteAuth } from './route-auth.js';
+import { unknownField } from './unknown-fields.js';
 
 /** Everything a handler may know about a request, copied out of uWS before any await. */
 export interface HttpRequest {
@@ -148,15 +149,49 @@ export function errorReply(e: unknown, table: StatusTable): { reply: HttpReply; 
   return { reply: json(500, { error: 'internal error', code: 'internal-error' }), internal: true };
 }
 
-/** Parse a JSON body with a valibot schema; the message names the offending field. */
-export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
-  let raw: unknown;
+function jsonOf(req: HttpRequest): unknown {
   try {
-    raw = JSON.parse(req.body.toString('utf8') || 'null');
+    return JSON.parse(req.body.toString('utf8') || 'null');
   } catch (e) {
     throw new SvcError('invalid-json', `body is not valid JSON: ${describeError(e)}`);
   }
-  return parseWith(schema, raw, 'invalid-body', 'body');
+}
+
+/**
+ * Parse a JSON body with a valibot schema; the message names the offending field. Fields the schema
+ * does not name are dropped, not refused: for a read of one field before the route's own parse (the
+ * internal API's caller claim). A route parses with `withBody` / `parseStrictBody`.
+ */
+export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
+  return parseWith(schema, jsonOf(req), 'invalid-body', 'body');
+}
+
+/**
+ * The request pipeline's parse: `parseWith`, and a field the schema does not name is refused
+ * (unknown-fields.ts) rather than dropped, named like any other bad field.
+ */
+export function parseStrict<S extends v.GenericSchema>(schema: S, raw: unknown, code: 'invalid-body' | 'invalid-query', what: string): v.InferOutput<S> {
+  const extra = unknownField(schema, raw);
+  if (extra !== null) throw new SvcError(code, `${what}.${extra}: unknown field`);
+  return parseWith(schema, raw, code, what);
+}
+
+/** The JSON body parsed strictly (`parseStrict`): what `withBody` does, for a handler that picks its schema by the body. */
+export function parseStrictBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
+  return parseStrict(schema, jsonOf(req), 'invalid-body', 'body');
+}
+
+/** The query parsed strictly: what `withQuery` does. A parameter given twice where one is expected is named as such. */
+export function parseStrictQuery<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
+  const raw = queryObject(req.query);
+  const extra = unknownField(schema, raw);
+  if (extra !== null) throw new SvcError('invalid-query', `query.${extra}: unknown field`);
+  const r = v.safeParse(schema, raw);
+  if (r.success) return r.output;
+  const key = r.issues[0]!.path?.[0]?.key;
+  const given = typeof key === 'string' ? raw[key] : undefined;
+  if (Array.isArray(given)) throw new SvcError('invalid-query', `query.${key}: given ${given.length} times; give it once`);
+  return parseWith(schema, raw, 'invalid-query', 'query');
 }
 
 export { parseWith };
@@ -170,7 +205,7 @@ export function withBody<S extends v.GenericSchema, P extends unknown[]>(
   schema: S,
   handler: (body: v.InferOutput<S>, req: HttpRequest, ...rest: P) => Reply,
 ): { body: S; handler: (req: HttpRequest, ...rest: P) => Reply } {
-  return { body: schema, handler: (req, ...rest) => handler(parseJsonBody(req, schema), req, ...rest) };
+  return { body: schema, handler: (req, ...rest) => handler(parseStrictBody(req, schema), req, ...rest) };
 }
 
 /** Like `withBody`, for the query string (each parameter once; a repeated one is a string array). */
@@ -178,12 +213,36 @@ export function withQuery<S extends v.GenericSchema, P extends unknown[]>(
   schema: S,
   handler: (query: v.InferOutput<S>, req: HttpRequest, ...rest: P) => Reply,
 ): { query: S; handler: (req: HttpRequest, ...rest: P) => Reply } {
-  return { query: schema, handler: (req, ...rest) => handler(parseWith(schema, queryObject(req.query), 'invalid-query', 'query'), req, ...rest) };
+  return { query: schema, handler: (req, ...rest) => handler(parseStrictQuery(req, schema), req, ...rest) };
 }
 
+/**
+ * Both parsed strictly, for a route that takes a body and query parameters (`PUT ...?merge=`).
+ */
+export function withBodyAndQuery<B extends v.GenericSchema, Q extends v.GenericSchema, P extends unknown[]>(
+  bodySchema: B,
+  querySchema: Q,
+  handler: (body: v.InferOutput<B>, query: v.InferOutput<Q>, req: HttpRequest, ...rest: P) => Reply,
+): { body: B; query: Q; handler: (req: HttpRequest, ...rest: P) => Reply } {
+  return {
+    body: bodySchema,
+    query: querySchema,
+    handler: (req, ...rest) => {
+      const query = parseStrictQuery(req, querySchema);
+      return handler(parseStrictBody(req, bodySchema), query, req, ...rest);
+    },
+  };
+}
+
+/**
+ * A parameter starting with `_` is a cache-buster (`?_=1712345`, as jQuery and panels add), never a
+ * field: it is left out before the strict parse, so a panel's cache-buster never fails a read, and every other
+ * parameter must be one the route names.
+ */
 function queryObject(q: URLSearchParams): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   for (const key of new Set(q.keys())) {
+    if (key.startsWith('_')) continue;
     const all = q.getAll(key);
     out[key] = all.length === 1 ? all[0]! : all;
   }

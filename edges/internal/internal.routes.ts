@@ -19,7 +19,7 @@ import {
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
-import { COMMON_STATUSES, json, parseJsonBody, parseWith, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
+import { COMMON_STATUSES, json, parseStrictBody, parseStrictQuery, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
 import {
   AskBody,
   InteragentSendAsyncBody,
@@ -118,7 +118,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
   /** The call as the authenticated agent makes it; throws before anything is sent. Whether it may is the runtime's to decide. */
   function admitCall<B extends InteragentSend>(req: HttpRequest, caller: Principal, schema: v.GenericSchema<unknown, B> = InteragentSendBody as never): { body: B; principal: Principal } {
     stillActive(caller);
-    const body = parseJsonBody(req, schema);
+    const body = parseStrictBody(req, schema);
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
     requireKnownAgent(deps, body.to);
     return { body, principal: { ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id } } };
@@ -220,7 +220,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: OWNER_AUTH,
     handler: async (req, owner): Promise<HttpReply> => {
-      const body = parseJsonBody(req, AskBody);
+      const body = parseStrictBody(req, AskBody);
       const agent = body.agent ?? MAIN_AGENT;
       requireKnownAgent(deps, agent);
       const asked = agentsOf(bus).ask(
@@ -260,7 +260,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       pattern: '/tasks/list',
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
-        const { from } = parseWith(TaskOwnerQuerySchema, Object.fromEntries(req.query), 'invalid-query', 'query');
+        const { from } = parseStrictQuery(req, TaskOwnerQuerySchema);
         // The main agent orchestrates every agent: without `from` it sees all tasks, any other agent its own.
         const owner = from ?? (caller.id === MAIN_AGENT ? null : caller.id);
         try {
@@ -279,7 +279,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
         stillActive(caller);
-        const body = parseJsonBody(req, SubmitTaskSchema);
+        const body = parseStrictBody(req, SubmitTaskSchema);
         const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal: { ...caller, origin }, ...body }, { by: body.from });
         return json(200, { success: true, task_id });
       },
@@ -290,7 +290,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
-        const body = { ...parseJsonBody(req, ResumeTaskSchema), from: caller.id };
+        const body = { ...parseStrictBody(req, ResumeTaskSchema), from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.resume, body, { by: caller.id! })) });
       },
     },
@@ -300,7 +300,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
-        const body = { ...parseJsonBody(req, AskParentSchema), from: caller.id };
+        const body = { ...parseStrictBody(req, AskParentSchema), from: caller.id };
         // Blocks until the parent answers or the task ends: the run's own deadline bounds it.
         const r = await bus.send(TASK_COMMANDS.askParent, body, { timeoutMs: 0, by: caller.id! });
         if (r.answer === null) return json(200, { success: false, answer: '', status: r.status, error: `task ${r.task_id} is ${r.status}: no answer will come` });
@@ -313,7 +313,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
-        const body = { ...parseJsonBody(req, TaskRefSchema), from: caller.id };
+        const body = { ...parseStrictBody(req, TaskRefSchema), from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.cancelOwned, body, { by: caller.id! })) });
       },
     },
@@ -323,14 +323,13 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
-        const body = { ...parseJsonBody(req, TaskRefSchema), from: caller.id };
+        const body = { ...parseStrictBody(req, TaskRefSchema), from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.delete, body, { by: caller.id! })) });
       },
     },
   ];
 
   /** The engine's commands with the calling agent's principal; a refusal maps to its status (errors.ts). */
-  const query = (req: HttpRequest) => Object.fromEntries(req.query);
   const workflows: Route[] = [
     {
       method: 'GET',
@@ -338,7 +337,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
         stillActive(caller);
-        parseWith(WorkflowListQuery, query(req), 'invalid-query', 'query');
+        parseStrictQuery(req, WorkflowListQuery);
         const { definitions, runs } = await bus.send(WORKFLOW_COMMANDS.list, { principal: caller });
         return json(200, { definitions, runs });
       },
@@ -350,7 +349,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
         stillActive(caller);
-        const { from: _from, ...body } = parseJsonBody(req, WorkflowRunBody);
+        const { from: _from, ...body } = parseStrictBody(req, WorkflowRunBody);
         const { run_id } = await bus.send(WORKFLOW_COMMANDS.run, { principal: { ...caller, origin: { transport: body.transport, chat_id: body.chat_id, topic_id: body.topic_id } }, ...body });
         return json(200, { success: true, run_id });
       },
@@ -361,7 +360,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
         stillActive(caller);
-        const { run_id } = parseWith(WorkflowStatusQuery, query(req), 'invalid-query', 'query');
+        const { run_id } = parseStrictQuery(req, WorkflowStatusQuery);
         return json(200, await bus.send(WORKFLOW_COMMANDS.status, { principal: caller, run_id }));
       },
     },
@@ -372,7 +371,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       auth: AGENT_AUTH,
       handler: async (req, caller) => {
         stillActive(caller);
-        const { run_id } = parseJsonBody(req, WorkflowCancelBody);
+        const { run_id } = parseStrictBody(req, WorkflowCancelBody);
         const r = await bus.send(WORKFLOW_COMMANDS.cancel, { principal: caller, run_id });
         return json(200, { success: true, ...r });
       },

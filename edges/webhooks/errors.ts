@@ -7,6 +7,8 @@ import type { StatusTable } from '../http/index.js';
  */
 export const WEBHOOK_STATUSES: StatusTable = {
   'webhook-disabled': 403,
+  replayed: 409,
+  'webhooks-unavailable': 503,
   'bus-closed': 503,
 };
 

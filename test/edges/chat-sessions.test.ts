@@ -57,7 +57,9 @@ t.test('POST creates (201), PUT renames (200) in the WIRE.md session shape', asy
   let r = await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   t.same(r, { status: 201, body: wire({}) });
   s.advance(1000);
-  r = await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'coder', title: ' Plan ', ignored: 'extra keys are fine' } });
+  r = await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'coder', title: ' Plan ', ignored: 'an extra key' } });
+  t.same(r, { status: 400, body: { error: 'body.ignored: unknown field', code: 'invalid-body' } }, 'an unknown field is refused, not dropped');
+  r = await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'coder', title: ' Plan ' } });
   t.same(r, { status: 201, body: wire({ id: 's2', agent: 'coder', title: 'Plan', created_at: iso(T0 + 1000), updated_at: iso(T0 + 1000) }) });
 
   s.advance(1000);
