@@ -51,6 +51,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   if (ctx.fileshare) listeners.push({ surface: 'fileshare', host: ctx.config().fileshare.host, port: ctx.fileshare.port });
   // Committed before the banner says it runs: `svc status` right after it must find daemon.ready.
   await ctx.host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
+  ctx.up = true;
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
   let stopping: Promise<void> | null = null;

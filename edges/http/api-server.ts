@@ -39,6 +39,11 @@ export interface ApiServerOptions {
   version?: string;
   /** Per-request hooks of the whole server (the admin surface's CORS). */
   http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
+  /**
+   * Whether the daemon is fully up (the first-start admin written, every subsystem started): until
+   * then `/health` answers 503 `{"status":"starting"}`, so whoever waits for it can act at once. Absent: always.
+   */
+  ready?: () => boolean;
 }
 
 export interface ApiServer {
@@ -50,9 +55,11 @@ export interface ApiServer {
 
 /**
  * `GET /health` (SPEC.md lists it under both the direct API and the admin REST API): served by the
- * server, whichever surfaces run, with what each of them reports.
+ * server, whichever surfaces run, with what each of them reports. It listens before the daemon is
+ * up (the agents start after it), so until `ready` says so it answers 503: WIRE.md §1's 200
+ * `{"status":"ok",…}` promises a daemon a script can log in to.
  */
-function healthSurface(surfaces: readonly Surface[]): Surface {
+function healthSurface(surfaces: readonly Surface[], ready: () => boolean): Surface {
   return {
     name: 'health',
     statuses: {},
@@ -62,7 +69,7 @@ function healthSurface(surfaces: readonly Surface[]): Surface {
         pattern: '/health',
         auth: 'public',
         summary: 'Liveness, with what each running surface reports',
-        handler: () => json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))),
+        handler: () => (ready() ? json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))) : json(503, { status: 'starting' })),
       },
     ],
   };
@@ -107,7 +114,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   });
   try {
     for (const s of opts.surfaces) server.mount(s);
-    server.mount(healthSurface(opts.surfaces));
+    server.mount(healthSurface(opts.surfaces, opts.ready ?? (() => true)));
     server.mount(describeSurface(server, opts.version ?? 'unknown'));
     const port = await server.listen(host, opts.port);
     for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);
