@@ -498,12 +498,22 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       const cfg = ctx.config().fileshare;
       if (!cfg.enabled) return;
       ensureDir(ctx.paths.fileshareDir, 0o755);
+      // A fileshare refused for its address leaves the rest running: agents and the API do not
+      // depend on it, and its one error line (and `svc doctor`) says how to turn it on.
       const server = await startFileshareServer({
         paths: ctx.paths,
         host: cfg.host,
         port: ctx.opts.filesharePort ?? cfg.port,
+        allowPublic: cfg.allow_public,
         log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
-      }).catch(portTaken('fileshare.port'));
+      })
+        .catch(portTaken('fileshare.port'))
+        .catch((e: unknown) => {
+          if (!isSvcError(e, 'public-bind-refused')) throw e;
+          ctx.bus.emitLog('error', e.message, { host: cfg.host });
+          return null;
+        });
+      if (!server) return;
       ctx.fileshare = server;
       return () => {
         ctx.fileshare = null;

@@ -130,6 +130,7 @@ export const ERROR_CODES = [
   'database-too-new',
   // The process itself.
   'listen-failed',
+  'public-bind-refused',
   'server-started',
   'duplicate-route',
   'duplicate-request',

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { LogLevel } from '../../bus/index.js';
 import { describeError } from '../../schemas/index.js';
+import { isLoopback } from './client-address.js';
 import { json } from './http.js';
 import { openApiDocument } from './openapi.js';
 import type { MountedRoute } from './uws-http.binding.js';
@@ -22,6 +23,21 @@ export function isPrivateHost(host: string): boolean {
     return /^f[cd][0-9a-f]{2}:/.test(h) || /^fe[89ab][0-9a-f]:/.test(h);
   }
   return false;
+}
+
+/** Loopback only (127.0.0.0/8, ::1, localhost): reachable from this machine and nowhere else. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || isLoopback(h.replace(/^\[|\]$/g, ''));
+}
+
+/**
+ * The warning every listener gives on a public or wildcard address (`0.0.0.0`, `::`), or null on
+ * a loopback or private one. `setting` names what silences it, where something does.
+ */
+export function publicBindWarning(what: string, host: string, setting: string | null): string | null {
+  if (isPrivateHost(host)) return null;
+  return `${what} listens on ${host}, which is not a loopback or private address; put it behind a private network${setting ? ` or set ${setting} to silence this` : ''}`;
 }
 
 export type ApiLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
@@ -105,9 +121,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   const standalone = opts.surfaces.filter((s) => s.standalone);
   if (standalone.length === 0) return null;
   const { host, log } = opts;
-  if (!isPrivateHost(host) && !opts.allowPublic) {
-    log('warn', `the API server listens on ${host}, which is not a loopback or private address; put it behind a private network or set api.allow_public to silence this`, { host });
-  }
+  const warning = opts.allowPublic ? null : publicBindWarning('the API server', host, 'api.allow_public');
+  if (warning) log('warn', warning, { host });
   const server = new HttpServer({
     ...opts.http,
     onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
