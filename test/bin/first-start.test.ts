@@ -62,21 +62,17 @@ t.test('ready means ready: once /health answers 200 on a fresh home, the first-s
     const paths = homePaths(dir);
     const daemon = startSvc(dir);
     t.teardown(() => void daemon.kill('SIGKILL'));
-    const seen = new Set<number>();
+    // Each answer before ready, as `status body.status`; refused connections (not listening yet) as 0.
+    const before = new Set<string>();
     await until(
       '/health to answer 200',
       async () => {
         if (daemon.exitCode !== null) throw new Error(`svc exited: ${daemon.output()}`);
-        const status = await fetch(`http://127.0.0.1:${port}/health`).then(
-          async (r) => {
-            const body = (await r.json()) as { status: string };
-            t.equal(body.status, r.status === 200 ? 'ok' : 'starting', `round ${round}: /health ${r.status} says ${body.status}`);
-            return r.status;
-          },
-          () => 0,
-        );
-        seen.add(status);
-        return status === 200;
+        const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
+        if (r === null) return before.add('0'), false;
+        const body = (await r.json()) as { status: string };
+        if (r.status === 200) return t.same(body, { status: 'ok', connections: 0 }, `round ${round}: WIRE.md §1's answer once up`);
+        return before.add(`${r.status} ${body.status}`), false;
       },
       30_000,
     );
@@ -84,7 +80,7 @@ t.test('ready means ready: once /health answers 200 on a fresh home, the first-s
     const password = readFileSync(paths.initialAdminPasswordFile, 'utf8').trim();
     const login = await fetch(`http://127.0.0.1:${port}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
     t.equal(login.status, 200, `round ${round}: the bootstrap login succeeds`);
-    t.ok([...seen].every((s) => s === 0 || s === 503 || s === 200), `round ${round}: before ready /health is refused or 503, never another status (${[...seen].join(', ')})`);
+    t.same([...before].filter((s) => s !== '0' && s !== '503 starting'), [], `round ${round}: before ready, /health is not listening or answers 503 starting`);
     daemon.kill('SIGTERM');
     t.equal(await exited(daemon), 0);
   }
