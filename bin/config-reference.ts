@@ -285,6 +285,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   'fileshare.enabled': 'Run the file-share server and tell agent tools about it (`FILESHARE_URL`).',
   'fileshare.host': 'Address the file-share server listens on.',
   'fileshare.port': 'Port of the file-share server.',
+  'fileshare.allow_public': 'Let the file-share server (which has no authentication) listen on an address other than loopback; without it svc does not start it there.',
   'api.enabled': 'Run the API server (direct encrypted API); `svc api enable` sets it.',
   'api.host': 'Address the API listens on; `svc api enable` writes 127.0.0.1 unless told otherwise.',
   'api.port': 'Port of the API (HTTP and WebSocket).',

@@ -177,6 +177,8 @@ export class DaemonContext {
    * awaited before `ready`. null: nothing was created, or creating it failed (logged).
    */
   bootstrap: Promise<BootstrapResult | null> = Promise.resolve(null);
+  /** Set once every subsystem started and `ready` is committed: `/health` answers 200 from then on. */
+  up = false;
   generatedJwtSecret = '';
   readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server: api.token as the direct API generated it, until the config watcher reads it back. */
@@ -502,12 +504,22 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       const cfg = ctx.config().fileshare;
       if (!cfg.enabled) return;
       ensureDir(ctx.paths.fileshareDir, 0o755);
+      // A fileshare refused for its address leaves the rest running: agents and the API do not
+      // depend on it, and its one error line (and `svc doctor`) says how to turn it on.
       const server = await startFileshareServer({
         paths: ctx.paths,
         host: cfg.host,
         port: ctx.opts.filesharePort ?? cfg.port,
+        allowPublic: cfg.allow_public,
         log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
-      }).catch(portTaken('fileshare.port'));
+      })
+        .catch(portTaken('fileshare.port'))
+        .catch((e: unknown) => {
+          if (!isSvcError(e, 'public-bind-refused')) throw e;
+          ctx.bus.emitLog('error', e.message, { host: cfg.host });
+          return null;
+        });
+      if (!server) return;
       ctx.fileshare = server;
       return () => {
         ctx.fileshare = null;
@@ -764,6 +776,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         surfaces: apiSurfaces(ctx),
         version: VERSION,
         log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
+        ready: () => ctx.up,
         ...(ctx.config().api.enabled ? { http: adminCors(ctx.config) } : {}),
       }).catch(
         portTaken('api.port'),

@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { detectProviders, notInstalledMessage } from '../actors/index.js';
-import { isPrivateHost } from '../edges/index.js';
-import { parseConfigText, transportStatuses } from '../machines/index.js';
+import { isLoopbackHost, isPrivateHost } from '../edges/index.js';
+import { parseConfigText, sandboxStatus, transportStatuses } from '../machines/index.js';
 import { SvcError, defaultConfig, type AgentConfig } from '../schemas/index.js';
 import { existingDirectories, listeningPortHolder, runningDaemonPid, type HomePaths } from '../store/index.js';
 import { parse } from './cli-args.js';
@@ -134,6 +134,24 @@ function exposureFinding(config: AgentConfig): Finding {
   return { status: 'ok', text: `direct API on ${api.host}:${api.port}${isPrivateHost(api.host) ? '' : ' (public, allowed by api.allow_public)'}` };
 }
 
+/** Fileshare has no authentication: beyond loopback it starts only with fileshare.allow_public. */
+function fileshareFindings(config: AgentConfig): Finding[] {
+  const fs = config.fileshare;
+  if (!fs.enabled) return [];
+  if (isLoopbackHost(fs.host)) return [{ status: 'ok', text: `fileshare on ${fs.host}:${fs.port} (this machine only)` }];
+  if (!fs.allow_public) {
+    return [{ status: 'fail', text: `fileshare.host ${fs.host} reaches beyond this machine without fileshare.allow_public: svc does not start fileshare there`, fix: 'set fileshare.host to 127.0.0.1 (or fileshare.allow_public: true if anyone who reaches it may download what is shared)' }];
+  }
+  return [{ status: 'warn', text: `fileshare on ${fs.host}:${fs.port} serves without credentials to anyone who reaches it (fileshare.allow_public)`, fix: 'set fileshare.host to 127.0.0.1 unless that is meant' }];
+}
+
+/** docker.enabled asks for a sandbox this build does not have: never silently. */
+function sandboxFindings(config: AgentConfig): Finding[] {
+  const s = sandboxStatus(config);
+  if (!s.requested) return [{ status: 'info', text: `sandbox ${s.why}` }];
+  return s.warnings.map((w) => ({ status: 'warn', text: w, fix: 'set docker.enabled to false to say the agents run on the host' }));
+}
+
 export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
   const node = nodeVersionProblem(process.versions.node);
   const native = nativeModuleProblem(NATIVE_MODULES);
@@ -147,6 +165,8 @@ export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = 
     ...providerFindings(config, paths, env),
     ...transportStatuses(config).map((s): Finding => ({ status: s.on ? 'ok' : 'info', text: `${s.name}: ${s.on ? 'on' : 'off'}, ${s.why}`, ...(s.fix ? { fix: s.fix } : {}) })),
     exposureFinding(config),
+    ...fileshareFindings(config),
+    ...sandboxFindings(config),
   ];
 }
 

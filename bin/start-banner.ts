@@ -1,4 +1,4 @@
-import type { TransportStatus } from '../machines/index.js';
+import type { SandboxStatus, TransportStatus } from '../machines/index.js';
 import type { Listener } from '../schemas/index.js';
 import type { HomePaths } from '../store/index.js';
 
@@ -15,6 +15,8 @@ export interface BannerFacts {
   configCreated: boolean;
   listeners: readonly Listener[];
   transports: readonly TransportStatus[];
+  /** Where the agents run: on the host unless the sandbox runs, said even when docker.enabled asked for it. */
+  sandbox: Pick<SandboxStatus, 'why'>;
   agents: readonly string[];
   apiEnabled: boolean;
   /** Set on the start that created the bootstrap admin: where its password is (said this once). */
@@ -56,6 +58,7 @@ export function startBanner(f: BannerFacts): string {
     ...rows('listening', listeners),
     ...rows('transports', transports),
     row('agents', f.agents.join(', ')),
+    row('sandbox', f.sandbox.why),
     ...rows('next', next),
   ].join('\n');
 }

@@ -26,6 +26,7 @@ export * from './transcription.logic.js';
 export * from './orphan-group.logic.js';
 export * from './interrupted-turn.logic.js';
 export * from './transport-status.logic.js';
+export * from './sandbox-status.logic.js';
 export * from './prompt.logic.js';
 export * from './interrupted-turn.machine.js';
 export * from './daemon-status.logic.js';

@@ -237,6 +237,8 @@ export const FileshareConfigSchema = v.object({
   enabled: bool(false),
   host: str('127.0.0.1'),
   port: v.optional(port(), 8090),
+  // Not in SPEC.md: fileshare has no authentication, so a bind beyond loopback must be asked for.
+  allow_public: bool(false),
 });
 
 export const ApiConfigSchema = v.object({

@@ -134,6 +134,7 @@ export const ERROR_CODES = [
   'database-too-new',
   // The process itself.
   'listen-failed',
+  'public-bind-refused',
   'server-started',
   'duplicate-route',
   'duplicate-request',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError, hasExited } from '../schemas/index.js';
-import { processStartedAtMs, readBootId, readProcCmdline, readProcStat } from './proc.js';
+import { oneLineCommand, processStartedAtMs, readBootId, readProcCmdline, readProcStat } from './proc.js';
 
 export interface PidLock {
   readonly pidFile: string;
@@ -65,11 +65,19 @@ function staleness(rec: PidRecord, writtenAtMs: number | null): string | null {
   const boot = readBootId();
   if (rec.bootId !== null && boot !== null && rec.bootId !== boot) return `it was written before the machine restarted`;
   if (rec.startTime !== null) return rec.startTime === stat.startTime ? null : `pid ${rec.pid} now belongs to a process started later`;
-  // A file from a version that recorded only the pid: its process is the holder unless it started
-  // after the file was written (the second of slack covers the clock ticks' rounding).
+  // A file from a version (or another tool) that recorded only the pid: its process is the holder
+  // unless it started after the file was written (the second of slack covers the clock ticks'
+  // rounding), or its command line is not svc's, the test `svc stop` applies before it signals.
   const startedAt = processStartedAtMs(stat);
   if (startedAt !== null && writtenAtMs !== null && startedAt > writtenAtMs + 1000) return `pid ${rec.pid} belongs to a process started after the file was written`;
+  const argv = readProcCmdline(rec.pid);
+  if (argv !== null && !looksLikeSvc(argv)) return `pid ${rec.pid} is not svc (${oneLineCommand(argv)})`;
   return null;
+}
+
+/** An svc daemon runs as `node …/bin/svc.js start`, or through an installed `svc` link. */
+function looksLikeSvc(argv: readonly string[]): boolean {
+  return argv.some((a) => /(^|\/)svc(\.js)?$/.test(a));
 }
 
 function mtimeOrNull(path: string): number | null {
@@ -176,6 +184,7 @@ export function runningDaemonPid(pidFile: string): number | null {
   const rec = parseRecord(content);
   if (!rec || rec.pid === process.pid) return null;
   if (staleness(rec, mtimeOrNull(pidFile)) !== null) return null;
-  if (rec.startTime === null && !(readProcCmdline(rec.pid) ?? []).some((a) => /(^|\/)svc(\.js)?$/.test(a))) return null;
+  // Without /proc staleness cannot read the command line; a bare pid is then never signalled.
+  if (rec.startTime === null && !looksLikeSvc(readProcCmdline(rec.pid) ?? [])) return null;
   return rec.pid;
 }

@@ -69,6 +69,12 @@ export function readProcCmdline(pid: number): string[] | null {
   }
 }
 
+/** Another program's argv is arbitrary: one line, bounded, so a message naming it stays one line. */
+export function oneLineCommand(argv: readonly string[]): string {
+  const line = argv.slice(0, 3).join(' ').replace(/[\u0000-\u001f\u007f]+/g, ' ');
+  return (line.length > 80 ? `${line.slice(0, 79)}…` : line) || '?';
+}
+
 /** Inodes of sockets listening on TCP `port` (any address, v4 or v6), from /proc/net/tcp{,6}. */
 function listeningSocketInodes(port: number): Set<string> {
   const inodes = new Set<string>();
@@ -118,9 +124,7 @@ export function listeningPortHolder(port: number): { pid: number; command: strin
       }
       const m = /^socket:\[(\d+)\]$/.exec(target);
       if (m && inodes.has(m[1]!)) {
-        // Another program's argv is arbitrary: one line, bounded, so a message naming it stays one line.
-        const argv = (readProcCmdline(Number(pid)) ?? []).slice(0, 3).join(' ').replace(/[\u0000-\u001f\u007f]+/g, ' ');
-        return { pid: Number(pid), command: (argv.length > 80 ? `${argv.slice(0, 79)}…` : argv) || '?' };
+        return { pid: Number(pid), command: oneLineCommand(readProcCmdline(Number(pid)) ?? []) };
       }
     }
   }

@@ -1,7 +1,7 @@
 import type { LogLevel } from '../../bus/index.js';
 import { SvcError, describeError } from '../../schemas/index.js';
 import { openContainedFile, serviceSecretRealPaths, type HomePaths } from '../../store/index.js';
-import { HttpServer, contentDisposition, contentTypeFor, isPrivateHost, type HttpRequest, type Route, type Surface } from '../http/index.js';
+import { HttpServer, contentDisposition, contentTypeFor, isLoopbackHost, publicBindWarning, type HttpRequest, type Route, type Surface } from '../http/index.js';
 
 /*
  * The fileshare server (SPEC.md FileshareConfig): a listener of its own on `fileshare.host:port`
@@ -18,6 +18,8 @@ export interface FileshareServerOptions {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
+  /** `fileshare.allow_public`: without it, an address beyond loopback is refused. */
+  allowPublic: boolean;
   log: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -71,17 +73,29 @@ function urlFor(host: string, port: number): string {
   return `http://${h}:${port}`;
 }
 
+/**
+ * Fileshare answers anyone who reaches it, with no credentials at all: beyond loopback (a LAN is
+ * an audience too) it runs only when `fileshare.allow_public` says that is meant, and even then
+ * a public address is warned about as the API's is.
+ */
 export async function startFileshareServer(opts: FileshareServerOptions): Promise<FileshareServer> {
   const { log } = opts;
+  if (!isLoopbackHost(opts.host) && !opts.allowPublic) {
+    throw new SvcError(
+      'public-bind-refused',
+      `fileshare not started: fileshare.host ${opts.host} is reachable from other machines and fileshare has no authentication; set fileshare.host to 127.0.0.1, or fileshare.allow_public to true if anyone who reaches it may download what is shared`,
+      { host: opts.host },
+    );
+  }
   const server = new HttpServer({
     onInternalError: (e, req) => log('error', `fileshare ${req.method} ${req.path} failed: ${describeError(e)}`),
   });
   try {
     server.mount(fileshareSurface(opts.paths));
     const port = await server.listen(opts.host, opts.port);
-    // Without credentials, anyone who can reach the port can read the folder: say so when that is more than this network.
-    if (!isPrivateHost(opts.host) && opts.host !== '0.0.0.0' && opts.host !== '::') log('warn', `fileshare listens on ${opts.host}, which is not a private address: anyone who reaches it can download what is shared`);
-    if (opts.host === '0.0.0.0' || opts.host === '::') log('warn', `fileshare listens on every interface (${opts.host}): anyone who reaches port ${port} can download what is shared`);
+    // allow_public lets it start; it does not silence the API's warning, since nothing else guards the folder.
+    const warning = publicBindWarning('fileshare', opts.host, null);
+    if (warning) log('warn', `${warning}; anyone who reaches port ${port} can download what is shared, without credentials`, { host: opts.host });
     log('info', `fileshare serving ${opts.paths.fileshareDir} on ${opts.host}:${port}`);
     return { port, url: urlFor(opts.host, port), dir: opts.paths.fileshareDir, close: () => server.close() };
   } catch (e) {

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { LogLevel } from '../../bus/index.js';
 import { describeError } from '../../schemas/index.js';
+import { isLoopback } from './client-address.js';
 import { json } from './http.js';
 import { openApiDocument } from './openapi.js';
 import type { MountedRoute } from './uws-http.binding.js';
@@ -24,6 +25,21 @@ export function isPrivateHost(host: string): boolean {
   return false;
 }
 
+/** Loopback only (127.0.0.0/8, ::1, localhost): reachable from this machine and nowhere else. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || isLoopback(h.replace(/^\[|\]$/g, ''));
+}
+
+/**
+ * The warning every listener gives on a public or wildcard address (`0.0.0.0`, `::`), or null on
+ * a loopback or private one. `setting` names what silences it, where something does.
+ */
+export function publicBindWarning(what: string, host: string, setting: string | null): string | null {
+  if (isPrivateHost(host)) return null;
+  return `${what} listens on ${host}, which is not a loopback or private address; put it behind a private network${setting ? ` or set ${setting} to silence this` : ''}`;
+}
+
 export type ApiLog = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
 export interface ApiServerOptions {
@@ -39,6 +55,11 @@ export interface ApiServerOptions {
   version?: string;
   /** Per-request hooks of the whole server (the admin surface's CORS). */
   http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
+  /**
+   * Whether the daemon is fully up (the first-start admin written, every subsystem started): until
+   * then `/health` answers 503 `{"status":"starting"}`, so whoever waits for it can act at once. Absent: always.
+   */
+  ready?: () => boolean;
 }
 
 export interface ApiServer {
@@ -50,9 +71,11 @@ export interface ApiServer {
 
 /**
  * `GET /health` (SPEC.md lists it under both the direct API and the admin REST API): served by the
- * server, whichever surfaces run, with what each of them reports.
+ * server, whichever surfaces run, with what each of them reports. It listens before the daemon is
+ * up (the agents start after it), so until `ready` says so it answers 503: WIRE.md §1's 200
+ * `{"status":"ok",…}` promises a daemon a script can log in to.
  */
-function healthSurface(surfaces: readonly Surface[]): Surface {
+function healthSurface(surfaces: readonly Surface[], ready: () => boolean): Surface {
   return {
     name: 'health',
     statuses: {},
@@ -62,7 +85,7 @@ function healthSurface(surfaces: readonly Surface[]): Surface {
         pattern: '/health',
         auth: 'public',
         summary: 'Liveness, with what each running surface reports',
-        handler: () => json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))),
+        handler: () => (ready() ? json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))) : json(503, { status: 'starting' })),
       },
     ],
   };
@@ -98,16 +121,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   const standalone = opts.surfaces.filter((s) => s.standalone);
   if (standalone.length === 0) return null;
   const { host, log } = opts;
-  if (!isPrivateHost(host) && !opts.allowPublic) {
-    log('warn', `the API server listens on ${host}, which is not a loopback or private address; put it behind a private network or set api.allow_public to silence this`, { host });
-  }
+  const warning = opts.allowPublic ? null : publicBindWarning('the API server', host, 'api.allow_public');
+  if (warning) log('warn', warning, { host });
   const server = new HttpServer({
     ...opts.http,
     onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
   });
   try {
     for (const s of opts.surfaces) server.mount(s);
-    server.mount(healthSurface(opts.surfaces));
+    server.mount(healthSurface(opts.surfaces, opts.ready ?? (() => true)));
     server.mount(describeSurface(server, opts.version ?? 'unknown'));
     const port = await server.listen(host, opts.port);
     for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);

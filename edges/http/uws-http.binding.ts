@@ -127,9 +127,22 @@ export function mountHttp(app: App, opts: MountOptions): void {
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const headers: Record<string, string> = {};
+    const lengths = new Set<string>();
     req.forEach((k, value) => {
+      if (k === 'content-length') lengths.add(value.trim());
       headers[k] = value;
     });
+    // uWS frames the body by the first Content-Length and parses what follows as the next request;
+    // a proxy in front may frame it by another (request smuggling, RFC 9112 §6.3). Closed at once,
+    // without the 400 RFC 9112 asks for: uWS parses the bytes already read as the next request even
+    // after end(body, true), so a 400 would be followed by that request's answer (docs/operations.md,
+    // "Request framing"). uWS 20.30 already closes on Transfer-Encoding beside Content-Length; the
+    // check stays so that a uWS that does not cannot reopen the hole.
+    if (lengths.size > 1 || (lengths.size === 1 && headers['transfer-encoding'] !== undefined)) {
+      state.responded = true;
+      res.close();
+      return;
+    }
     const remoteAddress = peerAddress(res);
     const base = { method, path, headers };
     const extra = opts.extraHeaders?.(base) ?? {};

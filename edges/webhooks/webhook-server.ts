@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, LogLevel } from '../../bus/index.js';
 import { MAX_RECORD_ID_CHARS, SvcError, WEBHOOK_COMMANDS, describeError } from '../../schemas/index.js';
-import { HttpServer, clientAddress, json, rateLimitKey, type HttpRequest, type Route, type Surface } from '../http/index.js';
+import { HttpServer, clientAddress, json, publicBindWarning, rateLimitKey, type HttpRequest, type Route, type Surface } from '../http/index.js';
 import { WEBHOOK_STATUSES, webhookErrorBody } from './errors.js';
 import { SlidingWindowLimit } from './rate-limit.js';
 
@@ -100,6 +100,10 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   try {
     server.mount(webhookSurface(opts));
     const port = await server.listen(opts.host, opts.port);
+    // Senders such as GitHub call from the internet, so a public bind may be meant; each hook's token
+    // or signature is then all that guards it, which whoever set the address should know.
+    const warning = publicBindWarning('the webhook server', opts.host, null);
+    if (warning) log('warn', `${warning}; each hook's token or signature is all that guards it`, { host: opts.host });
     log('info', `webhook server listening on ${opts.host}:${port}`);
     return { port, close: () => server.close() };
   } catch (e) {

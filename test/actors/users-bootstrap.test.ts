@@ -61,7 +61,7 @@ t.test('first start: admin with a 0600 password file, ids seeded, a fact without
   // The banner says it on the start that created it; status says it while the file is there.
   const banner = startBanner({
     version: '0', pid: 1, paths, configCreated: false, listeners: [{ surface: 'direct API', host: '0.0.0.0', port: 8741 }],
-    transports: [], agents: ['main'], apiEnabled: true, svc: 'svc', bootstrapPasswordFile: paths.initialAdminPasswordFile,
+    transports: [], sandbox: { why: 'off' }, agents: ['main'], apiEnabled: true, svc: 'svc', bootstrapPasswordFile: paths.initialAdminPasswordFile,
   });
   t.match(banner, `log in as admin at http://127.0.0.1:8741/api/auth/login with the password in ${paths.initialAdminPasswordFile}`);
   t.notMatch(banner, password);

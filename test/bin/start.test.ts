@@ -1,5 +1,6 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readProcStat } from '../../store/index.js';
@@ -90,6 +91,29 @@ t.test('started on another home with --home, the banner suggests commands that a
   const daemon = startSvc(join(t.testdir(), 'unused'), ['start', '--home', dir]);
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
   t.match(daemon.output(), new RegExp(`\\(or \\./bin/svc\\.js --home "${dir}" stop\\)`));
+  daemon.kill('SIGTERM');
+  t.equal(await exited(daemon), 0);
+});
+
+t.test('a pid-only svc.pid naming a live process that is not svc is taken over and that process left alone; one naming a live svc still refuses', async (t) => {
+  const dir = freePortHome(join(t.testdir(), 'home'), {});
+  const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+  t.teardown(() => void other.kill('SIGKILL'));
+  const otherPid = await until('sleep runs', () => other.pid);
+  // Written after the process started, as older versions and other tools write it: only the pid.
+  writeFileSync(join(dir, 'svc.pid'), `${otherPid}\n`);
+  const daemon = startSvc(dir);
+  t.teardown(() => void daemon.kill('SIGKILL'));
+  await until('the banner', () => /\n {2}next {8}/.test(daemon.output()) || daemon.exitCode !== null);
+  t.match(daemon.output(), /\n {2}next {8}/, 'started despite the pid file');
+  t.match(readFileSync(join(dir, 'svc.pid'), 'utf8'), new RegExp(`^${daemon.pid}\\n`), 'the pid file now names the daemon');
+  t.equal(readProcStat(otherPid)?.state, 'S', 'the other process was neither signalled nor reaped');
+
+  // The same pid-only format naming the running daemon: a second start refuses.
+  writeFileSync(join(dir, 'svc.pid'), `${daemon.pid}\n`);
+  const second = svc(dir, ['start']);
+  t.not(second.code, 0);
+  t.match(second.stderr, `another svc daemon (pid ${daemon.pid}) is already running`);
   daemon.kill('SIGTERM');
   t.equal(await exited(daemon), 0);
 });

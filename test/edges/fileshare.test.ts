@@ -27,7 +27,7 @@ t.test('serves the folder, and nothing outside it', async (t) => {
   fs.writeFileSync(join(dir, 'big.bin'), big);
 
   const logs: string[] = [];
-  const server = await startFileshareServer({ paths, host: '127.0.0.1', port: 0, log: (_l, m) => void logs.push(m) });
+  const server = await startFileshareServer({ paths, host: '127.0.0.1', port: 0, allowPublic: false, log: (_l, m) => void logs.push(m) });
   t.teardown(() => server.close());
   t.equal(server.url, `http://127.0.0.1:${server.port}`);
   t.equal(server.dir, dir);
@@ -97,7 +97,7 @@ t.test('a link inside the folder leading to a dotfile or into a dot-folder is no
   fs.symlinkSync('.drafts', join(dir, 'reports', 'd'));
   fs.symlinkSync(join(dir, 'reports', '.drafts', 'q2.csv'), join(dir, 'q2.csv'));
   fs.symlinkSync('reports/q1.csv', join(dir, 'q1.csv'));
-  const server = await startFileshareServer({ paths, host: '127.0.0.1', port: 0, log: () => undefined });
+  const server = await startFileshareServer({ paths, host: '127.0.0.1', port: 0, allowPublic: false, log: () => undefined });
   t.teardown(() => server.close());
   const get = (path: string) => fetch(`${server.url}${path}`, { headers: { connection: 'close' } });
 

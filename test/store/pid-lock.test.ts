@@ -134,11 +134,16 @@ t.test('a pid reused by another process does not block start', async (t) => {
   t.equal(pidIn(pidFile), `${process.pid}`);
   lock.release();
 
-  // A pid-only file from an older svc: written after its process started, it names the holder,
-  // whatever that process's command line (`node dist/bin/main.js` need not say svc).
+  // A pid-only file (older svc, other tools) written after its process started, naming a process
+  // whose command line is not svc's: taken over, as `svc stop` would not signal it either.
   writeFileSync(pidFile, `${pid}\n`);
-  t.throws(() => acquirePidLock(pidFile), { code: 'daemon-running' }, 'a pid-only file written after its process started is a live holder');
+  lock = acquirePidLock(pidFile);
+  t.match(lock.tookOver, `pid ${pid} is not svc (sleep 60)`);
+  t.equal(pidIn(pidFile), `${process.pid}`);
+  lock.release();
+  t.equal(readProcStat(pid)?.state, 'S', 'the other process is left alone');
   // Written before its process started: the pid was reused since.
+  writeFileSync(pidFile, `${pid}\n`);
   const past = new Date(Date.now() - 3_600_000);
   utimesSync(pidFile, past, past);
   lock = acquirePidLock(pidFile);
