@@ -148,6 +148,7 @@ export const OUTCOME_FACT_TYPES: readonly string[] = [
   AUTOMATION_EVENTS.run_finished,
   AUTOMATION_EVENTS.completed,
   AUTOMATION_EVENTS.failed,
+  AUTOMATION_EVENTS.run_ended,
 ];
 
 /**
@@ -190,10 +191,27 @@ export function outcomeNotification(fact: OutcomeFact, subject: OutcomeSubject =
         status: ok ? 'success' : 'failed',
       };
     }
+    case AUTOMATION_EVENTS.run_ended: {
+      const id = str(d.id);
+      const status = str(d.status);
+      if (id === null || status === null || status.startsWith('skipped:')) return null;
+      const ok = status === CRON_RUN_STATUS.success;
+      return {
+        source: 'webhook',
+        outcome: ok ? 'success' : 'error',
+        title: ok ? `${named('Webhook', str(d.name), id)} run finished` : `${named('Webhook', str(d.name), id)} run failed: ${cut(status, 100)}`,
+        body: str(d.result) ?? '',
+        agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
+        source_id: cut(id, 200),
+        status: ok ? 'success' : 'failed',
+      };
+    }
     case AUTOMATION_EVENTS.completed:
     case AUTOMATION_EVENTS.failed: {
       const id = str(d.id);
       if (id === null) return null;
+      // A cron_task call that started its run is told when the run ends (`webhook.run_ended`), once.
+      if (fact.type === AUTOMATION_EVENTS.completed && str(d.mode) === 'cron_task') return null;
       const ok = fact.type === AUTOMATION_EVENTS.completed;
       const request = str(d.request_id);
       const mode = str(d.mode) ?? 'wake';

@@ -140,11 +140,10 @@ export class OneShotRuns implements OneShotRunner {
   }
 
   /** The port webhooks use: resolves once the run is queued (or started). */
-  async start(req: OneShotRequest): Promise<{ task_id: string }> {
+  async start(req: OneShotRequest): Promise<{ task_id: string; done: Promise<OneShotResult> }> {
     const run = this.run(req);
     await run.queued;
-    run.done.catch(() => undefined);
-    return { task_id: run.run_id };
+    return { task_id: run.run_id, done: run.done };
   }
 
   /** Queues one run; `done` resolves with how it ended and never rejects. */

@@ -1,7 +1,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { decodeSignature, fencedWebhookPrompt, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
-import { CHAT_DELIVERY_COMMANDS, CRON_RUN_STATUS, MAX_DELIVERED_TEXT_CHARS, describeError, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
+import { cronDeliveryText, decodeSignature, fencedWebhookPrompt, isSuccessStatus, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
+import { AUTOMATION_EVENTS, CHAT_DELIVERY_COMMANDS, CRON_RUN_STATUS, MAX_CRON_RESULT_CHARS, MAX_DELIVERED_TEXT_CHARS, describeError, webhookStream, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
+import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 
 /*
  * The side effects of a webhook call (WIRE.md §4): checking its credential in constant time over
@@ -40,7 +41,8 @@ export function signedDigest(plan: Extract<WebhookAuthPlan, { kind: 'hmac' }>, r
  * is queued or started, with its task id; it rejects (an SvcError) when the run cannot be made.
  */
 export interface OneShotRunner {
-  start(req: OneShotRequest): Promise<{ task_id: string }>;
+  /** `done` settles when the run ends (it never rejects): how, and what the CLI answered. */
+  start(req: OneShotRequest): Promise<{ task_id: string; done: Promise<{ status: string; text: string }> }>;
 }
 
 export interface WebhookDispatchDeps {
@@ -81,7 +83,7 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
     if (hook.mode === 'cron_task') {
       const runner = deps.oneShot?.() ?? null;
       if (!runner) return { ok: false, reason: 'no-runner', error: NO_RUNNER_ERROR };
-      const { task_id } = await runner.start({
+      const { task_id, done } = await runner.start({
         source: `webhook:${hook.id}`,
         agent: hook.agent,
         name: hook.name ?? hook.id,
@@ -99,6 +101,7 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
         quiet_start: hook.quiet_start,
         quiet_end: hook.quiet_end,
       });
+      void done.then((r) => reportWebhookRun(bus, hook, requestId, task_id, r));
       return { ok: true, status: 'started', turn_id: null, task_id };
     }
     /*
@@ -138,4 +141,31 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
   } catch (e) {
     return { ok: false, reason: hook.mode === 'cron_task' ? 'runner-failed' : 'turn-failed', error: describeError(e) };
   }
+}
+
+/**
+ * A `cron_task` call's run ended. Its answer is for a person, and the call named no chat: it goes to
+ * the agent's admin chat (like a cron job's), and `webhook.run_ended` records how the run ended,
+ * which the bell reads. Never throws: a failure to keep the message is logged, the fact still made.
+ */
+async function reportWebhookRun(bus: Bus, hook: WebhookTriggerSettings, requestId: string, runId: string, r: { status: string; text: string }): Promise<void> {
+  const name = hook.name ?? hook.id;
+  const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
+  try {
+    if (result.trim() !== '' || !isSuccessStatus(r.status)) {
+      await recordChatEnvelope(bus, {
+        agent: hook.agent,
+        id: `webhook-run-${runId}`,
+        kind: 'webhook_result',
+        content: cronDeliveryText(name, r.status, result),
+        meta: { hook_id: hook.id, request_id: requestId, run_id: runId, status: r.status, title: name },
+        correlation: requestId,
+      });
+    }
+  } catch (e) {
+    bus.emitLog('error', `webhook ${hook.id}: run ${runId}'s answer could not be put in ${hook.agent}'s admin chat: ${describeError(e)}`);
+  }
+  await bus
+    .publish({ stream: webhookStream(hook.id), type: AUTOMATION_EVENTS.run_ended, data: { id: hook.id, agent: hook.agent, request_id: requestId, run_id: runId, status: r.status, result, name }, correlation: requestId })
+    .catch((e: unknown) => bus.emitLog('error', `webhook ${hook.id}: run ${runId}'s end was not recorded: ${describeError(e)}`));
 }

@@ -36,6 +36,11 @@ export const AUTOMATION_EVENT_SCHEMAS = {
   /** The dispatch could not run or its turn failed; `reason` is machine-readable (`agent-refused`, `turn-failed`, `no-runner`, ...). */
   'webhook.failed': v.object({ id: v.string(), agent: v.string(), mode: v.string(), request_id: v.string(), reason: v.string(), error: v.string(), name: v.optional(v.string()) }),
   /**
+   * A `cron_task` call's one-shot run ended (its `webhook.completed` only said it started): how, and
+   * what it answered (cut at MAX_CRON_RESULT_CHARS), which also went to the agent's admin chat.
+   */
+  'webhook.run_ended': v.object({ id: v.string(), agent: v.string(), request_id: v.string(), run_id: v.string(), status: v.string(), result: v.string(), name: v.optional(v.string()) }),
+  /**
    * A scheduled (or manual) fire of a cron job: `fire_id` is `<job id>@<scheduled ISO time>`, so a
    * fire already in the log is never run again, whoever restarts. `trigger` says why it fired.
    */

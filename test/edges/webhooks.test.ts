@@ -429,10 +429,41 @@ t.test('cron_task without a runner fails clearly; with one it starts a run', asy
   t.equal(s.rt.received.length, 0, 'no run was faked through the agent');
 
   const asked: OneShotRequest[] = [];
-  const s2 = await serve(t, { runner: { start: async (req) => (asked.push(req), { task_id: 'task-1' }) } });
+  const runs: ((r: { status: string; text: string }) => void)[] = [];
+  const runner: OneShotRunner = {
+    start: async (req) => {
+      asked.push(req);
+      return { task_id: `task-${asked.length}`, done: new Promise((resolve) => runs.push(resolve)) };
+    },
+  };
+  const s2 = await serve(t, { runner });
   t.equal((await s2.post('task', '{"job":"build"}', bearer(GLOBAL))).status, 202);
   t.match(await s2.settled('task'), { last_status: 'started', last_error: null });
   t.match(asked[0], { source: 'webhook:task', agent: 'main', dependency: 'nightly', principal: { kind: 'system', id: 'webhook:task' } });
   t.match(asked[0]!.prompt, /<<<WEBHOOK-PAYLOAD-f+\n\{\n {2}"job": "build"\n\}\nWEBHOOK-PAYLOAD-f+>>>$/);
   t.match(s2.facts().at(-1), { type: AUTOMATION_EVENTS.completed, data: { status: 'started', task_id: 'task-1' } });
+  t.equal(s2.adminChat.length, 0, 'nothing is said before the run ends');
+
+  // The run's answer reaches a person: the agent's admin chat, and its end is a fact the bell reads.
+  const ended = (n: number) => new Promise<void>((resolve) => {
+    const sub = s2.bus.events$.subscribe((e) => {
+      if (e.type === AUTOMATION_EVENTS.run_ended && s2.facts().filter((f) => f.type === AUTOMATION_EVENTS.run_ended).length >= n) {
+        sub.unsubscribe();
+        resolve();
+      }
+    });
+  });
+  const first = ended(1);
+  runs[0]!({ status: 'success', text: 'Build 1432 is green' });
+  await first;
+  t.match(s2.facts().at(-1), { type: AUTOMATION_EVENTS.run_ended, data: { id: 'task', request_id: String, run_id: 'task-1', status: 'success', result: 'Build 1432 is green' } });
+  t.match(s2.adminChat, [{ agent: 'main', content: /Build 1432 is green/, meta: { hook_id: 'task', run_id: 'task-1', status: 'success' } }]);
+
+  t.equal((await s2.post('task', '{"job":"deploy"}', bearer(GLOBAL))).status, 202);
+  await s2.settled('task');
+  const second = ended(2);
+  runs[1]!({ status: 'error:timeout', text: '' });
+  await second;
+  t.match(s2.facts().at(-1), { type: AUTOMATION_EVENTS.run_ended, data: { run_id: 'task-2', status: 'error:timeout' } });
+  t.match(s2.adminChat[1], { content: /run ended error:timeout/ }, 'a failed run with no output is still told');
 });

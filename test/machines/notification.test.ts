@@ -176,6 +176,14 @@ t.test('outcomeNotification: each outcome fact of SPEC.md severity table becomes
   t.match(hookErr, { outcome: 'error', title: 'Webhook gh failed', body: /r2 failed \(turn-failed\): the turn ended failed/ });
   t.match(classify(hookErr!), { severity: 'warning' }, 'webhook error: warning');
 
+  // A cron_task call: its start says nothing to the bell; its run's end does, once.
+  t.equal(outcomeNotification({ type: 'webhook.completed', stream: 'webhook:gh', data: { id: 'gh', agent: 'main', mode: 'cron_task', request_id: 'r3', status: 'started', turn_id: null, task_id: 'run1' } }), null);
+  const run = (status: string, result: string) => outcomeNotification({ type: 'webhook.run_ended', stream: 'webhook:gh', data: { id: 'gh', agent: 'main', request_id: 'r3', run_id: 'run1', status, result, name: 'GitHub' } });
+  t.match(run('success', 'triaged 3 issues'), { source: 'webhook', outcome: 'success', title: 'Webhook "GitHub" (gh) run finished', body: 'triaged 3 issues', agent: 'main', source_id: 'gh' });
+  t.match(classify(run('success', 'triaged 3 issues')!), { severity: 'info' }, 'webhook run success: info');
+  t.match(run('error:timeout', ''), { outcome: 'error', title: 'Webhook "GitHub" (gh) run failed: error:timeout' });
+  t.match(classify(run('error:timeout', '')!), { severity: 'warning' }, 'webhook run error: warning');
+
   t.equal(outcomeNotification({ type: 'cron.fired', stream: 'cron:x', data: { id: 'x' } }), null, 'other facts raise nothing');
   t.equal(outcomeNotification({ type: 'cron.run_finished', stream: 'cron:x', data: { status: 'success' } }), null, 'a fact without its id names nothing');
   const long = outcomeNotification({ type: 'task.failed', stream: `task:${'i'.repeat(300)}`, data: { reason: 'r'.repeat(300) } }, { name: 'n'.repeat(600), agent: 'a' });
