@@ -12,6 +12,26 @@ import { homePaths, loadCronJobs } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 import { until } from './cli-helpers.js';
 
+/** The simulated clock, also telling which timers are still set: after stop, none should be. */
+class TimerClock extends SimulatedClock {
+  private readonly live = new Map<number, number>();
+  override setTimeout(fn: (...args: unknown[]) => void, ms: number): number {
+    const id: number = super.setTimeout((...args: unknown[]) => {
+      this.live.delete(id);
+      fn(...args);
+    }, ms);
+    this.live.set(id, this.now() + ms);
+    return id;
+  }
+  override clearTimeout(id: number): void {
+    this.live.delete(id);
+    super.clearTimeout(id);
+  }
+  pending(): number[] {
+    return [...this.live.values()];
+  }
+}
+
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ANN: Principal = { kind: 'user', id: 'ann', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
 
@@ -29,7 +49,7 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
     }),
   );
   const paths = homePaths(root);
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
@@ -57,8 +77,11 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
   // Stopping ends the loops (and any heartbeat still running, without waiting for its answer); a tick after it would write to a closed log and throw.
   await d.stop('test');
   running = false;
+  t.same(clock.pending(), [], 'no loop left a timer on the clock');
+  const after: string[] = [];
+  d.bus.events$.subscribe((e) => void after.push(e.type));
   clock.increment(10 * 60_000);
-  await new Promise((r) => setTimeout(r, 100));
+  t.same(after, [], 'ten minutes later nothing ran');
 });
 
 t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the heartbeat\'s own, owed no restart notice', async (t) => {

@@ -15,6 +15,7 @@ import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { AuthFailureLimit } from '../../edges/direct/auth-failure-limit.js';
 import { attemptLimitKey } from '../../edges/http/client-address.js';
 import { anyEvent } from '../fixtures/any-event.js';
+import { until } from '../fixtures/until.js';
 
 type T = Test;
 type Frame = Record<string, any>;
@@ -142,15 +143,6 @@ async function serve(
     bus.close();
   });
   return { bus, log, server, url: `ws://127.0.0.1:${server.port}/ws`, cfg, logs, rt };
-}
-
-/** Polls a condition the test cannot await directly, with a bounded deadline. */
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 // ------------------------------------------------------------------ independent client
