@@ -4,33 +4,13 @@ import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SimulatedClock } from 'xstate';
 import { startDaemon } from '../../bin/daemon.js';
 import { agentsOf } from '../../bus/index.js';
 import { CHAT_SESSION_EVENTS, HEARTBEAT_EVENTS, MEMORY_MAINTENANCE_EVENTS, NOTIFICATION_EVENTS, type Principal } from '../../schemas/index.js';
 import { homePaths, loadCronJobs } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { TimerClock } from '../fixtures/timer-clock.js';
 import { until } from './cli-helpers.js';
-
-/** The simulated clock, also telling which timers are still set: after stop, none should be. */
-class TimerClock extends SimulatedClock {
-  private readonly live = new Map<number, number>();
-  override setTimeout(fn: (...args: unknown[]) => void, ms: number): number {
-    const id: number = super.setTimeout((...args: unknown[]) => {
-      this.live.delete(id);
-      fn(...args);
-    }, ms);
-    this.live.set(id, this.now() + ms);
-    return id;
-  }
-  override clearTimeout(id: number): void {
-    this.live.delete(id);
-    super.clearTimeout(id);
-  }
-  pending(): number[] {
-    return [...this.live.values()];
-  }
-}
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ANN: Principal = { kind: 'user', id: 'ann', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
@@ -91,7 +71,7 @@ t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the
   // `[[hold]]`: the fake CLI answers nothing and waits to be killed (a turn that would run for timeouts.background).
   writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ heartbeat: { enabled: true, interval_minutes: 1, cooldown_minutes: 0, quiet_start: 0, quiet_end: 0, prompt: 'check [[hold]]' } }));
   const paths = homePaths(root);
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
