@@ -12,6 +12,7 @@ import { AGENT_COMMANDS, UsersSchema, type AgentAsk, type Principal } from '../.
 import * as v from 'valibot';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
@@ -181,15 +182,6 @@ t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other to
   await agentsOf(hang.d.bus).abort(20, TOKEN_USER);
   t.equal((await inTopic2).status, 'aborted');
 });
-
-/** Polls what the test cannot await, with a bounded deadline. */
-async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 t.test('CLI slots: first come, first served under a bound read at every admission', async (t) => {
   let bound = 2;

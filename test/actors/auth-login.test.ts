@@ -2,22 +2,13 @@ import t from 'tap';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
 import { loginCommand, notInstalledMessage, runLogin, type LoginOutput } from '../../actors/index.js';
 import { authCommand } from '../../bin/auth-command.js';
 import { homePaths } from '../../store/index.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = resolve(import.meta.dirname, '../fixtures/bin');
 const NODE_DIR = dirname(process.execPath);
-
-/** Polls a condition owned by another process, with a hard deadline instead of a blind sleep. */
-async function until(cond: () => boolean, what: string, ms = 8000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(20);
-  }
-}
 
 interface FakeTerminal {
   stdin: PassThrough;
@@ -50,13 +41,13 @@ t.test('login command per provider', async (t) => {
 t.test('codex login in a pty: prompt, resize, typed answer, exit code 0', async (t) => {
   const term = terminal(90, 30);
   const done = runLogin('codex', { stdin: term.stdin, stdout: term.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`) });
-  await until(() => term.output().includes('codex login:'), 'the login prompt');
+  await until('the login prompt', () => term.output().includes('codex login:'));
   t.match(term.output(), /size 90x30/, 'the CLI sees the initial terminal size');
 
   term.stdout.columns = 120;
   term.stdout.rows = 40;
   term.stdout.emit('resize');
-  await until(() => term.output().includes('resized 120x40'), 'the resize to reach the CLI');
+  await until('the resize to reach the CLI', () => term.output().includes('resized 120x40'));
 
   term.stdin.write('alice\r');
   t.equal(await done, 0);
@@ -68,14 +59,14 @@ t.test('codex login in a pty: prompt, resize, typed answer, exit code 0', async 
 t.test('claude login (auth login) and setup-token both run; a failing login passes its exit code through', async (t) => {
   const ok = terminal(80, 24);
   const first = runLogin('claude', { stdin: ok.stdin, stdout: ok.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`) });
-  await until(() => ok.output().includes('claude login:'), 'the claude prompt');
+  await until('the claude prompt', () => ok.output().includes('claude login:'));
   ok.stdin.write('bob\r');
   t.equal(await first, 0);
   t.match(ok.output(), /Logged in as bob/);
 
   const cancel = terminal(80, 24);
   const second = runLogin('claude', { stdin: cancel.stdin, stdout: cancel.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`), args: ['setup-token'] });
-  await until(() => cancel.output().includes('claude login:'), 'the setup-token prompt');
+  await until('the setup-token prompt', () => cancel.output().includes('claude login:'));
   cancel.stdin.write('\r');
   t.equal(await second, 1, 'the CLI exit code, not ours');
   t.match(cancel.output(), /Login cancelled/);
@@ -84,7 +75,7 @@ t.test('claude login (auth login) and setup-token both run; a failing login pass
 t.test('gemini login is the interactive CLI itself', async (t) => {
   const term = terminal(100, 20);
   const done = runLogin('gemini', { stdin: term.stdin, stdout: term.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`), cols: 70, rows: 21 });
-  await until(() => term.output().includes('gemini login:'), 'the gemini prompt');
+  await until('the gemini prompt', () => term.output().includes('gemini login:'));
   t.match(term.output(), /size 70x21/, 'explicit cols/rows win over the output size');
   term.stdin.write('carol\r');
   t.equal(await done, 0);
@@ -161,7 +152,7 @@ t.test('svc auth: usage, bad provider, status table and json, login through the 
 
   const login = io();
   const running = authCommand(['codex'], paths, login.io);
-  await until(() => login.term.output().includes('codex login:'), 'the codex prompt via svc auth');
+  await until('the codex prompt via svc auth', () => login.term.output().includes('codex login:'));
   login.term.stdin.write('dave\r');
   t.equal(await running, 0);
   t.match(login.term.output(), /Logged in as dave/);
@@ -171,7 +162,7 @@ t.test('svc auth: usage, bad provider, status table and json, login through the 
   rmSync(join(userHome, '.codex', 'auth.json'));
   const empty = io();
   const noCreds = authCommand(['codex'], paths, empty.io);
-  await until(() => empty.term.output().includes('codex login:'), 'the codex prompt again');
+  await until('the codex prompt again', () => empty.term.output().includes('codex login:'));
   empty.term.stdin.write('erin\r');
   t.equal(await noCreds, 1);
   t.match(empty.errText(), /codex: the login finished, but no credentials were found/);

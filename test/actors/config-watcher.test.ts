@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { assign, createActor, setup, type AnyEventObject } from 'xstate';
 import { configWatcher, registryWatcher } from '../../actors/index.js';
 import { homePaths } from '../../store/index.js';
+import { until } from '../fixtures/until.js';
 
 /** A parent that hosts one watcher and records what it is sent. */
 function host(logic: typeof configWatcher | typeof registryWatcher, input: unknown) {
@@ -19,14 +20,6 @@ function host(logic: typeof configWatcher | typeof registryWatcher, input: unkno
   return { actor, got: () => actor.getSnapshot().context.got };
 }
 
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
 t.test('configWatcher sends file.changed with the text and which directories exist', async (t) => {
@@ -38,17 +31,17 @@ t.test('configWatcher sends file.changed with the text and which directories exi
 
   const text = JSON.stringify({ model: 'sonnet', additional_directories: [join(dir, 'data'), join(dir, 'gone')] });
   fs.writeFileSync(file, text);
-  await until(() => got().length === 1, 'first change');
+  await until('first change', () => got().length === 1);
   t.same(got()[0], { type: 'file.changed', text, existingDirs: [join(dir, 'data')] });
 
   fs.writeFileSync(file, '{"model": ');
-  await until(() => got().length === 2, 'malformed edit');
+  await until('malformed edit', () => got().length === 2);
   t.same(got()[1], { type: 'file.changed', text: '{"model": ', existingDirs: [] }, 'malformed text is passed on for the machine to reject');
 
   // Replaced by rename (how atomic writers and many editors save).
   fs.writeFileSync(`${file}.tmp`, '{"model": "haiku"}');
   fs.renameSync(`${file}.tmp`, file);
-  await until(() => got().length === 3, 'renamed file');
+  await until('renamed file', () => got().length === 3);
   t.equal(got()[2]!.text, '{"model": "haiku"}');
 
   actor.stop();
@@ -60,7 +53,7 @@ t.test('configWatcher reports nothing while the file is missing, then its return
   const file = join(dir, 'config.json');
   const { actor, got } = host(configWatcher, { file, intervalMs: 10 });
   fs.writeFileSync(file, '{"model": "opus"}');
-  await until(() => got().length === 1, 'file created');
+  await until('file created', () => got().length === 1);
   t.equal(got()[0]!.text, '{"model": "opus"}');
   actor.stop();
 });
@@ -71,12 +64,12 @@ t.test('registryWatcher follows whichever registry file exists, _secrets first',
   const { actor, got } = host(registryWatcher, { paths, intervalMs: 10 });
 
   fs.writeFileSync(paths.legacyAgentsRegistry, '[{"name": "a", "telegram_token": "t"}]');
-  await until(() => got().length === 1, 'legacy change');
+  await until('legacy change', () => got().length === 1);
   t.same(got()[0], { type: 'file.changed', text: '[{"name": "a", "telegram_token": "t"}]', file: paths.legacyAgentsRegistry });
 
   fs.mkdirSync(paths.secretsDir, { mode: 0o700 });
   fs.writeFileSync(paths.agentsRegistry, '[]');
-  await until(() => got().length === 2, 'new location');
+  await until('new location', () => got().length === 2);
   t.same(got()[1], { type: 'file.changed', text: '[]', file: paths.agentsRegistry });
 
   actor.stop();

@@ -1,11 +1,12 @@
 import t from 'tap';
-import { SimulatedClock } from 'xstate';
 import { Heartbeat, type HeartbeatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents } from '../../bus/index.js';
 import { heartbeatDecision, inQuietHours, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type ExpiryRules, type HeartbeatChat, type HeartbeatRules, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import { AGENT_COMMANDS, HEARTBEAT_EVENTS, TURN_EVENTS, defaultConfig, type AgentAbort, type AgentConfig, type AgentMessage, type AgentTurnAbort, type SessionSummary, type TurnOutcome } from '../../schemas/index.js';
 import { MemoryEventLog, PROJECTIONS, SqliteEventLog, agentTurnsReadModel } from '../../store/index.js';
 import { join } from 'node:path';
+import { TimerClock } from '../fixtures/timer-clock.js';
+import { until } from '../fixtures/until.js';
 
 const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
@@ -135,7 +136,7 @@ function outcome(m: AgentMessage, text: string): TurnOutcome {
 }
 
 function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionSummary[]; answers: Record<number, string | Promise<string>>; heartbeat?: Partial<AgentConfig['heartbeat']>; config?: Partial<AgentConfig>; running?: LiveTurn[] }) {
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   clock.set(NOON);
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => clock.now() });
@@ -180,10 +181,16 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
     await hb.stop();
     bus.close();
   });
-  return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, sessionQueries: () => sessionQueries };
+  /** Waits for the n-th heartbeat answer to be handled: delivered (or not) and recorded. */
+  const answered = (n: number) => until(`${n} heartbeat answer(s) recorded`, () => log.read({ stream: 'heartbeat', types: [HEARTBEAT_EVENTS.answered] }).length >= n);
+  return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, answered, sessionQueries: () => sessionQueries };
 }
 
-const settle = async () => {
+/**
+ * Lets already-resolved work run its course. Used only before asserting that nothing happened (after
+ * stop): what a test waits *for* it awaits as an event or with until().
+ */
+const drain = async () => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 };
 
@@ -204,7 +211,7 @@ t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', 
   });
   await r.hb.tick('main', null);
   await r.hb.tick('main', { chat_id: 9, topic_id: null, prompt: 'group check', ack_token: null, interval_minutes: 60, quiet_start: null, quiet_end: null });
-  await settle();
+  await r.answered(2);
   t.same(r.asked.map((m) => m.chat_id).sort(), [1, 2], 'only the idle chats with a claude session are asked');
   for (const m of r.asked) {
     t.equal(m.principal.kind, 'system');
@@ -225,11 +232,10 @@ t.test('a group target uses its own prompt and token, and is not asked by the ch
   const target = { chat_id: 9, topic_id: null, prompt: 'group check', ack_token: 'NOTHING', interval_minutes: null, quiet_start: null, quiet_end: null };
   const r = rig(t, { sessions: [session(9)], answers: { 9: 'NOTHING' }, heartbeat: { group_targets: [target] } });
   await r.hb.tick('main', null);
-  await settle();
   t.same(r.asked, [], 'claimed by its target');
   await r.hb.tick('main', target);
-  await settle();
-  t.same(r.asked.map((m) => m.text), ['group check']);
+  await r.answered(1);
+  t.same(r.asked.map((m) => m.text), ['group check'], 'asked once, by the target (the chat loop\'s tick came first)');
   t.same(r.delivered, [], 'the target\'s own token is the ack');
 });
 
@@ -245,7 +251,7 @@ t.test('a session the heartbeat would replace (daily reset before the quiet hour
   });
   r.clock.set(EIGHT);
   await r.hb.tick('main', null);
-  await settle();
+  await r.answered(1);
   t.same(r.asked.map((m) => m.chat_id), [2], 'only the chat active since the 04:00 reset');
   t.same(r.skips, [[1, 'session-expired']]);
   t.ok(r.asked.every((m) => m.resume_only === true), 'the runtime is told never to open a session for it');
@@ -255,7 +261,6 @@ t.test('quiet hours: nothing is asked', async (t) => {
   const r = rig(t, { sessions: [session(1)], answers: {} });
   r.clock.set(at('2026-11-27T23:00:00Z'));
   await r.hb.tick('main', null);
-  await settle();
   t.same(r.asked, []);
   t.same(r.skips, [[1, 'quiet']]);
 });
@@ -272,7 +277,6 @@ t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not
   r.bus.transient$.subscribe((m) => m.stream === 'log' && logs.push((m.data as { msg: string }).msg));
   await r.hb.tick('main', null);
   await r.hb.tick('main', null);
-  await settle();
   t.same(r.aborts, [], 'the chat-wide abort (every topic, the queued messages) is not used');
   t.same(r.turnAborts.map((a) => [a.agent, a.turn_id, a.cause, a.principal.kind]), [['main', 'old', 'stale', 'system'], ['main', 'stuck-task', 'stale', 'system']], 'each stale turn once, by its id');
   t.same(logs.filter((l) => /not live|not aborted/.test(l)), [], 'a task turn within its own limit is left alone, without a warning');
@@ -294,14 +298,17 @@ t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\
   let answer!: (text: string) => void;
   const r = rig(t, { sessions: [session(1)], answers: { 1: new Promise<string>((resolve) => (answer = resolve)) } });
   await r.hb.tick('main', null);
-  await settle();
+  await until('the heartbeat to be asked', () => r.asked.length === 1);
   t.equal(r.asked.length, 1, 'the heartbeat is running');
-  const stopped = await Promise.race([r.hb.stop().then(() => 'stopped'), settle().then(() => 'still waiting for the answer')]);
+  // The answer never comes before stop() resolves, so a stop that waited for it would lose this race.
+  let guard: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([r.hb.stop().then(() => 'stopped'), new Promise<string>((res) => (guard = setTimeout(() => res('still waiting for the answer'), 10_000)))]);
+  clearTimeout(guard);
   t.equal(stopped, 'stopped');
   t.same(r.turnAborts.map((a) => [a.agent, a.request_id, a.turn_id, a.cause]), [['main', r.asked[0]!.request_id, undefined, 'requester-stopped']], 'its turn is ended by its request id, not left for the agents\' shutdown');
   t.same(r.aborts, [], 'nothing else in the chat');
   answer('The deploy failed.');
-  await settle();
+  await drain();
   t.same(r.delivered, [], 'an answer arriving after stop is not delivered');
   t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
 });
@@ -311,7 +318,7 @@ t.test('a tick under way when stop() is called asks nothing', async (t) => {
   const tick = r.hb.tick('main', null);
   await r.hb.stop();
   await tick;
-  await settle();
+  await drain();
   t.same(r.asked, [], 'no heartbeat outlives stop()');
 });
 
@@ -319,17 +326,22 @@ t.test('loops tick on the injected clock, each on its own interval, and stop', a
   const target = { chat_id: 9, topic_id: null, prompt: null, ack_token: null, interval_minutes: 10, quiet_start: null, quiet_end: null };
   const r = rig(t, { sessions: [session(9)], answers: {}, heartbeat: { interval_minutes: 30, group_targets: [target] } });
   t.equal(r.hb.start(), 2, 'the chat loop and the target loop');
+  t.same(r.clock.pending(), [NOON + 10 * MIN, NOON + 30 * MIN]);
+  // A loop sets its next timer once its tick has ended: two timers again means every tick fired so far is done.
+  const ticked = (queries: number) => until(`${queries} session queries and both loops re-armed`, () => r.sessionQueries() === queries && r.clock.pending().length === 2);
   r.clock.increment(10 * MIN);
-  await settle();
+  await ticked(1);
   t.equal(r.sessionQueries(), 1, 'the 10-minute target ticked');
+  await r.answered(1);
   t.equal(r.asked.length, 1);
   r.clock.increment(10 * MIN);
-  await settle();
+  await ticked(2);
   r.clock.increment(10 * MIN);
-  await settle();
+  await ticked(4);
   t.equal(r.sessionQueries(), 4, 'at 30 minutes both ticked (the target twice more)');
+  t.same(r.clock.pending(), [NOON + 40 * MIN, NOON + 60 * MIN], 'each loop on its own interval');
   await r.hb.stop();
+  t.same(r.clock.pending(), [], 'stop cleared both timers');
   r.clock.increment(60 * MIN);
-  await settle();
   t.equal(r.sessionQueries(), 4, 'nothing after stop');
 });

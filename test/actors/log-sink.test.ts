@@ -1,9 +1,10 @@
 import t from 'tap';
-import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogSink, formatLogLine, parseLogLevel } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { MemoryEventLog } from '../../store/index.js';
+import { until } from '../fixtures/until.js';
 
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -20,15 +21,22 @@ t.test('writes lines at or above its level to the file, in the log format', asyn
 });
 
 t.test('a log file that cannot be written neither crashes the daemon nor hangs close()', async (t) => {
-  const dir = t.testdir();
+  // svc.log is a directory: every open and write of the file fails (a file removed under an open
+  // stream would not: the writes go on into the unlinked inode).
+  const dir = t.testdir({ logs: { 'svc.log': {} } });
+  const said: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => (said.push(String(chunk)), write(chunk, ...rest))) as typeof process.stderr.write;
+  t.teardown(() => void (process.stderr.write = write));
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const sink = new LogSink(bus, { level: 'debug', file: join(dir, 'logs', 'svc.log'), stderr: false });
-  rmSync(join(dir, 'logs'), { recursive: true, force: true });
   bus.emitLog('info', 'into the void');
-  await new Promise((r) => setImmediate(r));
+  await until('the sink to report the unwritable file', () => said.some((l) => l.includes('svc.log')));
   bus.emitLog('info', 'still alive');
+  bus.emitLog('info', 'and alive');
   await sink.close();
-  t.pass('closed');
+  process.stderr.write = write;
+  t.match(said, [/^svc: log file .*svc\.log: .*; logging to stderr only\n$/], 'the failure is said once, on stderr');
 });
 
 t.test('svc.log is rotated by size, keeping a bounded number of older files', async (t) => {

@@ -1,12 +1,13 @@
 import t from 'tap';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { SimulatedClock } from 'xstate';
 import { DailyJob, MemoryMaintenance, seedMemoryReview } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { MEMORY_REVIEW_JOB_ID, checkMemory, memoryReviewJob, sessionsPastMaxAge } from '../../machines/index.js';
 import { AGENT_COMMANDS, MEMORY_MAINTENANCE_EVENTS, NOTIFICATION_COMMANDS, defaultConfig, type CreateNotification, type SessionEnd, type SessionSummary } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, loadCronJobs, saveCronJobs } from '../../store/index.js';
+import { TimerClock } from '../fixtures/timer-clock.js';
+import { until } from '../fixtures/until.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-27T04:00:00.000Z');
@@ -58,7 +59,7 @@ function session(chat: number, ageDays: number, busy = false): SessionSummary {
 t.test('the daily run on a simulated clock: old sessions ended through the agents, big modules reported once and left whole', async (t) => {
   const ws = memoryWorkspace(t.testdir());
   const bigBefore = fs.readFileSync(join(ws, 'memory_system', 'modules', 'big.md'), 'utf8');
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   clock.set(Date.parse('2026-11-27T00:00:00.000Z'));
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => clock.now() });
@@ -81,26 +82,26 @@ t.test('the daily run on a simulated clock: old sessions ended through the agent
     bus.close();
   });
   job.start();
+  const facts = () => log.read({ stream: 'housekeeping' });
   clock.increment(4 * 3_600_000 - 1);
-  await settle();
+  t.same(clock.pending(), [clock.now() + 1], 'not run yet: the one timer is due at the check hour');
   t.same(ended, [], 'nothing before the check hour');
   clock.increment(1);
-  await settle();
+  await until('the first run\'s fact', () => facts().length === 1);
   t.same(ended.map((e) => [e.id, e.principal.kind]), [['main:api:1', 'system']], 'the 31-day-old idle session is ended; the busy one waits');
   t.equal(notes.length, 1);
   t.match(notes[0]!.body, /modules\/big\.md has 100 lines[\s\S]*modules\/nested\/deep\.md has 90 lines/);
   t.equal(fs.readFileSync(join(ws, 'memory_system', 'modules', 'big.md'), 'utf8'), bigBefore, 'a module over the limit is not truncated');
-  const facts = log.read({ stream: 'housekeeping' });
-  t.equal(facts.length, 1);
-  t.match(facts[0]!.data, {
+  t.equal(facts().length, 1);
+  t.match(facts()[0]!.data, {
     sessions_expired: 1,
     over_limit: [{ agent: 'main', filename: 'modules/big.md', lines: 100 }, { agent: 'main', filename: 'modules/nested/deep.md', lines: 90 }],
     line_limit: 80,
     missing: [{ agent: 'main', filename: 'modules/missing.md' }],
   });
   clock.increment(DAY);
-  await settle();
-  t.equal(log.read({ stream: 'housekeeping' }).length, 2, 'the next day runs again');
+  await until('the next day\'s fact', () => facts().length === 2);
+  t.equal(facts().length, 2, 'the next day runs again');
   t.equal(notes.length, 1, 'the same modules are not reported every day');
 });
 
@@ -123,6 +124,3 @@ t.test('the memory-review cron record is seeded once; a user who deletes it does
   t.equal(log.read({ stream: 'housekeeping' }).length, 1, 'one fact, the first time');
 });
 
-const settle = async () => {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-};

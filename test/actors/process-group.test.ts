@@ -1,7 +1,6 @@
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import {
   claudeAdapter,
   codexAdapter,
@@ -13,6 +12,7 @@ import {
   type StreamEvent,
   type TurnRequest,
 } from '../../actors/index.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = resolve(import.meta.dirname, '../fixtures/bin');
 const ADAPTERS = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter } as const;
@@ -23,15 +23,6 @@ interface Run {
   oversize: number[];
   stderr: string;
   exit: ProcessExit;
-}
-
-/** Polls a condition owned by another process, with a hard deadline instead of a blind sleep. */
-async function until(cond: () => boolean, what: string, ms = 8000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(20);
-  }
 }
 
 /** Alive and not a zombie: an unreaped orphan no longer runs anything. */
@@ -241,7 +232,7 @@ t.test('abort mid-stream kills the whole tree, including a grandchild that ignor
     { FAKE_CLI_HANG: '1', FAKE_CLI_IGNORE_TERM: '1', FAKE_CLI_CHILD_PID_FILE: pidFile },
     { graceMs: 300 },
   );
-  await until(() => run.events.some((e) => e.kind === 'init') && existsSync(pidFile), 'init line and grandchild pid');
+  await until('init line and grandchild pid', () => run.events.some((e) => e.kind === 'init') && existsSync(pidFile));
   const grandchild = Number(readFileSync(pidFile, 'utf8'));
   t.ok(isAlive(grandchild), 'grandchild running before the abort');
   t.ok(handle.pid !== null && isAlive(handle.pid), 'leader running before the abort');
@@ -250,7 +241,7 @@ t.test('abort mid-stream kills the whole tree, including a grandchild that ignor
   const done = await finished;
   t.equal(done.exit.signal, 'SIGKILL', 'the leader ignored SIGTERM, so SIGKILL ended it');
   t.equal(done.exit.killReason, 'user-abort');
-  await until(() => !isAlive(grandchild), 'grandchild to be gone', 5000);
+  await until('grandchild to be gone', () => !isAlive(grandchild), 5000);
   t.pass('grandchild gone');
   await handle.kill('again');
   t.equal((await handle.done).killReason, 'user-abort', 'a second kill changes nothing');
@@ -259,7 +250,7 @@ t.test('abort mid-stream kills the whole tree, including a grandchild that ignor
 t.test('abort of a cooperative CLI ends it with SIGTERM, well before the grace period', async (t) => {
   const dir = t.testdir();
   const { handle, run, finished } = start(request(dir, { provider: 'gemini', systemPrompt: 'S' }), { FAKE_CLI_HANG: '1' }, { graceMs: 60_000 });
-  await until(() => run.events.length > 0, 'init line');
+  await until('init line', () => run.events.length > 0);
   const started = Date.now();
   await handle.kill('timeout');
   const done = await finished;
@@ -284,7 +275,7 @@ t.test('a straggler holding stdout after the CLI exits does not hold the turn; k
   const grandchild = Number(readFileSync(pidFile, 'utf8'));
   t.ok(isAlive(grandchild), 'the straggler outlived the CLI');
   await handle.kill('cleanup');
-  await until(() => !isAlive(grandchild), 'straggler to be gone', 5000);
+  await until('straggler to be gone', () => !isAlive(grandchild), 5000);
   t.pass('straggler gone');
 });
 

@@ -100,22 +100,37 @@ t.test('claude argv', async (t) => {
   });
 });
 
+// The argv PROVIDERS.md §provider_b writes down, expanded here from its own lines rather than
+// restated from the adapter: a change to the adapter that strays from the contract fails below.
+const CODEX_NEW = 'exec --json --color never <sandbox> --skip-git-repo-check [--model M] [-c model_reasoning_effort=E] [params] -';
+const CODEX_RESUME = 'exec resume --json <sandbox> [--model M] [-c ...] -- <thread_id> -';
+function codexArgvFromDoc(doc: string, o: { sandbox: string[]; model?: string; effort?: string; params?: string[]; thread?: string }): string[] {
+  const out: string[] = [];
+  for (const word of doc.replace('[--model M]', '<model>').replace(/\[-c model_reasoning_effort=E\] \[params\]|\[-c \.\.\.\]/, '<extra>').split(' ')) {
+    if (word === '<sandbox>') out.push(...o.sandbox);
+    else if (word === '<model>') out.push(...(o.model ? ['--model', o.model] : []));
+    else if (word === '<extra>') out.push(...(o.effort ? ['-c', `model_reasoning_effort=${o.effort}`] : []), ...(o.params ?? []));
+    else if (word === '<thread_id>') out.push(o.thread!);
+    else out.push(word);
+  }
+  // Departure, written at actors/providers/codex.ts: --skip-git-repo-check is global in `codex exec`, and a resume
+  // outside a git repository fails without it, so the resumed line carries it after the sandbox too.
+  if (doc === CODEX_RESUME) out.splice(3 + o.sandbox.length, 0, '--skip-git-repo-check');
+  return out;
+}
+
 t.test('codex argv', async (t) => {
-  const sandboxNew: Record<PermissionMode, string[]> = {
-    bypassPermissions: ['--dangerously-bypass-approvals-and-sandbox'],
-    acceptEdits: ['--sandbox', 'workspace-write'],
-    auto: ['--sandbox', 'workspace-write'],
-    dontAsk: ['--sandbox', 'workspace-write'],
-    default: ['--sandbox', 'read-only'],
-    plan: ['--sandbox', 'read-only'],
+  // PROVIDERS.md: bypassPermissions -> --dangerously-bypass-approvals-and-sandbox; `--sandbox workspace-write` for
+  // edit-allowed modes, `--sandbox read-only` for read-only ones; resumed turns pass `-c sandbox_mode=<mode>` instead.
+  const sandboxOf = (mode: PermissionMode): string | null =>
+    mode === 'bypassPermissions' ? null : (['acceptEdits', 'auto', 'dontAsk'] as PermissionMode[]).includes(mode) ? 'workspace-write' : 'read-only';
+  const sandboxNew = (mode: PermissionMode) => {
+    const box = sandboxOf(mode);
+    return box === null ? ['--dangerously-bypass-approvals-and-sandbox'] : ['--sandbox', box];
   };
-  const sandboxResume: Record<PermissionMode, string[]> = {
-    bypassPermissions: ['--dangerously-bypass-approvals-and-sandbox'],
-    acceptEdits: ['-c', 'sandbox_mode=workspace-write'],
-    auto: ['-c', 'sandbox_mode=workspace-write'],
-    dontAsk: ['-c', 'sandbox_mode=workspace-write'],
-    default: ['-c', 'sandbox_mode=read-only'],
-    plan: ['-c', 'sandbox_mode=read-only'],
+  const sandboxResume = (mode: PermissionMode) => {
+    const box = sandboxOf(mode);
+    return box === null ? ['--dangerously-bypass-approvals-and-sandbox'] : ['-c', `sandbox_mode=${box}`];
   };
 
   t.test('new thread per permission mode, prompt on stdin via -', async (t) => {
@@ -123,7 +138,7 @@ t.test('codex argv', async (t) => {
       const inv = codexAdapter.buildInvocation(req({ provider: 'codex', permissionMode: mode }), TMP);
       t.same(inv, {
         command: 'codex',
-        args: ['exec', '--json', '--color', 'never', ...sandboxNew[mode], '--skip-git-repo-check', '-'],
+        args: codexArgvFromDoc(CODEX_NEW, { sandbox: sandboxNew(mode) }),
         stdin: 'hi',
         env: {},
         tempFiles: [],
@@ -134,7 +149,7 @@ t.test('codex argv', async (t) => {
   t.test('resume per permission mode: thread id after --, sandbox through -c', async (t) => {
     for (const mode of MODES) {
       const inv = codexAdapter.buildInvocation(req({ provider: 'codex', permissionMode: mode, resumeSessionId: 'th-42' }), TMP);
-      t.same(inv.args, ['exec', 'resume', '--json', ...sandboxResume[mode], '--skip-git-repo-check', '--', 'th-42', '-'], mode);
+      t.same(inv.args, codexArgvFromDoc(CODEX_RESUME, { sandbox: sandboxResume(mode), thread: 'th-42' }), mode);
     }
   });
 
@@ -148,16 +163,11 @@ t.test('codex argv', async (t) => {
       systemPrompt: 'Memory: tea.',
     });
     const inv = codexAdapter.buildInvocation(r, TMP);
-    t.same(inv.args, [
-      'exec', '--json', '--color', 'never', '--sandbox', 'workspace-write', '--skip-git-repo-check',
-      '--model', 'gpt-5.1-codex-max', '-c', 'model_reasoning_effort=xhigh', '-c', 'foo=1', '-',
-    ]);
-    t.equal(inv.stdin, 'Memory: tea.\n\nhi');
+    const extra = { model: 'gpt-5.1-codex-max', effort: 'xhigh', params: ['-c', 'foo=1'] };
+    t.same(inv.args, codexArgvFromDoc(CODEX_NEW, { sandbox: ['--sandbox', 'workspace-write'], ...extra }));
+    t.equal(inv.stdin, 'Memory: tea.\n\nhi', 'no system-prompt flag: memory text is prepended to the prompt');
     const resumed = codexAdapter.buildInvocation({ ...r, resumeSessionId: 'th-1' }, TMP);
-    t.same(resumed.args, [
-      'exec', 'resume', '--json', '-c', 'sandbox_mode=workspace-write', '--skip-git-repo-check',
-      '--model', 'gpt-5.1-codex-max', '-c', 'model_reasoning_effort=xhigh', '-c', 'foo=1', '--', 'th-1', '-',
-    ]);
+    t.same(resumed.args, codexArgvFromDoc(CODEX_RESUME, { sandbox: ['-c', 'sandbox_mode=workspace-write'], thread: 'th-1', ...extra }));
   });
 
   t.test('effort is dropped when the model does not support it', async (t) => {
@@ -184,7 +194,7 @@ t.test('codex argv', async (t) => {
     const inv = codexAdapter.buildInvocation(req({ provider: 'codex', docker: DOCKER, permissionMode: 'bypassPermissions' }), TMP);
     t.same(inv.args, [
       'exec', '-i', '-w', '/workspace', '-e', 'SVC_AGENT_NAME=main', '-e', 'SVC_CHAT_ID=7', 'svc-sandbox',
-      'codex', 'exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-',
+      'codex', ...codexArgvFromDoc(CODEX_NEW, { sandbox: ['--dangerously-bypass-approvals-and-sandbox'] }),
     ]);
     t.equal(inv.command, 'docker');
     t.equal(inv.stdin, 'hi');

@@ -136,8 +136,7 @@ t.test('a command past the deadline is killed and the chain goes on', async (t) 
   t.match(message, /custom command \(transcription\.command\): failed, timed out after 1500 ms; killed/);
   const pid = Number(readFileSync(pidFile, 'utf8'));
   t.ok(pid > 0, 'the command had started');
-  const deadline = Date.now() + 8000;
-  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until('the killed command to be gone', () => !isAlive(pid), 8000);
   t.notOk(isAlive(pid), 'and is gone');
 });
 

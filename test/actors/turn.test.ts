@@ -9,6 +9,7 @@ import { Bus } from '../../bus/index.js';
 import { CHECKPOINT_MAX_CHARS, partialText, turnMachine, type CliAttempt, type TurnEvent, type TurnInput } from '../../machines/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { anyEvent } from '../fixtures/any-event.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
@@ -242,8 +243,7 @@ t.test('real CLIs stream text, tools and status in order and record the turn', a
 t.test('abort mid-stream kills the whole process tree, including a grandchild that ignores SIGTERM', async (t) => {
   const pidFile = join(t.testdir(), 'grandchild.pid');
   const { actor, done } = await runReal(t, claudeAdapter, { FAKE_CLI_HANG: '1', FAKE_CLI_IGNORE_TERM: '1', FAKE_CLI_CHILD_PID_FILE: pidFile });
-  const deadline = Date.now() + 10_000;
-  while (!existsSync(pidFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until('the grandchild to write its pid', () => existsSync(pidFile), 10_000);
   const grandchild = Number(readFileSync(pidFile, 'utf8'));
   actor.send({ type: 'abort', reason: 'user' });
   const r = await done;
@@ -261,8 +261,7 @@ t.test('abort mid-stream kills the whole process tree, including a grandchild th
 
 t.test('an external SIGKILL resets the session and retries once with status recovering', async (t) => {
   const { actor, done, chunks } = await runReal(t, claudeAdapter, { FAKE_CLI_DELAY_MS: '150', FAKE_CLI_CHUNKS: '3', FAKE_CLI_REPLY: 'abcdef' }, { resumeSessionId: 'prev' });
-  const deadline = Date.now() + 10_000;
-  while (actor.getSnapshot().context.pid === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await until('the CLI to be spawned', () => actor.getSnapshot().context.pid !== null, 10_000);
   process.kill(actor.getSnapshot().context.pid!, 'SIGKILL');
   const r = await done;
   t.equal(r.status, 'completed');

@@ -32,17 +32,8 @@ export function startSvc(home: string, args: string[] = ['start'], env: NodeJS.P
   return Object.assign(child, { output: () => out });
 }
 
-/** Wait for a condition another process brings about; bounded, so a broken daemon fails the test instead of hanging it. */
-type Maybe<T> = T | undefined | null | false;
-export async function until<T>(what: string, check: () => Maybe<T> | Promise<Maybe<T>>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The suite's one poll helper, re-exported for the daemon tests that import it from here. */
+export { until } from '../fixtures/until.js';
 
 export function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => {

@@ -4,12 +4,12 @@ import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SimulatedClock } from 'xstate';
 import { startDaemon } from '../../bin/daemon.js';
 import { agentsOf } from '../../bus/index.js';
 import { CHAT_SESSION_EVENTS, HEARTBEAT_EVENTS, MEMORY_MAINTENANCE_EVENTS, NOTIFICATION_EVENTS, type Principal } from '../../schemas/index.js';
 import { homePaths, loadCronJobs } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { TimerClock } from '../fixtures/timer-clock.js';
 import { until } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
@@ -29,7 +29,7 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
     }),
   );
   const paths = homePaths(root);
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));
@@ -57,8 +57,11 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
   // Stopping ends the loops (and any heartbeat still running, without waiting for its answer); a tick after it would write to a closed log and throw.
   await d.stop('test');
   running = false;
+  t.same(clock.pending(), [], 'no loop left a timer on the clock');
+  const after: string[] = [];
+  d.bus.events$.subscribe((e) => void after.push(e.type));
   clock.increment(10 * 60_000);
-  await new Promise((r) => setTimeout(r, 100));
+  t.same(after, [], 'ten minutes later nothing ran');
 });
 
 t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the heartbeat\'s own, owed no restart notice', async (t) => {
@@ -68,7 +71,7 @@ t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the
   // `[[hold]]`: the fake CLI answers nothing and waits to be killed (a turn that would run for timeouts.background).
   writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ heartbeat: { enabled: true, interval_minutes: 1, cooldown_minutes: 0, quiet_start: 0, quiet_end: 0, prompt: 'check [[hold]]' } }));
   const paths = homePaths(root);
-  const clock = new SimulatedClock();
+  const clock = new TimerClock();
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 200, turnClock: clock, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   let running = true;
   scratch.beforeRemove(() => (running ? d.stop('test') : undefined));

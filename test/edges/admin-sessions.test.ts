@@ -12,6 +12,7 @@ import { homePaths } from '../../store/index.js';
 import { adminUser, testAdminJwt } from '../fixtures/admin-api.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const PEOPLE = { ada: adminUser('ada', 'admin'), olga: adminUser('olga', 'operator'), vic: adminUser('vic', 'viewer'), rita: adminUser('rita', 'admin', ['ops']) };
@@ -105,7 +106,7 @@ t.test('ids that name no session are 404, credentials are checked first', async 
 });
 
 t.test('a /stop while a session end waits behind the killed turn does not cancel the end', async (t) => {
-  const { mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const { mkdirSync, writeFileSync, rmSync, readdirSync } = await import('node:fs');
   const gate = join(tempHome(t).dir, 'gate');
   mkdirSync(gate, { recursive: true });
   writeFileSync(join(gate, 'open'), '');
@@ -115,10 +116,12 @@ t.test('a /stop while a session end waits behind the killed turn does not cancel
   rmSync(join(gate, 'open'));
   const held = ask('held at the gate');
   await held.accepted;
-  for (let i = 0; i < 400 && !d.log.read({ streamPrefix: 'turn:', types: ['turn.spawned'] }).some((e) => e.correlation === 'r2'); i++) await new Promise((r) => setTimeout(r, 5));
+  const atGate = () => readdirSync(gate).some((n) => n.endsWith('.running'));
+  await until('the held turn\'s CLI to wait at the gate', atGate);
   const ending = d.bus.send(AGENT_COMMANDS.endSession, { id: 'main:api:1', principal: ASKER, request_id: 'end-1' });
-  // The end is queued once the command's handler has run: a few turns of the event loop, well inside the grace.
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  // The end kills the turn and queues itself in one synchronous step: once the CLI has its SIGTERM (its gate marker
+  // gone), the end is queued, so the /stop below comes after it, whatever the machine's load.
+  await until('the end\'s SIGTERM to reach the held CLI', () => !atGate());
   await agentsOf(d.bus).abort(1, ASKER);
   t.same(await ending, { killed: 1 });
   t.equal(d.log.read({ stream: 'session:main:api:1' }).at(-1)!.type, 'session.ended', 'the session did end');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureMainAgentToken, homePaths } from '../../store/index.js';
 import { BOB_TOKEN, MAIN_TOKEN, serveInternal } from '../fixtures/internal-api.js';
+import { until } from '../fixtures/until.js';
 
 const TOOLS = fileURLToPath(new URL('../../home-defaults/workspace/tools/', import.meta.url));
 const RUNNER = fileURLToPath(new URL('../fixtures/ask-command-runner.ts', import.meta.url));
@@ -38,16 +39,6 @@ function runIn(cwd: string | undefined, cmd: string, args: string[], opts: { env
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(opts.stdin ?? '');
   });
-}
-
-async function until<T>(what: string, check: () => T | undefined | null | false, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** A port nothing listens on: bound, noted, released. */

@@ -1,19 +1,10 @@
 import t from 'tap';
 import type { Envelope } from '../../schemas/index.js';
 import { BOB_TOKEN, MAIN_TOKEN, serveInternal } from '../fixtures/internal-api.js';
+import { until } from '../fixtures/until.js';
 
 type Json = Record<string, unknown>;
 const body = async (r: Response) => [r.status, (await r.json()) as Json] as const;
-
-async function until<T>(what: string, check: () => T | undefined | null | false, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 t.test('POST /interagent/send: main and sub-agents ask, with and without a caller user', async (t) => {
   const { call, rt, logs } = await serveInternal(t);

@@ -18,6 +18,7 @@ import {
 } from '../../store/index.js';
 import type { Projection } from '../../store/index.js';
 import { conformance } from './event-log.conformance.js';
+import { until } from '../fixtures/until.js';
 
 const dbIn = (dir: string) => join(dir, 'events.db');
 const openIn = (dir: string) => SqliteEventLog.open(dbIn(dir), { projections: [streamHeadsProjection] });
@@ -49,14 +50,6 @@ function errorOf(fn: () => unknown): Error {
 /** tap's own TypeScript loader, so a child process can run a .ts fixture the same way tests run. */
 const tsLoader = import.meta.resolve('@tapjs/typescript/import');
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
-
-async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 t.test('sqlite: a file created by the log is private and in WAL mode', async (t) => {
   const dir = t.testdir();
@@ -262,7 +255,7 @@ t.test('sqlite: a writer killed mid-append leaves only whole batches', async (t)
     const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_code, sig) => r(sig)));
     const printed = () => out.split('\n').filter(Boolean).map(Number);
     const start = round === 1 ? 0 : Math.max(...printed(), 0);
-    await until(() => printed().length >= 150 || child.exitCode !== null, 'the child to commit batches').catch((e) => {
+    await until('the child to commit batches', () => printed().length >= 150 || child.exitCode !== null).catch((e) => {
       child.kill('SIGKILL');
       throw e;
     });

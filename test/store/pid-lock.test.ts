@@ -5,18 +5,11 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { isSvcError } from '../../schemas/index.js';
 import { acquirePidLock, readBootId, readProcStat } from '../../store/index.js';
+import { until } from '../fixtures/until.js';
 
 /** tap's own TypeScript loader, so the child runs the real module the way tests do. */
 const tsLoader = import.meta.resolve('@tapjs/typescript/import');
 const holderScript = fileURLToPath(new URL('../fixtures/pid-lock-holder.ts', import.meta.url));
-
-async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function startHolder(pidFile: string) {
   const child = spawn(process.execPath, [`--import=${tsLoader}`, holderScript, pidFile], {
@@ -28,7 +21,7 @@ function startHolder(pidFile: string) {
   child.stdout.on('data', (d: Buffer) => (out += d));
   child.stderr.on('data', (d: Buffer) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  const ready = until(() => out.includes('locked') || child.exitCode !== null, 'the holder to take the lock').then(() => {
+  const ready = until('the holder to take the lock', () => out.includes('locked') || child.exitCode !== null).then(() => {
     if (!out.includes('locked')) throw new Error(`holder failed: ${err}`);
   });
   return { child, ready, exited };
@@ -170,9 +163,9 @@ t.test('a zombie holder does not block start', async (t) => {
   });
   let out = '';
   parent.stdout.on('data', (d: Buffer) => (out += d));
-  await until(() => out.includes('\n'), 'the zombie pid');
+  await until('the zombie pid', () => out.includes('\n'));
   const zombie = Number(out.trim());
-  await until(() => readProcStat(zombie)?.state === 'Z', 'the child to become a zombie');
+  await until('the child to become a zombie', () => readProcStat(zombie)?.state === 'Z');
   writeFileSync(pidFile, `${zombie}\nstart=${readProcStat(zombie)!.startTime}\nboot=${readBootId()}\n`);
   const lock = acquirePidLock(pidFile);
   t.match(lock.tookOver, `pid ${zombie} has exited (a zombie)`);

@@ -114,6 +114,11 @@ t.test('hostile paths and links out of the workspace: 4xx on every route, nothin
     'secrets-dir/new',
     'notes.txt/../../x',
   ];
+  // The traps are live: followed as a careless reader would, they hold what LEAK looks for, so "nothing leaked" below means something.
+  for (const trap of ['out-dir/loot.md', 'users.md', 'env.md']) t.match(fs.readFileSync(join(s.paths.workspace, trap), 'utf8'), LEAK, `the trap ${trap} is armed`);
+  // The same routes serve what is inside, so each refusal below is the guard's, not a reader that serves nothing.
+  t.match(await s.call(`/api/files/download?relative_path=${enc('notes.txt')}`), { status: 200, body: 'hello notes\n' });
+  t.match(await s.call(`/api/files/list?path=${enc('output_to_user')}`), { status: 200, body: [{ name: 'report.pdf' }] });
   for (const p of hostile) {
     const label = JSON.stringify(p.slice(0, 60));
     for (const url of [`/api/files/download?relative_path=${enc(p)}`, `/api/files/download?relative_path=${enc(enc(p))}`, `/api/files/list?path=${enc(p)}`]) {
