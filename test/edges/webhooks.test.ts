@@ -13,6 +13,7 @@ import { AUTOMATION_EVENTS, CHAT_DELIVERY_EVENTS, CHAT_SESSION_COMMANDS, default
 import { MemoryEventLog, homePaths, saveWebhooks, type HomePaths } from '../../store/index.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
 import { rawRequest } from '../fixtures/raw-http.js';
+import { until } from '../fixtures/until.js';
 
 const T0 = Date.parse('2026-05-01T12:00:00.000Z');
 const GLOBAL = 'global-webhook-token-0123456789';
@@ -100,10 +101,7 @@ async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failT
   const facts = () => log.read({}).filter((e) => e.stream.startsWith('webhook:'));
   const file = () => readFileSync(paths.webhooksFile, 'utf8');
   const hook = (id: string) => (JSON.parse(file()) as Record<string, unknown>[]).find((h) => h.id === id)!;
-  const settled = async (id: string) => {
-    for (let i = 0; i < 200 && hook(id).last_status === 'running'; i++) await new Promise((r) => setTimeout(r, 10));
-    return hook(id);
-  };
+  const settled = (id: string) => until(() => `webhook ${id} to settle (last_status ${String(hook(id).last_status)})`, () => hook(id).last_status !== 'running' && hook(id));
   return {
     bus, log, logs, rt, paths, server, base, post, facts, file, hook, settled, adminChat,
     advance: (ms: number) => void (now += ms),
