@@ -61,6 +61,7 @@ import {
   startWebhookServer,
   startFileshareServer,
   type ApiServer,
+  type DirectHub,
   type FileshareServer,
   type InternalApi,
   type Surface,
@@ -183,6 +184,8 @@ export class DaemonContext {
   readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server: api.token as the direct API generated it, until the config watcher reads it back. */
   generatedApiToken = '';
+  /** The direct API's connections, while it runs: chat delivery asks it whether a chat is open. */
+  directHub: DirectHub | null = null;
   readonly apiToken = (): string => this.config().api.token || this.generatedApiToken;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
@@ -405,7 +408,8 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'chat-delivery',
     start(ctx) {
-      const delivery = startChatDelivery({ bus: ctx.bus });
+      // The direct API keeps no history: a chat with no connection open has it in the admin chat instead.
+      const delivery = startChatDelivery({ bus: ctx.bus, transports: { reaches: (t, chat, topic) => t === 'api' && ctx.directHub?.hasChat(chat, topic) === true } });
       return () => delivery.unsubscribe();
     },
   },
@@ -867,6 +871,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
     providers: () => authOkProviders(detectedProviders(ctx)),
   });
   if (direct) ctx.generatedApiToken = direct.hub.deps.token;
+  ctx.directHub = direct?.hub ?? null;
   return [
     ...(direct ? [direct.surface] : []),
     ...(ctx.config().api.enabled

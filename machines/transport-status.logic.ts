@@ -56,12 +56,14 @@ export function transportStatuses(
 export type DeliveryRoute = { kind: 'origin' } | { kind: 'admin-chat'; reason: string };
 
 /**
- * The chat asked for when its transport is running; otherwise the agent's admin chat, which is
- * always there, with the reason: a messenger this build does not include, one that is not running
- * now, or a transport svc has no chat delivery for at all.
+ * The chat asked for when its transport is running and can reach it now; otherwise the agent's
+ * admin chat, which is always there, with the reason: a messenger this build does not include, one
+ * that is not running now, a transport svc has no chat delivery for at all, or (the direct API,
+ * which keeps no history) no connection of that chat open to take it.
  */
-export function deliveryRoute(transport: string, running: boolean): DeliveryRoute {
-  if (running) return { kind: 'origin' };
+export function deliveryRoute(transport: string, running: boolean, reachable = running): DeliveryRoute {
+  if (running && reachable) return { kind: 'origin' };
+  if (running) return { kind: 'admin-chat', reason: `no ${transport} connection of that chat is open` };
   if ((TRANSPORTS as readonly string[]).includes(transport)) {
     return {
       kind: 'admin-chat',

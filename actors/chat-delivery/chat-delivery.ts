@@ -11,15 +11,18 @@ const LIVE_TRANSPORTS = new Set(['api']);
 export const ADMIN_TRANSPORT = 'admin';
 
 /**
- * Which transports are running now. Today that is the direct API only: no messenger transport
- * (Telegram, Matrix) is built. The registry that starts them answers for them once they exist, and
- * whatever it says is not running has its chats' messages put in the agent's admin chat instead.
+ * Whether a chat can be told now. Today only the direct API delivers (no messenger transport,
+ * Telegram or Matrix, is built), and it has no history: a chat with no connection open would get
+ * nothing, so the composition root answers from the direct API's open connections. The registry
+ * that starts messengers answers for them once they exist; a chat it says cannot be told has the
+ * message put in the agent's admin chat instead.
  */
 export interface TransportRegistry {
-  running(transport: string): boolean;
+  reaches(transport: string, chatId: number, topicId: number | null): boolean;
 }
 
-export const DEFAULT_TRANSPORTS: TransportRegistry = { running: (t) => LIVE_TRANSPORTS.has(t) };
+/** Every chat of a live transport counts as reachable (a stand-alone stand with no direct API to ask). */
+export const DEFAULT_TRANSPORTS: TransportRegistry = { reaches: (t) => LIVE_TRANSPORTS.has(t) };
 
 /**
  * Serves `chat.deliver`, the one way svc says something in a chat outside a turn. The admin chat
@@ -39,7 +42,7 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
       await recordChatEnvelope(bus, { agent, id: `delivery-${randomUUID()}`, kind: 'text', content: d.text, meta: { source: d.source }, correlation: cmd.correlation });
       return { delivered: true, to: ADMIN_TRANSPORT };
     }
-    const route = deliveryRoute(d.transport, transports.running(d.transport) && LIVE_TRANSPORTS.has(d.transport));
+    const route = deliveryRoute(d.transport, LIVE_TRANSPORTS.has(d.transport), LIVE_TRANSPORTS.has(d.transport) && transports.reaches(d.transport, d.chat_id, d.topic_id));
     if (route.kind === 'origin') {
       bus.emitTransient({
         stream: `chat:${d.transport}:${d.chat_id}`,

@@ -195,6 +195,12 @@ export class DirectHub {
     this.connections.delete(conn);
   }
 
+  /** Is a chat (its topic, or chat-scoped when null) open on an authenticated connection now? */
+  hasChat(chatId: number, topicId: number | null): boolean {
+    for (const c of this.connections) if (c.authenticated && c.chatId === chatId && c.channelId === topicId) return true;
+    return false;
+  }
+
   /** Authenticated (encrypted-session) connections: what `/health` reports. */
   get authenticatedCount(): number {
     let n = 0;

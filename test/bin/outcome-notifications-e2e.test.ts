@@ -33,6 +33,7 @@ async function boot(t: Parameters<typeof tempHome>[0]) {
   const jobs = [
     { id: 'nightly', title: 'Nightly build', schedule: '0 0 1 1 *', agent: 'main', enabled: true, description: '[[fail]] build it' },
     { id: 'tg-report', title: 'Telegram report', schedule: '0 0 1 1 *', agent: 'main', enabled: true, description: 'report', transport: 'telegram', chat_id: 4242 },
+    { id: 'api-report', title: 'API report', schedule: '0 0 1 1 *', agent: 'main', enabled: true, description: 'api report', transport: 'api', chat_id: 77 },
   ];
   saveCronJobs(paths, jobs as unknown as CronJobRecord[]);
   for (const j of jobs) prepareCronJobFolder(paths, j.id);
@@ -121,4 +122,24 @@ t.test('nothing computed is dropped: a wake with no chat and a cron result for a
     'the wake answer is in the admin chat',
   );
   t.match(messages.find((m) => m.meta?.source === 'cron:tg-report'), { content: /^TASK: Telegram report\n\necho: report/, meta: { rerouted_from: { transport: 'telegram', chat_id: 4242 } } }, 'so is the cron result');
+});
+
+t.test('the direct API keeps no history: a result for a chat with no connection open goes to the admin chat; an open one gets it live', async (t) => {
+  const { d, api } = await boot(t);
+  const rerouted = () => d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).filter((e) => e.data.source === 'cron:api-report');
+  const delivered = (n: number) => until(`cron delivery ${n}`, () => d.log.read({ stream: 'cron:api-report', types: [AUTOMATION_EVENTS.delivered] })[n - 1]);
+
+  t.same(await d.bus.send(CRON_COMMANDS.run, { principal: ADMIN, id: 'api-report' }), { started: true });
+  t.match((await delivered(1)).data, { to: 'admin' }, 'nobody had chat 77 open');
+  t.match(rerouted(), [{ data: { transport: 'api', chat_id: 77, to: 'admin', reason: 'no api connection of that chat is open' } }]);
+  const session = (await api('/api/chat/sessions?agent=main')).body.find((s: Frame) => s.id === rerouted()[0]!.data.session_id);
+  const messages = (await api(`/api/chat/sessions/${session.id}/messages`)).body as Frame[];
+  t.match(messages.find((m) => m.meta?.source === 'cron:api-report'), { content: /^TASK: API report\n\necho: api report/ }, 'the result is in the admin chat');
+
+  const direct = await connectDirect(d.apiPort!, API_TOKEN, 77);
+  t.teardown(() => direct.ws.terminate());
+  t.same(await d.bus.send(CRON_COMMANDS.run, { principal: ADMIN, id: 'api-report' }), { started: true });
+  t.match(await direct.next('result', /^TASK: API report/), { type: 'result', stream_fallback: false }, 'an open chat 77 gets it live');
+  t.match((await delivered(2)).data, { to: 'api' });
+  t.equal(rerouted().length, 1, 'and nothing more was rerouted');
 });

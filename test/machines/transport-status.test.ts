@@ -30,4 +30,6 @@ t.test('deliveryRoute: a running transport gets its chat; otherwise the admin ch
   t.same(deliveryRoute('telegram', false), { kind: 'admin-chat', reason: 'transport telegram is not included in this version of svc yet' });
   t.same(deliveryRoute('matrix', false), { kind: 'admin-chat', reason: 'transport matrix is not included in this version of svc yet' });
   t.same(deliveryRoute('internal', false), { kind: 'admin-chat', reason: 'transport internal has no chat delivery in svc' });
+  t.same(deliveryRoute('api', true, false), { kind: 'admin-chat', reason: 'no api connection of that chat is open' }, 'the direct API keeps no history');
+  t.same(deliveryRoute('api', true, true), { kind: 'origin' });
 });
