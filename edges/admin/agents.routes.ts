@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ADMIN_AGENT_COMMANDS, MAX_AVATAR_BYTES, MetricsPeriodSchema, UpdateAgentBodySchema, type Principal } from '../../schemas/index.js';
-import { json, parseStrictQuery, withBody, type HttpRequest, type Route } from '../http/index.js';
+import { json, withBody, withQuery, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { avatarFromMultipart } from './avatar-upload.js';
@@ -20,7 +20,6 @@ const PeriodQuery = v.object({ period: v.optional(MetricsPeriodSchema, '24h') })
 export function agentsRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;
   const C = ADMIN_AGENT_COMMANDS;
-  const period = (req: HttpRequest) => parseStrictQuery(req, PeriodQuery).period;
   return [
     {
       method: 'GET',
@@ -70,16 +69,14 @@ export function agentsRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/agents/:name/metrics',
       auth: adminAuth('agents.read'),
       summary: "An agent's turn metrics over a period (24h or 7d)",
-      query: PeriodQuery,
-      handler: async (req, principal) => json(200, await bus.send(C.metrics, { principal, name: req.params.name ?? '', period: period(req) })),
+      ...withQuery(PeriodQuery, async ({ period }, req, principal: Principal) => json(200, await bus.send(C.metrics, { principal, name: req.params.name ?? '', period }))),
     },
     {
       method: 'GET',
       pattern: '/api/agents/:name/metrics/history',
       auth: adminAuth('agents.read'),
       summary: "An agent's metrics in time buckets",
-      query: PeriodQuery,
-      handler: async (req, principal) => json(200, await bus.send(C.history, { principal, name: req.params.name ?? '', period: period(req) })),
+      ...withQuery(PeriodQuery, async ({ period }, req, principal: Principal) => json(200, await bus.send(C.history, { principal, name: req.params.name ?? '', period }))),
     },
     {
       method: 'GET',

@@ -15,9 +15,10 @@ import {
   USER_COMMANDS,
   isPlainObject,
   userInfo,
+  type Principal,
   type TokenPair,
 } from '../../schemas/index.js';
-import { json, parseStrictBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
+import { json, parseStrictBody, withBody, type HttpReply, type HttpRequest, type Route } from '../http/index.js';
 import { csrfProven, parseCookies } from './access-token.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
@@ -69,8 +70,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
   };
 
   /** The refresh token of the body, else of the cookie; from the cookie only with the CSRF proof. */
-  const refreshToken = (req: HttpRequest): string | null => {
-    const body = parseStrictBody(req, RefreshBodySchema);
+  const refreshToken = (body: v.InferOutput<typeof RefreshBodySchema>, req: HttpRequest): string | null => {
     if (body?.refresh_token) return body.refresh_token;
     const cookies = parseCookies(req.headers.cookie);
     const fromCookie = cookies.get(AUTH_COOKIES.refresh);
@@ -90,6 +90,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       handler: async (req) => {
         const tooMany = limited(req);
         if (tooMany) return tooMany;
+        // Parsed by hand: the limit counts a malformed attempt too, and the schema is picked by the body.
         // Two shapes; choosing by the `token` key gives a message about the shape the client meant.
         let raw: unknown = null;
         try {
@@ -112,6 +113,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
       handler: async (req) => {
         const tooMany = limited(req);
         if (tooMany) return tooMany;
+        // Parsed by hand, after the limit: a malformed attempt counts (and is refused 429) like any other.
         const body = parseStrictBody(req, TwoFactorLoginBodySchema);
         return session(req, await deps.bus.send(USER_COMMANDS.loginTwoFactor, { ip: ip(req), ...body }));
       },
@@ -120,25 +122,23 @@ export function authRoutes(deps: AdminDeps): Route[] {
       method: 'POST',
       pattern: '/api/auth/refresh',
       summary: 'A new access token (the refresh token rotates; a reused one ends its family)',
-      body: RefreshBodySchema,
       auth: 'public',
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req) => {
-        const token = refreshToken(req);
+      ...withBody(RefreshBodySchema, async (body, req) => {
+        const token = refreshToken(body, req);
         if (token === null) throw new SvcError('invalid-credentials', `send {"refresh_token": ...} or the ${AUTH_COOKIES.refresh} cookie`);
         return session(req, await deps.bus.send(USER_COMMANDS.refresh, { ip: ip(req), refresh_token: token }));
-      },
+      }),
     },
     {
       // Public: it must work once the access token has expired; the refresh token is the proof.
       method: 'POST',
       pattern: '/api/auth/logout',
       summary: 'Log out: the refresh token is revoked',
-      body: RefreshBodySchema,
       auth: 'public',
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req) => {
-        const token = refreshToken(req);
+      ...withBody(RefreshBodySchema, async (body, req) => {
+        const token = refreshToken(body, req);
         await deps.bus.send(USER_COMMANDS.logout, { ip: ip(req), refresh_token: token });
         const gone = { secure: secure(req) };
         return {
@@ -148,7 +148,7 @@ export function authRoutes(deps: AdminDeps): Route[] {
             cookie(n, '', 0, { ...gone, httpOnly: n === AUTH_COOKIES.access || n === AUTH_COOKIES.refresh }),
           ),
         };
-      },
+      }),
     },
     {
       method: 'GET',
@@ -166,18 +166,17 @@ export function authRoutes(deps: AdminDeps): Route[] {
       method: 'PUT',
       pattern: '/api/auth/profile',
       summary: 'Change your display name, avatar or password',
-      body: ProfileBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => {
-        const changes = parseStrictBody(req, ProfileBodySchema);
+      // Parsed first, then the limit: only a body with a password check counts as an attempt.
+      ...withBody(ProfileBodySchema, async (changes, req, principal: Principal) => {
         // A password check is a login attempt to a thief holding an access token: the same per-address limit.
         if (changes.old_password !== undefined) {
           const tooMany = limited(req);
           if (tooMany) return tooMany;
         }
         return json(200, await deps.bus.send(USER_COMMANDS.profile, { principal, ip: ip(req), changes }));
-      },
+      }),
     },
     {
       method: 'POST',
@@ -191,25 +190,23 @@ export function authRoutes(deps: AdminDeps): Route[] {
       method: 'POST',
       pattern: '/api/auth/2fa/verify',
       summary: 'Turn 2FA on with a code from the new secret',
-      body: TotpCodeBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => json(200, await deps.bus.send(USER_COMMANDS.totpVerify, { principal, ip: ip(req), ...parseStrictBody(req, TotpCodeBodySchema) })),
+      ...withBody(TotpCodeBodySchema, async (body, req, principal: Principal) => json(200, await deps.bus.send(USER_COMMANDS.totpVerify, { principal, ip: ip(req), ...body }))),
     },
     {
       method: 'POST',
       pattern: '/api/auth/2fa/disable',
       summary: 'Turn 2FA off (a current code and the password)',
-      body: TotpDisableBodySchema,
       auth: adminAuth('account.self'),
       maxBodyBytes: AUTH_BODY_BYTES,
-      handler: async (req, principal) => {
-        const body = parseStrictBody(req, TotpDisableBodySchema);
+      // Parsed first, then the limit: a malformed body is refused without counting as an attempt.
+      ...withBody(TotpDisableBodySchema, async (body, req, principal: Principal) => {
         // It checks the password and a code: the same per-address limit as a login.
         const tooMany = limited(req);
         if (tooMany) return tooMany;
         return json(200, await deps.bus.send(USER_COMMANDS.totpDisable, { principal, ip: ip(req), ...body }));
-      },
+      }),
     },
     {
       method: 'POST',

@@ -1,5 +1,5 @@
-import { CRON_COMMANDS, CreateCronJobBodySchema, RecordIdSchema, UpdateCronJobBodySchema } from '../../schemas/index.js';
-import { json, parseStrictBody, type Route } from '../http/index.js';
+import { CRON_COMMANDS, CreateCronJobBodySchema, RecordIdSchema, UpdateCronJobBodySchema, type Principal } from '../../schemas/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam } from './query-params.js';
@@ -26,21 +26,19 @@ export function cronRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/cron',
       auth: adminAuth('cron.write'),
       summary: 'Create a cron job',
-      body: CreateCronJobBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => json(201, await bus.send(CRON_COMMANDS.create, { principal, job: parseStrictBody(req, CreateCronJobBodySchema) })),
+      ...withBody(CreateCronJobBodySchema, async (job, _req, principal: Principal) => json(201, await bus.send(CRON_COMMANDS.create, { principal, job }))),
     },
     {
       method: 'PUT',
       pattern: '/api/cron/:id',
       auth: adminAuth('cron.write'),
       summary: 'Change a cron job',
-      body: UpdateCronJobBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => {
+      ...withBody(UpdateCronJobBodySchema, async (changes, req, principal: Principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(CRON_COMMANDS.update, { principal, id, changes: parseStrictBody(req, UpdateCronJobBodySchema) }));
-      },
+        return json(200, await bus.send(CRON_COMMANDS.update, { principal, id, changes }));
+      }),
     },
     {
       method: 'DELETE',

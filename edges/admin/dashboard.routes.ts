@@ -1,5 +1,5 @@
-import { RenameInstanceBodySchema, SYSTEM_COMMANDS } from '../../schemas/index.js';
-import { json, parseStrictBody, type Route } from '../http/index.js';
+import { RenameInstanceBodySchema, SYSTEM_COMMANDS, type Principal } from '../../schemas/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { language } from './query-params.js';
@@ -23,12 +23,10 @@ export function dashboardRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/system/instance-name',
       auth: adminAuth('system.rename'),
       summary: 'Rename this instance',
-      body: RenameInstanceBodySchema,
       maxBodyBytes: 4096,
-      handler: async (req, principal) => {
-        const { instance_name } = parseStrictBody(req, RenameInstanceBodySchema);
-        return json(200, await bus.send(SYSTEM_COMMANDS.rename, { principal, instance_name }));
-      },
+      ...withBody(RenameInstanceBodySchema, async ({ instance_name }, _req, principal: Principal) =>
+        json(200, await bus.send(SYSTEM_COMMANDS.rename, { principal, instance_name })),
+      ),
     },
     {
       method: 'GET',

@@ -10,9 +10,10 @@ import {
   SignedDownloadQuerySchema,
   SvcError,
   USER_FILES_COMMANDS,
+  type Principal,
 } from '../../schemas/index.js';
 import { openUserFile, type ContainedFile } from '../../store/index.js';
-import { contentDisposition, contentTypeFor, json, parseStrictBody, parseStrictQuery, type HttpReply, type Route } from '../http/index.js';
+import { contentDisposition, contentTypeFor, json, withBody, withQuery, type HttpReply, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { SIGNED_DOWNLOAD_PATH, signedDownloadUrl, urlSigner } from './signed-url.js';
@@ -59,24 +60,20 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       method: 'GET',
       pattern: '/api/files/list',
       summary: "List a folder of an agent's files",
-      query: FilesListQuerySchema,
       auth: adminAuth('files.read'),
-      handler: async (req, principal) => {
-        const q = parseStrictQuery(req, FilesListQuerySchema);
+      ...withQuery(FilesListQuerySchema, async (q, _req, principal: Principal) => {
         return json(200, await bus.send(USER_FILES_COMMANDS.list, { principal, agent: q.agent ?? MAIN_AGENT, path: q.path }));
-      },
+      }),
     },
     {
       method: 'GET',
       pattern: '/api/files/download',
       summary: "Download one of an agent's files",
-      query: FilesDownloadQuerySchema,
       auth: adminAuth('files.read'),
-      handler: async (req, principal) => {
-        const q = parseStrictQuery(req, FilesDownloadQuerySchema);
+      ...withQuery(FilesDownloadQuerySchema, async (q, _req, principal: Principal) => {
         const located = await bus.send(USER_FILES_COMMANDS.locate, { principal, agent: q.agent ?? MAIN_AGENT, path: onePath(q, ['relative_path', 'path'], 'query') });
         return download(await openUserFile(paths, located.agent, located.relative_path));
-      },
+      }),
     },
     {
       method: 'POST',
@@ -84,11 +81,9 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: adminAuth('files.write'),
       summary: "Create a folder in an agent's files",
-      body: FilesMkdirBodySchema,
-      handler: async (req, principal) => {
-        const body = parseStrictBody(req, FilesMkdirBodySchema);
+      ...withBody(FilesMkdirBodySchema, async (body, _req, principal: Principal) => {
         return json(201, await bus.send(USER_FILES_COMMANDS.mkdir, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'name'], 'body') }));
-      },
+      }),
     },
     {
       method: 'DELETE',
@@ -96,11 +91,9 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: adminAuth('files.write'),
       summary: "Delete a file or folder in an agent's files",
-      body: FilesDeleteBodySchema,
-      handler: async (req, principal) => {
-        const body = parseStrictBody(req, FilesDeleteBodySchema);
+      ...withBody(FilesDeleteBodySchema, async (body, _req, principal: Principal) => {
         return json(200, await bus.send(USER_FILES_COMMANDS.delete, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'path'], 'body') }));
-      },
+      }),
     },
     {
       method: 'POST',
@@ -108,27 +101,23 @@ export function filesRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: adminAuth('files.read'),
       summary: 'A short-lived signed download link',
-      body: FilesSignUrlBodySchema,
-      handler: async (req, principal) => {
-        const body = parseStrictBody(req, FilesSignUrlBodySchema);
+      ...withBody(FilesSignUrlBodySchema, async (body, _req, principal: Principal) => {
         const located = await bus.send(USER_FILES_COMMANDS.locate, { principal, agent: body.agent ?? MAIN_AGENT, path: onePath(body, ['relative_path', 'path'], 'body') });
         const target = { agent: located.agent, path: located.relative_path, exp: nowS() + body.ttl };
         return json(200, { url: signedDownloadUrl(target, signer.sign(target)), expires_at: target.exp });
-      },
+      }),
     },
     {
       // The signature is the credential: it stands for the access decision made when it was issued.
       method: 'GET',
       pattern: SIGNED_DOWNLOAD_PATH,
       summary: 'Download by a signed link (the signature is the credential)',
-      query: SignedDownloadQuerySchema,
       auth: 'public',
-      handler: async (req) => {
-        const q = parseStrictQuery(req, SignedDownloadQuerySchema);
+      ...withQuery(SignedDownloadQuerySchema, async (q, _req) => {
         const target = { agent: q.agent, path: q.path, exp: Number(q.exp) };
         signer.verify(target, q.sig, nowS(), MAX_SIGNED_URL_TTL_SECONDS);
         return download(await openUserFile(paths, target.agent, target.path));
-      },
+      }),
     },
   ];
 }

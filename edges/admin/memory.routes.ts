@@ -7,7 +7,7 @@ import {
   type Principal,
 } from '../../schemas/index.js';
 import { MAX_MEMORY_MODULE_BYTES } from '../../store/index.js';
-import { json, parseStrictBody, parseStrictQuery, type HttpRequest, type Route } from '../http/index.js';
+import { json, withBodyAndQuery, withQuery, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -22,32 +22,29 @@ const MAIN_MEMORY = 'MAINMEMORY.md';
 /** A module at the size limit, every character JSON-escaped, plus the envelope. */
 const BODY_LIMIT = 2 * MAX_MEMORY_MODULE_BYTES + 1024;
 
-const agentOf = (req: HttpRequest) => parseStrictQuery(req, AgentParamQuerySchema).agent ?? MAIN_AGENT;
+type AgentQuery = { agent?: string | undefined };
+const agentOf = (query: AgentQuery) => query.agent ?? MAIN_AGENT;
 
 export function memoryRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;
-  const read = (req: HttpRequest, principal: Principal, filename: string) => bus.send(MEMORY_COMMANDS.read, { principal, agent: agentOf(req), filename });
-  const write = (req: HttpRequest, principal: Principal, filename: string) => {
-    const agent = agentOf(req);
-    const { content } = parseStrictBody(req, ContentBodySchema);
-    return bus.send(MEMORY_COMMANDS.write, { principal, agent, filename, content });
-  };
+  const read = (query: AgentQuery, principal: Principal, filename: string) => bus.send(MEMORY_COMMANDS.read, { principal, agent: agentOf(query), filename });
+  const write = (query: AgentQuery, principal: Principal, filename: string, content: string) =>
+    bus.send(MEMORY_COMMANDS.write, { principal, agent: agentOf(query), filename, content });
   return [
     {
       method: 'GET',
       pattern: '/api/memory',
       auth: adminAuth('memory.read'),
       summary: 'The main memory (MAINMEMORY.md)',
-      query: AgentParamQuerySchema,
-      handler: async (req, principal) => {
+      ...withQuery(AgentParamQuerySchema, async (query, _req, principal: Principal) => {
         try {
-          return json(200, await read(req, principal, MAIN_MEMORY));
+          return json(200, await read(query, principal, MAIN_MEMORY));
         } catch (e) {
           // A workspace without MAINMEMORY.md yet has an empty main memory, not a missing one.
           if (e instanceof SvcError && e.code === 'not-found') return json(200, { filename: MAIN_MEMORY, content: '' });
           throw e;
         }
-      },
+      }),
     },
     {
       method: 'PUT',
@@ -55,25 +52,23 @@ export function memoryRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: adminAuth('memory.write'),
       summary: "Replace the main memory (MAINMEMORY.md)",
-      body: ContentBodySchema,
-      query: AgentParamQuerySchema,
-      handler: async (req, principal) => json(200, await write(req, principal, MAIN_MEMORY)),
+      ...withBodyAndQuery(ContentBodySchema, AgentParamQuerySchema, async ({ content }, query, _req, principal: Principal) =>
+        json(200, await write(query, principal, MAIN_MEMORY, content)),
+      ),
     },
     {
       method: 'GET',
       pattern: '/api/memory/modules',
       auth: adminAuth('memory.read'),
       summary: 'The memory modules, with their lines and size',
-      query: AgentParamQuerySchema,
-      handler: async (req, principal) => json(200, await bus.send(MEMORY_COMMANDS.list, { principal, agent: agentOf(req) })),
+      ...withQuery(AgentParamQuerySchema, async (query, _req, principal: Principal) => json(200, await bus.send(MEMORY_COMMANDS.list, { principal, agent: agentOf(query) }))),
     },
     {
       method: 'GET',
       pattern: '/api/memory/modules/:filename',
       auth: adminAuth('memory.read'),
       summary: 'One memory module (filename percent-encoded, may hold /)',
-      query: AgentParamQuerySchema,
-      handler: async (req, principal) => json(200, await read(req, principal, req.params.filename ?? '')),
+      ...withQuery(AgentParamQuerySchema, async (query, req, principal: Principal) => json(200, await read(query, principal, req.params.filename ?? ''))),
     },
     {
       method: 'PUT',
@@ -81,9 +76,9 @@ export function memoryRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: BODY_LIMIT,
       auth: adminAuth('memory.write'),
       summary: 'Write one memory module',
-      body: ContentBodySchema,
-      query: AgentParamQuerySchema,
-      handler: async (req, principal) => json(200, await write(req, principal, req.params.filename ?? '')),
+      ...withBodyAndQuery(ContentBodySchema, AgentParamQuerySchema, async ({ content }, query, req, principal: Principal) =>
+        json(200, await write(query, principal, req.params.filename ?? '', content)),
+      ),
     },
   ];
 }

@@ -1,5 +1,5 @@
-import { ImportBodySchema, PORTABILITY_COMMANDS } from '../../schemas/index.js';
-import { json, parseStrictBody, type Route } from '../http/index.js';
+import { ImportBodySchema, PORTABILITY_COMMANDS, type Principal } from '../../schemas/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -21,9 +21,8 @@ export function portabilityRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/import',
       auth: adminAuth('import.write'),
       summary: 'Import cron jobs, webhooks and users (new ones added, existing skipped)',
-      body: ImportBodySchema,
       maxBodyBytes: IMPORT_BODY_LIMIT,
-      handler: async (req, principal) => json(200, await bus.send(PORTABILITY_COMMANDS.import, { principal, data: parseStrictBody(req, ImportBodySchema) })),
+      ...withBody(ImportBodySchema, async (data, _req, principal: Principal) => json(200, await bus.send(PORTABILITY_COMMANDS.import, { principal, data }))),
     },
   ];
 }

@@ -1,5 +1,5 @@
-import { RAG_COMMANDS, RagConfigUpdateSchema } from '../../schemas/index.js';
-import { json, parseStrictBody, type Route } from '../http/index.js';
+import { RAG_COMMANDS, RagConfigUpdateSchema, type Principal } from '../../schemas/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 
@@ -20,11 +20,7 @@ export function ragRoutes(deps: AdminDeps): Route[] {
       maxBodyBytes: 4 * 1024,
       auth: adminAuth('rag.write'),
       summary: 'Change RAG settings (restart required)',
-      body: RagConfigUpdateSchema,
-      handler: async (req, principal) => {
-        const fields = parseStrictBody(req, RagConfigUpdateSchema);
-        return json(200, await bus.send(RAG_COMMANDS.configure, { principal, fields }));
-      },
+      ...withBody(RagConfigUpdateSchema, async (fields, _req, principal: Principal) => json(200, await bus.send(RAG_COMMANDS.configure, { principal, fields }))),
     },
   ];
 }

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema } from '../../schemas/index.js';
-import { json, parseStrictBody, parseWith, type Route } from '../http/index.js';
+import { CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema, type Principal } from '../../schemas/index.js';
+import { json, parseWith, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam, queryLimit } from './query-params.js';
@@ -36,9 +36,8 @@ export function tasksRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/tasks',
       auth: adminAuth('tasks.create'),
       summary: 'Create a background task',
-      body: CreateTaskBodySchema,
       maxBodyBytes: 256 * 1024,
-      handler: async (req, principal) => json(201, await bus.send(TASK_COMMANDS.create, { principal, ...parseStrictBody(req, CreateTaskBodySchema) })),
+      ...withBody(CreateTaskBodySchema, async (body, _req, principal: Principal) => json(201, await bus.send(TASK_COMMANDS.create, { principal, ...body }))),
     },
     {
       method: 'POST',

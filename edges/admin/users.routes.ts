@@ -1,5 +1,5 @@
-import { CreateUserBodySchema, UpdateUserBodySchema, USER_COMMANDS, userInfo } from '../../schemas/index.js';
-import { json, parseStrictBody, type HttpRequest, type Route } from '../http/index.js';
+import { CreateUserBodySchema, UpdateUserBodySchema, USER_COMMANDS, userInfo, type Principal } from '../../schemas/index.js';
+import { json, withBody, type HttpRequest, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { clientIp } from './login-rate-limit.js';
@@ -24,20 +24,19 @@ export function usersRoutes(deps: AdminDeps): Route[] {
       method: 'POST',
       pattern: '/api/users',
       summary: 'Create a user',
-      body: CreateUserBodySchema,
       auth: adminAuth('users.write'),
       maxBodyBytes: USER_BODY_BYTES,
-      handler: async (req, principal) => json(201, await deps.bus.send(USER_COMMANDS.create, { principal, ip: ip(req), user: parseStrictBody(req, CreateUserBodySchema) })),
+      ...withBody(CreateUserBodySchema, async (user, req, principal: Principal) => json(201, await deps.bus.send(USER_COMMANDS.create, { principal, ip: ip(req), user }))),
     },
     {
       method: 'PUT',
       pattern: '/api/users/:username',
       summary: "Change a user's role, agents, password or state",
-      body: UpdateUserBodySchema,
       auth: adminAuth('users.write'),
       maxBodyBytes: USER_BODY_BYTES,
-      handler: async (req, principal) =>
-        json(200, await deps.bus.send(USER_COMMANDS.update, { principal, ip: ip(req), username: req.params.username!, changes: parseStrictBody(req, UpdateUserBodySchema) })),
+      ...withBody(UpdateUserBodySchema, async (changes, req, principal: Principal) =>
+        json(200, await deps.bus.send(USER_COMMANDS.update, { principal, ip: ip(req), username: req.params.username!, changes })),
+      ),
     },
     {
       method: 'DELETE',

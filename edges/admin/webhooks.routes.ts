@@ -1,5 +1,5 @@
-import { CreateWebhookBodySchema, RecordIdSchema, UpdateWebhookBodySchema, VerifyWebhookBodySchema, WEBHOOK_COMMANDS } from '../../schemas/index.js';
-import { json, parseStrictBody, type Route } from '../http/index.js';
+import { CreateWebhookBodySchema, RecordIdSchema, UpdateWebhookBodySchema, VerifyWebhookBodySchema, WEBHOOK_COMMANDS, type Principal } from '../../schemas/index.js';
+import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam } from './query-params.js';
@@ -23,21 +23,19 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/webhooks',
       auth: adminAuth('webhooks.write'),
       summary: 'Create a webhook',
-      body: CreateWebhookBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => json(201, await bus.send(WEBHOOK_COMMANDS.create, { principal, hook: parseStrictBody(req, CreateWebhookBodySchema) })),
+      ...withBody(CreateWebhookBodySchema, async (hook, _req, principal: Principal) => json(201, await bus.send(WEBHOOK_COMMANDS.create, { principal, hook }))),
     },
     {
       method: 'PUT',
       pattern: '/api/webhooks/:id',
       auth: adminAuth('webhooks.write'),
       summary: 'Change a webhook',
-      body: UpdateWebhookBodySchema,
       maxBodyBytes: BODY_LIMIT,
-      handler: async (req, principal) => {
+      ...withBody(UpdateWebhookBodySchema, async (changes, req, principal: Principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(WEBHOOK_COMMANDS.update, { principal, id, changes: parseStrictBody(req, UpdateWebhookBodySchema) }));
-      },
+        return json(200, await bus.send(WEBHOOK_COMMANDS.update, { principal, id, changes }));
+      }),
     },
     {
       method: 'DELETE',
@@ -50,12 +48,11 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/webhooks/:id/verify',
       auth: adminAuth('webhooks.verify'),
       summary: "Check an HMAC-SHA256 signature of a payload with the webhook's secret",
-      body: VerifyWebhookBodySchema,
       maxBodyBytes: VERIFY_BODY_LIMIT,
-      handler: async (req, principal) => {
+      ...withBody(VerifyWebhookBodySchema, async (body, req, principal: Principal) => {
         const id = pathParam(req, 'id', RecordIdSchema);
-        return json(200, await bus.send(WEBHOOK_COMMANDS.verify, { principal, id, ...parseStrictBody(req, VerifyWebhookBodySchema) }));
-      },
+        return json(200, await bus.send(WEBHOOK_COMMANDS.verify, { principal, id, ...body }));
+      }),
     },
   ];
 }

@@ -160,7 +160,7 @@ function jsonOf(req: HttpRequest): unknown {
 /**
  * Parse a JSON body with a valibot schema; the message names the offending field. Fields the schema
  * does not name are dropped, not refused: for a read of one field before the route's own parse (the
- * internal API's caller claim). A route parses with `withBody` / `parseStrictBody`.
+ * internal API's caller claim, read by its authenticator). A route parses with `withBody`.
  */
 export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
   return parseWith(schema, jsonOf(req), 'invalid-body', 'body');
@@ -170,19 +170,22 @@ export function parseJsonBody<S extends v.GenericSchema>(req: HttpRequest, schem
  * The request pipeline's parse: `parseWith`, and a field the schema does not name is refused
  * (unknown-fields.ts) rather than dropped, named like any other bad field.
  */
-export function parseStrict<S extends v.GenericSchema>(schema: S, raw: unknown, code: 'invalid-body' | 'invalid-query', what: string): v.InferOutput<S> {
+function parseStrict<S extends v.GenericSchema>(schema: S, raw: unknown, code: 'invalid-body' | 'invalid-query', what: string): v.InferOutput<S> {
   const extra = unknownField(schema, raw);
   if (extra !== null) throw new SvcError(code, `${what}.${extra}: unknown field`);
   return parseWith(schema, raw, code, what);
 }
 
-/** The JSON body parsed strictly (`parseStrict`): what `withBody` does, for a handler that picks its schema by the body. */
+/**
+ * The JSON body parsed strictly (`parseStrict`): what `withBody` does. By hand only where `withBody`
+ * cannot: a handler that picks its schema by the body, or must refuse something before the body.
+ */
 export function parseStrictBody<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
   return parseStrict(schema, jsonOf(req), 'invalid-body', 'body');
 }
 
 /** The query parsed strictly: what `withQuery` does. A parameter given twice where one is expected is named as such. */
-export function parseStrictQuery<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
+function parseStrictQuery<S extends v.GenericSchema>(req: HttpRequest, schema: S): v.InferOutput<S> {
   const raw = queryObject(req.query);
   const extra = unknownField(schema, raw);
   if (extra !== null) throw new SvcError('invalid-query', `query.${extra}: unknown field`);

@@ -4,7 +4,11 @@ import { agentOfToken, agentPrincipal, authenticateAgent, authenticateMain, call
 
 const ORIGIN = { transport: 'internal', chat_id: null, topic_id: null } as const;
 
-/** The calling agent the request names: the body's `from`, or the query's on a GET; null when it names none. */
+/**
+ * The calling agent the request names: the body's `from`, or the query's on a GET; null when it names
+ * none. Read by hand, leniently: authentication runs before the route's handler, whose `withBody` /
+ * `withQuery` then parses the whole body or query strictly.
+ */
 function claimedAgent(req: HttpRequest): string | null {
   if (req.method === 'GET') return parseWith(CallerClaimQuery, Object.fromEntries(req.query), 'invalid-query', 'query').from ?? null;
   return parseJsonBody(req, CallerClaimBody).from ?? null;

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type * as v from 'valibot';
 import { agentsOf, type Asked, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AskParentSchema,
@@ -19,7 +18,7 @@ import {
   type TurnOutcome,
   type UserRecord,
 } from '../../schemas/index.js';
-import { COMMON_STATUSES, json, parseStrictBody, parseStrictQuery, type HttpReply, type HttpRequest, type Route, type RouteAuth } from '../http/index.js';
+import { COMMON_STATUSES, json, withBody, withQuery, type HttpReply, type HttpRequest, type Reply, type Route, type RouteAuth } from '../http/index.js';
 import {
   AskBody,
   InteragentSendAsyncBody,
@@ -115,13 +114,25 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     }
   }
 
-  /** The call as the authenticated agent makes it; throws before anything is sent. Whether it may is the runtime's to decide. */
-  function admitCall<B extends InteragentSend>(req: HttpRequest, caller: Principal, schema: v.GenericSchema<unknown, B> = InteragentSendBody as never): { body: B; principal: Principal } {
-    stillActive(caller);
-    const body = parseStrictBody(req, schema);
+  /**
+   * The caller user checked before the body is parsed (`withBody` parses before its handler runs):
+   * a removed user is refused as such whatever the body says.
+   */
+  function active<R extends { handler: (req: HttpRequest, caller: Principal) => Reply }>(route: R): R {
+    return {
+      ...route,
+      handler: async (req: HttpRequest, caller: Principal) => {
+        stillActive(caller);
+        return route.handler(req, caller);
+      },
+    };
+  }
+
+  /** The call as the authenticated agent makes it, its body parsed; throws before anything is sent. Whether it may is the runtime's to decide. */
+  function admitCall(body: InteragentSend, caller: Principal): Principal {
     if (body.from === body.to) throw new SvcError('self-call', `agent "${body.from}" cannot call itself`);
     requireKnownAgent(deps, body.to);
-    return { body, principal: { ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id } } };
+    return { ...caller, origin: { transport: INTERAGENT_TRANSPORT, chat_id: body.chat_id, topic_id: body.topic_id } };
   }
 
   function askFor(body: InteragentSend, principal: Principal, timeoutS: number): Asked {
@@ -159,13 +170,15 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: AGENT_AUTH,
-    handler: async (req, caller) => {
-      const { body, principal } = admitCall(req, caller);
-      const timeoutS = deps.config().interagent.sync_timeout;
-      const asked = askFor(body, principal, timeoutS);
-      await requireAccepted(asked);
-      return json(200, await answerOf(body, asked, timeoutS));
-    },
+    ...active(
+      withBody(InteragentSendBody, async (body, _req, caller: Principal) => {
+        const principal = admitCall(body, caller);
+        const timeoutS = deps.config().interagent.sync_timeout;
+        const asked = askFor(body, principal, timeoutS);
+        await requireAccepted(asked);
+        return json(200, await answerOf(body, asked, timeoutS));
+      }),
+    ),
   };
 
   const sendAsync: Route = {
@@ -173,35 +186,37 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/interagent/send_async',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: AGENT_AUTH,
-    handler: async (req, caller) => {
-      const { body, principal } = admitCall(req, caller, InteragentSendAsyncBody);
-      const taskId = `ia-${newId()}`;
-      const stream = `interagent:${taskId}`;
-      const base = { task_id: taskId, from: body.from, to: body.to };
-      const timeoutS = deps.config().interagent.async_timeout;
-      const asked = askFor(body, principal, timeoutS);
-      await requireAccepted(asked);
-      const correlation = asked.request_id;
-      await bus.publish({
-        stream,
-        type: INTERAGENT_EVENTS.requested,
-        data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for, caller_role: principal.role, reply_to: body.reply_to, silent: body.silent },
-        by: body.from,
-        correlation,
-      });
-      void answerOf(body, asked, timeoutS)
-        .then((r) =>
-          bus.publish({
-            stream,
-            type: INTERAGENT_EVENTS.completed,
-            data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
-            by: body.from,
-            correlation,
-          }),
-        )
-        .catch((e) => log('error', `could not record the result of inter-agent task ${taskId}: ${describeError(e)}`, { task_id: taskId }));
-      return json(200, { success: true, task_id: taskId });
-    },
+    ...active(
+      withBody(InteragentSendAsyncBody, async (body, _req, caller: Principal) => {
+        const principal = admitCall(body, caller);
+        const taskId = `ia-${newId()}`;
+        const stream = `interagent:${taskId}`;
+        const base = { task_id: taskId, from: body.from, to: body.to };
+        const timeoutS = deps.config().interagent.async_timeout;
+        const asked = askFor(body, principal, timeoutS);
+        await requireAccepted(asked);
+        const correlation = asked.request_id;
+        await bus.publish({
+          stream,
+          type: INTERAGENT_EVENTS.requested,
+          data: { ...base, chat_id: body.chat_id, topic_id: body.topic_id, caller_user_id: principal.acting_for, caller_role: principal.role, reply_to: body.reply_to, silent: body.silent },
+          by: body.from,
+          correlation,
+        });
+        void answerOf(body, asked, timeoutS)
+          .then((r) =>
+            bus.publish({
+              stream,
+              type: INTERAGENT_EVENTS.completed,
+              data: { ...base, success: r.success, text: truncateBytes(r.text, MAX_EVENT_TEXT_BYTES), error: r.error },
+              by: body.from,
+              correlation,
+            }),
+          )
+          .catch((e) => log('error', `could not record the result of inter-agent task ${taskId}: ${describeError(e)}`, { task_id: taskId }));
+        return json(200, { success: true, task_id: taskId });
+      }),
+    ),
   };
 
   const agents: Route = {
@@ -219,8 +234,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
     pattern: '/ask',
     maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
     auth: OWNER_AUTH,
-    handler: async (req, owner): Promise<HttpReply> => {
-      const body = parseStrictBody(req, AskBody);
+    ...withBody(AskBody, async (body, _req, owner: Principal): Promise<HttpReply> => {
       const agent = body.agent ?? MAIN_AGENT;
       requireKnownAgent(deps, agent);
       const asked = agentsOf(bus).ask(
@@ -245,7 +259,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
         },
       ).finally(() => lines.end());
       return { status: 200, headers: NDJSON_HEADERS, stream: lines };
-    },
+    }),
   };
 
   // /tasks/* take the agent's token like every agent tool: a task runs a CLI with its parent's
@@ -259,8 +273,7 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       method: 'GET',
       pattern: '/tasks/list',
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        const { from } = parseStrictQuery(req, TaskOwnerQuerySchema);
+      ...withQuery(TaskOwnerQuerySchema, async ({ from }, _req, caller: Principal) => {
         // The main agent orchestrates every agent: without `from` it sees all tasks, any other agent its own.
         const owner = from ?? (caller.id === MAIN_AGENT ? null : caller.id);
         try {
@@ -270,62 +283,62 @@ export function internalRoutes(deps: InternalDeps): Route[] {
           if (isSvcError(e, 'no-handler')) return json(200, []);
           throw e;
         }
-      },
+      }),
     },
     {
       method: 'POST',
       pattern: '/tasks/create',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        stillActive(caller);
-        const body = parseStrictBody(req, SubmitTaskSchema);
-        const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal: { ...caller, origin }, ...body }, { by: body.from });
-        return json(200, { success: true, task_id });
-      },
+      ...active(
+        withBody(SubmitTaskSchema, async (body, _req, caller: Principal) => {
+          const { task_id } = await bus.send(TASK_COMMANDS.submit, { principal: { ...caller, origin }, ...body }, { by: body.from });
+          return json(200, { success: true, task_id });
+        }),
+      ),
     },
     {
       method: 'POST',
       pattern: '/tasks/resume',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        const body = { ...parseStrictBody(req, ResumeTaskSchema), from: caller.id };
+      ...withBody(ResumeTaskSchema, async (parsed, _req, caller: Principal) => {
+        const body = { ...parsed, from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.resume, body, { by: caller.id! })) });
-      },
+      }),
     },
     {
       method: 'POST',
       pattern: '/tasks/ask_parent',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        const body = { ...parseStrictBody(req, AskParentSchema), from: caller.id };
+      ...withBody(AskParentSchema, async (parsed, _req, caller: Principal) => {
+        const body = { ...parsed, from: caller.id };
         // Blocks until the parent answers or the task ends: the run's own deadline bounds it.
         const r = await bus.send(TASK_COMMANDS.askParent, body, { timeoutMs: 0, by: caller.id! });
         if (r.answer === null) return json(200, { success: false, answer: '', status: r.status, error: `task ${r.task_id} is ${r.status}: no answer will come` });
         return json(200, { success: true, answer: r.answer, status: r.status });
-      },
+      }),
     },
     {
       method: 'POST',
       pattern: '/tasks/cancel',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        const body = { ...parseStrictBody(req, TaskRefSchema), from: caller.id };
+      ...withBody(TaskRefSchema, async (parsed, _req, caller: Principal) => {
+        const body = { ...parsed, from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.cancelOwned, body, { by: caller.id! })) });
-      },
+      }),
     },
     {
       method: 'POST',
       pattern: '/tasks/delete',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        const body = { ...parseStrictBody(req, TaskRefSchema), from: caller.id };
+      ...withBody(TaskRefSchema, async (parsed, _req, caller: Principal) => {
+        const body = { ...parsed, from: caller.id };
         return json(200, { success: true, ...(await bus.send(TASK_COMMANDS.delete, body, { by: caller.id! })) });
-      },
+      }),
     },
   ];
 
@@ -335,46 +348,44 @@ export function internalRoutes(deps: InternalDeps): Route[] {
       method: 'GET',
       pattern: '/workflows/list',
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        stillActive(caller);
-        parseStrictQuery(req, WorkflowListQuery);
-        const { definitions, runs } = await bus.send(WORKFLOW_COMMANDS.list, { principal: caller });
-        return json(200, { definitions, runs });
-      },
+      ...active(
+        withQuery(WorkflowListQuery, async (_query, _req, caller: Principal) => {
+          const { definitions, runs } = await bus.send(WORKFLOW_COMMANDS.list, { principal: caller });
+          return json(200, { definitions, runs });
+        }),
+      ),
     },
     {
       method: 'POST',
       pattern: '/workflows/run',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        stillActive(caller);
-        const { from: _from, ...body } = parseStrictBody(req, WorkflowRunBody);
-        const { run_id } = await bus.send(WORKFLOW_COMMANDS.run, { principal: { ...caller, origin: { transport: body.transport, chat_id: body.chat_id, topic_id: body.topic_id } }, ...body });
-        return json(200, { success: true, run_id });
-      },
+      ...active(
+        withBody(WorkflowRunBody, async ({ from: _from, ...body }, _req, caller: Principal) => {
+          const { run_id } = await bus.send(WORKFLOW_COMMANDS.run, { principal: { ...caller, origin: { transport: body.transport, chat_id: body.chat_id, topic_id: body.topic_id } }, ...body });
+          return json(200, { success: true, run_id });
+        }),
+      ),
     },
     {
       method: 'GET',
       pattern: '/workflows/status',
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        stillActive(caller);
-        const { run_id } = parseStrictQuery(req, WorkflowStatusQuery);
-        return json(200, await bus.send(WORKFLOW_COMMANDS.status, { principal: caller, run_id }));
-      },
+      ...active(
+        withQuery(WorkflowStatusQuery, async ({ run_id }, _req, caller: Principal) => json(200, await bus.send(WORKFLOW_COMMANDS.status, { principal: caller, run_id }))),
+      ),
     },
     {
       method: 'POST',
       pattern: '/workflows/cancel',
       maxBodyBytes: MAX_INTERNAL_BODY_BYTES,
       auth: AGENT_AUTH,
-      handler: async (req, caller) => {
-        stillActive(caller);
-        const { run_id } = parseStrictBody(req, WorkflowCancelBody);
-        const r = await bus.send(WORKFLOW_COMMANDS.cancel, { principal: caller, run_id });
-        return json(200, { success: true, ...r });
-      },
+      ...active(
+        withBody(WorkflowCancelBody, async ({ run_id }, _req, caller: Principal) => {
+          const r = await bus.send(WORKFLOW_COMMANDS.cancel, { principal: caller, run_id });
+          return json(200, { success: true, ...r });
+        }),
+      ),
     },
   ];
 
