@@ -73,7 +73,8 @@ export const ProfileBodySchema = v.strictObject({
   display_name: v.optional(DisplayName),
   old_password: v.optional(Password),
   new_password: v.optional(NewPassword),
-  avatar: v.optional(Avatar),
+  /** `""` is how the panel's "remove avatar" says null. */
+  avatar: v.optional(v.union([v.pipe(v.literal(''), v.transform(() => null)), Avatar], 'a file name (letters, digits, . _ -), "" or null')),
 });
 export const TotpCodeBodySchema = v.strictObject({ code: TotpCode });
 export const TotpDisableBodySchema = v.strictObject({ code: TotpCode, password: Password });

@@ -222,12 +222,30 @@ export const CreateWebhookBodySchema = v.pipe(
 );
 export type CreateWebhookBody = v.InferOutput<typeof CreateWebhookBodySchema>;
 
-/** `PUT /api/webhooks/{id}`; a secret of `***` (the masked value a form sends back) keeps the old one. */
-export const UpdateWebhookBodySchema = v.strictObject({
-  agent: v.optional(AgentName),
-  secret: v.optional(v.union([v.literal(MASKED_SECRET), Secret], 'must be the new secret (8 to 256 characters) or "***" to keep it')),
-  ...webhookFields,
-});
+/** The hook id a `/hooks/<id>` URL names, or null when it names none. */
+export function hookIdInUrl(url: string): string | null {
+  const m = HOOK_PATH.exec(url);
+  return m !== null && v.is(RecordIdSchema, m[1]) ? m[1]! : null;
+}
+
+/**
+ * `PUT /api/webhooks/{id}`; a secret of `***` (the masked value a form sends back) keeps the old one,
+ * and `""` (the panel's "Clear secret") removes the hook's own: bearer calls then need the global
+ * `webhooks.token`, and an hmac hook refuses every call until it has a secret again (fail closed).
+ * The panel's edit form sends the whole record back, `url` and `method` included: neither is stored
+ * (the listing derives them), so they are only checked, like on create: `method` is POST, and `url`
+ * names this hook (the automation actor compares it with the path's id, which a schema cannot see).
+ */
+export const UpdateWebhookBodySchema = v.pipe(
+  v.strictObject({
+    agent: v.optional(AgentName),
+    secret: v.optional(v.union([v.literal(MASKED_SECRET), v.literal(''), Secret], 'must be the new secret (8 to 256 characters), "***" to keep it or "" to remove it')),
+    url: v.optional(v.pipe(HookUrl, v.check((u) => hookIdInUrl(u) !== null, 'must be /hooks/<id> (or a URL ending with it), naming the hook\'s id'))),
+    method: v.optional(v.literal('POST', 'must be POST (the webhook server takes calls by POST only)')),
+    ...webhookFields,
+  }),
+  v.transform(({ method: _method, ...changes }) => changes),
+);
 export type UpdateWebhookBody = v.InferOutput<typeof UpdateWebhookBodySchema>;
 
 export const MAX_VERIFY_PAYLOAD_CHARS = 256 * 1024;

@@ -16,7 +16,14 @@ export const DERIVED_RECORD_FIELDS = ['status', 'next_run', 'url', 'method', 'la
 
 const derived = Object.fromEntries(DERIVED_RECORD_FIELDS.map((k) => [k, v.optional(v.unknown())])) as Record<(typeof DERIVED_RECORD_FIELDS)[number], v.OptionalSchema<v.UnknownSchema, undefined>>;
 
-export const ImportCronJobSchema = v.strictObject({ ...CreateCronJobBodySchema.entries, ...derived, id: CronJobIdSchema });
+export const ImportCronJobSchema = v.strictObject({
+  ...CreateCronJobBodySchema.entries,
+  ...derived,
+  id: CronJobIdSchema,
+  // The seeded memory-review job carries its prompt beside the description (machines/housekeeping.logic),
+  // so an export holds it; kept as it came, the scheduler reads the description.
+  prompt: v.optional(v.pipe(v.string('must be a string'), v.maxLength(100_000, 'must be at most 100000 characters'))),
+});
 export const ImportWebhookSchema = v.strictObject({
   ...CreateWebhookBodySchema.entries,
   ...derived,

@@ -9,6 +9,7 @@ import {
   TURN_EVENTS,
   MAIN_AGENT,
   MASKED_SECRET,
+  hookIdInUrl,
   SvcError,
   WEBHOOK_COMMANDS,
   describeError,
@@ -111,7 +112,7 @@ export function hmacMatches(secret: string, payload: string, signature: string):
 /** Names of what an update set, for its fact; a kept (`***`) secret is not a change. */
 function changedFields(changes: Record<string, unknown>): string[] {
   return Object.keys(changes)
-    .filter((k) => changes[k] !== undefined && !(k === 'secret' && changes[k] === MASKED_SECRET))
+    .filter((k) => changes[k] !== undefined && k !== 'url' && !(k === 'secret' && changes[k] === MASKED_SECRET))
     .sort();
 }
 
@@ -252,8 +253,10 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
         mayAct(principal, changes.agent, 'move webhook');
         agentExists(changes.agent, 'body.agent');
       }
+      // A form sends the hook's url back; it is derived, never stored, and must still name this hook.
+      const { secret, url, ...rest } = changes;
+      if (url !== undefined && hookIdInUrl(url) !== id) throw new SvcError('invalid-body', `body.url must be /hooks/${id} (or a URL ending with it): a hook's id does not change`);
       // The masked value a form sends back keeps the stored secret.
-      const { secret, ...rest } = changes;
       const record = { ...hooks[index]!, ...defined(rest), ...(secret !== undefined && secret !== MASKED_SECRET ? { secret } : {}), updated_at: nowSeconds() } as WebhookRecord;
       // A new signature block, or a switch to hmac that puts the stored one to use.
       if (changes.signature !== undefined || changes.auth === 'hmac') soundSignature(record.signature as WebhookSignature | null | undefined);

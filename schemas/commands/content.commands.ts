@@ -119,7 +119,18 @@ export const AgentParamQuerySchema = v.object({ agent: v.optional(Agent) });
 export const ContentBodySchema = v.strictObject({ content: Content });
 export const CreateSkillBodySchema = v.strictObject({ name: RequestedPath, content: Content });
 export const SkillScopeQuerySchema = v.object({ scope: v.optional(v.picklist(SKILL_LIST_SCOPES), 'merged') });
-export const FilesListQuerySchema = v.object({ agent: v.optional(Agent), path: v.optional(RequestedPath, '') });
+/**
+ * `type` and `sort` are the panel's file-type filter and order (it always sends `sort`). Accepted so
+ * its files page loads; checked, so a typo is still a 400; not yet applied to the listing.
+ */
+export const FILES_LIST_TYPES = ['image', 'document', 'audio', 'video', 'archive'] as const;
+export const FILES_LIST_SORTS = ['name', 'size', 'date'] as const;
+export const FilesListQuerySchema = v.object({
+  agent: v.optional(Agent),
+  path: v.optional(RequestedPath, ''),
+  type: v.optional(v.picklist(['', ...FILES_LIST_TYPES], `must be one of ${FILES_LIST_TYPES.join(', ')} (or empty)`)),
+  sort: v.optional(v.picklist(FILES_LIST_SORTS, `must be one of ${FILES_LIST_SORTS.join(', ')}`)),
+});
 /** `relative_path`, or `path` as WIRE.md also allows. */
 export const FilesDownloadQuerySchema = v.object({ agent: v.optional(Agent), relative_path: v.optional(RequestedPath), path: v.optional(RequestedPath) });
 export const FilesMkdirBodySchema = v.strictObject({ agent: v.optional(Agent), relative_path: v.optional(RequestedPath), name: v.optional(RequestedPath) });
