@@ -46,6 +46,13 @@ t.test('can_call and allowed_agents refuse through the real supervisor, before a
   t.match(await send({ from: 'bob', to: 'carol', message: 'x' }, BOB), { status: 403, body: { code: 'call-not-allowed', error: /"bob" may not call "carol"/ } }, 'can_call');
   t.match(await send({ from: 'carol', to: 'main', message: 'x' }, CAROL), { status: 403, body: { code: 'call-not-allowed', error: /can_call: empty/ } }, 'empty can_call');
   t.match(await send({ from: 'main', to: 'bob', message: 'x' }, mainToken, 'vic'), { status: 403, body: { code: 'agent-not-allowed', error: /user "vic" may not use agent "bob"/ } }, 'allowed_agents');
+  const async = await fetch(`http://127.0.0.1:${d.internalPort}/interagent/send_async`, {
+    method: 'POST',
+    headers: { connection: 'close', 'content-type': 'application/json', authorization: `Bearer ${BOB}` },
+    body: JSON.stringify({ from: 'bob', to: 'carol', message: 'x' }),
+  });
+  t.match({ status: async.status, body: await async.json() }, { status: 403, body: { code: 'call-not-allowed' } }, 'send_async: the same checks as the sync call');
+  t.same(d.log.read({ types: ['interagent.requested'] }), [], 'a refused async call records nothing');
   t.equal(turns(), 0, 'no turn started for a refused call');
   // The same callers where the lists allow: answered, so the refusals above are the lists', not a blanket no.
   t.match(await send({ from: 'bob', to: 'main', message: 'ping' }, BOB), { status: 200, body: { success: true } }, 'bob may call main');

@@ -69,9 +69,9 @@ t.test('ask_agent.py and ask_agent_async.py', async (t) => {
   t.equal(r.code, 0);
   t.match(rt!.received[1], { agent: 'main', new_session: true, principal: { acting_for: 'alice' } });
 
-  r = await ask(['bob', 'x'], env('main', MAIN_TOKEN, { SVC_CALLER_USER_ID: 'vic' }));
+  r = await ask(['bob', 'x'], env('main', MAIN_TOKEN, { SVC_CALLER_USER_ID: 'mallory' }));
   t.equal(r.code, 1);
-  t.match(r.stderr, /ask_agent\.py: user "vic" may not use agent "bob".*\(HTTP 403\)/);
+  t.match(r.stderr, /ask_agent\.py: .*"mallory".*no user record.*\(HTTP 403\)/);
   r = await ask(['main', 'x'], env('bob', 'wrong'.repeat(8)));
   t.same([r.code, r.stdout], [1, '']);
   t.match(r.stderr, /wrong interagent_token for "bob" \(HTTP 401\)/);
