@@ -150,7 +150,8 @@ export const ChatSessionViewSchema = v.object({
 });
 export type ChatSessionView = v.InferOutput<typeof ChatSessionViewSchema>;
 
-export const ListChatSessionsSchema = v.strictObject({ principal: PrincipalSchema, agent: v.optional(ChatAgentNameSchema) });
+/** `archived_only`: the panel's archive drawer, which lists archived sessions alone. */
+export const ListChatSessionsSchema = v.strictObject({ principal: PrincipalSchema, agent: v.optional(ChatAgentNameSchema), archived_only: v.optional(v.boolean()) });
 export const ArchiveChatSessionSchema = v.strictObject({ principal: PrincipalSchema, id: ChatSessionIdSchema, archived: v.boolean() });
 export const SetChatProviderSchema = v.strictObject({
   principal: PrincipalSchema,

@@ -159,13 +159,13 @@ export function startChatSessions(deps: ChatSessionsDeps): Subscription {
   };
 
   const list: Handler<typeof CHAT_SESSION_COMMANDS.list> = async (cmd) => {
-    const { principal, agent } = cmd.data;
+    const { principal, agent, archived_only } = cmd.data;
     if (agent !== undefined) allow(principal, agent);
     const registry = deps.registry?.() ?? [];
     const mine = (await loadReads()).get(readerKey(principal));
     return readModel
       .list(agent)
-      .filter((s) => agentAccess(principal, s.agent, registry).allowed)
+      .filter((s) => agentAccess(principal, s.agent, registry).allowed && (!archived_only || s.archived))
       .map((s) => {
         const { last_read_message_id, unread_count } = readState(mine?.get(s.id)?.last_read_message_id ?? null, s.id);
         return { ...s, last_read_message_id, unread_count };

@@ -42,7 +42,10 @@ function wireSessionView(s: ChatSession | ChatSessionView): Record<string, unkno
 
 const sessionId = (req: HttpRequest): string => parseWith(ChatSessionIdSchema, req.params.id ?? '', 'invalid-path', 'path.id');
 
-const AgentQuery = v.object({ agent: v.optional(ChatAgentNameSchema) });
+/** The panel's flags: `1`/`true` on, `0`/`false` off. */
+const Flag = v.pipe(v.picklist(['1', 'true', '0', 'false'], 'must be 1, true, 0 or false'), v.transform((f) => f === '1' || f === 'true'));
+/** `include_archived`: every list already includes archived sessions (each says `archived`); accepted for the panel. */
+const AgentQuery = v.object({ agent: v.optional(ChatAgentNameSchema), archived_only: v.optional(Flag), include_archived: v.optional(Flag) });
 const RequiredAgentQuery = v.object({ agent: ChatAgentNameSchema });
 const PAGE_MESSAGE = `must be an integer from 1 to ${MAX_CHAT_PAGE}`;
 const MessagesQuery = v.object({
@@ -78,8 +81,8 @@ export function chatRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/chat/sessions',
       auth: adminAuth('chat.read'),
       summary: "Chat sessions, each with the caller's read marker and unread count",
-      ...withQuery(AgentQuery, async ({ agent }, _req, principal: Principal) => {
-        const sessions = await bus.send(C.list, { principal, ...(agent !== undefined ? { agent } : {}) });
+      ...withQuery(AgentQuery, async ({ agent, archived_only }, _req, principal: Principal) => {
+        const sessions = await bus.send(C.list, { principal, ...(agent !== undefined ? { agent } : {}), ...(archived_only ? { archived_only } : {}) });
         return json(200, sessions.map(wireSessionView));
       }),
     },

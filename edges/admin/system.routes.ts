@@ -22,7 +22,8 @@ const LinesParam = v.pipe(
 const AfterParam = v.pipe(v.string(), v.regex(/^\d{1,12}(\.\d{1,6})?$/, 'a timestamp in epoch seconds (the `timestamp` of the previous poll, 0 at first)'), v.transform(Number));
 
 const LogsQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), lines: v.optional(LinesParam, String(DEFAULT_LOG_LINES)) });
-const PollQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), after: v.optional(AfterParam, '0') });
+/** `lines`: the panel's live tail sends it on every poll; a poll answers what came after `after`, so it only has to be valid. */
+const PollQuery = v.object({ agent: v.optional(AgentParam, MAIN_AGENT), after: v.optional(AfterParam, '0'), lines: v.optional(LinesParam) });
 
 export function systemRoutes(deps: AdminDeps): Route[] {
   const { bus } = deps;

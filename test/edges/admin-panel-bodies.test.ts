@@ -144,10 +144,14 @@ t.test("the profile page's remove-avatar and the other pages' bodies and queries
   ok(t, await call('POST', '/api/import', exported.body), 'the export file imported back');
 });
 
-// Query parameters the panel sends that the routes' own query schemas (in edges/admin/*.routes.ts,
-// not schemas/) do not name yet: each is refused 400 today. Kept here so the fix shows up as a pass.
-t.test('panel queries declared inside route files', { todo: 'the route files own these query schemas' }, async (t) => {
+// Query parameters the panel sends to the routes whose query schemas live in edges/admin/*.routes.ts.
+t.test('panel queries declared inside route files', async (t) => {
   const { call } = await panelDaemon(t);
+  const made = await call('POST', '/api/chat/sessions', { agent: 'main', title: 'old thread' });
+  await call('POST', '/api/chat/sessions', { agent: 'main', title: 'current thread' });
+  ok(t, await call('POST', `/api/chat/sessions/${(made.body as { id: string }).id}/archive`), 'archived one');
+  const only = await call('GET', '/api/chat/sessions?agent=main&archived_only=1');
+  t.same((only.body as { title: string }[]).map((s) => s.title), ['old thread'], 'archived_only lists the archived session alone');
   // chat/page.tsx archived list; ChatContext never sends it, but the archive drawer does.
   ok(t, await call('GET', '/api/chat/sessions?agent=main&archived_only=1'), 'archived sessions only');
   ok(t, await call('GET', '/api/chat/sessions?agent=main&include_archived=1'), 'archived sessions included');
