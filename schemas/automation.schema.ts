@@ -289,7 +289,11 @@ export const WebhookTriggerSettingsSchema = v.object({
   agent: AgentName,
   name: v.optional(v.string()),
   enabled: v.optional(v.boolean(), true),
-  secret: v.optional(v.nullable(v.string()), null),
+  /**
+   * As strong as the admin API demands: a short one by hand, or a listing's masked `***` copied back
+   * (an import of an export, a ductor `token` field), would let a guessable credential in.
+   */
+  secret: v.optional(v.nullable(Secret), null),
   mode: v.optional(v.picklist(WEBHOOK_MODES), 'wake'),
   prompt_template: v.optional(v.nullable(v.string()), null),
   auth: v.optional(v.picklist(WEBHOOK_AUTH_MODES), 'bearer'),

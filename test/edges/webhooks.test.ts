@@ -36,6 +36,8 @@ const HOOKS = [
   // Stored before the admin API refused it: the time is read from X-Ts but not signed.
   { id: 'unsignedts', agent: 'main', enabled: true, description: '', secret: 'custom-signing-secret', auth: 'hmac', signature: { header: 'X-Sig', prefix: 'v0=', timestamp_header: 'X-Ts', signed_payload: 'v0:' }, mode: 'wake' },
   { id: 'broken', agent: 'main', enabled: true, description: '', secret: 'x'.repeat(10), auth: 'hmac', signature: { header: 'bad header!' }, mode: 'wake' },
+  // A listing's masked value copied back by hand (or an import of an export): never a credential.
+  { id: 'masked', agent: 'main', enabled: true, description: '', secret: '***', mode: 'wake' },
 ] as unknown as WebhookRecord[];
 
 async function serve(t: TT, opts: { rate?: number; runner?: OneShotRunner; failTurns?: boolean; host?: string; timezone?: string } = {}) {
@@ -464,4 +466,12 @@ t.test('cron_task without a runner fails clearly; with one it starts a run', asy
   await second;
   t.match(s2.facts().at(-1), { type: AUTOMATION_EVENTS.run_ended, data: { run_id: 'task-2', status: 'error:timeout' } });
   t.match(s2.adminChat[1], { content: /run ended error:timeout/ }, 'a failed run with no output is still told');
+});
+
+t.test("a hook whose secret is a listing's mask (***) or too short takes no call, not even one bearing it", async (t) => {
+  const s = await serve(t);
+  t.equal((await s.post('masked', '{}', bearer('***'))).status, 401, 'Bearer *** is not a credential');
+  t.equal((await s.post('masked', '{}', bearer(GLOBAL))).status, 401, 'nor does the global token stand in for a broken record');
+  t.ok(s.logs.some((l) => /webhook masked: .*not valid: .*at least 8 characters/s.test(l.msg)), 'the log says why');
+  t.equal(s.rt.received.length, 0);
 });
