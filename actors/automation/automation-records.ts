@@ -384,9 +384,11 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       unreadable = '';
       return hooks;
     } catch (e) {
-      if (!(e instanceof SvcError) || (e.code !== 'corrupt-file' && e.code !== 'file-too-large')) throw e;
-      if (e.message !== unreadable) bus.emitLog('error', `webhook server: every call is refused (503) until webhooks.json is fixed: ${e.message}`);
-      unreadable = e.message;
+      // Whatever keeps the file from being read (bad JSON, wrong shape, too large, EACCES, EIO), calls get 503, not 500.
+      if (e instanceof SvcError && e.code !== 'corrupt-file' && e.code !== 'file-too-large') throw e;
+      const why = describeError(e);
+      if (why !== unreadable) bus.emitLog('error', `webhook server: every call is refused (503) until webhooks.json is fixed: ${why}`);
+      unreadable = why;
       throw new SvcError('webhooks-unavailable', 'the webhooks file cannot be read; calls are refused until it is fixed');
     }
   };
@@ -410,22 +412,29 @@ function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): 
       const plan = webhookAuthPlan(hook, headers, deps.globalToken(), bus.now());
       if (!webhookAuthPasses(plan, body)) throw refuse(plan.kind === 'refuse' && plan.misconfigured ? 'warn' : 'debug', plan.kind === 'refuse' ? plan.reason : 'the credential does not match');
       // Checked and remembered with no await since the check, so two copies sent at once cannot both pass.
-      if (plan.kind === 'hmac' && !replays.admit(id, `${plan.algorithm}:${signedDigest(plan, body).toString('hex')}`, plan.replayWindowMs)) {
+      const replayKey = plan.kind === 'hmac' ? `${plan.algorithm}:${signedDigest(plan, body).toString('hex')}` : null;
+      if (plan.kind === 'hmac' && replayKey !== null && !replays.admit(id, replayKey, plan.replayWindowMs)) {
         bus.emitLog('warn', `webhook ${id}: call from ${client} refused: the same signed call was accepted within the last ${Math.round(plan.replayWindowMs / 1000)} s (a replay)`);
         throw new SvcError('replayed', 'this signed call was already accepted; each delivery must be signed anew');
       }
-      const prompt = webhookPrompt(deps, hook, payload);
-      const at = new Date(bus.now()).toISOString();
-      const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
-      // Counted on disk before the fact and the 202; calls arriving together share one write.
-      await patchWebhookRecord(paths, id, { trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null });
-      await bus.publish({
-        stream: webhookStream(id),
-        type: AUTOMATION_EVENTS.triggered,
-        data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload), prompt },
-        ...causedBy(cmd),
-      });
-      dispatchInBackground(bus, paths, deps, hook, prompt, { id, agent: stored.agent, mode: hook.mode, request_id: requestId }, { correlation: requestId });
+      try {
+        const prompt = webhookPrompt(deps, hook, payload);
+        const at = new Date(bus.now()).toISOString();
+        const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
+        // Counted on disk before the fact and the 202; calls arriving together share one write.
+        await patchWebhookRecord(paths, id, { trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null });
+        await bus.publish({
+          stream: webhookStream(id),
+          type: AUTOMATION_EVENTS.triggered,
+          data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload), prompt },
+          ...causedBy(cmd),
+        });
+        dispatchInBackground(bus, paths, deps, hook, prompt, { id, agent: stored.agent, mode: hook.mode, request_id: requestId }, { correlation: requestId });
+      } catch (e) {
+        // Not accepted after all (no fact, no 202): the sender's redelivery of this very call must get in.
+        if (replayKey !== null) replays.forget(id, replayKey);
+        throw e;
+      }
       return { accepted: true as const, hook_id: id };
     }),
   );

@@ -30,4 +30,13 @@ export class WebhookReplayMemory {
     if (this.byHook.size > MAX_HOOKS) this.byHook.delete(this.byHook.keys().next().value!);
     return true;
   }
+
+  /** Takes back an `admit` whose call was then not accepted: the sender's retry of it is no replay. */
+  forget(hook: string, key: string): void {
+    const recent = this.byHook.get(hook);
+    if (!recent?.has(key)) return;
+    const next = new Map(recent);
+    next.delete(key);
+    this.byHook.set(hook, next);
+  }
 }

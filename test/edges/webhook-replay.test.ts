@@ -24,10 +24,9 @@ const HOOKS = [
   { id: 'plain', agent: 'main', enabled: true, description: '', secret: null, mode: 'wake' },
 ] as unknown as WebhookRecord[];
 
-async function serve(t: { testdir(): string; teardown(fn: () => void): void }) {
+async function serve(t: { testdir(): string; teardown(fn: () => void): void }, log = new MemoryEventLog()) {
   const paths = homePaths(join(t.testdir(), 'home'));
   saveWebhooks(paths, HOOKS);
-  const log = new MemoryEventLog();
   let now = T0;
   const bus = new Bus({ log, clock: () => now });
   const rt = attachFakeRuntime(bus);
@@ -126,4 +125,27 @@ t.test('the memory is bounded per hook and expires by window on the injected clo
   t.ok(memory.admit('other', 'd', 1000), 'per hook');
   now = 1000;
   t.ok(memory.admit('h', 'd', 1000), 'after its window d is fresh again');
+});
+
+t.test('a signed call that was not accepted after all (its fact could not be recorded) is no replay when the sender redelivers it', async (t) => {
+  // An event log whose disk fails once, on the call's `webhook.triggered`: an in-memory store, not a mock.
+  class FailingOnce extends MemoryEventLog {
+    failures = 1;
+    override append(...args: Parameters<MemoryEventLog['append']>) {
+      if (this.failures > 0 && args[0].some((e) => e.type === AUTOMATION_EVENTS.triggered)) {
+        this.failures--;
+        throw new Error('disk full');
+      }
+      return super.append(...args);
+    }
+  }
+  const s = await serve(t, new FailingOnce());
+  const body = JSON.stringify({ action: 'opened', number: 9 });
+  const headers = { 'x-hub-signature-256': github(body), 'x-github-delivery': 'd-9' };
+  t.not((await s.post('gh', body, headers)).status, 202, 'the first try is not accepted');
+  t.equal(s.rt.received.length, 0);
+  t.same(await s.post('gh', body, headers), { status: 202, body: { accepted: true, hook_id: 'gh' } }, "GitHub's redelivery of the same call gets in");
+  await s.allSettled(1);
+  t.equal(s.rt.received.length, 1, 'and the agent runs once');
+  t.equal((await s.post('gh', body, headers)).status, 409, 'a repeat of the accepted call is a replay');
 });
