@@ -32,6 +32,7 @@ t.test('two different Content-Length headers: the connection is closed, nothing 
     ['short first', `Content-Length: 0\r\nContent-Length: ${SMUGGLED.length}\r\n`],
     ['long first', `Content-Length: ${SMUGGLED.length}\r\nContent-Length: 0\r\n`],
     ['Content-Length beside Transfer-Encoding', `Content-Length: 0\r\nTransfer-Encoding: chunked\r\n`],
+    ['a list in one Content-Length', `Content-Length: 0, ${SMUGGLED.length}\r\n`],
   ] as const) {
     const res = await rawRequest(port, `POST /echo HTTP/1.1\r\nHost: x\r\n${head}\r\n${SMUGGLED}`);
     t.ok(res.closed, `${name}: the connection is closed`);
