@@ -61,6 +61,7 @@ import {
   startWebhookServer,
   startFileshareServer,
   type ApiServer,
+  type DaemonPhase,
   type DirectHub,
   type FileshareServer,
   type InternalApi,
@@ -178,8 +179,8 @@ export class DaemonContext {
    * awaited before `ready`. null: nothing was created, or creating it failed (logged).
    */
   bootstrap: Promise<BootstrapResult | null> = Promise.resolve(null);
-  /** Set once every subsystem started and `ready` is committed: `/health` answers 200 from then on. */
-  up = false;
+  /** `up` once every subsystem started and `ready` is committed, `stopping` from a stop's first step: what `/health` says. */
+  phase: DaemonPhase = 'starting';
   generatedJwtSecret = '';
   readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server: api.token as the direct API generated it, until the config watcher reads it back. */
@@ -780,7 +781,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         surfaces: apiSurfaces(ctx),
         version: VERSION,
         log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
-        ready: () => ctx.up,
+        phase: () => ctx.phase,
         ...(ctx.config().api.enabled ? { http: adminCors(ctx.config) } : {}),
       }).catch(
         portTaken('api.port'),

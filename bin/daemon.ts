@@ -53,7 +53,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   await ctx.host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
   // Restart-required (SPEC.md), so said once per start: what docker.enabled asked for and svc does not do.
   for (const warning of sandboxStatus(ctx.config()).warnings) bus.emitLog('warn', warning);
-  ctx.up = true;
+  ctx.phase = 'up';
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
   let stopping: Promise<void> | null = null;
@@ -86,6 +86,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     stop(reason: string) {
       stopping ??= (async () => {
         bus.emitLog('info', `stopping (${reason})`);
+        // A script waiting on /health must not take a daemon tearing down for a ready one.
+        ctx.phase = 'stopping';
         ctx.endReason = reason;
         ctx.daemon.send({ type: 'stop', reason });
         await started.stop();

@@ -56,10 +56,11 @@ export interface ApiServerOptions {
   /** Per-request hooks of the whole server (the admin surface's CORS). */
   http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
   /**
-   * Whether the daemon is fully up (the first-start admin written, every subsystem started): until
-   * then `/health` answers 503 `{"status":"starting"}`, so whoever waits for it can act at once. Absent: always.
+   * Where the daemon is: `up` once fully up (the first-start admin written, every subsystem started);
+   * before that `/health` answers 503 `{"status":"starting"}`, so whoever waits for it can act at
+   * once, and from the moment a stop begins 503 `{"status":"stopping"}`. Absent: always up.
    */
-  ready?: () => boolean;
+  phase?: () => DaemonPhase;
 }
 
 export interface ApiServer {
@@ -72,10 +73,13 @@ export interface ApiServer {
 /**
  * `GET /health` (SPEC.md lists it under both the direct API and the admin REST API): served by the
  * server, whichever surfaces run, with what each of them reports. It listens before the daemon is
- * up (the agents start after it), so until `ready` says so it answers 503: WIRE.md §1's 200
+ * up (the agents start after it), so until `phase` says so it answers 503: WIRE.md §1's 200
  * `{"status":"ok",…}` promises a daemon a script can log in to.
  */
-function healthSurface(surfaces: readonly Surface[], ready: () => boolean): Surface {
+/** What `/health` says of the daemon behind it. */
+export type DaemonPhase = 'starting' | 'up' | 'stopping';
+
+function healthSurface(surfaces: readonly Surface[], phase: () => DaemonPhase): Surface {
   return {
     name: 'health',
     statuses: {},
@@ -85,7 +89,10 @@ function healthSurface(surfaces: readonly Surface[], ready: () => boolean): Surf
         pattern: '/health',
         auth: 'public',
         summary: 'Liveness, with what each running surface reports',
-        handler: () => (ready() ? json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))) : json(503, { status: 'starting' })),
+        handler: () => {
+          const now = phase();
+          return now === 'up' ? json(200, Object.assign({ status: 'ok' }, ...surfaces.map((s) => s.health?.() ?? {}))) : json(503, { status: now });
+        },
       },
     ],
   };
@@ -129,7 +136,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   });
   try {
     for (const s of opts.surfaces) server.mount(s);
-    server.mount(healthSurface(opts.surfaces, opts.ready ?? (() => true)));
+    server.mount(healthSurface(opts.surfaces, opts.phase ?? (() => 'up')));
     server.mount(describeSurface(server, opts.version ?? 'unknown'));
     const port = await server.listen(host, opts.port);
     for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
-import { apiSurface, openDirectApi, startApiServer, type Authenticator, type Surface } from '../../edges/index.js';
+import { apiSurface, openDirectApi, startApiServer, type Authenticator, type DaemonPhase, type Surface } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
 import { defaultConfig, type Principal, type Role } from '../../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, homePaths, notificationReadModel } from '../../store/index.js';
@@ -36,7 +36,7 @@ const ADMIN_JWT: Authenticator = {
 /** What edges/admin will be to the server: a standalone surface with its own credential. */
 const ADMIN_STAND_IN: Surface = { name: 'admin', standalone: true, statuses: {}, routes: [], authenticators: [ADMIN_JWT] };
 
-async function serve(t: Test, opts: { directEnabled: boolean; admin: boolean; ready?: () => boolean }) {
+async function serve(t: Test, opts: { directEnabled: boolean; admin: boolean; phase?: () => DaemonPhase }) {
   const dir = t.testdir({});
   const paths = homePaths(dir);
   mkdirSync(paths.configDir, { recursive: true });
@@ -53,7 +53,7 @@ async function serve(t: Test, opts: { directEnabled: boolean; admin: boolean; re
     ...(opts.admin ? [ADMIN_STAND_IN] : []),
     apiSurface({ bus, paths, readModel: notificationReadModel(log.projectionDb()), fileAccess: () => cfg.file_access }),
   ];
-  const server = await startApiServer({ host: '127.0.0.1', port: 0, allowPublic: false, surfaces, log: logFn, ...(opts.ready ? { ready: opts.ready } : {}) });
+  const server = await startApiServer({ host: '127.0.0.1', port: 0, allowPublic: false, surfaces, log: logFn, ...(opts.phase ? { phase: opts.phase } : {}) });
   t.teardown(() => {
     server?.close();
     bus.close();
@@ -110,10 +110,12 @@ t.test('direct API enabled beside the admin stand-in: the shared routes take eit
   t.same((await call('/api/chat/sessions/s1', { method: 'PUT', bearer: API_TOKEN, body: { title: 'x' } })).body.code, 'no-handler', "api.token is the owner's: operator routes let it through");
 });
 
-t.test('/health answers 503 {"status":"starting"} until the daemon says it is up, then 200 with what the surfaces report', async (t) => {
-  let up = false;
-  const { call } = await serve(t, { directEnabled: true, admin: false, ready: () => up });
+t.test('/health answers 503 {"status":"starting"} until the daemon says it is up, then 200 with what the surfaces report, and 503 stopping once a stop begins', async (t) => {
+  let phase: DaemonPhase = 'starting';
+  const { call } = await serve(t, { directEnabled: true, admin: false, phase: () => phase });
   t.same(await call('/health'), { status: 503, body: { status: 'starting' } }, 'listening is not ready');
-  up = true;
+  phase = 'up';
   t.same(await call('/health'), { status: 200, body: { status: 'ok', connections: 0 } });
+  phase = 'stopping';
+  t.same(await call('/health'), { status: 503, body: { status: 'stopping' } }, 'a daemon tearing down is not ready');
 });
