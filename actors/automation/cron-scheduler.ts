@@ -446,7 +446,7 @@ export class CronScheduler {
       }
       // chat.deliver puts it in the admin chat itself when that transport is not running.
       const r = await this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: s.chat_id, topic_id: s.topic_id, text, agent: s.agent, source: `cron:${id}` }, { correlation });
-      if (!r.delivered) throw new SvcError('no-handler', `transport ${transport} has no chat delivery in svc yet: chat ${s.chat_id} was not told`);
+      if (!r.delivered) throw new SvcError('no-handler', `${transport} chat ${s.chat_id} was not told, and neither was the admin chat`);
       return r.to ?? transport;
     };
     const attemptOnce = async () => {

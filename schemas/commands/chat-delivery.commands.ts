@@ -24,7 +24,6 @@ export const ChatDeliverySchema = v.strictObject({
 export type ChatDelivery = v.InferOutput<typeof ChatDeliverySchema>;
 
 export const CHAT_DELIVERY_COMMANDS = {
-  /** `delivered`: false when the transport has no delivery here (nothing was sent). */
   /**
    * `delivered`: false when nothing was said anywhere. `to`: the transport that got it — the one
    * asked, or `admin` when that one was not running and the agent's admin chat got it instead.
