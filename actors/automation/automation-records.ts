@@ -3,6 +3,7 @@ import { Subscription } from 'rxjs';
 import * as v from 'valibot';
 import { causedBy, followsFrom, type Bus, type Cause } from '../../bus/index.js';
 import {
+  CRON_RUN_STATUS,
   AUTOMATION_EVENTS,
   CRON_COMMANDS,
   ONESHOT_EVENTS,
@@ -28,7 +29,7 @@ import { agentAccess, cronTimeZone, payloadKeys, unsupportedHookFields, schedule
 import { loadCronJobs, loadWebhooks, patchWebhookRecord, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
 import { WebhookReplayMemory } from './webhook-replay.js';
-import { dispatchWebhook, signedDigest, webhookAuthPasses, webhookPrompt, type DispatchResult, type WebhookDispatchDeps } from './webhook-dispatch.js';
+import { dispatchWebhook, reportWebhookRun, signedDigest, webhookAuthPasses, webhookPrompt, type CutRun, type DispatchResult, type RunEnd, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
  * Cron job and webhook records through the admin API (SPEC.md "Admin REST: cron jobs", "Admin
@@ -340,6 +341,7 @@ function dispatchInBackground(
  */
 export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: HomePaths; dispatch: WebhookDispatchDeps }): Promise<{ settled: string[]; dispatched: string[] }> {
   const out = { settled: [] as string[], dispatched: [] as string[] };
+  await reportCutWebhookRuns(d);
   const calls = unsettledWebhookCalls(d.log.read({ streamPrefix: 'webhook:', types: [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed, AUTOMATION_EVENTS.failed] }));
   if (calls.length === 0) return out;
   const evidence = webhookCallEvidence(
@@ -366,6 +368,29 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
     out.settled.push(call.request_id);
   }
   return out;
+}
+
+/**
+ * `cron_task` runs a stop of svc cut, as the one-shot runner's recovery found them: one queued
+ * again has its answer reported when it ends, like a live one; one cut mid-run is reported
+ * interrupted at once. Either way its agent's admin chat and the bell hear of it.
+ */
+async function reportCutWebhookRuns(d: { bus: Bus; paths: HomePaths; dispatch: WebhookDispatchDeps }): Promise<void> {
+  const cut = await d.dispatch.oneShot?.()?.recovered?.();
+  if (!cut) return;
+  const names = new Map<string, string | undefined>();
+  try {
+    for (const h of loadWebhooks(d.paths)) names.set(h.id, typeof h.name === 'string' ? h.name : undefined);
+  } catch {
+    // An unreadable file names no hook: each is reported by its id.
+  }
+  const report = (r: CutRun, end: Promise<RunEnd>) => {
+    if (r.source === null || !r.source.startsWith('webhook:') || r.agent === null) return;
+    const id = r.source.slice('webhook:'.length);
+    void end.then((e) => reportWebhookRun(d.bus, { id, agent: r.agent!, name: names.get(id) }, r.correlation ?? r.run_id, r.run_id, e));
+  };
+  for (const r of cut.restarted) if (r.done) report(r, r.done);
+  for (const r of cut.interrupted) report(r, Promise.resolve({ status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again' }));
 }
 
 /**

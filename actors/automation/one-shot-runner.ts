@@ -47,7 +47,8 @@ export interface OneShotResult {
 
 /** What recover() did, and the correlations of every run the log holds queued (a cron fire's run was made). */
 export interface RecoveredRuns {
-  interrupted: string[];
+  /** Runs that had asked their CLI: recorded `interrupted`, not run again (source and agent null in older facts). */
+  interrupted: { run_id: string; correlation: string | null; source: string | null; agent: string | null }[];
   restarted: RestartedRun[];
   queued: ReadonlySet<string>;
 }
@@ -57,6 +58,7 @@ export interface RestartedRun {
   run_id: string;
   correlation: string | null;
   source: string;
+  agent: string;
   done: Promise<OneShotResult>;
 }
 
@@ -116,7 +118,7 @@ export class OneShotRuns implements OneShotRunner {
   }
 
   private async recoverOnce(correlation: string): Promise<RecoveredRuns> {
-    const interrupted: string[] = [];
+    const interrupted: RecoveredRuns['interrupted'] = [];
     const restarted: RestartedRun[] = [];
     const events = this.d.log.read({ streamPrefix: 'oneshot:' });
     const queued = new Set(events.filter((e) => e.type === ONESHOT_EVENTS.queued && e.correlation !== undefined).map((e) => e.correlation!));
@@ -124,15 +126,20 @@ export class OneShotRuns implements OneShotRunner {
       if (restartsAfterCut(run)) {
         const { request } = run;
         const done = this.enqueue(run.run_id, { ...request, correlation: run.correlation ?? request.correlation });
-        restarted.push({ run_id: run.run_id, correlation: run.correlation, source: request.source, done });
+        restarted.push({ run_id: run.run_id, correlation: run.correlation, source: request.source, agent: request.agent, done });
         this.d.bus.emitLog('info', `one-shot run ${run.run_id} (${request.source}) was waiting when svc stopped: queued again`);
         continue;
       }
       const { run_id } = run;
       await this.d.bus.publish({ stream: oneShotStream(run_id), type: ONESHOT_EVENTS.finished, data: { run_id, status: CRON_RUN_STATUS.interrupted, duration_ms: null, turn_id: null }, correlation });
-      interrupted.push(run_id);
+      interrupted.push({ run_id, correlation: run.correlation, source: run.request?.source ?? null, agent: run.request?.agent ?? null });
     }
     return { interrupted, restarted, queued };
+  }
+
+  /** What recover() found, once it ran (null before): webhook recovery reports its cut `cron_task` runs. */
+  recovered(): Promise<RecoveredRuns> | null {
+    return this.recovery;
   }
 
   stop(): void {

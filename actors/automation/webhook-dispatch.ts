@@ -40,9 +40,26 @@ export function signedDigest(plan: Extract<WebhookAuthPlan, { kind: 'hmac' }>, r
  * The port `cron_task` runs go through; the task hub implements it. `start` resolves once the run
  * is queued or started, with its task id; it rejects (an SvcError) when the run cannot be made.
  */
+/** How a one-shot run ended: its status and what the CLI answered. */
+export interface RunEnd {
+  status: string;
+  text: string;
+}
+
+/** A run a stop of svc cut (`recovered()`): queued again (`done`), or interrupted mid-run (no `done`). */
+export interface CutRun {
+  run_id: string;
+  correlation: string | null;
+  source: string | null;
+  agent: string | null;
+  done?: Promise<RunEnd>;
+}
+
 export interface OneShotRunner {
   /** `done` settles when the run ends (it never rejects): how, and what the CLI answered. */
-  start(req: OneShotRequest): Promise<{ task_id: string; done: Promise<{ status: string; text: string }> }>;
+  start(req: OneShotRequest): Promise<{ task_id: string; done: Promise<RunEnd> }>;
+  /** The runs the last stop cut, once the runner's own recovery ran. */
+  recovered?(): Promise<{ interrupted: readonly CutRun[]; restarted: readonly CutRun[] }> | null;
 }
 
 export interface WebhookDispatchDeps {
@@ -148,7 +165,7 @@ export async function dispatchWebhook(bus: Bus, deps: WebhookDispatchDeps, hook:
  * the agent's admin chat (like a cron job's), and `webhook.run_ended` records how the run ended,
  * which the bell reads. Never throws: a failure to keep the message is logged, the fact still made.
  */
-async function reportWebhookRun(bus: Bus, hook: WebhookTriggerSettings, requestId: string, runId: string, r: { status: string; text: string }): Promise<void> {
+export async function reportWebhookRun(bus: Bus, hook: Pick<WebhookTriggerSettings, 'id' | 'agent' | 'name'>, requestId: string, runId: string, r: RunEnd): Promise<void> {
   const name = hook.name ?? hook.id;
   const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
   try {

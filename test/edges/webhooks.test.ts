@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NO_RUNNER_ERROR, startAutomationRecords, startChatDelivery, type OneShotRunner } from '../../actors/index.js';
+import { NO_RUNNER_ERROR, recoverWebhookCalls, startAutomationRecords, startChatDelivery, type OneShotRunner, type RunEnd } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import { clientAddress, rateLimitKey, startWebhookServer } from '../../edges/index.js';
 import { AUTOMATION_EVENTS, CHAT_DELIVERY_EVENTS, CHAT_SESSION_COMMANDS, defaultConfig, type AgentMessage, type OneShotRequest, type WebhookRecord } from '../../schemas/index.js';
@@ -474,4 +474,30 @@ t.test("a hook whose secret is a listing's mask (***) or too short takes no call
   t.equal((await s.post('masked', '{}', bearer(GLOBAL))).status, 401, 'nor does the global token stand in for a broken record');
   t.ok(s.logs.some((l) => /webhook masked: .*not valid: .*at least 8 characters/s.test(l.msg)), 'the log says why');
   t.equal(s.rt.received.length, 0);
+});
+
+t.test("cron_task runs a stop cut still reach a person: one queued again is told when it ends, one cut mid-run is told interrupted", async (t) => {
+  const s = await serve(t);
+  let finish!: (r: RunEnd) => void;
+  const runner: OneShotRunner = {
+    start: async () => ({ task_id: 'never', done: new Promise(() => undefined) }),
+    recovered: () =>
+      Promise.resolve({
+        restarted: [{ run_id: 'again-1', correlation: 'call-1', source: 'webhook:task', agent: 'main', done: new Promise<RunEnd>((r) => (finish = r)) }],
+        interrupted: [
+          { run_id: 'cut-2', correlation: 'call-2', source: 'webhook:task', agent: 'main' },
+          { run_id: 'cron-3', correlation: 'fire-3', source: 'cron:nightly', agent: 'main' },
+        ],
+      }),
+  };
+  const ended = () => s.facts().filter((f) => f.type === AUTOMATION_EVENTS.run_ended);
+  await recoverWebhookCalls({ bus: s.bus, log: s.log, paths: s.paths, dispatch: { globalToken: () => GLOBAL, config: () => defaultConfig(), timezone: () => 'UTC', oneShot: () => runner } });
+  await until('the interrupted run to be reported', () => ended().length === 1);
+  t.match(ended()[0], { data: { id: 'task', run_id: 'cut-2', request_id: 'call-2', status: 'error:interrupted' } });
+  t.match(s.adminChat, [{ agent: 'main', content: /run ended error:interrupted/, meta: { hook_id: 'task', run_id: 'cut-2' } }]);
+  finish({ status: 'success', text: 'rebuilt after the restart' });
+  await until('the restarted run to be reported', () => ended().length === 2);
+  t.match(ended()[1], { data: { run_id: 'again-1', request_id: 'call-1', status: 'success', result: 'rebuilt after the restart' } });
+  t.match(s.adminChat[1], { content: /rebuilt after the restart/ });
+  t.equal(s.adminChat.length, 2, "a cron job's cut run is the cron scheduler's to tell, not the webhooks'");
 });
