@@ -67,7 +67,7 @@ t.test('{} parses to every default of SPEC.md', async (t) => {
   t.same(c.cleanup, { enabled: true, media_files_days: 30, output_to_user_days: 30, api_files_days: 30, check_hour: 3 });
   t.same(c.memory, { enabled: true, module_line_limit: 80, session_max_age_days: 30, check_hour: 4, hook_compact_lines: 20, inject_all_modules: false, vector_search: false, vector_model: '', vector_results: 5 });
   t.same(c.webhooks, { enabled: false, host: '127.0.0.1', port: 8742, token: '', max_body_bytes: 262144, rate_limit_per_minute: 30 });
-  t.same(c.fileshare, { enabled: false, host: '127.0.0.1', port: 8090 });
+  t.same(c.fileshare, { enabled: false, host: '127.0.0.1', port: 8090, allow_public: false });
   t.same(c.api, { enabled: false, host: '0.0.0.0', port: 8741, token: '', chat_id: 0, allow_public: false, jwt_secret: '', cors_origins: [] });
   t.same(c.interagent, { sync_timeout: 600, async_timeout: 3600 });
   t.same(c.workflow, { enabled: true, max_parallel_runs: 5, default_step_timeout: 3600 });
