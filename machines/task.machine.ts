@@ -103,7 +103,8 @@ export const taskMachine = setup({
   },
 });
 
-function createdOf(s: TaskState): TaskCreated {
+/** The `task.created` payload a folded record was made from: what a restored task actor starts with. */
+export function createdOf(s: TaskState): TaskCreated {
   const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, caller_role, prompt, provider, model, created_at } = s;
   return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, ...(caller_role ? { caller_role } : {}), prompt, provider, model, created_at };
 }

@@ -5,6 +5,7 @@ import { Subscription, filter, firstValueFrom } from 'rxjs';
 import { agentsOf, type Bus, type Cause } from '../../bus/index.js';
 import {
   TASKS_DISABLED_TEXT,
+  createdOf,
   evolveTask,
   foldTasks,
   renderTaskSelector,
@@ -622,11 +623,6 @@ function causeOf(c: Cause): Cause {
 function firstLine(text: string): string {
   const line = text.trim().split('\n')[0]!.trim();
   return line.length > 60 ? `${line.slice(0, 57)}...` : line;
-}
-
-function createdOf(s: TaskState): TaskCreated {
-  const { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, caller_role, prompt, provider, model, created_at } = s;
-  return { task_id, name, parent_agent, agent, transport, chat_id, topic_id, caller_user, ...(caller_role ? { caller_role } : {}), prompt, provider, model, created_at };
 }
 
 /** How a run's end is told to the task machine. */
