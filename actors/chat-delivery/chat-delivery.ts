@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { Bus } from '../../bus/index.js';
 import { deliveryRoute } from '../../machines/index.js';
-import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, CHAT_DELIVERY_EVENTS, CHAT_SESSION_COMMANDS, MAIN_AGENT, chatDeliveryStream, type ChatDelivery } from '../../schemas/index.js';
-import { MAX_CHAT_ENVELOPE_CHARS, recordChatEnvelope } from './chat-envelope.js';
+import { CHAT_DELIVERY_CHUNKS, CHAT_DELIVERY_COMMANDS, CHAT_DELIVERY_EVENTS, MAIN_AGENT, chatDeliveryStream, type ChatDelivery } from '../../schemas/index.js';
+import { recordChatEnvelope } from './chat-envelope.js';
 
 /** Transports whose live connections take a `chat.delivered` chunk (edges/direct relays it). */
 const LIVE_TRANSPORTS = new Set(['api']);
@@ -52,21 +52,15 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
       return { delivered: true, to: d.transport };
     }
     const origin = { transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id };
-    const { session_id } = await bus.send(
-      CHAT_SESSION_COMMANDS.recordEnvelope,
-      {
-        agent,
-        message: {
-          id: `delivery-${randomUUID()}`,
-          sender: 'agent',
-          content: d.text.slice(0, MAX_CHAT_ENVELOPE_CHARS),
-          timestamp: new Date(bus.now()).toISOString(),
-          kind: 'text',
-          meta: { source: d.source, rerouted_from: origin, reason: route.reason },
-        },
-      },
-      { ...(cmd.correlation !== undefined ? { correlation: cmd.correlation } : {}), by: 'chat-delivery' },
-    );
+    const { session_id } = await recordChatEnvelope(bus, {
+      agent,
+      id: `delivery-${randomUUID()}`,
+      kind: 'text',
+      content: d.text,
+      meta: { source: d.source, rerouted_from: origin, reason: route.reason },
+      correlation: cmd.correlation,
+      by: 'chat-delivery',
+    });
     await bus.publish({
       stream: chatDeliveryStream(d.transport, d.chat_id),
       type: CHAT_DELIVERY_EVENTS.delivery_rerouted,

@@ -23,9 +23,9 @@ export interface ChatEnvelope {
   by?: string;
 }
 
-/** Rejects when the chat could not keep it (the caller decides whether to retry). */
-export async function recordChatEnvelope(bus: Bus, e: ChatEnvelope): Promise<void> {
-  await bus.send(
+/** The admin chat session that keeps it; rejects when the chat could not keep it (the caller decides whether to retry). */
+export async function recordChatEnvelope(bus: Bus, e: ChatEnvelope): Promise<{ session_id: string | null }> {
+  return bus.send(
     CHAT_SESSION_COMMANDS.recordEnvelope,
     { agent: e.agent, message: { id: e.id, sender: 'agent', content: e.content.slice(0, MAX_CHAT_ENVELOPE_CHARS), timestamp: new Date(bus.now()).toISOString(), kind: e.kind, meta: e.meta } },
     { correlation: e.correlation, ...(e.by ? { by: e.by } : {}) },

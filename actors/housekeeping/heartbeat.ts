@@ -262,8 +262,8 @@ export class Heartbeat {
  * their own chat instead.
  */
 export function deliverToChatHistory(bus: Bus): (d: HeartbeatDelivery) => Promise<void> {
-  return (d) =>
-    recordChatEnvelope(bus, {
+  return async (d) => {
+    await recordChatEnvelope(bus, {
       agent: d.agent,
       id: d.request_id,
       kind: 'text',
@@ -272,4 +272,5 @@ export function deliverToChatHistory(bus: Bus): (d: HeartbeatDelivery) => Promis
       correlation: d.request_id,
       by: 'heartbeat',
     });
+  };
 }
