@@ -176,36 +176,10 @@ export function outcomeNotification(fact: OutcomeFact, subject: OutcomeSubject =
         status: ok ? 'done' : 'failed',
       };
     }
-    case AUTOMATION_EVENTS.run_finished: {
-      const id = str(d.id);
-      const status = str(d.status);
-      if (id === null || status === null || status.startsWith('skipped:')) return null;
-      const ok = status === CRON_RUN_STATUS.success;
-      return {
-        source: 'cron',
-        outcome: ok ? 'success' : 'failed',
-        title: ok ? `${named('Cron job', str(d.name), id)} finished` : `${named('Cron job', str(d.name), id)} failed: ${cut(status, 100)}`,
-        body: str(d.result) ?? '',
-        agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
-        source_id: cut(id, 200),
-        status: ok ? 'success' : 'failed',
-      };
-    }
-    case AUTOMATION_EVENTS.run_ended: {
-      const id = str(d.id);
-      const status = str(d.status);
-      if (id === null || status === null || status.startsWith('skipped:')) return null;
-      const ok = status === CRON_RUN_STATUS.success;
-      return {
-        source: 'webhook',
-        outcome: ok ? 'success' : 'error',
-        title: ok ? `${named('Webhook', str(d.name), id)} run finished` : `${named('Webhook', str(d.name), id)} run failed: ${cut(status, 100)}`,
-        body: str(d.result) ?? '',
-        agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
-        source_id: cut(id, 200),
-        status: ok ? 'success' : 'failed',
-      };
-    }
+    case AUTOMATION_EVENTS.run_finished:
+      return runNotification(d, { source: 'cron', failed: 'failed', what: 'Cron job', verb: '' });
+    case AUTOMATION_EVENTS.run_ended:
+      return runNotification(d, { source: 'webhook', failed: 'error', what: 'Webhook', verb: 'run ' });
     case AUTOMATION_EVENTS.completed:
     case AUTOMATION_EVENTS.failed: {
       const id = str(d.id);
@@ -231,4 +205,27 @@ export function outcomeNotification(fact: OutcomeFact, subject: OutcomeSubject =
     default:
       return null;
   }
+}
+
+/**
+ * A one-shot run's end (a cron job's `cron.run_finished`, a `cron_task` webhook's `webhook.run_ended`):
+ * skipped fires ran nothing; success is `success`, anything else the source's failure outcome.
+ */
+function runNotification(
+  d: OutcomeFact['data'],
+  k: { source: 'cron' | 'webhook'; failed: 'failed' | 'error'; what: string; verb: string },
+): CreateNotification | null {
+  const id = str(d.id);
+  const status = str(d.status);
+  if (id === null || status === null || status.startsWith('skipped:')) return null;
+  const ok = status === CRON_RUN_STATUS.success;
+  return {
+    source: k.source,
+    outcome: ok ? 'success' : k.failed,
+    title: ok ? `${named(k.what, str(d.name), id)} ${k.verb}finished` : `${named(k.what, str(d.name), id)} ${k.verb}failed: ${cut(status, 100)}`,
+    body: str(d.result) ?? '',
+    agent: str(d.agent) ? cut(str(d.agent)!, 200) : null,
+    source_id: cut(id, 200),
+    status: ok ? 'success' : 'failed',
+  };
 }
