@@ -213,6 +213,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
   transport: 'Chat transport of the main agent: `telegram` or `matrix`.',
   transports: 'Transports to run at once; when empty, `transport` alone is used, otherwise `transport` is the first entry.',
   telegram_token: 'Telegram bot token (from @BotFather); without it the telegram transport stays off.',
+  telegram_api_root: 'Bot API server the bot talks to: Telegram\'s public one, or a self-hosted Bot API server.',
   allowed_user_ids: 'Telegram user ids allowed to talk to the bot; the first is also the direct API\'s chat id when `api.chat_id` is 0.',
   allowed_group_ids: 'Telegram group ids the bot answers in; empty means no groups. In a group both the group and the sender must be allowed.',
   group_mention_only: 'In groups, answer only messages that mention or reply to the bot.',
@@ -368,8 +369,8 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
  * reference so nobody sets them and waits for an effect; remove an entry when its feature lands.
  */
 export const NOT_YET_USED: readonly string[] = [
-  'transport', 'transports', 'telegram_token', 'allowed_group_ids', 'group_mention_only', 'update_check',
-  'matrix', 'streaming', 'docker', 'image', 'scene', 'rag',
+  'update_check',
+  'matrix', 'docker', 'image', 'scene', 'rag',
   'memory.vector_search', 'memory.vector_model', 'memory.vector_results', 'timeouts.subagent',
   'timeouts.warning_intervals',
 ];

@@ -20,6 +20,7 @@ import {
   startAutomationRecords,
   startChatSessions,
   startChatDelivery,
+  adminChatTransport,
   WorkflowEngine,
   startDashboard,
   startMemoryAdmin,
@@ -50,7 +51,7 @@ import {
   type OneShotRunner,
   type WebhookDispatchDeps,
 } from '../actors/index.js';
-import { Bus } from '../bus/index.js';
+import { Bus, TransportRegistry } from '../bus/index.js';
 import {
   adminCors,
   adminSurface,
@@ -62,7 +63,6 @@ import {
   startFileshareServer,
   type ApiServer,
   type DaemonPhase,
-  type DirectHub,
   type FileshareServer,
   type InternalApi,
   type Surface,
@@ -185,8 +185,9 @@ export class DaemonContext {
   readonly jwtSecret = (): string => this.config().api.jwt_secret || this.generatedJwtSecret;
   /** api-server: api.token as the direct API generated it, until the config watcher reads it back. */
   generatedApiToken = '';
-  /** The direct API's connections, while it runs: chat delivery asks it whether a chat is open. */
-  directHub: DirectHub | null = null;
+  /** The chat transports running now (the admin chat, the direct API, messengers): chat delivery asks them whether a chat can be told. */
+  readonly transports = new TransportRegistry();
+  removeDirectTransport: () => void = () => undefined;
   readonly apiToken = (): string => this.config().api.token || this.generatedApiToken;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
@@ -409,9 +410,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'chat-delivery',
     start(ctx) {
-      // The direct API keeps no history: a chat with no connection open has it in the admin chat instead.
-      const delivery = startChatDelivery({ bus: ctx.bus, transports: { reaches: (t, chat, topic) => t === 'api' && ctx.directHub?.hasChat(chat, topic) === true } });
-      return () => delivery.unsubscribe();
+      const removeAdmin = ctx.transports.add(adminChatTransport(ctx.bus));
+      const delivery = startChatDelivery({ bus: ctx.bus, transports: ctx.transports });
+      return () => {
+        delivery.unsubscribe();
+        removeAdmin();
+      };
     },
   },
   {
@@ -787,7 +791,10 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         portTaken('api.port'),
       );
       const server = ctx.apiServer;
-      return () => server?.close();
+      return () => {
+        server?.close();
+        ctx.removeDirectTransport();
+      };
     },
   },
   {
@@ -872,7 +879,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
     providers: () => authOkProviders(detectedProviders(ctx)),
   });
   if (direct) ctx.generatedApiToken = direct.hub.deps.token;
-  ctx.directHub = direct?.hub ?? null;
+  if (direct) ctx.removeDirectTransport = ctx.transports.add(direct.hub);
   return [
     ...(direct ? [direct.surface] : []),
     ...(ctx.config().api.enabled

@@ -1,3 +1,4 @@
 export * from './bus.js';
 export * from './agents.js';
 export * from './cause.js';
+export * from './transports.js';

@@ -1,4 +1,4 @@
-import { TRANSPORTS, type AgentConfig, type Transport } from '../schemas/index.js';
+import { TRANSPORTS, type AgentConfig, type Transport, type TransportHealth } from '../schemas/index.js';
 
 /*
  * Which messenger transports run and, for each that does not, why — for the start banner and
@@ -6,7 +6,7 @@ import { TRANSPORTS, type AgentConfig, type Transport } from '../schemas/index.j
  */
 
 /** Transports this build of svc can run; the others are reported as not built yet, never as on. */
-export const BUILT_TRANSPORTS: readonly Transport[] = [];
+export const BUILT_TRANSPORTS: readonly Transport[] = ['telegram'];
 
 export interface TransportStatus {
   name: Transport;
@@ -58,12 +58,13 @@ export type DeliveryRoute = { kind: 'origin' } | { kind: 'admin-chat'; reason: s
 /**
  * The chat asked for when its transport is running and can reach it now; otherwise the agent's
  * admin chat, which is always there, with the reason: a messenger this build does not include, one
- * that is not running now, a transport svc has no chat delivery for at all, or (the direct API,
- * which keeps no history) no connection of that chat open to take it.
+ * not configured or not running now (its state and why), a transport svc has no chat delivery for at
+ * all, or (the direct API, which keeps no history) no connection of that chat open to take it.
  */
-export function deliveryRoute(transport: string, running: boolean, reachable = running): DeliveryRoute {
-  if (running && reachable) return { kind: 'origin' };
-  if (running) return { kind: 'admin-chat', reason: `no ${transport} connection of that chat is open` };
+export function deliveryRoute(transport: string, health: TransportHealth | null, reachable: boolean): DeliveryRoute {
+  if (health?.state === 'running' && reachable) return { kind: 'origin' };
+  if (health?.state === 'running') return { kind: 'admin-chat', reason: transport === 'api' ? 'no api connection of that chat is open' : `${transport} cannot reach that chat` };
+  if (health) return { kind: 'admin-chat', reason: `transport ${transport} is ${health.state === 'retrying' ? 'reconnecting' : health.state} (${health.detail})` };
   if ((TRANSPORTS as readonly string[]).includes(transport)) {
     return {
       kind: 'admin-chat',

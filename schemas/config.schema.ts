@@ -45,7 +45,7 @@ export const HOT_RELOADABLE_FIELDS = [
 ] as const;
 /** SPEC.md "Hot reload": recorded on change, applied only after a restart. */
 export const RESTART_REQUIRED_FIELDS = [
-  'transport', 'telegram_token', 'matrix', 'docker', 'api', 'webhooks', 'svc_home', 'log_level',
+  'transport', 'transports', 'telegram_token', 'telegram_api_root', 'matrix', 'docker', 'api', 'webhooks', 'svc_home', 'log_level',
   'gemini_api_key', 'timeouts', 'tasks', 'rag',
 ] as const;
 
@@ -322,6 +322,8 @@ export const AgentConfigShape = v.looseObject({
   transport: v.optional(oneOf(TRANSPORTS), DEFAULT_TRANSPORT),
   transports: v.optional(v.array(oneOf(TRANSPORTS)), () => [] as Transport[]),
   telegram_token: str(),
+  /** Where the bot talks to Telegram: its public Bot API, a self-hosted Bot API server, or a test's fake. */
+  telegram_api_root: v.optional(v.pipe(v.string(), v.url('an http(s) URL'), v.regex(/^https?:\/\//, 'an http(s) URL')), 'https://api.telegram.org'),
   allowed_user_ids: intList(),
   allowed_group_ids: intList(),
   group_mention_only: bool(false),

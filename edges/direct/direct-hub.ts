@@ -3,7 +3,6 @@ import type { AnyActorRef, AnyStateMachine } from 'xstate';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
-  CHAT_DELIVERY_CHUNKS,
   INTERRUPTED_REASON,
   MAIN_AGENT,
   NOTIFICATION_EVENTS,
@@ -11,11 +10,15 @@ import {
   TURN_EVENTS,
   describeError,
   type AgentConfig,
+  type ChatAddress,
+  type ChatTransport,
   type ConnectionEventType,
   type Envelope,
   type Fact,
   type Notification,
+  type OutboundMessage,
   type Principal,
+  type TransportHealth,
   type TurnChunk,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
@@ -137,7 +140,8 @@ function tokenBearer(conn: Pick<HubConnection, 'chatId' | 'channelId'>): Princip
  * What the direct API's connections share: their requests to the agent contract (which orders
  * them per session and routes their chunks back), notification push, and the fact log.
  */
-export class DirectHub {
+export class DirectHub implements ChatTransport {
+  readonly name = 'api';
   readonly limits: DirectLimits;
   readonly log: DirectLog;
   private readonly connections = new Set<HubConnection>();
@@ -175,15 +179,6 @@ export class DirectHub {
           this.deliverInterrupted(e.data.session_key, null);
         }
       }),
-      // svc speaking in a chat outside a turn (chat.deliver: a workflow's notify or question), shown
-      // like the interrupted-turn notices: a sealed result frame to every open connection of that chat.
-      deps.bus.transient$.subscribe((m) => {
-        if (m.type !== CHAT_DELIVERY_CHUNKS.delivered || m.data.transport !== 'api') return;
-        const { chat_id, topic_id, text } = m.data;
-        for (const c of this.connections) {
-          if (c.authenticated && c.chatId === chat_id && c.channelId === topic_id) c.sendSealed({ type: 'result', text, stream_fallback: false, files: [] });
-        }
-      }),
     );
   }
 
@@ -195,10 +190,27 @@ export class DirectHub {
     this.connections.delete(conn);
   }
 
-  /** Is a chat (its topic, or chat-scoped when null) open on an authenticated connection now? */
-  hasChat(chatId: number, topicId: number | null): boolean {
-    for (const c of this.connections) if (c.authenticated && c.chatId === chatId && c.channelId === topicId) return true;
-    return false;
+  health(): TransportHealth {
+    return this.closed ? { name: this.name, state: 'stopped', detail: 'the direct API is closed' } : { name: this.name, state: 'running', detail: `${this.authenticatedCount} connection(s) open` };
+  }
+
+  /** Is a chat (its topic, or chat-scoped when null) open on an authenticated connection now? It keeps no history for one that is not. */
+  reaches(to: ChatAddress): boolean {
+    return this.openOf(to).length > 0;
+  }
+
+  /**
+   * svc speaking in a chat outside a turn (a workflow's notify or question, a cron result), shown
+   * like the interrupted-turn notices: a sealed result frame to every open connection of that chat.
+   */
+  async deliver(m: OutboundMessage): Promise<void> {
+    const open = this.openOf(m);
+    if (open.length === 0) throw new Error(`no connection of api chat ${m.chat_id} is open`);
+    for (const c of open) c.sendSealed({ type: 'result', text: m.text, stream_fallback: false, files: [] });
+  }
+
+  private openOf(to: ChatAddress): HubConnection[] {
+    return [...this.connections].filter((c) => c.authenticated && c.chatId === to.chat_id && c.channelId === to.topic_id);
   }
 
   /** Authenticated (encrypted-session) connections: what `/health` reports. */

@@ -4,9 +4,9 @@ import { typeNames } from '../events/type-names.js';
 
 /*
  * `chat.deliver`: svc itself says something in a chat (a workflow's notify or wait_for_reply
- * message), outside any turn. One handler routes it by transport (actors/chat-delivery/): the admin
- * chat gets a persisted `chat_message`, the direct API the `chat.delivered` chunk its connections of
- * that chat turn into a sealed `result` frame. Messenger transports plug in there when they exist.
+ * message, a cron result, a wake webhook's answer), outside any turn. One handler
+ * (actors/chat-delivery/) hands it to the chat's transport (schemas/chat-transport.ts) when that
+ * transport can reach the chat now, else to the agent's admin chat, which always can.
  */
 
 export const MAX_DELIVERED_TEXT_CHARS = 256 * 1024;
@@ -31,7 +31,7 @@ export const CHAT_DELIVERY_COMMANDS = {
   deliver: defineCommand('chat.deliver', ChatDeliverySchema, v.object({ delivered: v.boolean(), to: v.optional(v.string()) })),
 } as const;
 
-/** Transient on `chat:<transport>:<chat id>`: a delivery for the live connections of that chat. */
+/** Transient on `chat:<transport>:<chat id>`: the chat's own transport took a delivery (for live observers). */
 export const CHAT_DELIVERY_CHUNK_SCHEMAS = {
   'chat.delivered': v.object({ transport: v.string(), chat_id: v.number(), topic_id: v.nullable(v.number()), text: v.string(), source: v.string() }),
 };

@@ -8,6 +8,7 @@ import { CHAT_SESSION_EVENT_SCHEMAS } from './chat-session.events.js';
 import { CONFIG_EVENT_SCHEMAS } from './config.events.js';
 import { MEMORY_EVENT_SCHEMAS, RAG_EVENT_SCHEMAS, SKILL_EVENT_SCHEMAS, USER_FILES_EVENT_SCHEMAS } from './content.events.js';
 import { CONNECTION_EVENT_SCHEMAS } from './connection.events.js';
+import { MESSENGER_EVENT_SCHEMAS } from './messenger.events.js';
 import { DAEMON_EVENT_SCHEMAS } from './daemon.events.js';
 import { INTERAGENT_EVENT_SCHEMAS } from './interagent.events.js';
 import { LOG_CHUNK_SCHEMAS } from './log.events.js';
@@ -60,6 +61,7 @@ export const EVENT_SCHEMAS = {
   ...MEMORY_MAINTENANCE_EVENT_SCHEMAS,
   ...HEARTBEAT_EVENT_SCHEMAS,
   ...CHAT_DELIVERY_EVENT_SCHEMAS,
+  ...MESSENGER_EVENT_SCHEMAS,
 };
 
 /** Chunks that travel on the bus for live listeners and are never persisted. */

@@ -3,6 +3,7 @@
 // dependency queue shared by a cron job and a webhook cron_task, missed fires and restarts that
 // never run a fire twice, delivery retry, and hand edits of the file. The agent is a fake on the
 // agent contract that records each message and answers when told.
+import { recordingTransport, registryOf } from '../fixtures/recording-transport.js';
 import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -329,7 +330,7 @@ t.test('delivery to the job’s route: the direct API chat it names; a transport
       { id: 'panel', title: 'Panel report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'tell panel', created_at: created(start) },
     ],
   });
-  const delivery = startChatDelivery({ bus: s.bus });
+  const delivery = startChatDelivery({ bus: s.bus, transports: registryOf(recordingTransport('api')) });
   t.teardown(() => delivery.unsubscribe());
   const chunks: { stream: string; data: Record<string, unknown> }[] = [];
   s.bus.transient$.subscribe((m) => {
@@ -342,14 +343,14 @@ t.test('delivery to the job’s route: the direct API chat it names; a transport
   t.match(s.job('api'), { last_status: 'success', last_delivery_status: 'delivered' });
   t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'api'), [{ data: { attempt: 1, to: 'api' } }]);
 
-  // Telegram is not running (not built yet): the result goes to main's admin chat on the first attempt.
+  // Telegram is not running (no bot configured): the result goes to main's admin chat on the first attempt.
   t.same(s.envelopes.map((e) => e.content.split('\n')[0]).sort(), ['TASK: Panel report', 'TASK: Telegram report'], 'the panel job and the telegram job both reach the admin chat');
   t.equal(s.facts(AUTOMATION_EVENTS.delivery_failed).length, 0, 'no failed attempt, no retries');
   t.match(s.facts(AUTOMATION_EVENTS.delivered).filter((e) => e.data.id === 'tg'), [{ data: { attempt: 1, to: 'admin' } }]);
   t.match(s.job('tg'), { last_status: 'success', last_delivery_status: 'delivered' });
   t.match(
     s.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }),
-    [{ stream: 'delivery:telegram:42', data: { transport: 'telegram', chat_id: 42, agent: 'main', source: 'cron:tg', to: 'admin', reason: /telegram is not included in this version/ } }],
+    [{ stream: 'delivery:telegram:42', data: { transport: 'telegram', chat_id: 42, agent: 'main', source: 'cron:tg', to: 'admin', reason: 'transport telegram is not running' } }],
     'the log records where it went and why',
   );
   await s.advance(2 * 3600_000, 60_000);

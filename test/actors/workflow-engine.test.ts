@@ -6,6 +6,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
 import { ActorHost, WorkflowEngine, answerWorkflowCommand, startChatDelivery } from '../../actors/index.js';
+import { recordingTransport, registryOf } from '../fixtures/recording-transport.js';
 import { Bus, serveAgents } from '../../bus/index.js';
 import { checkWorkflowExpression } from '../../machines/index.js';
 import {
@@ -95,7 +96,7 @@ async function rig(t: Test, files: Record<string, string>, opts: { log?: EventLo
     },
     list: () => [{ name: 'main', provider: 'claude', model: 'claude-opus-4', online: true, is_main: true }],
   });
-  const delivery = startChatDelivery({ bus });
+  const delivery = startChatDelivery({ bus, transports: registryOf(recordingTransport('api')) });
   const said: { chat_id: number; text: string }[] = [];
   const sub = bus.transient$.subscribe((m) => {
     if (m.type === CHAT_DELIVERY_CHUNKS.delivered) said.push({ chat_id: m.data.chat_id, text: m.data.text });
@@ -323,7 +324,7 @@ t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text,
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => Date.parse('2026-11-20T08:00:00Z') });
   t.teardown(() => bus.close());
-  const delivery = startChatDelivery({ bus });
+  const delivery = startChatDelivery({ bus, transports: registryOf(recordingTransport('api')) });
   t.teardown(() => delivery.unsubscribe());
   const recorded: unknown[] = [];
   // The chat-sessions actor's side of the command, in memory: what it is asked to keep.
@@ -343,7 +344,7 @@ t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text,
   t.same(await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: 7, topic_id: null, text: 'hi', agent: 'helper', source: 'workflow:r1' }), { delivered: true, to: 'admin' });
   t.match(recorded.at(-1), { agent: 'helper', message: { content: 'hi', kind: 'text', meta: { source: 'workflow:r1', rerouted_from: { transport: 'telegram', chat_id: 7, topic_id: null } } } }, 'telegram is not running: the agent’s admin chat gets it');
   t.match(log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }), [
-    { stream: 'delivery:telegram:7', data: { transport: 'telegram', chat_id: 7, topic_id: null, agent: 'helper', source: 'workflow:r1', to: 'admin', session_id: 's1', reason: /not included in this version/ } },
+    { stream: 'delivery:telegram:7', data: { transport: 'telegram', chat_id: 7, topic_id: null, agent: 'helper', source: 'workflow:r1', to: 'admin', session_id: 's1', reason: 'transport telegram is not running' } },
   ]);
   t.equal(live.length, 1, 'no live chunk for it');
   await t.rejects(bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'api', chat_id: 7, topic_id: null, text: '', source: 'x' }), { code: 'invalid-command' });

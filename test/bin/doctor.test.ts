@@ -17,7 +17,7 @@ t.test('svc doctor on a fresh home: what is missing and how to fix it, creating 
   t.match(r.stdout, /^ok {4}native modules load/m);
   t.match(r.stdout, /^warn {2}home .*svc-home does not exist yet — fix: \.\/bin\/svc\.js start creates it/m);
   t.match(r.stdout, /^FAIL {2}Claude Code \(the default provider\): not installed — fix: npm i -g @anthropic-ai\/claude-code/m);
-  t.match(r.stdout, /^-- {4}telegram: off, not included in this version of svc yet$/m);
+  t.match(r.stdout, /^-- {4}telegram: off, no telegram_token in config.json — fix: set telegram_token \(from @BotFather\) in config.json$/m);
   t.match(r.stdout, /1 problem\(s\) to fix/);
   t.notOk(existsSync(home), 'the doctor only looks');
 });

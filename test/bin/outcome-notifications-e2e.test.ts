@@ -100,7 +100,7 @@ t.test('nothing computed is dropped: a wake with no chat and a cron result for a
   const rerouted = (source: string) => d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).find((e) => e.data.source === source);
   const wake = await until('the wake answer to be rerouted', () => rerouted('webhook:ping'), 20_000);
   // The hook names no chat: the main chat of the configured transport (telegram), chat 1 with no allowed users.
-  t.match(wake.data, { transport: 'telegram', chat_id: 1, agent: 'main', to: 'admin', reason: /telegram is not included in this version/ });
+  t.match(wake.data, { transport: 'telegram', chat_id: 1, agent: 'main', to: 'admin', reason: /transport telegram is not running/ });
   const hookNote = await socket.next((f: Frame) => f.type === 'notification' && f.data.type === 'webhook');
   t.match(hookNote.data, { title: 'Webhook "Ping" (ping) called', severity: 'info' }, 'and its notification');
 

@@ -17,7 +17,7 @@ t.test('svc start says where its files are, what it listens on, which transports
   t.match(out, new RegExp(`\\n {2}home {8}${dir}\\n`));
   t.match(out, new RegExp(`\\n {2}config {6}${dir}/config/config\\.json\\n`), 'an existing config is not announced as created');
   t.match(out, /\n {2}listening {3}internal API {2}127\.0\.0\.1:\d+\n {14}direct API {4}127\.0\.0\.1:\d+\n/);
-  t.match(out, /\n {2}transports {2}telegram off: not included in this version of svc yet\n/);
+  t.match(out, /\n {2}transports {2}telegram off: no telegram_token in config.json\n/);
   t.match(out, /next {8}connect a client to ws:\/\/127\.0\.0\.1:\d+\/ws with api\.token/);
   t.notMatch(out, /\u001b\[/, 'no terminal colour codes: journald gets plain text');
   daemon.kill('SIGTERM');

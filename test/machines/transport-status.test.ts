@@ -4,9 +4,9 @@ import { defaultConfig } from '../../schemas/index.js';
 
 const cfg = (over: Record<string, unknown>) => ({ ...defaultConfig(), ...over }) as ReturnType<typeof defaultConfig>;
 
-t.test('a transport this build does not include is off for that reason alone, with nothing to fix', async (t) => {
+t.test('telegram is built; matrix, which this build does not include, is off for that reason alone, with nothing to fix', async (t) => {
   t.same(transportStatuses(cfg({ telegram_token: '123:abc' })), [
-    { name: 'telegram', on: false, why: 'not included in this version of svc yet', fix: null },
+    { name: 'telegram', on: true, why: 'bot token set', fix: null },
     { name: 'matrix', on: false, why: 'not included in this version of svc yet', fix: null },
   ]);
 });
@@ -24,12 +24,17 @@ t.test('once built: on with credentials, otherwise off naming what is missing an
   t.match(transportStatuses(cfg({ transports: ['matrix'], telegram_token: 'x' }), both)[0], { on: false, why: 'not listed in transports' }, 'transports, when set, decides');
 });
 
-t.test('deliveryRoute: a running transport gets its chat; otherwise the admin chat, with why', async (t) => {
-  t.same(deliveryRoute('api', true), { kind: 'origin' });
-  t.same(deliveryRoute('telegram', true), { kind: 'origin' }, 'once a registry says telegram runs, its chats get their messages');
-  t.same(deliveryRoute('telegram', false), { kind: 'admin-chat', reason: 'transport telegram is not included in this version of svc yet' });
-  t.same(deliveryRoute('matrix', false), { kind: 'admin-chat', reason: 'transport matrix is not included in this version of svc yet' });
-  t.same(deliveryRoute('internal', false), { kind: 'admin-chat', reason: 'transport internal has no chat delivery in svc' });
-  t.same(deliveryRoute('api', true, false), { kind: 'admin-chat', reason: 'no api connection of that chat is open' }, 'the direct API keeps no history');
-  t.same(deliveryRoute('api', true, true), { kind: 'origin' });
+t.test('deliveryRoute: a running transport that reaches the chat gets it; otherwise the admin chat, with why', async (t) => {
+  const running = (name: string) => ({ name, state: 'running' as const, detail: 'up' });
+  t.same(deliveryRoute('api', running('api'), true), { kind: 'origin' });
+  t.same(deliveryRoute('telegram', running('telegram'), true), { kind: 'origin' }, 'a running telegram transport gets its chats');
+  t.same(deliveryRoute('telegram', null, false), { kind: 'admin-chat', reason: 'transport telegram is not running' }, 'built but not configured');
+  t.same(deliveryRoute('telegram', { name: 'telegram', state: 'retrying', detail: 'Unauthorized (bad telegram_token?)' }, false), {
+    kind: 'admin-chat',
+    reason: 'transport telegram is reconnecting (Unauthorized (bad telegram_token?))',
+  });
+  t.same(deliveryRoute('matrix', null, false), { kind: 'admin-chat', reason: 'transport matrix is not included in this version of svc yet' });
+  t.same(deliveryRoute('internal', null, false), { kind: 'admin-chat', reason: 'transport internal has no chat delivery in svc' });
+  t.same(deliveryRoute('api', running('api'), false), { kind: 'admin-chat', reason: 'no api connection of that chat is open' }, 'the direct API keeps no history');
+  t.same(deliveryRoute('telegram', running('telegram'), false), { kind: 'admin-chat', reason: 'telegram cannot reach that chat' });
 });

@@ -44,7 +44,7 @@ t.test('{} parses to every default of SPEC.md', async (t) => {
     session_age_warning_hours: 12, daily_reset_hour: 4, daily_reset_enabled: false, user_timezone: '',
     max_budget_usd: null, max_turns: null, max_session_messages: null, permission_mode: 'bypassPermissions',
     cli_timeout: 1800, reasoning_effort: 'medium', file_access: 'all', gemini_api_key: null, transport: 'telegram',
-    telegram_token: '', group_mention_only: false, update_check: true, interagent_port: 8799,
+    telegram_token: '', telegram_api_root: 'https://api.telegram.org', group_mention_only: false, update_check: true, interagent_port: 8799,
   });
   t.same(c.permission_mode_by_role, { admin: 'bypassPermissions', operator: 'acceptEdits', viewer: 'default' });
   t.same(c.transports, []);

@@ -1,0 +1,51 @@
+import * as v from 'valibot';
+import type { ChatButton } from './agent-commands.schema.js';
+
+/*
+ * What a chat transport is (DESIGN.md §7): a surface people chat with svc through — the direct
+ * API, the admin chat, Telegram, Matrix. Inbound, each turns its users' messages, commands and
+ * button presses into the one agent contract (`AgentClient.ask`, bus/agents.ts) with the sender as
+ * a Principal; outbound, svc says things outside a turn (a cron result, a workflow's question, a
+ * notification) through `deliver`, and the registry (bus/transports.ts) asks `reaches` first, so a
+ * chat that cannot be told now gets the message in the agent's admin chat instead, never nowhere.
+ */
+
+/** A chat, and the topic within it (a Telegram forum topic, a direct-API channel); null: the chat itself. */
+export interface ChatAddress {
+  chat_id: number;
+  topic_id: number | null;
+}
+
+/** Something svc says in a chat outside a turn. */
+export interface OutboundMessage extends ChatAddress {
+  text: string;
+  /** What sends it (`cron:<job>`, `workflow:<run>`), for the log. */
+  source: string;
+  /** Whose chat it is, where a transport keeps chats per agent. */
+  agent: string;
+  buttons?: readonly ChatButton[];
+  /** The correlation id of the facts the delivery causes. */
+  correlation: string;
+}
+
+export const TRANSPORT_STATES = ['starting', 'running', 'retrying', 'stopped'] as const;
+
+/** For the start banner, `svc status`, `svc doctor` and the dashboard. */
+export const TransportHealthSchema = v.object({
+  name: v.string(),
+  /** `retrying`: it failed to start or lost its connection, and tries again after a backoff. */
+  state: v.picklist(TRANSPORT_STATES),
+  /** One phrase: what it is connected as, or why it is not. */
+  detail: v.string(),
+});
+export type TransportHealth = v.InferOutput<typeof TransportHealthSchema>;
+
+export interface ChatTransport {
+  /** `api`, `admin`, `telegram`, `matrix`: the `transport` of the messages it asks with. */
+  readonly name: string;
+  health(): TransportHealth;
+  /** Whether a message to that chat can be delivered now (running, and the chat is one it can talk to). */
+  reaches(to: ChatAddress): boolean;
+  /** Resolves once the chat has it; rejects when it could not be sent (the registry then reroutes it). */
+  deliver(message: OutboundMessage): Promise<void>;
+}

@@ -1,0 +1,20 @@
+import * as v from 'valibot';
+import { typeNames } from './type-names.js';
+
+/*
+ * Stream `messenger:<transport>:<bot id>`: updates a messenger bot took from its server, recorded
+ * before the agent is asked, so an update the server hands out again (after a crash, before it
+ * heard that the update was taken) is recognised and never runs twice.
+ */
+export const MESSENGER_EVENT_SCHEMAS = {
+  'messenger.update_accepted': v.object({
+    transport: v.string(),
+    /** The transport's own update counter (Telegram's update_id): increasing per bot. */
+    update_id: v.number(),
+    chat_id: v.number(),
+    topic_id: v.nullable(v.number()),
+    agent: v.string(),
+  }),
+};
+export const MESSENGER_EVENTS = typeNames(MESSENGER_EVENT_SCHEMAS);
+export const messengerStream = (transport: string, botId: string | number): string => `messenger:${transport}:${botId}`;
