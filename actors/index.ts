@@ -53,3 +53,4 @@ export * from './housekeeping/memory-maintenance.js';
 export * from './automation/one-shot-runner.js';
 export * from './chat-delivery/chat-envelope.js';
 export * from './automation/cron-scheduler.js';
+export * from './messenger/edit-streamer.js';

@@ -47,3 +47,4 @@ export * from './skill-sync.logic.js';
 export * from './housekeeping.logic.js';
 export * from './cron.logic.js';
 export * from './webhook-replay.logic.js';
+export * from './edit-stream.logic.js';

@@ -49,3 +49,22 @@ export interface ChatTransport {
   /** Resolves once the chat has it; rejects when it could not be sent (the registry then reroutes it). */
   deliver(message: OutboundMessage): Promise<void>;
 }
+
+/**
+ * One message a transport streams an answer into: the first call sends it, later ones edit it.
+ * Each receives the whole answer so far (Markdown), and renders and cuts it to fit the transport.
+ */
+export interface MessageEditor {
+  send(text: string): Promise<void>;
+  edit(text: string): Promise<void>;
+}
+
+/** An answer being streamed (actors/messenger/edit-streamer.ts paces it by StreamingConfig). */
+export interface EditStream {
+  /** The answer so far, as it grows. */
+  update(text: string): void;
+  /** No more updates: waits for the request in flight; `shown` is what the message shows, null if it was never sent. */
+  finish(): Promise<{ shown: string | null }>;
+}
+
+export type StartEditStream = (editor: MessageEditor) => EditStream;

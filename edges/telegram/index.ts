@@ -1,0 +1,3 @@
+export * from './telegram-transport.js';
+export * from './telegram-gate.js';
+export * from './telegram-format.js';

@@ -1,0 +1,345 @@
+import { autoRetry } from '@grammyjs/auto-retry';
+import { apiThrottler } from '@grammyjs/transformer-throttler';
+import { Bot, GrammyError, InputFile, type Context } from 'grammy';
+import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
+import {
+  CHAT_COMMAND_HELP,
+  MESSENGER_EVENTS,
+  MULTIAGENT_COMMAND_HELP,
+  TURN_CHUNKS,
+  describeError,
+  messengerStream,
+  type AgentConfig,
+  type ChatAddress,
+  type ChatButton,
+  type ChatTransport,
+  type MessageEditor,
+  type OutboundMessage,
+  type Principal,
+  type StartEditStream,
+  type TransportHealth,
+  type TurnFile,
+  type TurnOutcome,
+} from '../../schemas/index.js';
+import { admit } from './telegram-gate.js';
+import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
+
+export const TELEGRAM = 'telegram';
+
+/** Who a Telegram sender is to svc: the user record listing the id in `telegram_user_ids`, if any. */
+export type TelegramSender = Pick<Principal, 'id' | 'role' | 'allowed_agents'>;
+
+export interface TelegramDeps {
+  bus: Bus;
+  /** The agent this bot talks to (`main`, or a sub-agent with a bot of its own). */
+  agent: string;
+  /** The config in force: the token and API root at start; the allow-lists and streaming per message. */
+  config(): Pick<AgentConfig, 'telegram_token' | 'telegram_api_root' | 'allowed_user_ids' | 'allowed_group_ids' | 'group_mention_only' | 'streaming' | 'scene'>;
+  /** The sender's user record (`telegram_user_ids`), for the role its turns run with; null: none. */
+  sender(senderId: number): TelegramSender | null;
+  /** How the answer streams into its message (actors/messenger/edit-streamer.ts, paced by StreamingConfig). */
+  streams: StartEditStream;
+  /** The highest update id this bot accepted before, from the event log: an update at or below it is never run again. */
+  acceptedUpTo(botId: number): number;
+  log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
+  /** Backoff between start attempts after a failure (bad token, server unreachable). */
+  retry?: { firstMs: number; maxMs: number };
+}
+
+type Target = { chat_id: number; thread: number | null };
+
+/**
+ * The Telegram transport (grammY): long polling, the allow-lists, answers streamed by editing one
+ * message and then cut to Telegram's 4096 characters, buttons as inline keyboards, and `deliver` for
+ * what svc says outside a turn. Sends go through the throttler (Telegram's per-chat and per-bot
+ * limits) and auto-retry (a 429's retry_after, a 5xx, a dropped connection), so no request is lost
+ * to a limit and none is sent faster than Telegram allows.
+ */
+export class TelegramTransport implements ChatTransport {
+  readonly name = TELEGRAM;
+  private readonly bot: Bot;
+  private readonly agents: AgentClient;
+  private readonly log: NonNullable<TelegramDeps['log']>;
+  private state: TransportHealth = { name: TELEGRAM, state: 'stopped', detail: 'not started' };
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private highWater = 0;
+  private readonly refusedLogged = new Set<string>();
+  /** Answers still being streamed or sent: stop lets them finish what is in flight. */
+  private readonly answering = new Set<Promise<void>>();
+
+  constructor(private readonly deps: TelegramDeps) {
+    const cfg = deps.config();
+    this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
+    this.agents = agentsOf(deps.bus);
+    this.bot = new Bot(cfg.telegram_token, { client: { apiRoot: cfg.telegram_api_root.replace(/\/+$/, '') } });
+    // Outermost last: a retried request queues in the throttler again, so a 429 storm never bursts.
+    this.bot.api.config.use(apiThrottler());
+    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 8, maxDelaySeconds: 300 }));
+    this.bot.on('message', (ctx) => this.onMessage(ctx));
+    this.bot.on('callback_query:data', (ctx) => this.onButton(ctx));
+    // One update that fails to be handled must not stop the bot.
+    this.bot.catch((err) => this.log('error', `telegram: update ${err.ctx.update.update_id} failed: ${describeError(err.error)}`));
+  }
+
+  health(): TransportHealth {
+    return { ...this.state };
+  }
+
+  reaches(_to: ChatAddress): boolean {
+    return this.state.state === 'running';
+  }
+
+  async deliver(m: OutboundMessage): Promise<void> {
+    await this.sendAll({ chat_id: m.chat_id, thread: m.topic_id }, splitForTelegram(m.text), m.buttons ?? []);
+  }
+
+  /** Starts polling in the background; a failure to connect is retried with backoff, never thrown. */
+  start(): void {
+    if (this.loop) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    // Not awaited inside a handler (grammY would deadlock), only here, from outside.
+    if (this.bot.isRunning()) await this.bot.stop().catch(() => undefined);
+    await this.loop;
+    this.loop = null;
+    await Promise.allSettled([...this.answering]);
+    this.state = { name: TELEGRAM, state: 'stopped', detail: 'stopped' };
+  }
+
+  private async run(): Promise<void> {
+    const retry = this.deps.retry ?? { firstMs: 1000, maxMs: 5 * 60_000 };
+    let delay = retry.firstMs;
+    let lastError = '';
+    while (!this.stopped) {
+      this.state = { name: TELEGRAM, state: 'starting', detail: `connecting to ${this.deps.config().telegram_api_root}` };
+      try {
+        await this.bot.init();
+        const me = this.bot.botInfo;
+        this.highWater = this.deps.acceptedUpTo(me.id);
+        await this.bot.api.setMyCommands([...CHAT_COMMAND_HELP, ...MULTIAGENT_COMMAND_HELP].map((c) => ({ command: c.command.slice(1), description: c.description.slice(0, 256) })));
+        await this.bot.start({
+          allowed_updates: ['message', 'callback_query'],
+          onStart: () => {
+            this.state = { name: TELEGRAM, state: 'running', detail: `as @${me.username}` };
+            this.log('info', `telegram: running as @${me.username} for ${this.deps.agent}`);
+            delay = retry.firstMs;
+            lastError = '';
+          },
+        });
+        if (this.stopped) break;
+        throw new Error('polling ended');
+      } catch (e) {
+        if (this.stopped) break;
+        const why = telegramProblem(e);
+        this.state = { name: TELEGRAM, state: 'retrying', detail: why };
+        // One line per distinct problem, not one per attempt.
+        if (why !== lastError) this.log('error', `telegram: cannot run the bot for ${this.deps.agent}: ${why}; retrying with backoff (up to ${retry.maxMs / 1000} s)`);
+        lastError = why;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = null;
+        delay = Math.min(delay * 2, retry.maxMs);
+      }
+    }
+  }
+
+  /** Recorded before the agent is asked: an update Telegram hands out again after a crash is recognised and skipped. */
+  private async accept(ctx: Context, address: ChatAddress): Promise<boolean> {
+    const id = ctx.update.update_id;
+    if (id <= this.highWater) return false;
+    this.highWater = id;
+    await this.deps.bus.publish({
+      stream: messengerStream(TELEGRAM, this.bot.botInfo.id),
+      type: MESSENGER_EVENTS.update_accepted,
+      data: { transport: TELEGRAM, update_id: id, chat_id: address.chat_id, topic_id: address.topic_id, agent: this.deps.agent },
+      by: TELEGRAM,
+    });
+    return true;
+  }
+
+  private async onMessage(ctx: Context): Promise<void> {
+    const msg = ctx.message!;
+    const text = msg.text ?? msg.caption ?? '';
+    if (!msg.from || text.trim() === '') return;
+    const cfg = this.deps.config();
+    const topic = msg.is_topic_message && msg.message_thread_id !== undefined ? msg.message_thread_id : null;
+    const admission = admit(
+      { chatType: msg.chat.type, chatId: msg.chat.id, senderId: msg.from.id, text, botUsername: this.bot.botInfo.username, repliesToBot: msg.reply_to_message?.from?.id === this.bot.botInfo.id },
+      cfg,
+    );
+    if (!admission.admit) return this.refused(msg.from.id, msg.chat.id, admission.why);
+    const address = { chat_id: msg.chat.id, topic_id: topic };
+    if (!(await this.accept(ctx, address))) return;
+    if (cfg.scene.reaction_style !== 'off') {
+      ctx.api.setMessageReaction(msg.chat.id, msg.message_id, [{ type: 'emoji', emoji: '👀' }]).catch(() => undefined);
+    }
+    this.answer({ chat_id: msg.chat.id, thread: topic }, address, msg.from.id, admission.text);
+  }
+
+  /** A pressed button says its data as the chat's next message (schemas ChatButton). */
+  private async onButton(ctx: Context): Promise<void> {
+    const q = ctx.callbackQuery!;
+    const chat = q.message?.chat;
+    await ctx.answerCallbackQuery().catch(() => undefined);
+    if (!chat || q.data === undefined) return;
+    const cfg = this.deps.config();
+    const admission = admit({ chatType: chat.type, chatId: chat.id, senderId: q.from.id, text: q.data, botUsername: this.bot.botInfo.username, repliesToBot: true }, cfg);
+    if (!admission.admit) return this.refused(q.from.id, chat.id, admission.why);
+    const thread = q.message && 'is_topic_message' in q.message && q.message.is_topic_message ? (q.message.message_thread_id ?? null) : null;
+    const address = { chat_id: chat.id, topic_id: thread };
+    if (!(await this.accept(ctx, address))) return;
+    this.answer({ chat_id: chat.id, thread }, address, q.from.id, q.data);
+  }
+
+  private refused(senderId: number, chatId: number, why: string): void {
+    const key = `${senderId}:${chatId}`;
+    if (this.refusedLogged.has(key) || this.refusedLogged.size > 10_000) return;
+    this.refusedLogged.add(key);
+    this.log('warn', `telegram: ignored a message from user ${senderId} in chat ${chatId}: ${why} (said once per sender and chat)`);
+  }
+
+  /** Asks the agent and streams its answer; returns at once, so polling goes on while the turn runs. */
+  private answer(target: Target, address: ChatAddress, senderId: number, text: string): void {
+    const who = this.deps.sender(senderId);
+    const principal: Principal = {
+      kind: 'user',
+      id: who?.id ?? null,
+      acting_for: null,
+      role: who?.role ?? null,
+      allowed_agents: who?.allowed_agents ?? [],
+      origin: { transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id },
+    };
+    const asked = this.agents.ask({ agent: this.deps.agent, transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id, text, kind: 'foreground' }, principal);
+    const editor = this.editor(target);
+    const stream = this.deps.streams(editor);
+    let soFar = '';
+    asked.chunks$.subscribe((chunk) => {
+      if (chunk.type !== TURN_CHUNKS.text_delta) return;
+      soFar += chunk.data.text;
+      stream.update(soFar);
+    });
+    this.bot.api.sendChatAction(target.chat_id, 'typing', target.thread !== null ? { message_thread_id: target.thread } : {}).catch(() => undefined);
+    const done: Promise<void> = asked.outcome
+      .then(
+        async (outcome) => this.final(target, outcome, (await stream.finish()).shown !== null ? editor.id() : null),
+        async (e) => {
+          await stream.finish();
+          await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []);
+        },
+      )
+      .catch((e) => this.log('error', `telegram: could not send the answer to chat ${target.chat_id}: ${describeError(e)}`, { chat_id: target.chat_id }))
+      .finally(() => this.answering.delete(done));
+    this.answering.add(done);
+  }
+
+  /** The one message an answer streams into: sent by the first preview, edited by the later ones. */
+  private editor(target: Target): MessageEditor & { id(): number | null } {
+    const limit = Math.min(TELEGRAM_TEXT_LIMIT, Math.max(1, this.deps.config().streaming.max_chars));
+    let id: number | null = null;
+    return {
+      id: () => id,
+      send: async (text) => {
+        id = (await this.sendChunk(target, streamingPreview(text, limit), [])).message_id;
+      },
+      edit: async (text) => {
+        if (id === null) throw new Error('nothing sent yet');
+        await this.editChunk(target, id, streamingPreview(text, limit), []);
+      },
+    };
+  }
+
+  /** The answer, whole: the streamed message becomes its first part; the rest, files and buttons follow. */
+  private async final(target: Target, outcome: TurnOutcome, streamedId: number | null): Promise<void> {
+    const text = outcome.text.trim() !== '' ? outcome.text : outcome.status === 'completed' ? '' : `⚠️ ${outcome.reason ?? outcome.status}`;
+    const chunks = splitForTelegram(text + this.footer(outcome));
+    const buttons = outcome.buttons ?? [];
+    if (streamedId !== null && chunks.length > 0) {
+      const [first, ...rest] = chunks;
+      try {
+        await this.editChunk(target, streamedId, first!, rest.length === 0 ? buttons : []);
+      } catch {
+        // The preview can no longer be edited (deleted, too old): the final text goes out new, never lost.
+        await this.sendChunk(target, first!, rest.length === 0 ? buttons : []);
+      }
+      await this.sendAll(target, rest, buttons);
+    } else {
+      await this.sendAll(target, chunks, buttons);
+    }
+    for (const f of outcome.files) await this.sendFile(target, f);
+  }
+
+  private footer(o: TurnOutcome): string {
+    if (!this.deps.config().scene.technical_footer || o.turn_id === null) return '';
+    const parts = [o.model, o.usage ? `${o.usage.input_tokens}→${o.usage.output_tokens} tokens` : null, o.cost_usd !== null ? `$${o.cost_usd.toFixed(4)}` : null, o.duration_ms !== null ? `${(o.duration_ms / 1000).toFixed(1)} s` : null];
+    return `\n\n_${parts.filter((p) => p !== null).join(' · ')}_`;
+  }
+
+  private async sendAll(target: Target, chunks: readonly TelegramChunk[], buttons: readonly ChatButton[]): Promise<void> {
+    for (let i = 0; i < chunks.length; i++) await this.sendChunk(target, chunks[i]!, i === chunks.length - 1 ? buttons : []);
+  }
+
+  private async sendFile(target: Target, f: TurnFile): Promise<void> {
+    const thread = target.thread !== null ? { message_thread_id: target.thread } : {};
+    const file = new InputFile(f.path, f.name);
+    if (f.is_image) await this.bot.api.sendPhoto(target.chat_id, file, thread).catch(() => this.bot.api.sendDocument(target.chat_id, new InputFile(f.path, f.name), thread));
+    else await this.bot.api.sendDocument(target.chat_id, file, thread);
+  }
+
+  /** HTML first; plain text when Telegram cannot parse it, so formatting never costs a message. */
+  private async sendChunk(target: Target, chunk: TelegramChunk, buttons: readonly ChatButton[]) {
+    const extra = { ...(target.thread !== null ? { message_thread_id: target.thread } : {}), ...keyboard(buttons), link_preview_options: { is_disabled: true } };
+    try {
+      return await this.bot.api.sendMessage(target.chat_id, chunk.html, { ...extra, parse_mode: 'HTML' });
+    } catch (e) {
+      if (!unparsable(e)) throw e;
+      return this.bot.api.sendMessage(target.chat_id, chunk.plain, extra);
+    }
+  }
+
+  private async editChunk(target: Target, id: number, chunk: TelegramChunk, buttons: readonly ChatButton[]): Promise<void> {
+    const extra = { ...keyboard(buttons), link_preview_options: { is_disabled: true } };
+    try {
+      await this.bot.api.editMessageText(target.chat_id, id, chunk.html, { ...extra, parse_mode: 'HTML' });
+    } catch (e) {
+      if (notModified(e)) return;
+      if (!unparsable(e)) throw e;
+      await this.bot.api.editMessageText(target.chat_id, id, chunk.plain, extra).catch((e2) => {
+        if (!notModified(e2)) throw e2;
+      });
+    }
+  }
+}
+
+function keyboard(buttons: readonly ChatButton[]) {
+  return buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } };
+}
+
+function unparsable(e: unknown): boolean {
+  return e instanceof GrammyError && e.error_code === 400 && /can't parse entities|unsupported start tag|can't find end tag/i.test(e.description);
+}
+
+function notModified(e: unknown): boolean {
+  return e instanceof GrammyError && e.error_code === 400 && /message is not modified/i.test(e.description);
+}
+
+/** One phrase for the log and the banner: what is wrong and what to check. */
+export function telegramProblem(e: unknown): string {
+  if (e instanceof GrammyError) {
+    if (e.error_code === 401 || e.error_code === 404) return `Telegram refused the bot token (${e.error_code} ${e.description}): check telegram_token`;
+    if (e.error_code === 409) return `another program is polling this bot (${e.description})`;
+    return `${e.error_code} ${e.description}`;
+  }
+  return `cannot reach the Bot API: ${describeError(e)}`;
+}
