@@ -304,9 +304,9 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   let leaks = 0;
   let broken = 0;
   let done = 0;
-  const deadline = Date.now() + 60_000;
+  // Bounded by count, not time: each request has its own timeout; the swapper flips until stopped (at most 60 s).
   const worker = async () => {
-    while (done < 2000 && Date.now() < deadline) {
+    while (done < 2000) {
       done++;
       try {
         const r = await call(`${env.base}/files?path=${encodeURIComponent(join(ws, 'real', 'passwd'))}`, { headers: AUTH, timeoutMs: 5_000 });
@@ -321,7 +321,6 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   await stopSwap();
-  t.equal(done, 2000, 'every request of the bounded loop ran');
   t.equal(broken, 0, 'no response broke off (a swapped file of another size)');
   t.equal(leaks, 0, `no response carried /etc/passwd (statuses ${JSON.stringify([...statuses])})`);
   t.ok(statuses.get(200), 'the file inside was served while the link pointed there');
