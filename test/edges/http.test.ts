@@ -141,6 +141,7 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
             for (;;) {
               seen.infinitePulled++;
               yield 'tick\n';
+              // A producer that never ends but never hogs the loop either; the test waits for its finally with until().
               await new Promise((r) => setImmediate(r));
             }
           } finally {
