@@ -176,9 +176,19 @@ export class CronScheduler {
     this.flush();
   }
 
-  /** Resolves when every fire, finished run's record and delivery attempt under way has ended (tests wait on this). */
+  /**
+   * Resolves once everything started so far has ended or is held (tests wait on this): every fire,
+   * every run (but one its agent has not answered yet, or one queued behind such a run), the record
+   * of each finished run, each delivery attempt and the write of the run fields, and what any of
+   * these started meanwhile. The runner's idle() ends after its reactions ran, so a run that ended
+   * has its record tracked here by then.
+   */
   async idle(): Promise<void> {
-    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+    for (;;) {
+      await this.d.runner.idle();
+      if (!this.inflight.size) return;
+      await Promise.allSettled([...this.inflight]);
+    }
   }
 
   /** The next fire of each job, epoch ms (null: none). */
@@ -392,7 +402,7 @@ export class CronScheduler {
       route,
     });
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
-    // Tracked from its end on: idle() waits for what follows a run, not for the run itself.
+    // The run itself is the runner's (its idle() waits for it unless its agent holds it); what follows it is tracked here.
     void run.done.then((r) => this.track(this.finish(s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
     await run.queued;
   }
@@ -483,7 +493,8 @@ export class CronScheduler {
     for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
     if (this.flushQueued) return;
     this.flushQueued = true;
-    setImmediate(() => this.flush());
+    // Tracked: idle() ends once the run fields are on disk.
+    this.track(new Promise<void>((r) => setImmediate(() => r(this.flush()))));
   }
 
   /** Writes what patch() collected; also called before anything reads the file back. */
@@ -557,7 +568,7 @@ export class CronScheduler {
       }
     }
     for (const [id, r] of before) if (!after.has(id)) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_deleted, data: { id, agent: r.agent, by: null } });
-    for (const f of facts) void this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`));
+    for (const f of facts) this.track(this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`)));
   }
 
   /** A job's record as it will be once the pending patches are written. */

@@ -101,6 +101,9 @@ export class OneShotRuns implements OneShotRunner {
   private readonly newId: () => string;
   private stopped = false;
   private recovery: Promise<RecoveredRuns> | null = null;
+  /** Runs doing svc's own work now: not waiting on their agent's answer, nor in a queue behind another run. */
+  private busy = 0;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly d: OneShotRunsDeps) {
     this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
@@ -146,6 +149,28 @@ export class OneShotRuns implements OneShotRunner {
     this.stopped = true;
   }
 
+  /**
+   * Resolves once every run queued so far has ended or is held: waiting on its agent's answer, or in
+   * its dependency queue behind such a run. Runs queued meanwhile are waited for too. Checked after a
+   * macrotask turn, so an answer already given (its reply travels in microtasks) has made its run busy
+   * again before the check: `held` means the agent has not answered, not that its answer is on its way.
+   */
+  async idle(): Promise<void> {
+    for (;;) {
+      if (this.busy > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+      await new Promise((r) => setImmediate(r));
+      if (this.busy === 0) return;
+    }
+  }
+
+  private enter(): void {
+    this.busy++;
+  }
+
+  private leave(): void {
+    if (--this.busy === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
   /** The port webhooks use: resolves once the run is queued (or started). */
   async start(req: OneShotRequest): Promise<{ task_id: string; done: Promise<OneShotResult> }> {
     const run = this.run(req);
@@ -159,6 +184,7 @@ export class OneShotRuns implements OneShotRunner {
     const folder = req.folder ?? req.source.replace(/^[a-z]+:/, '');
     const request = { ...req, folder };
     let done!: Promise<OneShotResult>;
+    this.enter();
     // The fact first: a run the log does not hold must not start (a restart would not know of it).
     const queued = this.d.bus
       .publish({
@@ -167,7 +193,8 @@ export class OneShotRuns implements OneShotRunner {
         data: { run_id: runId, source: req.source, agent: req.agent, folder, dependency: req.dependency, provider: req.provider, model: req.model, request },
         correlation: req.correlation,
       })
-      .then(() => void (done = this.enqueue(runId, request)));
+      .then(() => void (done = this.enqueue(runId, request)))
+      .finally(() => this.leave());
     const failed = queued.then(
       () => done,
       (e: unknown): OneShotResult => ({ run_id: runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }),
@@ -190,6 +217,15 @@ export class OneShotRuns implements OneShotRunner {
 
   /** Runs one item, then the next of its dependency queue. */
   private async execute(item: Queued): Promise<void> {
+    this.enter();
+    try {
+      await this.executeOne(item);
+    } finally {
+      this.leave();
+    }
+  }
+
+  private async executeOne(item: Queued): Promise<void> {
     const result = await this.runOne(item).catch((e: unknown): OneShotResult => ({ run_id: item.runId, status: 'error:internal', text: describeError(e), duration_ms: null, turn_id: null }));
     await this.d.bus
       .publish({ stream: oneShotStream(item.runId), type: ONESHOT_EVENTS.finished, data: { run_id: item.runId, status: result.status, duration_ms: result.duration_ms, turn_id: result.turn_id }, correlation: item.req.correlation })
@@ -238,7 +274,9 @@ export class OneShotRuns implements OneShotRunner {
     const admission = await asked.accepted;
     if (!admission.accepted) return end(`error:${admission.code.replace(/-/g, '_')}`, admission.message);
     try {
-      const o = await asked.outcome;
+      // Held: the agent has the run; only its answer moves it on (idle() does not wait for that).
+      this.leave();
+      const o = await asked.outcome.finally(() => this.enter());
       return { run_id: runId, status: runStatusOf(o), text: o.text, duration_ms: bus.now() - startedAt, turn_id: o.turn_id };
     } catch (e) {
       return { ...end('error:internal', describeError(e)), duration_ms: bus.now() - startedAt };

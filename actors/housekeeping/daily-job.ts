@@ -42,6 +42,11 @@ export class DailyJob {
     this.schedule(this.d.now());
   }
 
+  /** Resolves once the run in progress (if any) has ended and the next one is scheduled (tests wait on this). */
+  async idle(): Promise<void> {
+    await this.running;
+  }
+
   /** Stops scheduling and waits for a run in progress. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -68,6 +68,8 @@ export class Heartbeat {
   private readonly loops: Loop[] = [];
   /** Heartbeats asked and not yet answered, per chat: the request, so stop() can end its turn. */
   private readonly inFlight = new Map<string, { agent: string; request_id: string }>();
+  /** Every heartbeat sent and not yet handled (answered, refused, failed, or dropped after stop). */
+  private readonly sending = new Set<Promise<void>>();
   /** Per agent, its stale turns already aborted and still running, so a turn slow to die is not aborted (and recorded) each tick. */
   private readonly swept = new Map<string, Set<string>>();
   private stopped = false;
@@ -109,6 +111,15 @@ export class Heartbeat {
     for (const l of this.loops) if (l.timer !== null) this.clock.clearTimeout(l.timer as never);
     const running = [...this.inFlight.values()];
     await Promise.allSettled(running.map((r) => agentsOf(this.d.bus).abortTurn(r, 'requester-stopped', SYSTEM)));
+  }
+
+  /**
+   * Resolves once every heartbeat sent so far has been handled: its answer delivered and recorded,
+   * or dropped (refused, failed, or come after stop()). It waits for the agents' answers, so only
+   * after they are given (tests answer theirs, then wait on this).
+   */
+  async idle(): Promise<void> {
+    while (this.sending.size) await Promise.allSettled([...this.sending]);
   }
 
   private intervalMs(loop: Loop): number {
@@ -182,7 +193,11 @@ export class Heartbeat {
       const where = { agent, transport: s!.transport, chat_id: chat.chat_id, topic_id: chat.topic_id };
       const requestId = `heartbeat:${randomUUID()}`;
       this.inFlight.set(key, { agent, request_id: requestId });
-      void this.send(where, requestId, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => this.inFlight.delete(key));
+      const sent = this.send(where, requestId, target?.prompt ?? hb.prompt, target?.ack_token ?? hb.ack_token).finally(() => {
+        this.inFlight.delete(key);
+        this.sending.delete(sent);
+      });
+      this.sending.add(sent);
     }
   }
 

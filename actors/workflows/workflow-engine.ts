@@ -127,6 +127,9 @@ export class WorkflowEngine {
   private readonly clock: ActorClock;
   private readonly now: () => number;
   private readonly newId: () => string;
+  /** Inputs being committed and effects under way, but those waiting on an agent's answer. */
+  private busy = 0;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly d: WorkflowEngineDeps) {
     this.clock = d.clock ?? realClock;
@@ -184,6 +187,44 @@ export class WorkflowEngine {
 
   activeRuns(): number {
     return this.runs.size;
+  }
+
+  /**
+   * Resolves once nothing the engine started is under way but what waits on someone else: an agent's
+   * answer, a reply in the chat, a timer. Inputs and effects started meanwhile are waited for too.
+   * Checked after a macrotask turn, so an answer already given (it travels in microtasks) has made
+   * its step busy again before the check.
+   */
+  async idle(): Promise<void> {
+    for (;;) {
+      if (this.busy > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+      await new Promise((r) => setImmediate(r));
+      if (this.busy === 0) return;
+    }
+  }
+
+  /** `p` counts as work under way until it settles. */
+  private async working<T>(p: Promise<T>): Promise<T> {
+    this.busy++;
+    try {
+      return await p;
+    } finally {
+      this.leave();
+    }
+  }
+
+  /** `p` is someone else's to settle: the work around it is not under way meanwhile. */
+  private async waitingOn<T>(p: Promise<T>): Promise<T> {
+    this.leave();
+    try {
+      return await p;
+    } finally {
+      this.busy++;
+    }
+  }
+
+  private leave(): void {
+    if (--this.busy === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /**
@@ -305,7 +346,7 @@ export class WorkflowEngine {
   /** Hands the run an input and waits until the facts it caused are committed. */
   private async input(run: LiveRun, event: WorkflowRunInput): Promise<void> {
     if (this.stopped || !this.d.host.get(run.actorId)) return;
-    await this.d.host.sendAndCommit(run.actorId, event, { correlation: run.correlation });
+    await this.working(this.d.host.sendAndCommit(run.actorId, event, { correlation: run.correlation }));
   }
 
   /** Makes what runs match what the run's state says should: effects started or ended, timers armed or cleared. */
@@ -367,16 +408,16 @@ export class WorkflowEngine {
     const done = (output: string) => report({ type: 'step.done', step: effect.step, n: effect.n, output, now: this.now() });
     const failed = (error: string) => report({ type: 'step.failed', step: effect.step, n: effect.n, error, now: this.now() });
     if (effect.type === 'ask_agent') {
-      this.ask(state, effect, f).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
+      this.working(this.ask(state, effect, f)).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
       return;
     }
-    this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, {
+    this.working(this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, {
       transport: state.transport,
       chat_id: state.chat_id,
       topic_id: state.topic_id,
       text: effect.text,
       source: `workflow:${state.run_id}`,
-    }, { correlation: run.correlation }).then(
+    }, { correlation: run.correlation })).then(
       (r) => {
         if (!r.delivered) this.d.bus.emitLog('warn', `workflow run ${state.run_id}: transport ${state.transport} has no chat delivery; step ${effect.step}'s message was not shown`);
         // A wait is answered by the reply; its message only had to go out.
@@ -408,7 +449,7 @@ export class WorkflowEngine {
     f.abort = () => void agents.abort(chatId, principal, step.agent).catch(() => undefined);
     const admission = await asked.accepted;
     if (!admission.accepted) throw new SvcError(admission.code, `agent ${step.agent} refused the request: ${admission.message}`);
-    const outcome = await asked.outcome;
+    const outcome = await this.waitingOn(asked.outcome);
     if (outcome.status === 'completed' && !outcome.is_error) return outcome.text;
     const detail = outcome.text.trim() ? `: ${outcome.text.trim().slice(0, 500)}` : '';
     throw new SvcError('internal-error', `agent ${step.agent} ${outcome.status.replace('_', ' ')}${outcome.reason ? ` (${outcome.reason})` : ''}${detail}`);

@@ -6,7 +6,6 @@ import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { agentsOf, ofType } from '../../bus/index.js';
 import { startDaemon } from '../../bin/daemon.js';
 import { CliSlots, queuedStatus, type CliSlot } from '../../actors/index.js';
-import { setImmediate as tick } from 'node:timers/promises';
 import { SYSTEM_ROLE, roleForCaller, roleForMessengerSender } from '../../machines/index.js';
 import { AGENT_COMMANDS, UsersSchema, type AgentAsk, type Principal } from '../../schemas/index.js';
 import * as v from 'valibot';
@@ -193,23 +192,25 @@ t.test('CLI slots: first come, first served under a bound read at every admissio
     return s;
   };
   const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map(take) as [CliSlot, CliSlot, CliSlot, CliSlot, CliSlot];
-  await tick();
+  // Awaiting the grants that must come: `order` is filled by reactions registered before these, so a
+  // grant given too (c's, wrongly) would be in it by now as well.
+  await Promise.all([a.granted, b.granted]);
   t.same(order, ['a:true', 'b:true'], 'given a bound of 2, the first two start');
   t.same([c.queued, d.queued, e.queued], [{ running: 2, ahead: 0 }, { running: 2, ahead: 1 }, { running: 2, ahead: 2 }]);
   d.cancel();
   a.release();
   a.release();
-  await tick();
+  await Promise.all([d.granted, c.granted]);
   t.same(order, ['a:true', 'b:true', 'd:false', 'c:true'], 'a cancelled waiter leaves; a freed slot goes to the head of the queue, once');
   c.cancel();
   t.equal(slots.runningCount, 2, 'cancel leaves a granted slot alone');
   bound = 3;
   const f = take('f');
-  await tick();
+  await e.granted;
   t.same(order.slice(4), ['e:true'], 'a raised bound admits the queue head before the newcomer');
   t.same([f.queued, slots.waitingCount], [{ running: 2, ahead: 1 }, 1]);
   for (const s of [b, c, e, f]) s.release();
-  await tick();
+  await f.granted;
   t.same([slots.runningCount, slots.waitingCount, order.at(-1)], [0, 0, 'f:true']);
   t.equal(queuedStatus({ running: 1, ahead: 1 }), 'queued: 1 CLI process is running (max_concurrent_cli), 1 turn ahead of yours; yours starts when one ends');
 });

@@ -253,21 +253,19 @@ t.test('DailyJob runs at the check hour on the injected clock, once a day, and s
   });
   job.start();
   clock.increment(2 * 3_600_000 - 1);
-  await settle();
+  await job.idle();
   t.same(runs, []);
   clock.increment(1);
-  await settle();
+  await job.idle();
   t.same(runs, ['2026-11-27T03:00:00.000Z']);
   clock.increment(DAY);
-  await settle();
+  await job.idle();
   t.same(runs, ['2026-11-27T03:00:00.000Z', '2026-11-28T03:00:00.000Z']);
   await job.stop();
   clock.increment(DAY);
-  await settle();
+  await job.idle();
   t.equal(runs.length, 2, 'nothing runs after stop');
 });
-
-const settle = () => new Promise((r) => setImmediate(r));
 
 function isLink(p: string): boolean {
   try {

@@ -186,14 +186,6 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
   return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, answered, sessionQueries: () => sessionQueries };
 }
 
-/**
- * Lets already-resolved work run its course. Used only before asserting that nothing happened (after
- * stop): what a test waits *for* it awaits as an event or with until().
- */
-const drain = async () => {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-};
-
 t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', async (t) => {
   const r = rig(t, {
     sessions: [
@@ -308,7 +300,8 @@ t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\
   t.same(r.turnAborts.map((a) => [a.agent, a.request_id, a.turn_id, a.cause]), [['main', r.asked[0]!.request_id, undefined, 'requester-stopped']], 'its turn is ended by its request id, not left for the agents\' shutdown');
   t.same(r.aborts, [], 'nothing else in the chat');
   answer('The deploy failed.');
-  await drain();
+  // The heartbeat has taken the late answer and dropped it: its send is over.
+  await r.hb.idle();
   t.same(r.delivered, [], 'an answer arriving after stop is not delivered');
   t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
 });
@@ -318,7 +311,8 @@ t.test('a tick under way when stop() is called asks nothing', async (t) => {
   const tick = r.hb.tick('main', null);
   await r.hb.stop();
   await tick;
-  await drain();
+  // Nothing sent is still going (a heartbeat sent by the tick would be waited for here).
+  await r.hb.idle();
   t.same(r.asked, [], 'no heartbeat outlives stop()');
 });
 

@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import {
   MODEL_CACHE_CHECK_INTERVAL_MS,
   MODEL_CACHE_MAX_AGE_MS,
@@ -15,6 +14,7 @@ import {
   type IntervalTimers,
   type ModelCacheResult,
 } from '../../actors/index.js';
+import { until } from '../fixtures/until.js';
 
 const DAY = MODEL_CACHE_MAX_AGE_MS;
 const T0 = 1_800_000_000_000;
@@ -285,11 +285,8 @@ t.test('ModelCacheRefresher with real timers: fires on its interval', async (t) 
   const refresher = new ModelCacheRefresher({ ...r.opts, intervalMs: 10, onResult: (x) => results.push(x) });
   t.teardown(() => refresher.stop());
   await refresher.start();
-  const deadline = Date.now() + 5000;
-  while (results.length < 4) {
-    if (Date.now() > deadline) throw new Error('the hourly check never fired');
-    await delay(10);
-  }
+  // Polled, not awaited on onResult: the refresher's timers are unref'd, so a bare promise would let the test's process exit.
+  await until(() => `four checks on the interval (${results.length} so far)`, () => results.length >= 4, 5000);
   // Awaited: a check still writing its cache file would race the removal of the test's directory.
   await refresher.stop();
   t.equal(refresher.running, false);

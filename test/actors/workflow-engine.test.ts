@@ -109,9 +109,8 @@ async function rig(t: Test, files: Record<string, string>, opts: { log?: EventLo
     config: () => config,
   });
   await engine.start();
-  const settle = async () => {
-    for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
-  };
+  /** Everything the engine started has ended, but what waits on an agent's answer, a reply or a timer. */
+  const settle = () => engine.idle();
   let stopped = false;
   const r: Rig = {
     bus, engine, clock, log, dir, asked, said, aborts, config, held,

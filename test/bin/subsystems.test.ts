@@ -6,6 +6,8 @@ import { DAEMON_SUBSYSTEMS } from '../../bin/daemon-subsystems.js';
 
 type Ctx = { trail: string[] };
 
+// `async`: the part's start and stop really yield (a later turn of the loop), as opening a log or a socket does;
+// the tests await startSubsystems and stop, never a number of turns.
 const part = (name: string, opts: { failStart?: boolean; failStop?: boolean; noStop?: boolean; async?: boolean } = {}): Subsystem<Ctx> => ({
   name,
   async start(ctx) {

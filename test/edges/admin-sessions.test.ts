@@ -76,8 +76,13 @@ t.test('ending a session kills its running turn and cancels what waits behind it
   const waiting = ask('behind it');
   await running.accepted;
   await waiting.accepted;
+  // Accepted is not yet running: the CLI starts in the daemon's own time, and the API is all that shows it.
   let listed: { id: string; busy: boolean }[] = [];
-  for (let i = 0; i < 200 && !listed.some((s) => s.busy); i++) listed = (await call('GET', '/api/sessions')).body as typeof listed;
+  await until(
+    () => `a busy session (listed ${JSON.stringify(listed)})`,
+    async () => (listed = (await call('GET', '/api/sessions')).body as typeof listed).some((s) => s.busy),
+    15_000,
+  );
   t.same(listed.map((s) => [s.id, s.busy]), [['main:api:1', true]]);
   t.same(await call('DELETE', '/api/sessions/main:api:1'), { status: 200, body: { ok: true, id: 'main:api:1', killed: 1 } });
   t.match(await running.outcome, { status: 'aborted' });

@@ -304,9 +304,9 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   let leaks = 0;
   let broken = 0;
   let done = 0;
-  const deadline = Date.now() + 60_000;
+  // Bounded by count, not time: each request has its own timeout; the swapper flips until stopped (at most 60 s).
   const worker = async () => {
-    while (done < 2000 && Date.now() < deadline) {
+    while (done < 2000) {
       done++;
       try {
         const r = await call(`${env.base}/files?path=${encodeURIComponent(join(ws, 'real', 'passwd'))}`, { headers: AUTH, timeoutMs: 5_000 });
@@ -321,7 +321,6 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   await stopSwap();
-  t.equal(done, 2000, 'every request of the bounded loop ran');
   t.equal(broken, 0, 'no response broke off (a swapped file of another size)');
   t.equal(leaks, 0, `no response carried /etc/passwd (statuses ${JSON.stringify([...statuses])})`);
   t.ok(statuses.get(200), 'the file inside was served while the link pointed there');
@@ -559,6 +558,8 @@ t.test('receiveUpload settles once when busboy reports an error and then a finis
   // Past the size limit in one piece, then the rest of the body still arrives.
   const big = multipart([{ name: 'file', filename: 'b.bin', data: randomBytes(4096) }]);
   await t.rejects(receiveUpload(pieces(big.subarray(0, 2000), big.subarray(2000)), MP['content-type'], opts), { code: 'body-too-large' });
+  // Asserting that nothing came, so there is no event to await: Node reports an unhandled rejection once the
+  // microtask queue has drained, so one from the calls above is reported before the next macrotask turn.
   await new Promise((r) => setImmediate(r));
   t.same(errors, [], 'no late error escaped');
   t.same(filesIn(dir), [], 'no partial file, no empty dated folder');

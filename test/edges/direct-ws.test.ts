@@ -65,9 +65,11 @@ function fakeRuntime(bus: Bus): Runtime {
       const big = 'x'.repeat(64 * 1024);
       for (let i = 0; i < 1500; i++) {
         chunk('turn.text_delta', { text: big });
+        // The fake's behaviour: output over many turns of the loop, as a CLI's would come.
         if (i % 4 === 0) await tick();
       }
     } else {
+      // The fake's behaviour: it answers on a later turn of the loop, never within accept.
       await tick();
     }
     rt.trace.push(`end ${m.text}`);

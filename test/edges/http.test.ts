@@ -3,11 +3,12 @@ import * as v from 'valibot';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Router, json, parseJsonBody, type PublicRoute } from '../../edges/index.js';
 import { SvcError, type ErrorCode } from '../../schemas/index.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
+import { until } from '../fixtures/until.js';
 
 const Body = v.object({ name: v.pipe(v.string(), v.minLength(1)), count: v.optional(v.number(), 1) });
 
@@ -140,6 +141,7 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
             for (;;) {
               seen.infinitePulled++;
               yield 'tick\n';
+              // A producer that never ends but never hogs the loop either; the test waits for its finally with until().
               await new Promise((r) => setImmediate(r));
             }
           } finally {
@@ -159,28 +161,27 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
   t.notMatch(await failed.text(), /producer broke/);
 
   // A reader that does not read: the producer must stall well before it has produced everything.
-  const got = await new Promise<{ bytes: number; stalledAt: number; ok: boolean }>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/big', agent: false, headers: { connection: 'close' } }, (res) => {
-      res.pause();
-      const deadline = Date.now() + 20_000;
-      const poll = () => {
-        if (seen.pulled >= 2) {
-          const stalledAt = seen.pulled;
-          let bytes = 0;
-          let ok = true;
-          res.on('data', (d: Buffer) => {
-            for (const b of d) if (b !== 0x79 && b !== 0x0a) ok = false;
-            bytes += d.length;
-          });
-          res.on('end', () => resolve({ bytes, stalledAt, ok }));
-          res.resume();
-        } else if (Date.now() > deadline) reject(new Error('the stream never started'));
-        else setTimeout(poll, 10);
-      };
-      poll();
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/big', agent: false, headers: { connection: 'close' } }, (r) => {
+      r.pause();
+      resolve(r);
     });
     req.on('error', reject);
     req.end();
+  });
+  // The producer runs in the server, behind the socket: its progress is polled, not awaited.
+  await until(() => `the stream to start (pulled ${seen.pulled})`, () => seen.pulled >= 2, 20_000);
+  const got = await new Promise<{ bytes: number; stalledAt: number; ok: boolean }>((resolve, reject) => {
+    const stalledAt = seen.pulled;
+    let bytes = 0;
+    let ok = true;
+    res.on('data', (d: Buffer) => {
+      for (const b of d) if (b !== 0x79 && b !== 0x0a) ok = false;
+      bytes += d.length;
+    });
+    res.on('end', () => resolve({ bytes, stalledAt, ok }));
+    res.on('error', reject);
+    res.resume();
   });
   t.ok(got.stalledAt < TOTAL, `producer held back by the paused reader (pulled ${got.stalledAt} of ${TOTAL})`);
   t.equal(got.bytes, TOTAL * CHUNK.length, 'every byte arrived once the reader resumed');
@@ -198,8 +199,7 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
     req.end();
     setTimeout(() => reject(new Error('no data')), 20_000).unref();
   });
-  const deadline = Date.now() + 20_000;
-  while (!seen.stopped && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await until('the producer to be stopped (its finally to run) after the client left', () => seen.stopped, 20_000);
   t.ok(seen.stopped, 'the producer was stopped (its finally ran) after the client left');
 });
 

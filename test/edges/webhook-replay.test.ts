@@ -12,6 +12,7 @@ import { startWebhookServer } from '../../edges/index.js';
 import { AUTOMATION_EVENTS, defaultConfig, type WebhookRecord } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, saveWebhooks } from '../../store/index.js';
 import { attachFakeRuntime } from '../fixtures/internal-api.js';
+import { until } from '../fixtures/until.js';
 
 const T0 = Date.parse('2026-05-01T12:00:00.000Z');
 const GLOBAL = 'global-webhook-token-0123456789';
@@ -49,13 +50,7 @@ async function serve(t: { testdir(): string; teardown(fn: () => void): void }, l
   };
   const settledCalls = () => log.read({}).filter((e) => e.type === AUTOMATION_EVENTS.completed || e.type === AUTOMATION_EVENTS.failed).length;
   /** Every accepted call has run to its end: a fact for each, or the test fails (never falls through). */
-  const allSettled = async (count: number) => {
-    const deadline = Date.now() + 5000;
-    while (settledCalls() < count) {
-      if (Date.now() > deadline) throw new Error(`only ${settledCalls()} of ${count} calls settled`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  const allSettled = (count: number) => until(() => `${count} calls settled (${settledCalls()} so far)`, () => settledCalls() >= count, 5000);
   const triggerCount = (id: string) => (JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[]).find((h) => h.id === id)!.trigger_count;
   return { post, rt, allSettled, triggerCount, advance: (ms: number) => void (now += ms), now: () => now };
 }

@@ -173,6 +173,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     const returned: AnyEnvelope[] = [];
     const producer = async (p: number) => {
       for (let b = 0; b < 200; b++) {
+        // Yields so the producers interleave; the test awaits them all, not a number of turns.
         await new Promise<void>((r) => setImmediate(r));
         const size = 1 + ((p + b) % 3);
         const batch = Array.from({ length: size }, (_, i) => ev(`p:${p}`, 'load.tested', { p, b, i }));

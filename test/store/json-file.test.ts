@@ -146,6 +146,7 @@ t.test('concurrent writers never leave a partial file', async (t) => {
       const got = JSON.parse(readFileSync(p, 'utf8')) as { n: number; items: unknown[] };
       if (got.items.length !== 2000) throw new Error(`partial file seen: ${got.items.length} items`);
       reads++;
+      // Yields so the writers' I/O interleaves with the reads; the loop ends when the writers are awaited.
       await new Promise((r) => setImmediate(r));
     }
   })();

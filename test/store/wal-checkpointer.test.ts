@@ -2,6 +2,7 @@ import t from 'tap';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECTIONS, SqliteEventLog } from '../../store/index.js';
+import { until } from '../fixtures/until.js';
 
 t.test('background checkpoints: the writer never checkpoints, the worker folds the WAL into the file', async (t) => {
   const path = join(t.testdir(), 'events.db');
@@ -11,8 +12,8 @@ t.test('background checkpoints: the writer never checkpoints, the worker folds t
   const before = statSync(path).size;
   const data = { note: 'x'.repeat(500) };
   for (let i = 0; i < 40; i++) log.append(Array.from({ length: 100 }, (_, j) => ({ stream: `s:${j % 7}`, type: 'test.filled', data })), new Date().toISOString());
-  const deadline = Date.now() + 15_000;
-  while (statSync(path).size <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  // The checkpoint runs in a worker thread that tells nothing: the file's size is what shows it.
+  await until('pages to reach the database file without the writer checkpointing', () => statSync(path).size > before, 15_000);
   t.ok(statSync(path).size > before, 'pages reached the database file without the writer checkpointing');
   await log.stopCheckpoints();
   await log.stopCheckpoints();
@@ -53,17 +54,20 @@ t.test('the WAL stays bounded under sustained writes: past its threshold it is t
     if (walSize() <= 3 * bound) continue;
     // Past three times the bound: it must come back under it while a trickle of commits goes on
     // (before journal_size_limit and TRUNCATE it never did: PASSIVE left the file at its high-water mark).
-    const deadline = Date.now() + 10_000;
-    for (let trickle = 0; walSize() > bound; trickle++) {
-      if (Date.now() > deadline) break;
-      // At most 2,000 small commits per wait, then just watch: the loop stays bounded if the WAL never shrinks.
-      if (trickle < 2000) {
-        log.append([{ stream: 's:trickle', type: 'test.filled', data: { n: appended } }], at());
-        appended++;
-      }
-      await new Promise((r) => setTimeout(r, trickle < 2000 ? 0 : 10));
-    }
-    if (walSize() > bound) break;
+    // Each check commits one small batch (the trickle), at most 2,000 per wait, then just watches.
+    let trickle = 0;
+    await until(
+      () => `the WAL back under ${bound} bytes (at ${walSize()} after ${trickle} trickle commits; peak ${peak}, ${truncations} TRUNCATE checkpoints)`,
+      () => {
+        if (walSize() <= bound) return true;
+        if (trickle++ < 2000) {
+          log.append([{ stream: 's:trickle', type: 'test.filled', data: { n: appended } }], at());
+          appended++;
+        }
+        return false;
+      },
+      10_000,
+    );
     drops++;
   }
   t.equal(drops, 3, `the WAL came back under the bound three times (peak ${peak} bytes, ${truncations} TRUNCATE checkpoints)`);
