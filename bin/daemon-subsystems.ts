@@ -98,6 +98,7 @@ import {
   type NotificationReadModel,
   workspaceDir,
 } from '../store/index.js';
+import { startMessengers } from './messengers.js';
 import { VERSION } from './package-info.js';
 import type { Subsystem } from './subsystems.js';
 
@@ -120,6 +121,8 @@ export interface DaemonOptions {
   internalPort?: number;
   /** Overrides `api.port` when the API server runs. */
   apiPort?: number;
+  /** Backoff between a messenger's start attempts (tests shorten it). */
+  messengerRetry?: { firstMs: number; maxMs: number };
   /** Overrides `webhooks.port` when the webhook server runs. */
   webhookPort?: number;
   /** Overrides `fileshare.port` when the fileshare server runs. */
@@ -775,6 +778,12 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         await ctx.bootstrap;
         users.unsubscribe();
       };
+    },
+  },
+  {
+    name: 'messengers',
+    start(ctx) {
+      return startMessengers({ bus: ctx.bus, log: ctx.log, config: ctx.config, users: ctx.users, transports: ctx.transports, ...(ctx.opts.messengerRetry ? { retry: ctx.opts.messengerRetry } : {}) });
     },
   },
   {

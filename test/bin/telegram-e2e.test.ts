@@ -1,0 +1,42 @@
+// A person on Telegram talks to the real daemon (fake CLIs, a fake Bot API on loopback): the agent's
+// answer arrives in their chat, and a cron job routed to that chat has its result said there.
+import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { prepareCronJobFolder } from '../../actors/index.js';
+import { startDaemon } from '../../bin/daemon.js';
+import { CRON_COMMANDS, type CronJobRecord, type Principal } from '../../schemas/index.js';
+import { homePaths, saveCronJobs } from '../../store/index.js';
+import { startFakeTelegram } from '../fixtures/fake-telegram.js';
+import { tempHome } from '../fixtures/temp-home.js';
+
+const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
+const ALICE = 4242;
+const ADMIN: Principal = { kind: 'system', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'internal', chat_id: null, topic_id: null } };
+
+t.test('a Telegram user chats with the agent, and a cron result for their chat is said there', async (t) => {
+  const fake = await startFakeTelegram();
+  t.teardown(() => fake.close());
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  writeFileSync(
+    join(root, 'config', 'config.json'),
+    JSON.stringify({ telegram_token: fake.token, telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE], streaming: { min_chars: 1, edit_interval_seconds: 0.2 } }),
+  );
+  const paths = homePaths(root);
+  const jobs = [{ id: 'report', title: 'Daily report', schedule: '0 0 1 1 *', agent: 'main', enabled: true, description: 'summarise the day', transport: 'telegram', chat_id: ALICE }];
+  saveCronJobs(paths, jobs as unknown as CronJobRecord[]);
+  prepareCronJobFolder(paths, 'report');
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  scratch.beforeRemove(() => d.stop('test'));
+  await fake.waitForCall('the bot polling', (c) => c.method === 'getUpdates');
+
+  fake.userMessage({ from: { id: ALICE, first_name: 'Alice' }, text: 'hello there' });
+  await fake.waitForCall('the answer', () => fake.chatMessages(ALICE).some((m) => m.text.includes('echo: hello there')));
+
+  await d.bus.send(CRON_COMMANDS.run, { id: 'report', principal: ADMIN });
+  await fake.waitForCall('the cron result in the chat', () => fake.chatMessages(ALICE).some((m) => m.text.includes('summarise the day')));
+  t.equal(fake.rateLimitReport().unanswered, 0);
+});
