@@ -38,7 +38,7 @@ import {
   Heartbeat,
   MemoryMaintenance,
   seedMemoryReview,
-  deliverToChatHistory,
+  deliverToOriginChat,
   runCleanup,
   userTimeZone,
   CronScheduler,
@@ -736,7 +736,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         configOf: (n) => ctx.agents.agentConfig(n),
         timeZoneOf: (n) => userTimeZone(ctx.agents.agentConfig(n).user_timezone, ctx.hostEnv),
         runningTurns: (n) => turns.running(n),
-        deliver: deliverToChatHistory(ctx.bus),
+        deliver: deliverToOriginChat(ctx.bus),
       });
       // SPEC.md: enabled at start or not at all; a later reload changes what a tick does, not whether loops run.
       heartbeat.start();

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import { expiryRulesFromConfig, heartbeatDecision, isHeartbeatAck, isUserChatSession, staleThresholdMs, staleTurns, type HeartbeatSkip, type LiveTurn } from '../../machines/index.js';
 import {
+  CHAT_DELIVERY_COMMANDS,
   AGENT_COMMANDS,
   HEARTBEAT_EVENTS,
   HEARTBEAT_STREAM,
@@ -15,7 +16,6 @@ import {
 } from '../../schemas/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { REAL_CLOCK } from './daily-job.js';
-import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 
 /*
  * Heartbeat (SPEC.md HeartbeatConfig): every `interval_minutes` each agent with heartbeat enabled
@@ -272,20 +272,16 @@ export class Heartbeat {
 }
 
 /**
- * Where a heartbeat answer goes in this version: the agent's chat history, as a `chat_message`
- * (WIRE.md §2) that live admin sockets show at once. Messenger edges, when they exist, deliver to
- * their own chat instead.
+ * Where a heartbeat answer goes: the chat it checked in on, through its own transport (a Telegram
+ * chat, a group target's topic); `chat.deliver` puts it in the agent's admin chat instead when that
+ * transport cannot reach the chat now, and records why.
  */
-export function deliverToChatHistory(bus: Bus): (d: HeartbeatDelivery) => Promise<void> {
+export function deliverToOriginChat(bus: Bus): (d: HeartbeatDelivery) => Promise<void> {
   return async (d) => {
-    await recordChatEnvelope(bus, {
-      agent: d.agent,
-      id: d.request_id,
-      kind: 'text',
-      content: d.text,
-      meta: { source: 'heartbeat', transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id },
-      correlation: d.request_id,
-      by: 'heartbeat',
-    });
+    await bus.send(
+      CHAT_DELIVERY_COMMANDS.deliver,
+      { transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id, text: d.text, agent: d.agent, source: 'heartbeat' },
+      { correlation: d.request_id, by: 'heartbeat' },
+    );
   };
 }

@@ -20,6 +20,7 @@ import {
   type TaskState,
 } from '../../machines/index.js';
 import {
+  CHAT_DELIVERY_COMMANDS,
   AGENT_COMMANDS,
   INTERAGENT_EVENTS,
   MAIN_AGENT,
@@ -529,9 +530,21 @@ export class TaskHub {
     void envelope(p.envelope.kind, p.envelope.content, p.envelope.id);
     const asked = agentsOf(bus).ask({ agent: p.agent, ...p.where, text: p.turnText, kind: 'background' }, p.principal);
     asked.outcome.then(
-      (o) => (o.text.trim() ? envelope('text', o.text, `${p.envelope.id}-reply`) : undefined),
+      (o) => (o.text.trim() ? this.sayInChat(p, o.text, envelope) : undefined),
       (e: unknown) => this.bus().emitLog('warn', `${p.correlation}: ${p.agent} was not told: ${describeError(e)}`),
     );
+  }
+
+  /**
+   * The parent's reply, said where the work came from: a messenger or direct-API chat through
+   * `chat.deliver` (the admin chat when that chat cannot be reached now); the admin chat, and work
+   * with no chat of its own, keep it as a `text` envelope beside the result.
+   */
+  private sayInChat(p: ParentDelivery, text: string, envelope: (kind: string, content: string, id: string) => Promise<unknown>): Promise<unknown> {
+    if (p.where.transport === 'admin' || p.where.transport === NO_CHAT.transport) return envelope('text', text, `${p.envelope.id}-reply`);
+    return this.d.bus
+      .send(CHAT_DELIVERY_COMMANDS.deliver, { ...p.where, text, agent: p.agent, source: p.correlation.slice(0, 128) }, { correlation: p.correlation })
+      .catch((e: unknown) => this.bus().emitLog('warn', `${p.correlation}: the reply of ${p.agent} was not said in its chat: ${describeError(e)}`));
   }
 
   /**

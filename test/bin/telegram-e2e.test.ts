@@ -1,7 +1,8 @@
 // A person on Telegram talks to the real daemon (fake CLIs, a fake Bot API on loopback): the agent's
-// answer arrives in their chat, and a cron job routed to that chat has its result said there.
+// answer arrives in their chat, a cron job routed to that chat has its result said there, and so
+// does main's reply to a task delegated from it.
 import t from 'tap';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareCronJobFolder } from '../../actors/index.js';
@@ -38,5 +39,15 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
 
   await d.bus.send(CRON_COMMANDS.run, { id: 'report', principal: ADMIN });
   await fake.waitForCall('the cron result in the chat', () => fake.chatMessages(ALICE).some((m) => m.text.includes('summarise the day')));
+
+  // A task delegated from this chat: its result is told to main in the chat, and main's reply is said there.
+  const mainToken = (JSON.parse(readFileSync(paths.mainAgentTokenFile, 'utf8')) as { token: string }).token;
+  const r = await fetch(`http://127.0.0.1:${d.internalPort}/tasks/create`, {
+    method: 'POST',
+    headers: { connection: 'close', 'content-type': 'application/json', authorization: `Bearer ${mainToken}` },
+    body: JSON.stringify({ from: 'main', name: 'Research', prompt: 'find the answer', chat_id: ALICE, transport: 'telegram' }),
+  });
+  t.equal(r.status, 200, await r.clone().text());
+  await fake.waitForCall('the parent reply in the chat', () => fake.chatMessages(ALICE).some((m) => m.text.includes('Task') && m.text.includes('Research')));
   t.equal(fake.rateLimitReport().unanswered, 0);
 });
