@@ -1,9 +1,10 @@
-import { startEditStream } from '../actors/index.js';
+import { join } from 'node:path';
+import { TELEGRAM_MEDIA_FOLDER, normaliseImage, startEditStream } from '../actors/index.js';
 import type { TransportRegistry, Bus } from '../bus/index.js';
-import { TelegramTransport, type TelegramSender } from '../edges/index.js';
+import { TelegramTransport, dayStamp, type TelegramSender } from '../edges/index.js';
 import { roleForMessengerSender, transportStatuses } from '../machines/index.js';
-import { MESSENGER_EVENTS, messengerStream, type AgentConfig, type UserRecord } from '../schemas/index.js';
-import type { EventLog } from '../store/index.js';
+import { MESSENGER_EVENTS, TRANSCRIPTION_COMMANDS, messengerStream, type AgentConfig, type UserRecord } from '../schemas/index.js';
+import type { EventLog, HomePaths } from '../store/index.js';
 
 /*
  * The messenger transports the config turns on, each registered with the chat-transport registry
@@ -17,6 +18,7 @@ export interface MessengerDeps {
   config(): AgentConfig;
   users(): UserRecord[];
   transports: TransportRegistry;
+  paths: HomePaths;
   /** Tests shorten the backoff between start attempts. */
   retry?: { firstMs: number; maxMs: number };
 }
@@ -48,6 +50,11 @@ export function startMessengers(d: MessengerDeps): () => Promise<void> {
       sender: (id) => messengerSender(d.users(), id),
       streams: (editor) => startEditStream(editor, d.config().streaming, { now: () => d.bus.now() }),
       acceptedUpTo: (botId) => acceptedUpTo(d.log, 'telegram', botId),
+      media: {
+        dir: () => join(d.paths.workspace, TELEGRAM_MEDIA_FOLDER, dayStamp(d.bus.now(), d.config().user_timezone)),
+        normaliseImage: async (path) => (await normaliseImage(path, d.config().image)).path,
+        transcribe: async (path) => (await d.bus.send(TRANSCRIPTION_COMMANDS.transcribe, { file_path: path }, { timeoutMs: 0 })).transcript,
+      },
       ...(d.retry ? { retry: d.retry } : {}),
     });
     const remove = d.transports.add(telegram);

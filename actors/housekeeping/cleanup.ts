@@ -6,8 +6,8 @@ import { CLEANUP_EVENTS, HOUSEKEEPING_STREAM, describeError, type CleanupConfig 
 import { OpenedDir, OpenedDirChain, parentAndName, sameFile } from '../../store/index.js';
 
 /*
- * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/ and
- * api_files/. The agent and the user can change these folders while a run goes on, so nothing is
+ * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/, api_files/
+ * and the messengers' media folders. The agent and the user can change these folders while a run goes on, so nothing is
  * followed and nothing is removed recursively: every folder is opened without following a link
  * and read and changed through its descriptor (store/contained-dir.ts), each removal checks again
  * that the entry and every folder above it are the ones listed, files and links are unlinked one
@@ -15,12 +15,10 @@ import { OpenedDir, OpenedDirChain, parentAndName, sameFile } from '../../store/
  * cannot redirect the unlink: it names the entry in the folder that was opened, not by path.
  */
 
-/**
- * Workspace folders holding received media. None exists yet: no messenger edge saves media in this
- * version (uploads through the API go to api_files/), so `media_files_days` has nothing to clean.
- * A messenger edge that saves media adds its folder here.
- */
-export const MEDIA_FOLDERS: readonly string[] = [];
+/** Where the Telegram transport saves what people send the bot, in the agent's workspace. */
+export const TELEGRAM_MEDIA_FOLDER = 'telegram_files';
+/** Workspace folders holding media received by a messenger, cleaned after `media_files_days`. */
+export const MEDIA_FOLDERS: readonly string[] = [TELEGRAM_MEDIA_FOLDER];
 
 /** Deeper trees are cleaned down to here; what lies below is left for a person to look at. */
 const MAX_DEPTH = 32;

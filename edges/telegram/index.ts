@@ -1,3 +1,4 @@
 export * from './telegram-transport.js';
 export * from './telegram-gate.js';
 export * from './telegram-format.js';
+export * from './telegram-media.js';

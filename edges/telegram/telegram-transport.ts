@@ -6,6 +6,7 @@ import {
   CHAT_COMMAND_HELP,
   MESSENGER_EVENTS,
   MULTIAGENT_COMMAND_HELP,
+  SvcError,
   TURN_CHUNKS,
   describeError,
   messengerStream,
@@ -22,6 +23,7 @@ import {
   type TurnOutcome,
 } from '../../schemas/index.js';
 import { admit } from './telegram-gate.js';
+import { downloadMedia, mediaOf, type TelegramMedia } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
 
 export const TELEGRAM = 'telegram';
@@ -44,6 +46,17 @@ export interface TelegramDeps {
   log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
   /** Backoff between start attempts after a failure (bad token, server unreachable). */
   retry?: { firstMs: number; maxMs: number };
+  /** Attachments: where they are saved, and what turns them into something the agent can read. Without it they are refused. */
+  media?: TelegramMediaDeps;
+}
+
+export interface TelegramMediaDeps {
+  /** The folder this message's attachment goes to (a dated folder under the agent's workspace). */
+  dir(): string;
+  /** SPEC.md ImageConfig, applied to every incoming image; resolves with the new path. */
+  normaliseImage(path: string): Promise<string>;
+  /** The transcription chain; rejects with what to install when no backend works. */
+  transcribe(path: string): Promise<string>;
 }
 
 type Target = { chat_id: number; thread: number | null };
@@ -172,7 +185,8 @@ export class TelegramTransport implements ChatTransport {
   private async onMessage(ctx: Context): Promise<void> {
     const msg = ctx.message!;
     const text = msg.text ?? msg.caption ?? '';
-    if (!msg.from || text.trim() === '') return;
+    const media = mediaOf(msg);
+    if (!msg.from || msg.from.is_bot || (text.trim() === '' && media === null)) return;
     const cfg = this.deps.config();
     const topic = msg.is_topic_message && msg.message_thread_id !== undefined ? msg.message_thread_id : null;
     const admission = admit(
@@ -185,7 +199,48 @@ export class TelegramTransport implements ChatTransport {
     if (cfg.scene.reaction_style !== 'off') {
       ctx.api.setMessageReaction(msg.chat.id, msg.message_id, [{ type: 'emoji', emoji: '👀' }]).catch(() => undefined);
     }
-    this.answer({ chat_id: msg.chat.id, thread: topic }, address, msg.from.id, admission.text);
+    const target = { chat_id: msg.chat.id, thread: topic };
+    const senderId = msg.from.id;
+    if (media === null) return this.inOrder(target, async () => this.answer(target, address, senderId, admission.text));
+    // Downloads and transcription take a while: polling goes on, and the chat's messages still reach the agent in order.
+    this.inOrder(target, async () => {
+      const prompt = await this.mediaPrompt(media, text.trim() === '' ? '' : admission.text).catch(async (e: unknown) => {
+        await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []).catch(() => undefined);
+        return null;
+      });
+      if (prompt !== null) this.answer(target, address, senderId, prompt);
+    });
+  }
+
+  /** What the agent is told of an attachment: where it was saved, or what a voice message said. */
+  private async mediaPrompt(media: TelegramMedia, caption: string): Promise<string> {
+    const m = this.deps.media;
+    if (!m) throw new SvcError('unsupported-media-type', `this bot does not take ${media.kind} messages`);
+    const fileRoot = `${this.deps.config().telegram_api_root.replace(/\/+$/, '')}/file/bot${this.deps.config().telegram_token}`;
+    let path = await downloadMedia(this.bot.api, fileRoot, media, m.dir());
+    const tail = caption === '' ? '' : `\n\n${caption}`;
+    if (media.kind === 'voice' || media.kind === 'audio') {
+      const transcript = await m.transcribe(path);
+      return `[${media.kind === 'voice' ? 'Voice message' : 'Audio'} (saved as ${path}), transcribed:]\n${transcript}${tail}`;
+    }
+    if (media.kind === 'photo' || (media.mime ?? '').startsWith('image/')) {
+      path = await m.normaliseImage(path);
+      return `[Image received: ${path}]${tail}`;
+    }
+    return `[File received: ${path}${media.mime ? ` (${media.mime})` : ''}]${tail}`;
+  }
+
+  /** Work for one chat (topic), one piece after the other. */
+  private readonly chatTails = new Map<string, Promise<void>>();
+  private inOrder(target: Target, work: () => Promise<void>): void {
+    const key = `${target.chat_id}:${target.thread}`;
+    const tail = (this.chatTails.get(key) ?? Promise.resolve())
+      .then(work)
+      .catch((e: unknown) => this.log('error', `telegram: chat ${target.chat_id}: ${describeError(e)}`))
+      .finally(() => {
+        if (this.chatTails.get(key) === tail) this.chatTails.delete(key);
+      });
+    this.chatTails.set(key, tail);
   }
 
   /** A pressed button says its data as the chat's next message (schemas ChatButton). */

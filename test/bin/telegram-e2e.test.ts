@@ -1,5 +1,5 @@
 // A person on Telegram talks to the real daemon (fake CLIs, a fake Bot API on loopback): the agent's
-// answer arrives in their chat, a cron job routed to that chat has its result said there, and so
+// answer arrives in their chat, a voice note goes through the transcription chain, a cron job routed to that chat has its result said there, and so
 // does main's reply to a task delegated from it.
 import t from 'tap';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,9 +22,17 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });
+  const transcriber = join(scratch.dir, 'transcribe.sh');
+  writeFileSync(transcriber, '#!/bin/sh\necho "turn on the lights"\n', { mode: 0o755 });
   writeFileSync(
     join(root, 'config', 'config.json'),
-    JSON.stringify({ telegram_token: fake.token, telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE], streaming: { min_chars: 1, edit_interval_seconds: 0.2 } }),
+    JSON.stringify({
+      telegram_token: fake.token,
+      telegram_api_root: fake.apiRoot,
+      allowed_user_ids: [ALICE],
+      streaming: { min_chars: 1, edit_interval_seconds: 0.2 },
+      transcription: { command: transcriber },
+    }),
   );
   const paths = homePaths(root);
   const jobs = [{ id: 'report', title: 'Daily report', schedule: '0 0 1 1 *', agent: 'main', enabled: true, description: 'summarise the day', transport: 'telegram', chat_id: ALICE }];
@@ -36,6 +44,9 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
 
   fake.userMessage({ from: { id: ALICE, first_name: 'Alice' }, text: 'hello there' });
   await fake.waitForCall('the answer', () => fake.chatMessages(ALICE).some((m) => m.text.includes('echo: hello there')));
+
+  fake.userMessage({ from: { id: ALICE }, voice: { bytes: Buffer.from('OggS voice'), duration: 1 } });
+  await fake.waitForCall('the answer to the voice note', () => fake.chatMessages(ALICE).some((m) => m.text.includes('turn on the lights')));
 
   await d.bus.send(CRON_COMMANDS.run, { id: 'report', principal: ADMIN });
   await fake.waitForCall('the cron result in the chat', () => fake.chatMessages(ALICE).some((m) => m.text.includes('summarise the day')));

@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap';
-import { startEditStream } from '../../actors/index.js';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { normaliseImage, startEditStream } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
 import { TelegramTransport } from '../../edges/index.js';
 import { MESSENGER_EVENTS, defaultConfig, type AgentConfig } from '../../schemas/index.js';
@@ -36,6 +39,7 @@ async function rig(t: Test, opts: RigOptions = {}) {
     ...opts.config,
   };
   const logs: string[] = [];
+  const mediaDir = join(t.testdir(), 'telegram_files', '2026-11-28');
   const tg = new TelegramTransport({
     bus,
     agent: 'main',
@@ -48,6 +52,15 @@ async function rig(t: Test, opts: RigOptions = {}) {
     },
     log: (level, msg) => logs.push(`${level} ${msg}`),
     retry: { firstMs: 20, maxMs: 100 },
+    media: {
+      dir: () => mediaDir,
+      normaliseImage: async (path) => (await normaliseImage(path, config.image)).path,
+      transcribe: async (path) => {
+        const bytes = readFileSync(path, 'utf8');
+        if (bytes.includes('mumble')) throw new Error('no transcription backend worked: install whisper (pip install openai-whisper)');
+        return `transcript of ${bytes.length} bytes`;
+      },
+    },
   });
   tg.start();
   let stopped = false;
@@ -62,7 +75,7 @@ async function rig(t: Test, opts: RigOptions = {}) {
     bus.close();
   });
   await fake.waitForCall('the bot to start polling', (c) => c.method === 'getUpdates');
-  return { fake, bus, log, agent, tg, logs, config, stop };
+  return { fake, bus, log, agent, tg, logs, config, stop, mediaDir };
 }
 
 /** The bot's messages in a chat once the chat shows `text` as its last one. */
@@ -243,3 +256,43 @@ t.test('hostile input: captions-only media, empty text, edited messages and bots
   await shown(s.fake, ALICE, 'done');
 });
 
+
+t.test('a voice note is transcribed, a photo normalised, a document saved; the agent is told where each is', async (t) => {
+  const s = await rig(t);
+  s.fake.userMessage({ from: { id: ALICE }, voice: { bytes: Buffer.from('OggS fake voice note'), duration: 2 } });
+  const voice = await s.agent.next();
+  t.match(voice.msg.text, /^\[Voice message \(saved as .*telegram_files.*\), transcribed:\]\ntranscript of 20 bytes$/);
+  voice.end('heard you');
+  await shown(s.fake, ALICE, 'heard you');
+
+  const big = await sharp({ create: { width: 4000, height: 1000, channels: 3, background: '#336699' } }).jpeg().toBuffer();
+  s.fake.userMessage({ from: { id: ALICE }, photo: { bytes: big, width: 4000, height: 1000 }, caption: 'what colour?' });
+  const photo = await s.agent.next();
+  const path = /^\[Image received: (.+\.webp)\]\n\nwhat colour\?$/.exec(photo.msg.text)?.[1];
+  t.ok(path, photo.msg.text);
+  const meta = await sharp(readFileSync(path!)).metadata();
+  t.match(meta, { format: 'webp', width: 3000, height: 750 }, 'no side longer than image.max_dimension');
+  photo.end('blue');
+  await shown(s.fake, ALICE, 'blue');
+
+  s.fake.userMessage({ from: { id: ALICE }, document: { bytes: Buffer.from('%PDF-1.7 report'), file_name: '../../etc/passwd report.pdf', mime_type: 'application/pdf' }, caption: 'summarise' });
+  const doc = await s.agent.next();
+  const docPath = /^\[File received: (.+) \(application\/pdf\)\]\n\nsummarise$/.exec(doc.msg.text)?.[1];
+  t.ok(docPath, doc.msg.text);
+  t.equal(readFileSync(docPath!, 'utf8'), '%PDF-1.7 report');
+  t.ok(docPath!.startsWith(s.mediaDir + '/'), 'a hostile file name stays inside the media folder');
+  doc.end('done');
+  await shown(s.fake, ALICE, 'done');
+});
+
+t.test('a voice note no backend can transcribe, and a file over the Bot API limit, are answered with why; the agent is not asked', async (t) => {
+  const s = await rig(t);
+  s.fake.userMessage({ from: { id: ALICE }, voice: { bytes: Buffer.from('mumble mumble') } });
+  await shown(s.fake, ALICE, 'pip install openai-whisper');
+  s.fake.pushUpdate({
+    message: { message_id: 50, date: 1, chat: { id: ALICE, type: 'private', first_name: 'A' }, from: { id: ALICE, is_bot: false, first_name: 'A' }, document: { file_id: 'nope', file_unique_id: 'u', file_name: 'huge.bin', file_size: 50 * 1024 * 1024 } },
+  });
+  await shown(s.fake, ALICE, 'at most 20971520');
+  t.equal(s.agent.calls.length, 0);
+  t.same(readdirSync(s.mediaDir).filter((f) => f.startsWith('.')), [], 'nothing half-written is left');
+});
