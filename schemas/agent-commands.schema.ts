@@ -174,13 +174,23 @@ export const AgentSummarySchema = v.object({
 });
 export type AgentSummary = v.InferOutput<typeof AgentSummarySchema>;
 
-export const TakeInterruptedSchema = v.strictObject({
-  session_key: v.pipe(v.string(), v.minLength(1), v.maxLength(80)),
-});
+/**
+ * One chat's notices (`session_key`: a direct-API connection asks for its own when it opens), or
+ * those of every chat of a transport (`transport`, with the agent: a messenger, always connected,
+ * takes them all as it starts).
+ */
+export const TakeInterruptedSchema = v.pipe(
+  v.strictObject({
+    session_key: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(80))),
+    transport: v.optional(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/))),
+    agent: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
+  }),
+  v.check((q) => (q.session_key === undefined) !== (q.transport === undefined), 'exactly one of session_key and transport'),
+);
 export type TakeInterrupted = v.InferOutput<typeof TakeInterruptedSchema>;
 
 /** An answer a restart cut off: `text` is what the chat shows in its place (the partial answer and how to retry). */
-export const InterruptedNoticeSchema = v.object({ turn_id: v.string(), agent: v.string(), text: v.string() });
+export const InterruptedNoticeSchema = v.object({ turn_id: v.string(), agent: v.string(), session_key: v.string(), text: v.string() });
 export type InterruptedNotice = v.InferOutput<typeof InterruptedNoticeSchema>;
 
 export const SessionListSchema = v.object({ principal: PrincipalSchema });

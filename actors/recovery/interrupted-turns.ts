@@ -70,17 +70,18 @@ export class InterruptedTurns {
 
   /** The `agent.take_interrupted` command: every notice the chat has not seen, marked seen. */
   async takeNotices(raw: unknown, cause?: Cause): Promise<InterruptedNotice[]> {
-    const { session_key } = parseWith(TakeInterruptedSchema, raw, 'invalid-command', 'agent.take_interrupted data');
+    const q = parseWith(TakeInterruptedSchema, raw, 'invalid-command', 'agent.take_interrupted data');
     const due = this.live().filter((id) => {
       const c = this.context(id)!;
-      return c.sessionKey === session_key && !c.noticeDelivered;
+      const chat = q.session_key !== undefined ? c.sessionKey === q.session_key : c.sessionKey.startsWith(`${q.transport}:`);
+      return chat && (q.agent === undefined || c.agent === q.agent) && !c.noticeDelivered;
     });
     // Sent before the first await: a second connection asking meanwhile finds them delivered.
     const committed: Promise<void>[] = [];
     const notices = due.map((id) => {
       const c = this.context(id)!;
-      committed.push(this.host.sendAndCommit(id, { type: 'notice.take', session_key }, cause));
-      return { turn_id: id.slice(PREFIX.length + 'turn:'.length), agent: c.agent, text: interruptedReplyText(c.text) };
+      committed.push(this.host.sendAndCommit(id, { type: 'notice.take', session_key: c.sessionKey }, cause));
+      return { turn_id: id.slice(PREFIX.length + 'turn:'.length), agent: c.agent, session_key: c.sessionKey, text: interruptedReplyText(c.text) };
     });
     await Promise.all(committed);
     return notices;

@@ -3,7 +3,9 @@ import { apiThrottler } from '@grammyjs/transformer-throttler';
 import { Bot, GrammyError, InputFile, type Context } from 'grammy';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
+  AGENT_COMMANDS,
   CHAT_COMMAND_HELP,
+  CHAT_DELIVERY_COMMANDS,
   MESSENGER_EVENTS,
   MULTIAGENT_COMMAND_HELP,
   SvcError,
@@ -144,6 +146,7 @@ export class TelegramTransport implements ChatTransport {
             this.log('info', `telegram: running as @${me.username} for ${this.deps.agent}`);
             delay = retry.firstMs;
             lastError = '';
+            this.deliverInterrupted();
           },
         });
         if (this.stopped) break;
@@ -166,6 +169,27 @@ export class TelegramTransport implements ChatTransport {
         delay = Math.min(delay * 2, retry.maxMs);
       }
     }
+  }
+
+  /**
+   * Answers a restart cut off in this bot's chats, each said once in its chat (the notice is marked
+   * taken as it is handed over; chat.deliver puts it in the admin chat if the chat cannot be told).
+   */
+  private deliverInterrupted(): void {
+    const { bus, agent } = this.deps;
+    bus
+      .send(AGENT_COMMANDS.takeInterrupted, { transport: TELEGRAM, agent }, { by: TELEGRAM })
+      .then(async (notices) => {
+        for (const n of notices) {
+          const [, chat, topic] = n.session_key.split(':');
+          await bus.send(
+            CHAT_DELIVERY_COMMANDS.deliver,
+            { transport: TELEGRAM, chat_id: Number(chat), topic_id: topic === undefined ? null : Number(topic), text: n.text, agent: n.agent, source: 'restart' },
+            { correlation: `turn:${n.turn_id}`, by: TELEGRAM },
+          );
+        }
+      })
+      .catch((e: unknown) => this.log('warn', `telegram: could not hand over the answers a restart cut off: ${describeError(e)}`));
   }
 
   /** Recorded before the agent is asked: an update Telegram hands out again after a crash is recognised and skipped. */
