@@ -8,6 +8,7 @@ import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
 import { benchStart } from './start.bench.js';
 import { benchTasks } from './tasks.bench.js';
+import { benchTelegram } from './telegram.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 import { benchWorkflows } from './workflows.bench.js';
 
@@ -23,6 +24,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   workflows: benchWorkflows,
   tasks: benchTasks,
   cron: benchCron,
+  telegram: benchTelegram,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.
