@@ -15,7 +15,11 @@ export interface EditStreamState {
   /** What the message shows now; null until the first preview is sent. */
   shown: string | null;
   inflight: boolean;
-  /** When the last send or edit started. */
+  /**
+   * When the last send or edit came back. Pacing counts from there, not from its start: a request
+   * the transport held in its own queue (grammY's throttler) would otherwise reach Telegram right
+   * before the next one.
+   */
   lastSentAt: number | null;
   lastDeltaAt: number | null;
   /** Edits that failed in a row. */
@@ -43,11 +47,11 @@ export function evolveEditStream(s: EditStreamState, e: EditStreamEvent, rules: 
       return { ...s, text: e.text, lastDeltaAt: e.at };
     case 'sent':
       // A first preview that could not be sent is not retried: the final text still goes out whole.
-      return e.ok ? { ...s, inflight: false, shown: e.text, failures: 0 } : { ...s, inflight: false, off: true };
+      return e.ok ? { ...s, inflight: false, shown: e.text, failures: 0, lastSentAt: e.at } : { ...s, inflight: false, off: true, lastSentAt: e.at };
     case 'edited': {
-      if (e.ok) return { ...s, inflight: false, shown: e.text, failures: 0 };
+      if (e.ok) return { ...s, inflight: false, shown: e.text, failures: 0, lastSentAt: e.at };
       const failures = s.failures + 1;
-      return { ...s, inflight: false, failures, off: failures >= Math.max(1, rules.max_edit_failures) };
+      return { ...s, inflight: false, failures, off: failures >= Math.max(1, rules.max_edit_failures), lastSentAt: e.at };
     }
   }
 }
@@ -74,6 +78,6 @@ export function decideEditStream(s: EditStreamState, now: number, rules: EditStr
 }
 
 /** The request `decideEditStream` chose has started. */
-export function startedEditStream(s: EditStreamState, now: number): EditStreamState {
-  return { ...s, inflight: true, lastSentAt: now };
+export function startedEditStream(s: EditStreamState): EditStreamState {
+  return { ...s, inflight: true };
 }

@@ -26,7 +26,7 @@ export function startEditStream(editor: MessageEditor, rules: EditStreamRules, c
       return;
     }
     if (action.kind === 'none') return;
-    state = startedEditStream(state, now);
+    state = startedEditStream(state);
     const { text } = action;
     const type = action.kind === 'send' ? 'sent' : 'edited';
     inflight = (action.kind === 'send' ? editor.send(text) : editor.edit(text)).then(
