@@ -760,10 +760,11 @@ t.test('an answer a restart cut off reaches its chat once: on its next connectio
   const owed = new Map<string, string[]>([['api:7', ['part one\n\n[cut off]']]]);
   const asked: string[] = [];
   bus.handle(AGENT_COMMANDS.takeInterrupted, 'test', (cmd) => {
-    asked.push(cmd.data.session_key);
-    const texts = owed.get(cmd.data.session_key) ?? [];
-    owed.delete(cmd.data.session_key);
-    return texts.map((text, i) => ({ turn_id: `t${i}`, agent: 'main', text }));
+    const key = cmd.data.session_key ?? `(all of ${cmd.data.transport})`;
+    asked.push(key);
+    const texts = owed.get(key) ?? [];
+    owed.delete(key);
+    return texts.map((text, i) => ({ turn_id: `t${i}`, agent: 'main', session_key: key, text }));
   });
   const other = await Client.authed(url, { chat_id: 8 });
   const first = await Client.authed(url, { chat_id: 7 });
