@@ -475,6 +475,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           notifications: ctx.notifications,
           audit,
           settings: systemSettingsReadModel(db),
+          transports: () => ctx.transports.health(),
           agentFacts: (limit) => ctx.log.read({ streamPrefix: 'agent:', types: [AGENT_EVENTS.started, AGENT_EVENTS.stopped], descending: true, limit }),
           // An agent is online when the last fact of its stream says it started.
           onlineAgents: () => readStreamHeads(db, { prefix: 'agent:' }).filter((h) => h.last_type === AGENT_EVENTS.started).map((h) => h.stream.slice('agent:'.length)),

@@ -4,6 +4,7 @@ import {
   BUS_EVENTS,
   CONFIG_EVENTS,
   DAEMON_EVENTS,
+  MESSENGER_EVENTS,
   REGISTRY_EVENTS,
   TURN_EVENTS,
   type AnyEnvelope,
@@ -40,6 +41,8 @@ export interface RunStatus {
   agents: string[];
   running_turns: RunningTurn[];
   last_error: LastError | null;
+  /** Each messenger of the run as it last said: `telegram` (main's bot), `telegram:<agent>` (a sub-agent's). */
+  transports: { name: string; agent: string; state: string; detail: string }[];
 }
 
 /** Every type the fold reads; callers read only these, from the run's `daemon.started` on. */
@@ -55,6 +58,7 @@ export const STATUS_TYPES: readonly string[] = [
   BUS_EVENTS.subscriber_failed,
   CONFIG_EVENTS.rejected,
   REGISTRY_EVENTS.rejected,
+  MESSENGER_EVENTS.state_changed,
 ];
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -93,7 +97,9 @@ export function runStatus(events: readonly AnyEnvelope[]): RunStatus | null {
     agents: [],
     running_turns: [],
     last_error: null,
+    transports: [],
   };
+  const transports = new Map<string, RunStatus['transports'][number]>();
   const agents = new Set<string>();
   const turns = new Map<string, RunningTurn>();
   for (const e of events.slice(start + 1)) {
@@ -105,10 +111,15 @@ export function runStatus(events: readonly AnyEnvelope[]): RunStatus | null {
     } else if (e.type === AGENT_EVENTS.started) agents.add(str(data.name));
     else if (e.type === AGENT_EVENTS.stopped) agents.delete(str(data.name));
     else if (e.type === TURN_EVENTS.started) turns.set(e.stream, { stream: e.stream, agent: str(data.agent), session_key: str(data.session_key), since: e.at });
+    else if (e.type === MESSENGER_EVENTS.state_changed) {
+      const agent = str(data.agent);
+      transports.set(e.stream, { name: str(data.transport), agent, state: str(data.state), detail: str(data.detail) });
+    }
     if (TURN_TERMINAL_TYPES.includes(e.type)) turns.delete(e.stream);
     status.last_error = errorOf(e) ?? status.last_error;
   }
   status.agents = [...agents];
+  status.transports = [...transports.values()];
   status.running_turns = status.stopped_at === null ? [...turns.values()] : [];
   return status;
 }

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { TransportHealthSchema } from './chat-transport.js';
 
 /*
  * The dashboard and its activity feed (SPEC.md "Activity event", "Dashboard summary", WIRE.md §2):
@@ -70,6 +71,8 @@ export const DashboardSummarySchema = v.object({
   system: SystemFiguresSchema,
   counters: DashboardCountersSchema,
   recent_activity: v.array(ActivityEventSchema),
+  /** Beyond SPEC.md's fields: the chat transports running now and their state, so the panel can say a bot is down and why. */
+  transports: v.array(TransportHealthSchema),
 });
 export type DashboardSummary = v.InferOutput<typeof DashboardSummarySchema>;
 

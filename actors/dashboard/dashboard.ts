@@ -13,6 +13,7 @@ import {
   SvcError,
   describeError,
   type DashboardSummary,
+  type TransportHealth,
   type Language,
   type Principal,
   type SubAgentConfig,
@@ -63,6 +64,8 @@ export interface DashboardDeps {
   agentFacts?: (limit: number) => readonly AgentLifecycleFact[];
   /** Agents whose runtime is up now. */
   onlineAgents: () => readonly string[];
+  /** The chat transports registered now (bus/transports.ts), with their health. */
+  transports?: () => readonly TransportHealth[];
   version: string;
   /** Epoch ms the daemon started; uptime counts from it on the bus clock. */
   startedAt: number;
@@ -136,6 +139,7 @@ export function startDashboard(deps: DashboardDeps): Subscription {
         failed_last_24h: failedSince(items, now, ackAt),
       },
       recent_activity: items.slice(0, SUMMARY_ACTIVITY_COUNT).map((i) => describeActivity(i, now, lang)),
+      transports: [...(deps.transports?.() ?? [])],
     };
   };
 

@@ -13,6 +13,7 @@ import {
   describeError,
   isSvcError,
   messengerStream,
+  transportStateStream,
   type AgentConfig,
   type ChatAddress,
   type ChatButton,
@@ -110,6 +111,16 @@ export class TelegramTransport implements ChatTransport {
     return { ...this.state };
   }
 
+  /** A new state, recorded when it or its reason changed: `svc status` reads it from the log. */
+  private setState(state: TransportHealth['state'], detail: string): void {
+    const changed = state !== this.state.state || detail !== this.state.detail;
+    this.state = { name: TELEGRAM, state, detail };
+    if (!changed) return;
+    this.deps.bus
+      .publish({ stream: transportStateStream(TELEGRAM, this.deps.agent), type: MESSENGER_EVENTS.state_changed, data: { transport: TELEGRAM, agent: this.deps.agent, state, detail }, by: TELEGRAM })
+      .catch(() => undefined);
+  }
+
   reaches(_to: ChatAddress): boolean {
     return this.state.state === 'running';
   }
@@ -133,7 +144,7 @@ export class TelegramTransport implements ChatTransport {
     await this.loop;
     this.loop = null;
     await Promise.allSettled([...this.answering]);
-    this.state = { name: TELEGRAM, state: 'stopped', detail: 'stopped' };
+    this.setState('stopped', 'stopped');
   }
 
   private async run(): Promise<void> {
@@ -141,7 +152,8 @@ export class TelegramTransport implements ChatTransport {
     let delay = retry.firstMs;
     let lastError = '';
     while (!this.stopped) {
-      this.state = { name: TELEGRAM, state: 'starting', detail: `connecting to ${this.deps.config().telegram_api_root}` };
+      // While it retries it stays `retrying` with the reason, rather than flickering through `starting`.
+      if (this.state.state !== 'retrying') this.setState('starting', `connecting to ${this.deps.config().telegram_api_root}`);
       try {
         await this.bot.init();
         const me = this.bot.botInfo;
@@ -150,7 +162,7 @@ export class TelegramTransport implements ChatTransport {
         await this.bot.start({
           allowed_updates: ['message', 'callback_query'],
           onStart: () => {
-            this.state = { name: TELEGRAM, state: 'running', detail: `as @${me.username}` };
+            this.setState('running', `as @${me.username}`);
             this.log('info', `telegram: running as @${me.username} for ${this.deps.agent}`);
             delay = retry.firstMs;
             lastError = '';
@@ -162,7 +174,7 @@ export class TelegramTransport implements ChatTransport {
       } catch (e) {
         if (this.stopped) break;
         const why = telegramProblem(e);
-        this.state = { name: TELEGRAM, state: 'retrying', detail: why };
+        this.setState('retrying', why);
         // One line per distinct problem, not one per attempt.
         if (why !== lastError) this.log('error', `telegram: cannot run the bot for ${this.deps.agent}: ${why}; retrying with backoff (up to ${retry.maxMs / 1000} s)`);
         lastError = why;

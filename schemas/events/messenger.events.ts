@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { TRANSPORT_STATES } from '../chat-transport.js';
 import { typeNames } from './type-names.js';
 
 /*
@@ -15,6 +16,18 @@ export const MESSENGER_EVENT_SCHEMAS = {
     topic_id: v.nullable(v.number()),
     agent: v.string(),
   }),
+  /**
+   * Stream `transport:<name>:<agent>`: a messenger came up, lost its connection or could not start
+   * (a bad token, a server out of reach) and retries, or stopped — what `svc status` shows, read
+   * from the log like the rest of a run. Recorded when the state or its reason changes, not per retry.
+   */
+  'messenger.state_changed': v.object({
+    transport: v.string(),
+    agent: v.string(),
+    state: v.picklist(TRANSPORT_STATES),
+    detail: v.string(),
+  }),
 };
 export const MESSENGER_EVENTS = typeNames(MESSENGER_EVENT_SCHEMAS);
 export const messengerStream = (transport: string, botId: string | number): string => `messenger:${transport}:${botId}`;
+export const transportStateStream = (transport: string, agent: string): string => `transport:${transport}:${agent}`;

@@ -7,14 +7,21 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareCronJobFolder } from '../../actors/index.js';
 import { startDaemon } from '../../bin/daemon.js';
-import { CRON_COMMANDS, type CronJobRecord, type Principal } from '../../schemas/index.js';
-import { homePaths, saveCronJobs } from '../../store/index.js';
+import { statusCommand } from '../../bin/status-command.js';
+import { CHAT_DELIVERY_COMMANDS, CHAT_DELIVERY_EVENTS, CRON_COMMANDS, SYSTEM_COMMANDS, type CronJobRecord, type Principal } from '../../schemas/index.js';
+import { homePaths, saveCronJobs, type HomePaths } from '../../store/index.js';
 import { startFakeTelegram } from '../fixtures/fake-telegram.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ALICE = 4242;
 const ADMIN: Principal = { kind: 'system', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'internal', chat_id: null, topic_id: null } };
+
+function status(paths: HomePaths): string {
+  let out = '';
+  statusCommand([], paths, Date.now(), (s) => (out += s));
+  return out;
+}
 
 t.test('a Telegram user chats with the agent, and a cron result for their chat is said there', async (t) => {
   const fake = await startFakeTelegram();
@@ -41,6 +48,7 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   scratch.beforeRemove(() => d.stop('test'));
   await fake.waitForCall('the bot polling', (c) => c.method === 'getUpdates');
+  t.match(status(paths), /\n {2}transport {3}telegram {6}running: as @svc_fake_bot\n/, 'svc status shows the bot');
 
   fake.userMessage({ from: { id: ALICE, first_name: 'Alice' }, text: 'hello there' });
   await fake.waitForCall('the answer', () => fake.chatMessages(ALICE).some((m) => m.text.includes('echo: hello there')));
@@ -61,4 +69,25 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
   t.equal(r.status, 200, await r.clone().text());
   await fake.waitForCall('the parent reply in the chat', () => fake.chatMessages(ALICE).some((m) => m.text.includes('Task') && m.text.includes('Research')));
   t.equal(fake.rateLimitReport().unanswered, 0);
+});
+
+t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, and what was for the chat goes to the admin chat', async (t) => {
+  const fake = await startFakeTelegram();
+  t.teardown(() => fake.close());
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ telegram_token: '12345:revoked', telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE] }));
+  const paths = homePaths(root);
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, messengerRetry: { firstMs: 20, maxMs: 50 }, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  scratch.beforeRemove(() => d.stop('test'));
+  await fake.waitForCall('a few attempts', () => fake.callsOf('getMe').length >= 3);
+  const summary = await d.bus.send(SYSTEM_COMMANDS.summary, { principal: ADMIN, lang: 'en' });
+  t.match(summary.transports.find((x) => x.name === 'telegram'), { state: 'retrying', detail: /refused the bot token/ }, 'the dashboard shows it too');
+  t.match(status(paths), /transport {3}telegram {6}retrying: Telegram refused the bot token \(401 Unauthorized\): check telegram_token/);
+  const r = await d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: ALICE, topic_id: null, text: 'disk almost full', source: 'test' });
+  t.same(r, { delivered: true, to: 'admin' });
+  t.match(d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).at(-1)?.data, { reason: /transport telegram is reconnecting \(Telegram refused the bot token/ });
+  const lines = readFileSync(join(paths.logsDir, 'svc.log'), 'utf8').split('\n').filter((l) => l.includes('cannot run the bot'));
+  t.equal(lines.length, 1, 'one log line, however many attempts');
 });

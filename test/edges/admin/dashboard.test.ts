@@ -84,7 +84,7 @@ t.test('dashboard summary: shape, counters per ACL bucket, 10 latest visible eve
 
   let r = await s.call('/api/dashboard/summary', { as: 'admin' });
   t.equal(r.status, 200);
-  t.same(Object.keys(r.body).sort(), ['counters', 'recent_activity', 'system']);
+  t.same(Object.keys(r.body).sort(), ['counters', 'recent_activity', 'system', 'transports']);
   t.same(Object.keys(r.body.system).sort(), ['cpu_percent', 'disk_percent', 'ram_percent', 'uptime_human', 'uptime_seconds']);
   t.same(r.body.counters, { agents_total: 3, agents_online: 2, active_tasks: 2, running_crons: 1, failed_last_24h: 2 });
   const types = r.body.recent_activity.map((e: { type: string }) => e.type);
