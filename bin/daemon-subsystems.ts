@@ -784,7 +784,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'messengers',
     start(ctx) {
-      return startMessengers({ bus: ctx.bus, log: ctx.log, config: ctx.config, users: ctx.users, transports: ctx.transports, paths: ctx.paths, ...(ctx.opts.messengerRetry ? { retry: ctx.opts.messengerRetry } : {}) });
+      return startMessengers({ bus: ctx.bus, log: ctx.log, agentConfig: (name) => ctx.agents.agentConfig(name), runningAgents: () => ctx.agents.names(), users: ctx.users, transports: ctx.transports, paths: ctx.paths, ...(ctx.opts.messengerRetry ? { retry: ctx.opts.messengerRetry } : {}) });
     },
   },
   {

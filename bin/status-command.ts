@@ -59,7 +59,10 @@ export function statusCommand(args: string[], paths: HomePaths, now = Date.now()
     const listening = live ? 'listening' : 'listened';
     for (const l of run.listeners) lines.push(`  ${listening.padEnd(12)}${l.surface.padEnd(14)}${l.host}:${l.port}`);
     lines.push(`  agents      ${run.agents.length ? run.agents.join(', ') : 'none'}`);
-    for (const m of run.transports) lines.push(`  ${'transport'.padEnd(12)}${`${m.name}${m.agent === 'main' ? '' : ` (${m.agent})`}`.padEnd(14)}${m.state}: ${m.detail}`);
+    for (const m of run.transports) {
+      const label = `${m.name}${m.agent === 'main' ? '' : ` (${m.agent})`}`;
+      lines.push(`  ${'transport'.padEnd(12)}${label.length < 14 ? label.padEnd(14) : `${label} `}${m.state}: ${m.detail}`);
+    }
     lines.push(`  turns       ${run.running_turns.length ? run.running_turns.map((t) => `${t.agent} in ${t.session_key} since ${t.since}`).join('; ') : 'none running'}`);
     lines.push(`  last error  ${run.last_error ? `${run.last_error.at} ${run.last_error.type}: ${run.last_error.message}` : 'none'}`);
   } else lines.push('  no run recorded yet; ./bin/svc.js start starts svc');

@@ -8,26 +8,35 @@ import type { ChatAddress, ChatTransport, TransportHealth } from '../schemas/ind
 export class TransportRegistry {
   private readonly byName = new Map<string, ChatTransport>();
 
-  /** Registers a transport; the function returned takes it out again (on stop). */
-  add(transport: ChatTransport): () => void {
-    if (this.byName.has(transport.name)) throw new Error(`transport ${transport.name} is registered twice`);
-    this.byName.set(transport.name, transport);
+  /**
+   * Registers a transport; the function returned takes it out again (on stop). `forAgent`: it
+   * speaks for that agent only (a sub-agent's own bot); without it, for every agent that has none.
+   */
+  add(transport: ChatTransport, forAgent?: string): () => void {
+    const key = keyOf(transport.name, forAgent);
+    if (this.byName.has(key)) throw new Error(`transport ${key} is registered twice`);
+    this.byName.set(key, transport);
     return () => {
-      if (this.byName.get(transport.name) === transport) this.byName.delete(transport.name);
+      if (this.byName.get(key) === transport) this.byName.delete(key);
     };
   }
 
-  get(name: string): ChatTransport | null {
-    return this.byName.get(name) ?? null;
+  /** The agent's own transport of that name, else the shared one. */
+  get(name: string, agent?: string): ChatTransport | null {
+    return (agent !== undefined ? this.byName.get(keyOf(name, agent)) : undefined) ?? this.byName.get(name) ?? null;
   }
 
-  /** Whether `name` is registered and can take a message for that chat now. */
-  reaches(name: string, to: ChatAddress): boolean {
-    const t = this.byName.get(name);
-    return t !== undefined && t.health().state === 'running' && t.reaches(to);
+  /** Whether that transport (the agent's own, else the shared one) is registered and can take a message for that chat now. */
+  reaches(name: string, to: ChatAddress, agent?: string): boolean {
+    const t = this.get(name, agent);
+    return t !== null && t.health().state === 'running' && t.reaches(to);
   }
 
   health(): TransportHealth[] {
     return [...this.byName.values()].map((t) => t.health());
   }
+}
+
+function keyOf(name: string, agent: string | undefined): string {
+  return agent === undefined ? name : `${name}:${agent}`;
 }

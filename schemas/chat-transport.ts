@@ -33,6 +33,8 @@ export const TRANSPORT_STATES = ['starting', 'running', 'retrying', 'stopped'] a
 /** For the start banner, `svc status`, `svc doctor` and the dashboard. */
 export const TransportHealthSchema = v.object({
   name: v.string(),
+  /** The agent a bot of its own speaks for (a sub-agent's); absent: shared by every agent without one. */
+  agent: v.optional(v.string()),
   /** `retrying`: it failed to start or lost its connection, and tries again after a backoff. */
   state: v.picklist(TRANSPORT_STATES),
   /** One phrase: what it is connected as, or why it is not. */

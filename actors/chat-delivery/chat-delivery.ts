@@ -43,8 +43,9 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
       await admin.deliver(message);
       return { delivered: true, to: ADMIN_TRANSPORT };
     }
-    const target = transports.get(d.transport);
-    const route = deliveryRoute(d.transport, target?.health() ?? null, transports.reaches(d.transport, d));
+    // A sub-agent's own bot says its messages; one without a bot has them said by the shared one.
+    const target = transports.get(d.transport, agent);
+    const route = deliveryRoute(d.transport, target?.health() ?? null, transports.reaches(d.transport, d, agent));
     let reason = route.kind === 'admin-chat' ? route.reason : null;
     if (target && reason === null) {
       try {

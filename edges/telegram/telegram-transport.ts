@@ -7,6 +7,7 @@ import {
   CHAT_COMMAND_HELP,
   CHAT_DELIVERY_COMMANDS,
   MESSENGER_EVENTS,
+  MAIN_AGENT,
   MULTIAGENT_COMMAND_HELP,
   SvcError,
   TURN_CHUNKS,
@@ -114,7 +115,7 @@ export class TelegramTransport implements ChatTransport {
   /** A new state, recorded when it or its reason changed: `svc status` reads it from the log. */
   private setState(state: TransportHealth['state'], detail: string): void {
     const changed = state !== this.state.state || detail !== this.state.detail;
-    this.state = { name: TELEGRAM, state, detail };
+    this.state = { name: TELEGRAM, ...(this.deps.agent === MAIN_AGENT ? {} : { agent: this.deps.agent }), state, detail };
     if (!changed) return;
     this.deps.bus
       .publish({ stream: transportStateStream(TELEGRAM, this.deps.agent), type: MESSENGER_EVENTS.state_changed, data: { transport: TELEGRAM, agent: this.deps.agent, state, detail }, by: TELEGRAM })

@@ -12,6 +12,7 @@ import { CHAT_DELIVERY_COMMANDS, CHAT_DELIVERY_EVENTS, CRON_COMMANDS, SYSTEM_COM
 import { homePaths, saveCronJobs, type HomePaths } from '../../store/index.js';
 import { startFakeTelegram } from '../fixtures/fake-telegram.js';
 import { tempHome } from '../fixtures/temp-home.js';
+import { until } from '../fixtures/until.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ALICE = 4242;
@@ -90,4 +91,42 @@ t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, a
   t.match(d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).at(-1)?.data, { reason: /transport telegram is reconnecting \(Telegram refused the bot token/ });
   const lines = readFileSync(join(paths.logsDir, 'svc.log'), 'utf8').split('\n').filter((l) => l.includes('cannot run the bot'));
   t.equal(lines.length, 1, 'one log line, however many attempts');
+});
+
+t.test("a sub-agent's own bot runs with the agent: it answers as that agent, shows in status, and stops when the agent is removed", async (t) => {
+  const mainBot = await startFakeTelegram();
+  const coderBot = await startFakeTelegram({ token: '7000000002:CoderBotTokenForTests_abcdefghijklmnop', botUsername: 'coder_bot' });
+  t.teardown(async () => {
+    await mainBot.close();
+    await coderBot.close();
+  });
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  mkdirSync(join(root, '_secrets'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ telegram_token: mainBot.token, telegram_api_root: mainBot.apiRoot, allowed_user_ids: [ALICE] }));
+  // The sub-agent's own config layer points its bot at its own (fake) Bot API server.
+  mkdirSync(join(root, 'agents', 'coder', 'config'), { recursive: true });
+  writeFileSync(join(root, 'agents', 'coder', 'config', 'config.json'), JSON.stringify({ telegram_api_root: coderBot.apiRoot }));
+  const paths = homePaths(root);
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'coder', telegram_token: coderBot.token, allowed_user_ids: [ALICE] }]));
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  scratch.beforeRemove(() => d.stop('test'));
+  await coderBot.waitForCall("coder's bot polling", (c) => c.method === 'getUpdates');
+  await mainBot.waitForCall("main's bot polling", (c) => c.method === 'getUpdates');
+
+  coderBot.userMessage({ from: { id: ALICE }, text: 'review this' });
+  await coderBot.waitForCall("coder's answer", () => coderBot.chatMessages(ALICE).some((m) => m.text.includes('echo: review this')));
+  const turn = d.log.read({ types: ['turn.started'] }).map((e) => e.data as { agent: string; session_key: string }).find((x) => x.session_key === `telegram:${ALICE}`);
+  t.equal(turn?.agent, 'coder', 'the turn ran on the sub-agent');
+  t.same(mainBot.chatMessages(ALICE), [], "main's bot said nothing");
+  await until(() => `status to show both bots:\n${status(paths)}`, () => /telegram \(coder\) running: as @coder_bot/.test(status(paths)) && /telegram {6}running: as @svc_fake_bot/.test(status(paths)));
+
+  // A delivery for coder goes through coder's own bot.
+  await d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: ALICE, topic_id: null, text: 'build green', agent: 'coder', source: 'test' });
+  await coderBot.waitForCall('the delivery through coder', () => coderBot.chatMessages(ALICE).some((m) => m.text === 'build green'));
+
+  writeFileSync(paths.agentsRegistry, JSON.stringify([]));
+  await until("coder's bot to stop with the agent", () => /telegram \(coder\) stopped/.test(status(paths)), 20_000);
+  t.match(status(paths), /telegram {6}running/, "main's bot runs on");
 });
