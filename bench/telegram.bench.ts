@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEditStream } from '../actors/index.js';
+import sharp from 'sharp';
+import { normaliseImage, startEditStream } from '../actors/index.js';
 import { Bus } from '../bus/index.js';
 import { TelegramTransport } from '../edges/index.js';
 import { defaultConfig } from '../schemas/index.js';
@@ -185,4 +190,41 @@ export async function benchTelegram(report: BenchReport): Promise<void> {
   await concurrentStreams(report, shipped);
   report.section(`telegram: the same with edit_interval_seconds 0.5 (below the throttler's 1/s per chat)`);
   await concurrentStreams(report, 0.5);
+  report.section('incoming images: a 12 MP phone photo normalised by the default ImageConfig');
+  await imageNormalisation(report);
+}
+
+/**
+ * What an incoming 12 MP photo costs before the agent is asked: normaliseImage (EXIF turn, fit
+ * in max_dimension, re-encode as webp) against the baseline of decoding and re-encoding it as it
+ * is (the JPEG it came as, no resize), which any handling of the photo pays.
+ */
+async function imageNormalisation(report: BenchReport): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-img-'));
+  try {
+    // Noise, not a flat colour: a flat image compresses to nothing and measures nothing.
+    const raw = Buffer.alloc(4000 * 3000 * 3);
+    for (let i = 0; i < raw.length; i++) raw[i] = (i * 2654435761) >>> 24;
+    const photo = await sharp(raw, { raw: { width: 4000, height: 3000, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+    const cfg = defaultConfig().image;
+    const runs = 5;
+    const times: number[] = [];
+    const baseline: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const path = join(dir, `p${i}.jpg`);
+      writeFileSync(path, photo);
+      let t0 = performance.now();
+      await sharp(path).jpeg({ quality: 90 }).toFile(join(dir, `b${i}.jpg`));
+      baseline.push(performance.now() - t0);
+      t0 = performance.now();
+      await normaliseImage(path, cfg);
+      times.push(performance.now() - t0);
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    report.note('photo', `4000×3000 JPEG, ${(photo.length / 1024 / 1024).toFixed(1)} MiB; image config ${JSON.stringify(cfg)}`);
+    report.figure('decode + re-encode as it is (baseline), median', median(baseline), 'ms');
+    report.figure(`normaliseImage → ${cfg.output_format} ≤ ${cfg.max_dimension} px, median`, median(times), 'ms', { ratio: median(times) / median(baseline), against: 'baseline' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
