@@ -36,6 +36,9 @@ function withoutLeadingMention(text: string, bot: string): string {
 }
 
 export function admit(m: InboundMessage, cfg: GateConfig): Admission {
+  // `/cmd@otherbot` in a group with several bots is that bot's, whoever sends it.
+  const addressee = /^\s*\/[A-Za-z0-9_]+@([A-Za-z0-9_]+)/.exec(m.text)?.[1];
+  if (addressee !== undefined && addressee.toLowerCase() !== m.botUsername.toLowerCase()) return { admit: false, why: `a command for @${addressee}` };
   // Both lists must name them in a group (SPEC.md); an empty user list admits nobody, so a fresh bot answers no one.
   if (!cfg.allowed_user_ids.includes(m.senderId)) return { admit: false, why: `user ${m.senderId} is not in allowed_user_ids` };
   if (m.chatType === 'private') return { admit: true, text: m.text };

@@ -245,19 +245,18 @@ export class TelegramTransport implements ChatTransport {
     if (!admission.admit) return this.refused(msg.from.id, msg.chat.id, admission.why);
     const address = { chat_id: msg.chat.id, topic_id: topic };
     if (!(await this.accept(ctx, address))) return;
-    if (cfg.scene.reaction_style !== 'off') {
-      ctx.api.setMessageReaction(msg.chat.id, msg.message_id, [{ type: 'emoji', emoji: '👀' }]).catch(() => undefined);
-    }
+    const react = this.reactions(msg.chat.id, msg.message_id);
+    react('👀');
     const target = { chat_id: msg.chat.id, thread: topic };
     const senderId = msg.from.id;
-    if (media === null) return this.inOrder(target, async () => this.answer(target, address, senderId, admission.text));
+    if (media === null) return this.inOrder(target, async () => this.answer(target, address, senderId, admission.text, react));
     // Downloads and transcription take a while: polling goes on, and the chat's messages still reach the agent in order.
     this.inOrder(target, async () => {
       const prompt = await this.mediaPrompt(media, text.trim() === '' ? '' : admission.text).catch(async (e: unknown) => {
         await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []).catch(() => undefined);
         return null;
       });
-      if (prompt !== null) this.answer(target, address, senderId, prompt);
+      if (prompt !== null) this.answer(target, address, senderId, prompt, react);
     });
   }
 
@@ -304,7 +303,19 @@ export class TelegramTransport implements ChatTransport {
     const thread = q.message && 'is_topic_message' in q.message && q.message.is_topic_message ? (q.message.message_thread_id ?? null) : null;
     const address = { chat_id: chat.id, topic_id: thread };
     if (!(await this.accept(ctx, address))) return;
-    this.answer({ chat_id: chat.id, thread }, address, q.from.id, q.data);
+    this.answer({ chat_id: chat.id, thread }, address, q.from.id, q.data, () => undefined);
+  }
+
+  /**
+   * SPEC.md scene.reaction_style on the user's message: `seen` puts 👀 on it; `detailed` also
+   * shows the answer's progress (✍ once it is being written, 👍 when done, 👎 when it failed).
+   */
+  private reactions(chatId: number, messageId: number): (emoji: '👀' | '✍' | '👍' | '👎') => void {
+    return (emoji) => {
+      const style = this.deps.config().scene.reaction_style;
+      if (style === 'off' || (style === 'seen' && emoji !== '👀')) return;
+      this.bot.api.setMessageReaction(chatId, messageId, [{ type: 'emoji', emoji }]).catch(() => undefined);
+    };
   }
 
   private refused(senderId: number, chatId: number, why: string): void {
@@ -315,7 +326,7 @@ export class TelegramTransport implements ChatTransport {
   }
 
   /** Asks the agent and streams its answer; returns at once, so polling goes on while the turn runs. */
-  private answer(target: Target, address: ChatAddress, senderId: number, text: string): void {
+  private answer(target: Target, address: ChatAddress, senderId: number, text: string, react: (emoji: '✍' | '👍' | '👎') => void): void {
     const who = this.deps.sender(senderId);
     const principal: Principal = {
       kind: 'user',
@@ -331,14 +342,19 @@ export class TelegramTransport implements ChatTransport {
     let soFar = '';
     asked.chunks$.subscribe((chunk) => {
       if (chunk.type !== TURN_CHUNKS.text_delta) return;
+      if (soFar === '') react('✍');
       soFar += chunk.data.text;
       stream.update(soFar);
     });
     this.bot.api.sendChatAction(target.chat_id, 'typing', target.thread !== null ? { message_thread_id: target.thread } : {}).catch(() => undefined);
     const done: Promise<void> = asked.outcome
       .then(
-        async (outcome) => this.final(target, outcome, (await stream.finish()).shown !== null ? editor.id() : null),
+        async (outcome) => {
+          react(outcome.status === 'completed' && !outcome.is_error ? '👍' : '👎');
+          await this.final(target, outcome, (await stream.finish()).shown !== null ? editor.id() : null);
+        },
         async (e) => {
+          react('👎');
           await stream.finish();
           await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []);
         },

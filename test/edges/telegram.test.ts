@@ -296,3 +296,19 @@ t.test('a voice note no backend can transcribe, and a file over the Bot API limi
   t.equal(s.agent.calls.length, 0);
   t.same(readdirSync(s.mediaDir).filter((f) => f.startsWith('.')), [], 'nothing half-written is left');
 });
+
+t.test('scene.reaction_style: seen marks the message 👀; detailed also shows ✍ while written and 👍 when done; off nothing', async (t) => {
+  const reactionsOn = (fake: FakeTelegram) => fake.callsOf('setMessageReaction').map((c) => (c.params.reaction as { emoji: string }[])[0]!.emoji);
+  for (const [style, expected] of [['seen', ['👀']], ['detailed', ['👀', '✍', '👍']], ['off', []]] as const) {
+    const base = defaultConfig();
+    const s = await rig(t, { config: { scene: { ...base.scene, reaction_style: style } } });
+    s.fake.userMessage({ from: { id: ALICE }, text: 'hello' });
+    const turn = await s.agent.next();
+    turn.say('Hi');
+    turn.end('Hi there');
+    await shown(s.fake, ALICE, 'Hi there');
+    if (expected.length) await s.fake.waitForCall(`${expected.length} reactions`, () => reactionsOn(s.fake).length >= expected.length);
+    t.same(reactionsOn(s.fake), expected, style);
+    await s.stop();
+  }
+});
