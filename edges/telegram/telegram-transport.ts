@@ -87,8 +87,6 @@ export class TelegramTransport implements ChatTransport {
   private wake: (() => void) | null = null;
   private highWater = 0;
   private readonly refusedLogged = new Set<string>();
-  /** Answers still being streamed or sent: stop lets them finish what is in flight. */
-  private readonly answering = new Set<Promise<void>>();
 
   constructor(private readonly deps: TelegramDeps) {
     const cfg = deps.config();
@@ -144,7 +142,8 @@ export class TelegramTransport implements ChatTransport {
     if (this.bot.isRunning()) await this.bot.stop().catch(() => undefined);
     await this.loop;
     this.loop = null;
-    await Promise.allSettled([...this.answering]);
+    // Answers still running are not waited for (a turn may take minutes): svc's stop ends their
+    // turns, and the next start tells each chat what had arrived (deliverInterrupted).
     this.setState('stopped', 'stopped');
   }
 
@@ -347,21 +346,23 @@ export class TelegramTransport implements ChatTransport {
       stream.update(soFar);
     });
     this.bot.api.sendChatAction(target.chat_id, 'typing', target.thread !== null ? { message_thread_id: target.thread } : {}).catch(() => undefined);
-    const done: Promise<void> = asked.outcome
+    asked.outcome
       .then(
         async (outcome) => {
+          const shown = (await stream.finish()).shown;
+          // Stopped meanwhile: its turn was ended by the stop, and the next start says what had arrived.
+          if (this.stopped) return;
           react(outcome.status === 'completed' && !outcome.is_error ? '👍' : '👎');
-          await this.final(target, outcome, (await stream.finish()).shown !== null ? editor.id() : null);
+          await this.final(target, outcome, shown !== null ? editor.id() : null);
         },
         async (e) => {
-          react('👎');
           await stream.finish();
+          if (this.stopped) return;
+          react('👎');
           await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []);
         },
       )
-      .catch((e) => this.log('error', `telegram: could not send the answer to chat ${target.chat_id}: ${describeError(e)}`, { chat_id: target.chat_id }))
-      .finally(() => this.answering.delete(done));
-    this.answering.add(done);
+      .catch((e) => this.log('error', `telegram: could not send the answer to chat ${target.chat_id}: ${describeError(e)}`, { chat_id: target.chat_id }));
   }
 
   /** The one message an answer streams into: sent by the first preview, edited by the later ones. */

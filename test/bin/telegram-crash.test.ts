@@ -56,3 +56,36 @@ t.test('kill -9 mid-answer: the chat gets the partial answer once after the rest
   third.kill('SIGTERM');
   t.equal(await exited(third), 0);
 });
+
+t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start tells the chat once', async (t) => {
+  const fake = await startFakeTelegram();
+  t.teardown(() => fake.close());
+  const home = join(t.testdir(), 'home');
+  mkdirSync(join(home, 'config'), { recursive: true });
+  writeFileSync(
+    join(home, 'config', 'config.json'),
+    JSON.stringify({ interagent_port: 0, telegram_token: fake.token, telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE], streaming: { min_chars: 1, edit_interval_seconds: 0.3 } }),
+  );
+  const start = (env: NodeJS.ProcessEnv) => {
+    const daemon = startSvc(home, ['start'], { PATH: `${BIN}:${process.env.PATH}`, HOME: home, ...env });
+    t.teardown(() => void daemon.kill('SIGKILL'));
+    return daemon;
+  };
+  const notices = () => fake.chatMessages(ALICE).filter((m) => m.text.includes('cut off by a restart of svc'));
+  const words = Array.from({ length: 200 }, (_, i) => `w${i} `).join('');
+  const first = start({ FAKE_CLI_REPLY: words, FAKE_CLI_CHUNKS: '200', FAKE_CLI_DELAY_MS: '200' });
+  await fake.waitForCall('polling', (c) => c.method === 'getUpdates', 30_000);
+  fake.userMessage({ from: { id: ALICE }, text: 'a very long story' });
+  await fake.waitForCall('streaming', () => fake.chatMessages(ALICE).some((m) => m.text.startsWith('w0')), 30_000);
+  first.kill('SIGTERM');
+  t.equal(await exited(first), 0, 'it stopped cleanly without waiting for the answer');
+  t.notOk(fake.chatMessages(ALICE).some((m) => m.text.includes('w199')), 'the answer had not finished');
+
+  const second = start({});
+  await fake.waitForCall('the notice', () => notices().length > 0, 30_000);
+  fake.userMessage({ from: { id: ALICE }, text: 'ping' });
+  await fake.waitForCall('an answer after it', () => fake.chatMessages(ALICE).some((m) => m.text === 'echo: ping'), 30_000);
+  t.equal(notices().length, 1);
+  second.kill('SIGTERM');
+  t.equal(await exited(second), 0);
+});
