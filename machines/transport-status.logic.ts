@@ -21,8 +21,19 @@ function selected(config: Pick<AgentConfig, 'transport' | 'transports'>): readon
   return config.transports.length ? config.transports : [config.transport];
 }
 
+/**
+ * What @BotFather hands out: the bot's numeric id, a colon, a secret of letters, digits, `_` and `-`
+ * (35 characters today; a little room either way). Anything else can never log in, so svc says so
+ * instead of asking Telegram again and again.
+ */
+const BOT_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{30,64}$/;
+
 function missingCredentials(name: Transport, config: Pick<AgentConfig, 'telegram_token' | 'matrix'>): string | null {
-  if (name === 'telegram') return config.telegram_token.trim() === '' ? 'no telegram_token in config.json' : null;
+  if (name === 'telegram') {
+    const token = config.telegram_token.trim();
+    if (token === '') return 'no telegram_token in config.json';
+    return BOT_TOKEN.test(token) ? null : 'telegram_token is not a bot token (expected <bot id>:<secret> as @BotFather gives it)';
+  }
   const m = config.matrix;
   const missing = [
     m.homeserver.trim() === '' ? 'matrix.homeserver' : null,

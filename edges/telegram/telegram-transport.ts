@@ -1,6 +1,6 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { apiThrottler } from '@grammyjs/transformer-throttler';
-import { Bot, GrammyError, InputFile, type Context } from 'grammy';
+import { Api, Bot, GrammyError, InputFile, type Context } from 'grammy';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
@@ -85,6 +85,8 @@ export class TelegramTransport implements ChatTransport {
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** Ends the start-up calls in flight when stop() comes. */
+  private readonly aborter = new AbortController();
   private highWater = 0;
   private readonly refusedLogged = new Set<string>();
 
@@ -138,6 +140,7 @@ export class TelegramTransport implements ChatTransport {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
+    this.aborter.abort();
     // Not awaited inside a handler (grammY would deadlock), only here, from outside.
     if (this.bot.isRunning()) await this.bot.stop().catch(() => undefined);
     await this.loop;
@@ -155,10 +158,18 @@ export class TelegramTransport implements ChatTransport {
       // While it retries it stays `retrying` with the reason, rather than flickering through `starting`.
       if (this.state.state !== 'retrying') this.setState('starting', `connecting to ${this.deps.config().telegram_api_root}`);
       try {
-        await this.bot.init();
-        const me = this.bot.botInfo;
+        // Start-up calls skip auto-retry (which waits out a network failure on its own, for up to an
+        // hour): a failure here is this loop's to retry, so the health says `retrying` and why.
+        const cfg = this.deps.config();
+        const direct = new Api(cfg.telegram_token, { apiRoot: cfg.telegram_api_root.replace(/\/+$/, '') });
+        // grammY types its signal with the abort-controller polyfill's class; Node's own is what it gets at run time.
+        const signal = this.aborter.signal as unknown as Parameters<Api['getMe']>[0];
+        const me = await direct.getMe(signal);
+        this.bot.botInfo = me;
         this.highWater = this.deps.acceptedUpTo(me.id);
-        await this.bot.api.setMyCommands([...CHAT_COMMAND_HELP, ...MULTIAGENT_COMMAND_HELP].map((c) => ({ command: c.command.slice(1), description: c.description.slice(0, 256) })));
+        const commands = [...CHAT_COMMAND_HELP, ...MULTIAGENT_COMMAND_HELP].map((c) => ({ command: c.command.slice(1), description: c.description.slice(0, 256) }));
+        await direct.setMyCommands(commands, {}, signal);
+        if (this.stopped) break;
         await this.bot.start({
           allowed_updates: ['message', 'callback_query'],
           onStart: () => {

@@ -78,7 +78,7 @@ t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, a
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });
-  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ telegram_token: '12345:revoked', telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE] }));
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ telegram_token: `12345:${'r'.repeat(35)}`, telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE] }));
   const paths = homePaths(root);
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, messengerRetry: { firstMs: 20, maxMs: 50 }, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   scratch.beforeRemove(() => d.stop('test'));

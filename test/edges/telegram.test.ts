@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { normaliseImage, startEditStream } from '../../actors/index.js';
@@ -311,4 +312,45 @@ t.test('scene.reaction_style: seen marks the message ðŸ‘€; detailed also shows â
     t.same(reactionsOn(s.fake), expected, style);
     await s.stop();
   }
+});
+
+t.test('a Bot API that cannot be reached is retried with why; one that never answers does not hold up stop', async (t) => {
+  const bus = new Bus({ log: new MemoryEventLog() });
+  t.teardown(() => bus.close());
+  const sockets = new Set<Socket>();
+  const silent = createServer((sock) => void sockets.add(sock));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const refusedPort = (closed.address() as AddressInfo).port;
+  await new Promise((r) => closed.close(r));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  });
+  const transport = (apiRoot: string) => {
+    const cfg = { ...defaultConfig(), telegram_token: `1:${'A'.repeat(35)}`, telegram_api_root: apiRoot, allowed_user_ids: [ALICE] };
+    return new TelegramTransport({
+      bus,
+      agent: 'main',
+      config: () => cfg,
+      sender: () => null,
+      streams: (editor) => startEditStream(editor, cfg.streaming, { now: () => Date.now() }),
+      acceptedUpTo: () => 0,
+      log: () => undefined,
+      retry: { firstMs: 10, maxMs: 20 },
+    });
+  };
+  const refused = transport(`http://127.0.0.1:${refusedPort}`);
+  refused.start();
+  await until('refused to be retried', () => refused.health().state === 'retrying');
+  t.match(refused.health().detail, /cannot reach the Bot API/);
+  await refused.stop();
+
+  const hanging = transport(`http://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+  hanging.start();
+  await until('a request to hang on the silent server', () => sockets.size > 0);
+  t.equal(hanging.health().state, 'starting');
+  await hanging.stop();
+  t.equal(hanging.health().state, 'stopped', 'stop ended the start-up call in flight');
 });

@@ -2,10 +2,11 @@ import t from 'tap';
 import { deliveryRoute, transportStatuses } from '../../machines/index.js';
 import { defaultConfig } from '../../schemas/index.js';
 
+const TOKEN = `123456789:${'A'.repeat(35)}`;
 const cfg = (over: Record<string, unknown>) => ({ ...defaultConfig(), ...over }) as ReturnType<typeof defaultConfig>;
 
 t.test('telegram is built; matrix, which this build does not include, is off for that reason alone, with nothing to fix', async (t) => {
-  t.same(transportStatuses(cfg({ telegram_token: '123:abc' })), [
+  t.same(transportStatuses(cfg({ telegram_token: TOKEN })), [
     { name: 'telegram', on: true, why: 'bot token set', fix: null },
     { name: 'matrix', on: false, why: 'not included in this version of svc yet', fix: null },
   ]);
@@ -16,12 +17,15 @@ t.test('once built: on with credentials, otherwise off naming what is missing an
   const [tg, mx] = transportStatuses(cfg({}), both);
   t.match(tg, { name: 'telegram', on: false, why: 'no telegram_token in config.json', fix: /@BotFather/ });
   t.match(mx, { name: 'matrix', on: false, why: 'not listed in transports', fix: 'add "matrix" to transports in config.json' });
-  t.match(transportStatuses(cfg({ telegram_token: '123:abc' }), both)[0], { on: true, fix: null });
+  t.match(transportStatuses(cfg({ telegram_token: TOKEN }), both)[0], { on: true, fix: null });
   const matrix = (m: Record<string, string>) =>
     transportStatuses(cfg({ transports: ['matrix'], matrix: { ...defaultConfig().matrix, ...m } }), both)[1]!;
   t.match(matrix({}), { on: false, why: 'no matrix.homeserver, matrix.user_id, matrix.password or matrix.access_token in config.json' });
   t.match(matrix({ homeserver: 'https://m.example', user_id: '@bot:m.example', access_token: 'x' }), { on: true, why: 'as @bot:m.example on https://m.example' });
   t.match(transportStatuses(cfg({ transports: ['matrix'], telegram_token: 'x' }), both)[0], { on: false, why: 'not listed in transports' }, 'transports, when set, decides');
+  for (const bad of ['1:x', 'abc:' + 'A'.repeat(35), `123:${'A'.repeat(35)} extra`, `123:${'A'.repeat(20)}`]) {
+    t.match(transportStatuses(cfg({ telegram_token: bad }))[0], { on: false, why: /not a bot token/, fix: /@BotFather/ }, `${bad} can never log in: off, without asking Telegram`);
+  }
 });
 
 t.test('deliveryRoute: a running transport that reaches the chat gets it; otherwise the admin chat, with why', async (t) => {
