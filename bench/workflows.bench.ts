@@ -7,6 +7,7 @@ import { Bus, serveAgents } from '../bus/index.js';
 import { checkWorkflowExpression } from '../machines/index.js';
 import { CHAT_DELIVERY_COMMANDS, WORKFLOW_COMMANDS, WORKFLOW_RUN_EVENTS, type Principal, type TurnOutcome } from '../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, loadWorkflowDefinitions } from '../store/index.js';
+import { recordingTransport, registryOf } from '../test/fixtures/recording-transport.js';
 import type { BenchReport } from './report.js';
 
 const STEPS = 100;
@@ -31,7 +32,8 @@ export async function benchWorkflows(report: BenchReport): Promise<void> {
   const log = SqliteEventLog.open(join(dir, 'events.db'), { projections: PROJECTIONS, backgroundCheckpoints: { onError: (m) => console.error(m) } });
   const bus = new Bus({ log });
   const host = new ActorHost(bus);
-  const delivery = startChatDelivery({ bus });
+  // The run's chat is a live direct-API chat: each notify is one delivery to it, as in the daemon with a client connected.
+  const delivery = startChatDelivery({ bus, transports: registryOf(recordingTransport('api')) });
   const agents = serveAgents(bus, 'agents', {
     accept: (m) => ({
       outcome: Promise.resolve<TurnOutcome>({

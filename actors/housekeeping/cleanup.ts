@@ -7,9 +7,10 @@ import { OpenedDir, OpenedDirChain, parentAndName, sameFile } from '../../store/
 
 /*
  * The daily file cleanup (SPEC.md CleanupConfig) of every workspace's output_to_user/, api_files/
- * and the messengers' media folders. The agent and the user can change these folders while a run goes on, so nothing is
- * followed and nothing is removed recursively: every folder is opened without following a link
- * and read and changed through its descriptor (store/contained-dir.ts), each removal checks again
+ * and the messengers' media folders. The agent and the user can change these folders while a run
+ * goes on, so nothing is followed and nothing is removed recursively: every folder is opened
+ * without following a link and read and changed through its descriptor (store/contained-dir.ts),
+ * each removal checks again
  * that the entry and every folder above it are the ones listed, files and links are unlinked one
  * by one and folders only rmdir'd when empty. A folder swapped for a link after those checks
  * cannot redirect the unlink: it names the entry in the folder that was opened, not by path.
