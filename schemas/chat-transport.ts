@@ -26,6 +26,8 @@ export interface OutboundMessage extends ChatAddress {
   buttons?: readonly ChatButton[];
   /** The correlation id of the facts the delivery causes. */
   correlation: string;
+  /** The sender's own id for the message, where it has one (the admin chat keeps it under it). */
+  id?: string;
 }
 
 export const TRANSPORT_STATES = ['starting', 'running', 'retrying', 'stopped'] as const;

@@ -19,7 +19,7 @@ export function adminChatTransport(bus: Bus): ChatTransport {
     health: () => ({ name: ADMIN_TRANSPORT, state: 'running', detail: 'the admin panel chat, kept in the event log' }),
     reaches: () => true,
     deliver: async (m) => {
-      await recordChatEnvelope(bus, { agent: m.agent, id: `delivery-${randomUUID()}`, kind: 'text', content: m.text, meta: { source: m.source }, correlation: m.correlation });
+      await recordChatEnvelope(bus, { agent: m.agent, id: m.id ?? `delivery-${randomUUID()}`, kind: 'text', content: m.text, meta: { source: m.source }, correlation: m.correlation });
     },
   };
 }
@@ -38,7 +38,7 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
   return bus.handle(CHAT_DELIVERY_COMMANDS.deliver, 'chat-delivery', async (cmd) => {
     const d: ChatDelivery = cmd.data;
     const agent = d.agent ?? MAIN_AGENT;
-    const message = { chat_id: d.chat_id, topic_id: d.topic_id, text: d.text, source: d.source, agent, correlation: cmd.correlation };
+    const message = { chat_id: d.chat_id, topic_id: d.topic_id, text: d.text, source: d.source, agent, correlation: cmd.correlation, ...(d.id !== undefined ? { id: d.id } : {}) };
     if (d.transport === ADMIN_TRANSPORT) {
       await admin.deliver(message);
       return { delivered: true, to: ADMIN_TRANSPORT };
@@ -63,7 +63,7 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
     const origin = { transport: d.transport, chat_id: d.chat_id, topic_id: d.topic_id };
     const { session_id } = await recordChatEnvelope(bus, {
       agent,
-      id: `delivery-${randomUUID()}`,
+      id: d.id ?? `delivery-${randomUUID()}`,
       kind: 'text',
       content: d.text,
       meta: { source: d.source, rerouted_from: origin, reason },

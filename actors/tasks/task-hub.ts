@@ -543,7 +543,7 @@ export class TaskHub {
   private sayInChat(p: ParentDelivery, text: string, envelope: (kind: string, content: string, id: string) => Promise<unknown>): Promise<unknown> {
     if (p.where.transport === 'admin' || p.where.transport === NO_CHAT.transport) return envelope('text', text, `${p.envelope.id}-reply`);
     return this.d.bus
-      .send(CHAT_DELIVERY_COMMANDS.deliver, { ...p.where, text, agent: p.agent, source: p.correlation.slice(0, 128) }, { correlation: p.correlation })
+      .send(CHAT_DELIVERY_COMMANDS.deliver, { ...p.where, text, agent: p.agent, source: p.correlation.slice(0, 128), id: `${p.envelope.id}-reply` }, { correlation: p.correlation })
       .catch((e: unknown) => this.bus().emitLog('warn', `${p.correlation}: the reply of ${p.agent} was not said in its chat: ${describeError(e)}`));
   }
 

@@ -20,6 +20,8 @@ export const ChatDeliverySchema = v.strictObject({
   agent: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/))),
   /** What sends it (`workflow:<run id>`), for the log and the message's meta. */
   source: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
+  /** Stable per message where the sender has one: the admin chat keeps it under this id, so a retried delivery does not show twice. */
+  id: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._:-]{1,160}$/, 'letters, digits, . _ : - only'))),
 });
 export type ChatDelivery = v.InferOutput<typeof ChatDeliverySchema>;
 

@@ -10,9 +10,9 @@ function rig(t: Test, ...transports: ChatTransport[]) {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => Date.parse('2026-11-28T08:00:00Z') });
   const delivery = startChatDelivery({ bus, transports: registryOf(...transports) });
-  const adminChat: { agent: string; content: string; meta: Record<string, unknown> }[] = [];
+  const adminChat: { agent: string; id: string; content: string; meta: Record<string, unknown> }[] = [];
   const chat = bus.handle(CHAT_SESSION_COMMANDS.recordEnvelope, 'chat-sessions', ({ data }) => {
-    adminChat.push({ agent: data.agent, content: data.message.content, meta: data.message.meta as Record<string, unknown> });
+    adminChat.push({ agent: data.agent, id: data.message.id, content: data.message.content, meta: data.message.meta as Record<string, unknown> });
     return { session_id: 's1' };
   });
   t.teardown(() => {
@@ -86,4 +86,11 @@ t.test('hostile or malformed deliveries are refused before anything is said', as
   }
   t.same(tg.delivered, []);
   t.same(s.adminChat, []);
+});
+
+t.test("a sender's own message id is kept by the admin chat, so a retried delivery does not show twice", async (t) => {
+  const s = rig(t);
+  await s.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'cli', chat_id: 46, topic_id: null, text: 'reply', agent: 'main', source: 'interagent:x', id: 'interagent-x-reply' });
+  t.match(s.adminChat, [{ id: 'interagent-x-reply', content: 'reply' }]);
+  await t.rejects(s.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'cli', chat_id: 46, topic_id: null, text: 'r', source: 's', id: '../../x y' }), { code: 'invalid-command' });
 });
