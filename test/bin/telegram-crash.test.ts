@@ -1,7 +1,7 @@
 // A daemon killed (-9) while streaming an answer into a Telegram chat: after the restart the chat is
 // told once what had arrived and how to ask again, /retry asks the same question again, and a
 // further restart says nothing more.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,11 +11,11 @@ import { exited, readEvents, startSvc, until } from './cli-helpers.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ALICE = 4242;
 
-t.test('kill -9 mid-answer: the chat gets the partial answer once after the restart, and /retry asks again', async (t) => {
+/** A fake Bot API, a home whose config points the bot at it, and a way to start the built daemon there (killed at teardown). */
+async function boot(t: Test) {
   const fake = await startFakeTelegram();
   t.teardown(() => fake.close());
-  const dir = t.testdir();
-  const home = join(dir, 'home');
+  const home = join(t.testdir(), 'home');
   mkdirSync(join(home, 'config'), { recursive: true });
   writeFileSync(
     join(home, 'config', 'config.json'),
@@ -26,7 +26,13 @@ t.test('kill -9 mid-answer: the chat gets the partial answer once after the rest
     t.teardown(() => void daemon.kill('SIGKILL'));
     return daemon;
   };
+  /** The restart notices the chat has been told. */
   const notices = () => fake.chatMessages(ALICE).filter((m) => m.text.includes('cut off by a restart of svc'));
+  return { fake, home, start, notices };
+}
+
+t.test('kill -9 mid-answer: the chat gets the partial answer once after the restart, and /retry asks again', async (t) => {
+  const { fake, home, start, notices } = await boot(t);
 
   const words = Array.from({ length: 80 }, (_, i) => `w${i} `).join('');
   const first = start({ FAKE_CLI_REPLY: words, FAKE_CLI_CHUNKS: '80', FAKE_CLI_DELAY_MS: '150' });
@@ -58,20 +64,7 @@ t.test('kill -9 mid-answer: the chat gets the partial answer once after the rest
 });
 
 t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start tells the chat once', async (t) => {
-  const fake = await startFakeTelegram();
-  t.teardown(() => fake.close());
-  const home = join(t.testdir(), 'home');
-  mkdirSync(join(home, 'config'), { recursive: true });
-  writeFileSync(
-    join(home, 'config', 'config.json'),
-    JSON.stringify({ interagent_port: 0, telegram_token: fake.token, telegram_api_root: fake.apiRoot, allowed_user_ids: [ALICE], streaming: { min_chars: 1, edit_interval_seconds: 0.3 } }),
-  );
-  const start = (env: NodeJS.ProcessEnv) => {
-    const daemon = startSvc(home, ['start'], { PATH: `${BIN}:${process.env.PATH}`, HOME: home, ...env });
-    t.teardown(() => void daemon.kill('SIGKILL'));
-    return daemon;
-  };
-  const notices = () => fake.chatMessages(ALICE).filter((m) => m.text.includes('cut off by a restart of svc'));
+  const { fake, start, notices } = await boot(t);
   const words = Array.from({ length: 200 }, (_, i) => `w${i} `).join('');
   const first = start({ FAKE_CLI_REPLY: words, FAKE_CLI_CHUNKS: '200', FAKE_CLI_DELAY_MS: '200' });
   await fake.waitForCall('polling', (c) => c.method === 'getUpdates', 30_000);

@@ -1,14 +1,14 @@
 import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { adminChatTransport, startEditStream } from '../../actors/index.js';
+import { adminChatTransport } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { TelegramTransport } from '../../edges/index.js';
 import { connectionMachine } from '../../machines/index.js';
 import { CHAT_SESSION_COMMANDS, defaultConfig } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths } from '../../store/index.js';
 import { chatTransportConformance } from './chat-transport.conformance.js';
 import { startDirectApi } from '../fixtures/direct-api.js';
 import { connectDirect } from '../fixtures/direct-socket-client.js';
+import { bareTelegram } from '../fixtures/bare-telegram.js';
 import { startFakeTelegram } from '../fixtures/fake-telegram.js';
 import { scriptedAgent } from '../fixtures/scripted-agent.js';
 import { until } from '../fixtures/until.js';
@@ -67,15 +67,7 @@ chatTransportConformance(t, 'telegram', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   const agent = scriptedAgent(bus);
   const cfg = { ...defaultConfig(), telegram_token: fake.token, telegram_api_root: fake.apiRoot, allowed_user_ids: [4242] };
-  const tg = new TelegramTransport({
-    bus,
-    agent: 'main',
-    config: () => cfg,
-    sender: () => null,
-    streams: (editor) => startEditStream(editor, cfg.streaming, { now: () => Date.now() }),
-    acceptedUpTo: () => 0,
-    log: () => undefined,
-  });
+  const tg = bareTelegram(bus, cfg);
   tg.start();
   t.teardown(async () => {
     await tg.stop();

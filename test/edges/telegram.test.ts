@@ -11,6 +11,7 @@ import { MemoryEventLog } from '../../store/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../fixtures/fake-telegram.js';
 import { scriptedAgent } from '../fixtures/scripted-agent.js';
 import { until } from '../fixtures/until.js';
+import { bareTelegram } from '../fixtures/bare-telegram.js';
 
 const ALICE = 111;
 const STRANGER = 666;
@@ -225,16 +226,7 @@ t.test('deliver sends what svc says outside a turn into the chat and topic; a ba
   const bus = new Bus({ log: new MemoryEventLog() });
   t.teardown(() => bus.close());
   const cfg: AgentConfig = { ...s.config, telegram_token: '2:not-the-one', telegram_api_root: bad.apiRoot };
-  const broken = new TelegramTransport({
-    bus,
-    agent: 'main',
-    config: () => cfg,
-    sender: () => null,
-    streams: (editor) => startEditStream(editor, cfg.streaming, { now: () => Date.now() }),
-    acceptedUpTo: () => 0,
-    log: (level, msg) => logs.push(`${level} ${msg}`),
-    retry: { firstMs: 10, maxMs: 20 },
-  });
+  const broken = bareTelegram(bus, cfg, (line) => logs.push(line));
   broken.start();
   await until('a third attempt, then the backoff', () => bad.callsOf('getMe').length >= 3 && broken.health().state === 'retrying');
   t.match(broken.health(), { state: 'retrying', detail: /refused the bot token.*check telegram_token/ });
@@ -328,19 +320,7 @@ t.test('a Bot API that cannot be reached is retried with why; one that never ans
     for (const s of sockets) s.destroy();
     silent.close();
   });
-  const transport = (apiRoot: string) => {
-    const cfg = { ...defaultConfig(), telegram_token: `1:${'A'.repeat(35)}`, telegram_api_root: apiRoot, allowed_user_ids: [ALICE] };
-    return new TelegramTransport({
-      bus,
-      agent: 'main',
-      config: () => cfg,
-      sender: () => null,
-      streams: (editor) => startEditStream(editor, cfg.streaming, { now: () => Date.now() }),
-      acceptedUpTo: () => 0,
-      log: () => undefined,
-      retry: { firstMs: 10, maxMs: 20 },
-    });
-  };
+  const transport = (apiRoot: string) => bareTelegram(bus, { ...defaultConfig(), telegram_token: `1:${'A'.repeat(35)}`, telegram_api_root: apiRoot, allowed_user_ids: [ALICE] });
   const refused = transport(`http://127.0.0.1:${refusedPort}`);
   refused.start();
   await until('refused to be retried', () => refused.health().state === 'retrying');
