@@ -33,7 +33,7 @@ import {
   systemPrincipal,
 } from '../../schemas/index.js';
 import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
-import type { ActorClock } from '../host/actor-host.js';
+import { REAL_CLOCK, type ActorClock } from '../host/actor-host.js';
 import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
@@ -86,7 +86,6 @@ interface Job {
   problem: string | null;
 }
 
-const realClock: ActorClock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) } as ActorClock;
 
 export function cronPrincipal(jobId: string, route: { transport: string; chat_id: number; topic_id: number | null } | null): Principal {
   return systemPrincipal(`cron:${jobId}`, { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null });
@@ -120,7 +119,7 @@ export class CronScheduler {
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: CronSchedulerDeps) {
-    this.clock = d.clock ?? realClock;
+    this.clock = d.clock ?? REAL_CLOCK;
   }
 
   async start(correlation: string): Promise<void> {

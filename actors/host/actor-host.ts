@@ -2,6 +2,9 @@ import { createActor, type Actor, type AnyStateMachine, type InputFrom, type Sna
 
 /** xstate's scheduler clock (not exported by name): what delays run on. */
 export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
+
+/** Node's own timers as an ActorClock: what runs when no test injects a simulated one. */
+export const REAL_CLOCK: ActorClock = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
 import type { Subscription } from 'rxjs';
 import { ACTOR_EVENTS, SvcError, describeError, type AnyEnvelope, type Fact } from '../../schemas/index.js';
 import type { Bus, Cause } from '../../bus/index.js';

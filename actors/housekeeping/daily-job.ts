@@ -19,10 +19,10 @@ export interface DailyJobDeps {
   onError: (message: string) => void;
 }
 
-export const REAL_CLOCK: ActorClock = {
+/** Node's timers, unref'd: upkeep must never be what keeps a stopping daemon alive. */
+export const UPKEEP_CLOCK: ActorClock = {
   setTimeout: (fn: () => void, ms: number) => {
     const t = setTimeout(fn, ms);
-    // Upkeep must never be what keeps a stopping daemon alive.
     t.unref();
     return t;
   },
@@ -50,7 +50,7 @@ export class DailyJob {
   /** Stops scheduling and waits for a run in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== null) (this.d.clock ?? REAL_CLOCK).clearTimeout(this.timer as never);
+    if (this.timer !== null) (this.d.clock ?? UPKEEP_CLOCK).clearTimeout(this.timer as never);
     this.timer = null;
     await this.running;
   }
@@ -59,7 +59,7 @@ export class DailyJob {
     if (this.stopped) return;
     const due = nextDailyRun(from, this.d.hour(), this.d.timeZone());
     this.due = due;
-    this.timer = (this.d.clock ?? REAL_CLOCK).setTimeout(() => this.fire(due), Math.max(0, due - this.d.now()));
+    this.timer = (this.d.clock ?? UPKEEP_CLOCK).setTimeout(() => this.fire(due), Math.max(0, due - this.d.now()));
   }
 
   private fire(due: number): void {

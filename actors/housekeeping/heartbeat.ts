@@ -15,7 +15,7 @@ import {
   systemPrincipal,
 } from '../../schemas/index.js';
 import type { ActorClock } from '../host/actor-host.js';
-import { REAL_CLOCK } from './daily-job.js';
+import { UPKEEP_CLOCK } from './daily-job.js';
 
 /*
  * Heartbeat (SPEC.md HeartbeatConfig): every `interval_minutes` each agent with heartbeat enabled
@@ -77,7 +77,7 @@ export class Heartbeat {
   constructor(private readonly d: HeartbeatDeps) {}
 
   private get clock(): ActorClock {
-    return this.d.clock ?? REAL_CLOCK;
+    return this.d.clock ?? UPKEEP_CLOCK;
   }
 
   /** Starts one loop per agent with heartbeat enabled and one per group target. How many loops run. */

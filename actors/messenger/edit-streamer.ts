@@ -1,14 +1,12 @@
 import { decideEditStream, evolveEditStream, initialEditStream, startedEditStream, type EditStreamRules } from '../../machines/index.js';
 import type { EditStream, MessageEditor } from '../../schemas/index.js';
-import type { ActorClock } from '../host/actor-host.js';
-
-const REAL_CLOCK: ActorClock = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
+import { REAL_CLOCK, type ActorClock } from '../host/actor-host.js';
 
 /**
  * Drives machines/edit-stream.logic.ts for one streamed answer: carries out each send or edit it
  * decides, reports how it went, and sleeps on the clock until the next moment it named.
  */
-export function startEditStream(editor: MessageEditor, rules: EditStreamRules, clock: { now(): number; timers?: ActorClock } ): EditStream {
+export function startEditStream(editor: MessageEditor, rules: EditStreamRules, clock: { now(): number; timers?: ActorClock }): EditStream {
   const timers = clock.timers ?? REAL_CLOCK;
   let state = initialEditStream(rules);
   let timer: unknown = null;

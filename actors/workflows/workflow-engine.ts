@@ -35,7 +35,7 @@ import {
   type WorkflowDefinitionView,
 } from '../../schemas/index.js';
 import type { EventLog, WorkflowDefinitions, WorkflowLoadError } from '../../store/index.js';
-import type { ActorClock, ActorHost } from '../host/actor-host.js';
+import { REAL_CLOCK, type ActorClock, type ActorHost } from '../host/actor-host.js';
 import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
 
 /*
@@ -106,7 +106,6 @@ interface LiveRun {
   sub: { unsubscribe(): void };
 }
 
-const realClock: ActorClock = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
 
 /** A chat id of the run's own for its agent requests (48 bits of a hash, never 0: chat 0 is the inter-agent chat). */
 export function workflowChatId(key: string): number {
@@ -132,7 +131,7 @@ export class WorkflowEngine {
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly d: WorkflowEngineDeps) {
-    this.clock = d.clock ?? realClock;
+    this.clock = d.clock ?? REAL_CLOCK;
     this.now = d.now ?? (() => d.bus.now());
     this.newId = d.newId ?? (() => randomUUID());
   }
