@@ -70,15 +70,15 @@ export interface ApiServer {
   close(): void;
 }
 
+/** What `/health` says of the daemon behind it. */
+export type DaemonPhase = 'starting' | 'up' | 'stopping';
+
 /**
  * `GET /health` (SPEC.md lists it under both the direct API and the admin REST API): served by the
  * server, whichever surfaces run, with what each of them reports. It listens before the daemon is
  * up (the agents start after it), so until `phase` says so it answers 503: WIRE.md §1's 200
  * `{"status":"ok",…}` promises a daemon a script can log in to.
  */
-/** What `/health` says of the daemon behind it. */
-export type DaemonPhase = 'starting' | 'up' | 'stopping';
-
 function healthSurface(surfaces: readonly Surface[], phase: () => DaemonPhase): Surface {
   return {
     name: 'health',
