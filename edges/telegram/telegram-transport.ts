@@ -94,7 +94,7 @@ export class TelegramTransport implements ChatTransport {
     const cfg = deps.config();
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
     this.agents = agentsOf(deps.bus);
-    this.bot = new Bot(cfg.telegram_token, { client: { apiRoot: cfg.telegram_api_root.replace(/\/+$/, '') } });
+    this.bot = new Bot(cfg.telegram_token, { client: { apiRoot: apiRootOf(cfg) } });
     // Outermost last: a retried request queues in the throttler again, so a 429 storm never bursts.
     // The throttler counts every method with a chat_id against the chat's one-per-second; Telegram's
     // flood limits are about messages, so the typing action and the 👀 reaction skip it instead of
@@ -161,7 +161,7 @@ export class TelegramTransport implements ChatTransport {
         // Start-up calls skip auto-retry (which waits out a network failure on its own, for up to an
         // hour): a failure here is this loop's to retry, so the health says `retrying` and why.
         const cfg = this.deps.config();
-        const direct = new Api(cfg.telegram_token, { apiRoot: cfg.telegram_api_root.replace(/\/+$/, '') });
+        const direct = new Api(cfg.telegram_token, { apiRoot: apiRootOf(cfg) });
         // grammY types its signal with the abort-controller polyfill's class; Node's own is what it gets at run time.
         const signal = this.aborter.signal as unknown as Parameters<Api['getMe']>[0];
         const me = await direct.getMe(signal);
@@ -274,7 +274,8 @@ export class TelegramTransport implements ChatTransport {
   private async mediaPrompt(media: TelegramMedia, caption: string): Promise<string> {
     const m = this.deps.media;
     if (!m) throw new SvcError('unsupported-media-type', `this bot does not take ${media.kind} messages`);
-    const fileRoot = `${this.deps.config().telegram_api_root.replace(/\/+$/, '')}/file/bot${this.deps.config().telegram_token}`;
+    const cfg = this.deps.config();
+    const fileRoot = `${apiRootOf(cfg)}/file/bot${cfg.telegram_token}`;
     let path = await downloadMedia(this.bot.api, fileRoot, media, m.dir());
     const tail = caption === '' ? '' : `\n\n${caption}`;
     if (media.kind === 'voice' || media.kind === 'audio') {
@@ -356,7 +357,7 @@ export class TelegramTransport implements ChatTransport {
       soFar += chunk.data.text;
       stream.update(soFar);
     });
-    this.bot.api.sendChatAction(target.chat_id, 'typing', target.thread !== null ? { message_thread_id: target.thread } : {}).catch(() => undefined);
+    this.bot.api.sendChatAction(target.chat_id, 'typing', inThread(target)).catch(() => undefined);
     asked.outcome
       .then(
         async (outcome) => {
@@ -423,7 +424,7 @@ export class TelegramTransport implements ChatTransport {
   }
 
   private async sendFile(target: Target, f: TurnFile): Promise<void> {
-    const thread = target.thread !== null ? { message_thread_id: target.thread } : {};
+    const thread = inThread(target);
     const file = new InputFile(f.path, f.name);
     if (f.is_image) await this.bot.api.sendPhoto(target.chat_id, file, thread).catch(() => this.bot.api.sendDocument(target.chat_id, new InputFile(f.path, f.name), thread));
     else await this.bot.api.sendDocument(target.chat_id, file, thread);
@@ -431,7 +432,7 @@ export class TelegramTransport implements ChatTransport {
 
   /** HTML first; plain text when Telegram cannot parse it, so formatting never costs a message. */
   private async sendChunk(target: Target, chunk: TelegramChunk, buttons: readonly ChatButton[]) {
-    const extra = { ...(target.thread !== null ? { message_thread_id: target.thread } : {}), ...keyboard(buttons), link_preview_options: { is_disabled: true } };
+    const extra = { ...inThread(target), ...keyboard(buttons), link_preview_options: { is_disabled: true } };
     try {
       return await this.bot.api.sendMessage(target.chat_id, chunk.html, { ...extra, parse_mode: 'HTML' });
     } catch (e) {
@@ -452,6 +453,16 @@ export class TelegramTransport implements ChatTransport {
       });
     }
   }
+}
+
+/** The Bot API server without a trailing slash: grammY appends `/bot<token>/<method>`, the file root `/file/bot<token>`. */
+function apiRootOf(cfg: Pick<AgentConfig, 'telegram_api_root'>): string {
+  return cfg.telegram_api_root.replace(/\/+$/, '');
+}
+
+/** The forum topic a message goes to, when the chat has one. */
+function inThread(target: Target): { message_thread_id?: number } {
+  return target.thread !== null ? { message_thread_id: target.thread } : {};
 }
 
 function keyboard(buttons: readonly ChatButton[]) {
