@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Subscription } from 'rxjs';
 import { TELEGRAM_MEDIA_FOLDER, normaliseImage, startEditStream } from '../actors/index.js';
 import type { Bus, TransportRegistry } from '../bus/index.js';
-import { TelegramTransport, dayStamp, type TelegramSender } from '../edges/index.js';
+import { TelegramTransport, datedUploadFolder, dayStamp, type TelegramSender } from '../edges/index.js';
 import { roleForMessengerSender, transportStatuses } from '../machines/index.js';
 import { AGENT_EVENTS, MAIN_AGENT, MESSENGER_EVENTS, TRANSCRIPTION_COMMANDS, describeError, messengerStream, type AgentConfig, type UserRecord } from '../schemas/index.js';
 import { workspaceDir, type EventLog, type HomePaths } from '../store/index.js';
@@ -64,7 +64,7 @@ async function startTelegram(d: MessengerDeps, agent: string): Promise<() => Pro
     streams: (editor) => startEditStream(editor, config().streaming, { now: () => d.bus.now() }),
     acceptedUpTo: (botId) => acceptedUpTo(d.log, 'telegram', botId),
     media: {
-      dir: () => join(workspaceDir(d.paths, agent), TELEGRAM_MEDIA_FOLDER, dayStamp(d.bus.now(), config().user_timezone)),
+      destination: () => datedUploadFolder(join(workspaceDir(d.paths, agent), TELEGRAM_MEDIA_FOLDER), dayStamp(d.bus.now(), config().user_timezone)),
       normaliseImage: async (path) => (await normaliseImage(path, config().image)).path,
       transcribe: async (path) => (await d.bus.send(TRANSCRIPTION_COMMANDS.transcribe, { file_path: path }, { timeoutMs: 0 })).transcript,
     },

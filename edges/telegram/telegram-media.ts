@@ -1,13 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Api } from 'grammy';
 import type { Message } from 'grammy/types';
 import { SvcError } from '../../schemas/index.js';
-import { safeUploadName } from '../direct/index.js';
+import type { UploadDestination } from '../direct/index.js';
 
 /** The Bot API hands bots files up to 20 MB. */
 export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
@@ -29,17 +25,17 @@ export function mediaOf(msg: Message): TelegramMedia | null {
 }
 
 /**
- * Downloads an attachment into `dir` under a safe, unique name, refusing more than `maxBytes` both
- * by what Telegram says and by what actually arrives; a failed download leaves nothing behind.
+ * Downloads an attachment to `destination` (as the direct API's uploads are placed: a safe, unique
+ * name, written under a part name and renamed when complete), refusing more than `maxBytes` both by
+ * what Telegram says and by what actually arrives; a failed download leaves nothing behind.
  */
-export async function downloadMedia(api: Api, fileRoot: string, media: TelegramMedia, dir: string, maxBytes = TELEGRAM_DOWNLOAD_LIMIT): Promise<string> {
+export async function downloadMedia(api: Api, fileRoot: string, media: TelegramMedia, destination: UploadDestination, maxBytes = TELEGRAM_DOWNLOAD_LIMIT): Promise<string> {
   if (media.size !== null && media.size > maxBytes) throw new SvcError('file-too-large', `the ${media.kind} is ${media.size} bytes; bots can fetch at most ${maxBytes}`);
   const file = await api.getFile(media.file_id);
   if (!file.file_path) throw new SvcError('not-found', `Telegram gave no download for the ${media.kind}`);
   const res = await fetch(`${fileRoot}/${file.file_path.split('/').map(encodeURIComponent).join('/')}`, { headers: { connection: 'close' } });
   if (!res.ok || !res.body) throw new SvcError('not-found', `downloading the ${media.kind} failed: HTTP ${res.status}`);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, safeUploadName(media.name, randomBytes(4).toString('hex')));
+  const part = await destination.open(media.name);
   let seen = 0;
   const cap = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -48,10 +44,13 @@ export async function downloadMedia(api: Api, fileRoot: string, media: TelegramM
     },
   });
   try {
-    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), cap, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), cap, part.handle.createWriteStream());
   } catch (e) {
-    await rm(path, { force: true });
+    // Usually closed by the write stream already, as upload.ts's receiveUpload does it.
+    await part.handle.close().catch(() => undefined);
+    await part.discard();
     throw e;
   }
-  return path;
+  await part.commit();
+  return part.final;
 }

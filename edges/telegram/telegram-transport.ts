@@ -27,6 +27,7 @@ import {
   type TurnFile,
   type TurnOutcome,
 } from '../../schemas/index.js';
+import type { UploadDestination } from '../direct/index.js';
 import { admit } from './telegram-gate.js';
 import { downloadMedia, mediaOf, type TelegramMedia } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
@@ -59,8 +60,8 @@ export interface TelegramDeps {
 }
 
 export interface TelegramMediaDeps {
-  /** The folder this message's attachment goes to (a dated folder under the agent's workspace). */
-  dir(): string;
+  /** Where this message's attachment is placed (a dated folder under the agent's workspace, as the direct API's uploads are). */
+  destination(): UploadDestination;
   /** SPEC.md ImageConfig, applied to every incoming image; resolves with the new path. */
   normaliseImage(path: string): Promise<string>;
   /** The transcription chain; rejects with what to install when no backend works. */
@@ -276,7 +277,7 @@ export class TelegramTransport implements ChatTransport {
     if (!m) throw new SvcError('unsupported-media-type', `this bot does not take ${media.kind} messages`);
     const cfg = this.deps.config();
     const fileRoot = `${apiRootOf(cfg)}/file/bot${cfg.telegram_token}`;
-    let path = await downloadMedia(this.bot.api, fileRoot, media, m.dir());
+    let path = await downloadMedia(this.bot.api, fileRoot, media, m.destination());
     const tail = caption === '' ? '' : `\n\n${caption}`;
     if (media.kind === 'voice' || media.kind === 'audio') {
       const transcript = await m.transcribe(path);

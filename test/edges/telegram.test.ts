@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { normaliseImage, startEditStream } from '../../actors/index.js';
 import { Bus } from '../../bus/index.js';
-import { TelegramTransport } from '../../edges/index.js';
+import { TelegramTransport, datedUploadFolder } from '../../edges/index.js';
 import { MESSENGER_EVENTS, defaultConfig, type AgentConfig } from '../../schemas/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../fixtures/fake-telegram.js';
@@ -41,7 +41,8 @@ async function rig(t: Test, opts: RigOptions = {}) {
     ...opts.config,
   };
   const logs: string[] = [];
-  const mediaDir = join(t.testdir(), 'telegram_files', '2026-11-28');
+  const mediaRoot = join(t.testdir(), 'telegram_files');
+  const mediaDir = join(mediaRoot, '2026-11-28');
   const tg = new TelegramTransport({
     bus,
     agent: 'main',
@@ -55,7 +56,7 @@ async function rig(t: Test, opts: RigOptions = {}) {
     log: (level, msg) => logs.push(`${level} ${msg}`),
     retry: { firstMs: 20, maxMs: 100 },
     media: {
-      dir: () => mediaDir,
+      destination: () => datedUploadFolder(mediaRoot, '2026-11-28'),
       normaliseImage: async (path) => (await normaliseImage(path, config.image)).path,
       transcribe: async (path) => {
         const bytes = readFileSync(path, 'utf8');
