@@ -1,9 +1,9 @@
-import type { ChatAddress, ChatTransport, TransportHealth } from '../schemas/index.js';
+import type { ChatTransport, TransportHealth } from '../schemas/index.js';
 
 /*
  * The chat transports running now, by name. Edges add theirs as they start (the composition root
- * adds one line per transport); `chat.deliver` (actors/chat-delivery/) asks here whether a chat can
- * be told, and the banner, `svc status`, `svc doctor` and the dashboard read each one's health.
+ * adds one line per transport); `chat.deliver` (actors/chat-delivery/) looks up a chat's transport
+ * here, and the dashboard reads each one's health.
  */
 export class TransportRegistry {
   private readonly byName = new Map<string, ChatTransport>();
@@ -24,12 +24,6 @@ export class TransportRegistry {
   /** The agent's own transport of that name, else the shared one. */
   get(name: string, agent?: string): ChatTransport | null {
     return (agent !== undefined ? this.byName.get(keyOf(name, agent)) : undefined) ?? this.byName.get(name) ?? null;
-  }
-
-  /** Whether that transport (the agent's own, else the shared one) is registered and can take a message for that chat now. */
-  reaches(name: string, to: ChatAddress, agent?: string): boolean {
-    const t = this.get(name, agent);
-    return t !== null && t.health().state === 'running' && t.reaches(to);
   }
 
   health(): TransportHealth[] {

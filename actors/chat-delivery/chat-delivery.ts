@@ -26,7 +26,7 @@ export function adminChatTransport(bus: Bus): ChatTransport {
 
 /**
  * Serves `chat.deliver`, the one way svc says something in a chat outside a turn: the chat's own
- * transport takes it when the registry says it can reach that chat now. Otherwise — a messenger not
+ * transport takes it when that transport is running and can reach the chat now. Otherwise — a messenger not
  * running, a direct-API chat with no connection open (it keeps no history), a send that failed —
  * the message goes to the agent's admin chat, and a `chat.delivery_rerouted` fact records where it
  * went and why: nothing svc computed for a person is dropped.
@@ -45,11 +45,13 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
     }
     // A sub-agent's own bot says its messages; one without a bot has them said by the shared one.
     const target = transports.get(d.transport, agent);
-    const route = deliveryRoute(d.transport, target?.health() ?? null, transports.reaches(d.transport, d, agent));
-    let reason = route.kind === 'admin-chat' ? route.reason : null;
-    if (target && reason === null) {
+    const route = deliveryRoute(d.transport, target?.health() ?? null, target?.reaches(d) ?? false);
+    let reason: string;
+    if (route.kind === 'admin-chat') reason = route.reason;
+    else {
       try {
-        await target.deliver(message);
+        // `origin` comes only from a registered transport's health.
+        await target!.deliver(message);
         bus.emitTransient({
           stream: `chat:${d.transport}:${d.chat_id}`,
           type: CHAT_DELIVERY_CHUNKS.delivered,
@@ -73,8 +75,8 @@ export function startChatDelivery(deps: { bus: Bus; transports?: TransportRegist
     await bus.publish({
       stream: chatDeliveryStream(d.transport, d.chat_id),
       type: CHAT_DELIVERY_EVENTS.delivery_rerouted,
-      data: { ...origin, agent, source: d.source, to: ADMIN_TRANSPORT, reason: reason ?? 'unknown', session_id },
-      ...(cmd.correlation !== undefined ? { correlation: cmd.correlation } : {}),
+      data: { ...origin, agent, source: d.source, to: ADMIN_TRANSPORT, reason, session_id },
+      correlation: cmd.correlation,
       by: 'chat-delivery',
     });
     bus.emitLog('info', `${d.source}: ${reason}, so ${d.transport} chat ${d.chat_id} was not told; the message went to ${agent}'s admin chat (session ${session_id})`, {
