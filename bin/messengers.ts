@@ -38,7 +38,7 @@ export function messengerSender(users: readonly UserRecord[], senderId: number):
 }
 
 /** The highest update id a bot accepted, from its stream in the event log (0: none yet). */
-function acceptedUpTo(log: EventLog, transport: string, botId: number): number {
+export function acceptedUpTo(log: EventLog, transport: string, botId: number): number {
   const [last] = log.read({ stream: messengerStream(transport, botId), types: [MESSENGER_EVENTS.update_accepted], descending: true, limit: 1 });
   const id = (last?.data as { update_id?: unknown } | undefined)?.update_id;
   return typeof id === 'number' ? id : 0;

@@ -4,6 +4,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { normaliseImage, startEditStream } from '../../actors/index.js';
+import { acceptedUpTo } from '../../bin/messengers.js';
 import { Bus } from '../../bus/index.js';
 import { TelegramTransport, datedUploadFolder } from '../../edges/index.js';
 import { MESSENGER_EVENTS, defaultConfig, type AgentConfig } from '../../schemas/index.js';
@@ -49,10 +50,7 @@ async function rig(t: Test, opts: RigOptions = {}) {
     config: () => config,
     sender: (id) => (id === ALICE ? { id: 'alice', role: 'operator', allowed_agents: ['main'] } : null),
     streams: (editor) => startEditStream(editor, config.streaming, { now: () => Date.now() }),
-    acceptedUpTo: (botId) => {
-      const [last] = log.read({ stream: `messenger:telegram:${botId}`, descending: true, limit: 1 });
-      return (last?.data as { update_id?: number } | undefined)?.update_id ?? 0;
-    },
+    acceptedUpTo: (botId) => acceptedUpTo(log, 'telegram', botId),
     log: (level, msg) => logs.push(`${level} ${msg}`),
     retry: { firstMs: 20, maxMs: 100 },
     media: {
