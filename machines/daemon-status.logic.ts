@@ -41,7 +41,7 @@ export interface RunStatus {
   agents: string[];
   running_turns: RunningTurn[];
   last_error: LastError | null;
-  /** Each messenger of the run as it last said: `telegram` (main's bot), `telegram:<agent>` (a sub-agent's). */
+  /** Each messenger bot of the run (its transport and the agent it speaks for) in the state it last recorded. */
   transports: { name: string; agent: string; state: string; detail: string }[];
 }
 
@@ -111,10 +111,7 @@ export function runStatus(events: readonly AnyEnvelope[]): RunStatus | null {
     } else if (e.type === AGENT_EVENTS.started) agents.add(str(data.name));
     else if (e.type === AGENT_EVENTS.stopped) agents.delete(str(data.name));
     else if (e.type === TURN_EVENTS.started) turns.set(e.stream, { stream: e.stream, agent: str(data.agent), session_key: str(data.session_key), since: e.at });
-    else if (e.type === MESSENGER_EVENTS.state_changed) {
-      const agent = str(data.agent);
-      transports.set(e.stream, { name: str(data.transport), agent, state: str(data.state), detail: str(data.detail) });
-    }
+    else if (e.type === MESSENGER_EVENTS.state_changed) transports.set(e.stream, { name: str(data.transport), agent: str(data.agent), state: str(data.state), detail: str(data.detail) });
     if (TURN_TERMINAL_TYPES.includes(e.type)) turns.delete(e.stream);
     status.last_error = errorOf(e) ?? status.last_error;
   }
