@@ -5,4 +5,5 @@ export * from './internal/index.js';
 export * from './admin/index.js';
 export * from './webhooks/index.js';
 export * from './fileshare/index.js';
+export * from './messenger/index.js';
 export * from './telegram/index.js';

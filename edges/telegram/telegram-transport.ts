@@ -3,18 +3,12 @@ import { apiThrottler } from '@grammyjs/transformer-throttler';
 import { Api, Bot, GrammyError, InputFile, type Context } from 'grammy';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
-  AGENT_COMMANDS,
   CHAT_COMMAND_HELP,
-  CHAT_DELIVERY_COMMANDS,
   MESSENGER_EVENTS,
-  MAIN_AGENT,
   MULTIAGENT_COMMAND_HELP,
   SvcError,
-  TURN_CHUNKS,
   describeError,
-  isSvcError,
   messengerStream,
-  transportStateStream,
   type AgentConfig,
   type ChatAddress,
   type ChatButton,
@@ -28,6 +22,7 @@ import {
   type TurnOutcome,
 } from '../../schemas/index.js';
 import type { UploadDestination } from '../direct/index.js';
+import { DEFAULT_BACKOFF, MessengerHealth, answerInChat, answerText, handOverInterrupted, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
 import { admit } from './telegram-gate.js';
 import { downloadMedia, mediaOf, type TelegramMedia } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
@@ -54,7 +49,7 @@ export interface TelegramDeps {
   acceptedUpTo(botId: number): number;
   log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
   /** Backoff between start attempts after a failure (bad token, server unreachable). */
-  retry?: { firstMs: number; maxMs: number };
+  retry?: Backoff;
   /** Attachments: where they are saved, and what turns them into something the agent can read. Without it they are refused. */
   media?: TelegramMediaDeps;
 }
@@ -82,10 +77,9 @@ export class TelegramTransport implements ChatTransport {
   private readonly bot: Bot;
   private readonly agents: AgentClient;
   private readonly log: NonNullable<TelegramDeps['log']>;
-  private state: TransportHealth = { name: TELEGRAM, state: 'stopped', detail: 'not started' };
+  private readonly state: MessengerHealth;
   private stopped = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private running: Running | null = null;
   /** Ends the start-up calls in flight when stop() comes. */
   private readonly aborter = new AbortController();
   private highWater = 0;
@@ -95,6 +89,7 @@ export class TelegramTransport implements ChatTransport {
     const cfg = deps.config();
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
     this.agents = agentsOf(deps.bus);
+    this.state = new MessengerHealth(deps.bus, TELEGRAM, deps.agent);
     this.bot = new Bot(cfg.telegram_token, { client: { apiRoot: apiRootOf(cfg) } });
     // Outermost last: a retried request queues in the throttler again, so a 429 storm never bursts.
     // The throttler counts every method with a chat_id against the chat's one-per-second; Telegram's
@@ -110,21 +105,11 @@ export class TelegramTransport implements ChatTransport {
   }
 
   health(): TransportHealth {
-    return { ...this.state };
-  }
-
-  /** A new state, recorded when it or its reason changed: `svc status` reads it from the log. */
-  private setState(state: TransportHealth['state'], detail: string): void {
-    const changed = state !== this.state.state || detail !== this.state.detail;
-    this.state = { name: TELEGRAM, ...(this.deps.agent === MAIN_AGENT ? {} : { agent: this.deps.agent }), state, detail };
-    if (!changed) return;
-    this.deps.bus
-      .publish({ stream: transportStateStream(TELEGRAM, this.deps.agent), type: MESSENGER_EVENTS.state_changed, data: { transport: TELEGRAM, agent: this.deps.agent, state, detail }, by: TELEGRAM })
-      .catch(() => undefined);
+    return this.state.get();
   }
 
   reaches(_to: ChatAddress): boolean {
-    return this.state.state === 'running';
+    return this.state.get().state === 'running';
   }
 
   async deliver(m: OutboundMessage): Promise<void> {
@@ -133,99 +118,54 @@ export class TelegramTransport implements ChatTransport {
 
   /** Starts polling in the background; a failure to connect is retried with backoff, never thrown. */
   start(): void {
-    if (this.loop) return;
+    if (this.running) return;
     this.stopped = false;
-    this.loop = this.run();
+    this.running = keepRunning({
+      health: this.state,
+      target: () => this.deps.config().telegram_api_root,
+      session: (running) => this.session(running),
+      problem: telegramProblem,
+      stopped: () => this.stopped,
+      log: this.log,
+      label: `telegram bot of ${this.deps.agent}`,
+      backoff: this.deps.retry ?? DEFAULT_BACKOFF,
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.running?.wake();
     this.aborter.abort();
     // Not awaited inside a handler (grammY would deadlock), only here, from outside.
     if (this.bot.isRunning()) await this.bot.stop().catch(() => undefined);
-    await this.loop;
-    this.loop = null;
+    await this.running?.done;
+    this.running = null;
     // Answers still running are not waited for (a turn may take minutes): svc's stop ends their
-    // turns, and the next start tells each chat what had arrived (deliverInterrupted).
-    this.setState('stopped', 'stopped');
+    // turns, and the next start tells each chat what had arrived (handOverInterrupted).
+    this.state.set('stopped', 'stopped');
   }
 
-  private async run(): Promise<void> {
-    const retry = this.deps.retry ?? { firstMs: 1000, maxMs: 5 * 60_000 };
-    let delay = retry.firstMs;
-    let lastError = '';
-    while (!this.stopped) {
-      // While it retries it stays `retrying` with the reason, rather than flickering through `starting`.
-      if (this.state.state !== 'retrying') this.setState('starting', `connecting to ${this.deps.config().telegram_api_root}`);
-      try {
-        // Start-up calls skip auto-retry (which waits out a network failure on its own, for up to an
-        // hour): a failure here is this loop's to retry, so the health says `retrying` and why.
-        const cfg = this.deps.config();
-        const direct = new Api(cfg.telegram_token, { apiRoot: apiRootOf(cfg) });
-        // grammY types its signal with the abort-controller polyfill's class; Node's own is what it gets at run time.
-        const signal = this.aborter.signal as unknown as Parameters<Api['getMe']>[0];
-        const me = await direct.getMe(signal);
-        this.bot.botInfo = me;
-        this.highWater = this.deps.acceptedUpTo(me.id);
-        const commands = [...CHAT_COMMAND_HELP, ...MULTIAGENT_COMMAND_HELP].map((c) => ({ command: c.command.slice(1), description: c.description.slice(0, 256) }));
-        await direct.setMyCommands(commands, {}, signal);
-        if (this.stopped) break;
-        await this.bot.start({
-          allowed_updates: ['message', 'callback_query'],
-          onStart: () => {
-            this.setState('running', `as @${me.username}`);
-            this.log('info', `telegram: running as @${me.username} for ${this.deps.agent}`);
-            delay = retry.firstMs;
-            lastError = '';
-            this.deliverInterrupted();
-          },
-        });
-        if (this.stopped) break;
-        throw new Error('polling ended');
-      } catch (e) {
-        if (this.stopped) break;
-        const why = telegramProblem(e);
-        this.setState('retrying', why);
-        // One line per distinct problem, not one per attempt.
-        if (why !== lastError) this.log('error', `telegram: cannot run the bot for ${this.deps.agent}: ${why}; retrying with backoff (up to ${retry.maxMs / 1000} s)`);
-        lastError = why;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
-        delay = Math.min(delay * 2, retry.maxMs);
-      }
-    }
-  }
-
-  /**
-   * Answers a restart cut off in this bot's chats, each said once in its chat (the notice is marked
-   * taken as it is handed over; chat.deliver puts it in the admin chat if the chat cannot be told).
-   */
-  private deliverInterrupted(): void {
-    const { bus, agent } = this.deps;
-    bus
-      .send(AGENT_COMMANDS.takeInterrupted, { transport: TELEGRAM, agent }, { by: TELEGRAM })
-      .then(async (notices) => {
-        for (const n of notices) {
-          const [, chat, topic] = n.session_key.split(':');
-          await bus.send(
-            CHAT_DELIVERY_COMMANDS.deliver,
-            { transport: TELEGRAM, chat_id: Number(chat), topic_id: topic === undefined ? null : Number(topic), text: n.text, agent: n.agent, source: 'restart' },
-            { correlation: `turn:${n.turn_id}`, by: TELEGRAM },
-          );
-        }
-      })
-      .catch((e: unknown) => {
-        // No agent runtime on the bus (a rig with the transport alone) has nothing to hand over.
-        if (isSvcError(e) && e.code === 'no-handler') return;
-        this.log('warn', `telegram: could not hand over the answers a restart cut off: ${describeError(e)}`);
-      });
+  /** One polling session: resolves when stopped. */
+  private async session(running: (detail: string) => void): Promise<void> {
+    // Start-up calls skip auto-retry (which waits out a network failure on its own, for up to an
+    // hour): a failure here is the loop's to retry, so the health says `retrying` and why.
+    const cfg = this.deps.config();
+    const direct = new Api(cfg.telegram_token, { apiRoot: apiRootOf(cfg) });
+    // grammY types its signal with the abort-controller polyfill's class; Node's own is what it gets at run time.
+    const signal = this.aborter.signal as unknown as Parameters<Api['getMe']>[0];
+    const me = await direct.getMe(signal);
+    this.bot.botInfo = me;
+    this.highWater = this.deps.acceptedUpTo(me.id);
+    const commands = [...CHAT_COMMAND_HELP, ...MULTIAGENT_COMMAND_HELP].map((c) => ({ command: c.command.slice(1), description: c.description.slice(0, 256) }));
+    await direct.setMyCommands(commands, {}, signal);
+    if (this.stopped) return;
+    await this.bot.start({
+      allowed_updates: ['message', 'callback_query'],
+      onStart: () => {
+        running(`as @${me.username}`);
+        handOverInterrupted(this.deps.bus, TELEGRAM, this.deps.agent, this.log);
+      },
+    });
   }
 
   /** Recorded before the agent is asked: an update Telegram hands out again after a crash is recognised and skipped. */
@@ -338,7 +278,7 @@ export class TelegramTransport implements ChatTransport {
   }
 
   /** Asks the agent and streams its answer; returns at once, so polling goes on while the turn runs. */
-  private answer(target: Target, address: ChatAddress, senderId: number, text: string, react: (emoji: '✍' | '👍' | '👎') => void): void {
+  private answer(target: Target, address: ChatAddress, senderId: number, text: string, react: (emoji: ProgressReaction) => void): void {
     const who = this.deps.sender(senderId);
     const principal: Principal = {
       kind: 'user',
@@ -348,34 +288,21 @@ export class TelegramTransport implements ChatTransport {
       allowed_agents: who?.allowed_agents ?? [],
       origin: { transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id },
     };
-    const asked = this.agents.ask({ agent: this.deps.agent, transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id, text, kind: 'foreground' }, principal);
-    const editor = this.editor(target);
-    const stream = this.deps.streams(editor);
-    let soFar = '';
-    asked.chunks$.subscribe((chunk) => {
-      if (chunk.type !== TURN_CHUNKS.text_delta) return;
-      if (soFar === '') react('✍');
-      soFar += chunk.data.text;
-      stream.update(soFar);
+    answerInChat({
+      agents: this.agents,
+      ask: { agent: this.deps.agent, transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id, text, kind: 'foreground' },
+      principal,
+      streams: this.deps.streams,
+      surface: {
+        editor: this.editor(target),
+        typing: () => this.bot.api.sendChatAction(target.chat_id, 'typing', inThread(target)).catch(() => undefined),
+        react,
+        final: (outcome, streamed) => this.final(target, outcome, streamed),
+        failed: (e) => this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []),
+      },
+      stopped: () => this.stopped,
+      onError: (e) => this.log('error', `telegram: could not send the answer to chat ${target.chat_id}: ${describeError(e)}`, { chat_id: target.chat_id }),
     });
-    this.bot.api.sendChatAction(target.chat_id, 'typing', inThread(target)).catch(() => undefined);
-    asked.outcome
-      .then(
-        async (outcome) => {
-          const shown = (await stream.finish()).shown;
-          // Stopped meanwhile: its turn was ended by the stop, and the next start says what had arrived.
-          if (this.stopped) return;
-          react(outcome.status === 'completed' && !outcome.is_error ? '👍' : '👎');
-          await this.final(target, outcome, shown !== null ? editor.id() : null);
-        },
-        async (e) => {
-          await stream.finish();
-          if (this.stopped) return;
-          react('👎');
-          await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []);
-        },
-      )
-      .catch((e) => this.log('error', `telegram: could not send the answer to chat ${target.chat_id}: ${describeError(e)}`, { chat_id: target.chat_id }));
   }
 
   /** The one message an answer streams into: sent by the first preview, edited by the later ones. */
@@ -396,8 +323,8 @@ export class TelegramTransport implements ChatTransport {
 
   /** The answer, whole: the streamed message becomes its first part; the rest, files and buttons follow. */
   private async final(target: Target, outcome: TurnOutcome, streamedId: number | null): Promise<void> {
-    const text = outcome.text.trim() !== '' ? outcome.text : outcome.status === 'completed' ? '' : `⚠️ ${outcome.reason ?? outcome.status}`;
-    const chunks = splitForTelegram(text + this.footer(outcome));
+    const footer = this.deps.config().scene.technical_footer ? technicalFooter(outcome) : '';
+    const chunks = splitForTelegram(answerText(outcome) + footer);
     const buttons = outcome.buttons ?? [];
     if (streamedId !== null && chunks.length > 0) {
       const [first, ...rest] = chunks;
@@ -412,12 +339,6 @@ export class TelegramTransport implements ChatTransport {
       await this.sendAll(target, chunks, buttons);
     }
     for (const f of outcome.files) await this.sendFile(target, f);
-  }
-
-  private footer(o: TurnOutcome): string {
-    if (!this.deps.config().scene.technical_footer || o.turn_id === null) return '';
-    const parts = [o.model, o.usage ? `${o.usage.input_tokens}→${o.usage.output_tokens} tokens` : null, o.cost_usd !== null ? `$${o.cost_usd.toFixed(4)}` : null, o.duration_ms !== null ? `${(o.duration_ms / 1000).toFixed(1)} s` : null];
-    return `\n\n_${parts.filter((p) => p !== null).join(' · ')}_`;
   }
 
   private async sendAll(target: Target, chunks: readonly TelegramChunk[], buttons: readonly ChatButton[]): Promise<void> {

@@ -89,7 +89,7 @@ t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, a
   const r = await d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'telegram', chat_id: ALICE, topic_id: null, text: 'disk almost full', source: 'test' });
   t.same(r, { delivered: true, to: 'admin' });
   t.match(d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).at(-1)?.data, { reason: /transport telegram is reconnecting \(Telegram refused the bot token/ });
-  const lines = readFileSync(join(paths.logsDir, 'svc.log'), 'utf8').split('\n').filter((l) => l.includes('cannot run the bot'));
+  const lines = readFileSync(join(paths.logsDir, 'svc.log'), 'utf8').split('\n').filter((l) => l.includes('telegram bot of main: cannot run'));
   t.equal(lines.length, 1, 'one log line, however many attempts');
 });
 

@@ -1,0 +1,2 @@
+export * from './messenger-turn.js';
+export * from './messenger-health.js';
