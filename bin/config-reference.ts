@@ -370,7 +370,7 @@ export const FIELD_NOTES: Readonly<Record<string, string>> = {
  */
 export const NOT_YET_USED: readonly string[] = [
   'update_check',
-  'matrix', 'docker', 'streaming.append_mode', 'rag',
+  'docker', 'streaming.append_mode', 'rag',
   'memory.vector_search', 'memory.vector_model', 'memory.vector_results', 'timeouts.subagent',
   'timeouts.warning_intervals',
 ];

@@ -18,3 +18,6 @@ if (problem) {
 }
 const { main } = await import(dist('main.js').href);
 process.exitCode = await main(process.argv.slice(2));
+// Done: a library timer still armed (matrix-js-sdk never clears its requests' timeouts, up to 110 s)
+// must not keep a stopped daemon's process alive. Unreferenced, this fires only if something does.
+setTimeout(() => process.exit(), 1000).unref();

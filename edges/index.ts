@@ -7,3 +7,4 @@ export * from './webhooks/index.js';
 export * from './fileshare/index.js';
 export * from './messenger/index.js';
 export * from './telegram/index.js';
+export * from './matrix/index.js';

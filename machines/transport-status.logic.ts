@@ -6,7 +6,7 @@ import { TRANSPORTS, type AgentConfig, type Transport, type TransportHealth } fr
  */
 
 /** Transports this build of svc can run; the others are reported as not built yet, never as on. */
-export const BUILT_TRANSPORTS: readonly Transport[] = ['telegram'];
+export const BUILT_TRANSPORTS: readonly Transport[] = ['telegram', 'matrix'];
 
 export interface TransportStatus {
   name: Transport;

@@ -18,8 +18,10 @@ import { OpenedDir, OpenedDirChain, parentAndName, sameFile } from '../../store/
 
 /** Where the Telegram transport saves what people send the bot, in the agent's workspace. */
 export const TELEGRAM_MEDIA_FOLDER = 'telegram_files';
+/** Where the Matrix transport saves attachments people send it. */
+export const MATRIX_MEDIA_FOLDER = 'matrix_files';
 /** Workspace folders holding media received by a messenger, cleaned after `media_files_days`. */
-export const MEDIA_FOLDERS: readonly string[] = [TELEGRAM_MEDIA_FOLDER];
+export const MEDIA_FOLDERS: readonly string[] = [TELEGRAM_MEDIA_FOLDER, MATRIX_MEDIA_FOLDER];
 
 /** Deeper trees are cleaned down to here; what lies below is left for a person to look at. */
 const MAX_DEPTH = 32;

@@ -6,7 +6,6 @@ import {
   CHAT_COMMAND_HELP,
   MESSENGER_EVENTS,
   MULTIAGENT_COMMAND_HELP,
-  SvcError,
   describeError,
   messengerStream,
   type AgentConfig,
@@ -22,9 +21,9 @@ import {
   type TurnOutcome,
 } from '../../schemas/index.js';
 import type { UploadDestination } from '../direct/index.js';
-import { DEFAULT_BACKOFF, MessengerHealth, answerInChat, answerText, handOverInterrupted, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
+import { ChatLanes, DEFAULT_BACKOFF, MessengerHealth, answerInChat, mediaPrompt, type MessengerMediaDeps, answerText, handOverInterrupted, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
 import { admit } from './telegram-gate.js';
-import { downloadMedia, mediaOf, type TelegramMedia } from './telegram-media.js';
+import { downloadMedia, mediaOf } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
 
 export const TELEGRAM = 'telegram';
@@ -51,16 +50,7 @@ export interface TelegramDeps {
   /** Backoff between start attempts after a failure (bad token, server unreachable). */
   retry?: Backoff;
   /** Attachments: where they are saved, and what turns them into something the agent can read. Without it they are refused. */
-  media?: TelegramMediaDeps;
-}
-
-export interface TelegramMediaDeps {
-  /** Where this message's attachment is placed (a dated folder under the agent's workspace, as the direct API's uploads are). */
-  destination(): UploadDestination;
-  /** SPEC.md ImageConfig, applied to every incoming image; resolves with the new path. */
-  normaliseImage(path: string): Promise<string>;
-  /** The transcription chain; rejects with what to install when no backend works. */
-  transcribe(path: string): Promise<string>;
+  media?: MessengerMediaDeps;
 }
 
 type Target = { chat_id: number; thread: number | null };
@@ -84,6 +74,7 @@ export class TelegramTransport implements ChatTransport {
   private readonly aborter = new AbortController();
   private highWater = 0;
   private readonly refusedLogged = new Set<string>();
+  private readonly lanes = new ChatLanes((key, e) => this.log('error', `telegram: chat ${key.split(':')[0]}: ${describeError(e)}`));
 
   constructor(private readonly deps: TelegramDeps) {
     const cfg = deps.config();
@@ -98,6 +89,11 @@ export class TelegramTransport implements ChatTransport {
     const throttled = apiThrottler();
     this.bot.api.config.use((prev, method, payload, signal) => (UNTHROTTLED.has(method) ? prev(method, payload, signal) : throttled(prev, method, payload, signal)));
     this.bot.api.config.use(autoRetry({ maxRetryAttempts: 8, maxDelaySeconds: 300 }));
+    // A stop ends every request still waiting out a retry (auto-retry waits minutes on a lost
+    // connection), so a stopped bot holds no timer; polling ends through bot.stop() instead.
+    this.bot.api.config.use((prev, method, payload, signal) =>
+      method === 'getUpdates' ? prev(method, payload, signal) : prev(method, payload, (signal ? AbortSignal.any([signal as AbortSignal, this.aborter.signal]) : this.aborter.signal) as typeof signal),
+    );
     this.bot.on('message', (ctx) => this.onMessage(ctx));
     this.bot.on('callback_query:data', (ctx) => this.onButton(ctx));
     // One update that fails to be handled must not stop the bot.
@@ -200,47 +196,19 @@ export class TelegramTransport implements ChatTransport {
     react('👀');
     const target = { chat_id: msg.chat.id, thread: topic };
     const senderId = msg.from.id;
-    if (media === null) return this.inOrder(target, async () => this.answer(target, address, senderId, admission.text, react));
+    const lane = `${target.chat_id}:${target.thread}`;
+    if (media === null) return this.lanes.run(lane, async () => this.answer(target, address, senderId, admission.text, react));
     // Downloads and transcription take a while: polling goes on, and the chat's messages still reach the agent in order.
-    this.inOrder(target, async () => {
-      const prompt = await this.mediaPrompt(media, text.trim() === '' ? '' : admission.text).catch(async (e: unknown) => {
+    this.lanes.run(lane, async () => {
+      const cfg = this.deps.config();
+      const fileRoot = `${apiRootOf(cfg)}/file/bot${cfg.telegram_token}`;
+      const fetched = (destination: UploadDestination) => downloadMedia(this.bot.api, fileRoot, media, destination);
+      const prompt = await mediaPrompt(this.deps.media, media, fetched, text.trim() === '' ? '' : admission.text).catch(async (e: unknown) => {
         await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []).catch(() => undefined);
         return null;
       });
       if (prompt !== null) this.answer(target, address, senderId, prompt, react);
     });
-  }
-
-  /** What the agent is told of an attachment: where it was saved, or what a voice message said. */
-  private async mediaPrompt(media: TelegramMedia, caption: string): Promise<string> {
-    const m = this.deps.media;
-    if (!m) throw new SvcError('unsupported-media-type', `this bot does not take ${media.kind} messages`);
-    const cfg = this.deps.config();
-    const fileRoot = `${apiRootOf(cfg)}/file/bot${cfg.telegram_token}`;
-    let path = await downloadMedia(this.bot.api, fileRoot, media, m.destination());
-    const tail = caption === '' ? '' : `\n\n${caption}`;
-    if (media.kind === 'voice' || media.kind === 'audio') {
-      const transcript = await m.transcribe(path);
-      return `[${media.kind === 'voice' ? 'Voice message' : 'Audio'} (saved as ${path}), transcribed:]\n${transcript}${tail}`;
-    }
-    if (media.kind === 'photo' || (media.mime ?? '').startsWith('image/')) {
-      path = await m.normaliseImage(path);
-      return `[Image received: ${path}]${tail}`;
-    }
-    return `[File received: ${path}${media.mime ? ` (${media.mime})` : ''}]${tail}`;
-  }
-
-  /** Work for one chat (topic), one piece after the other. */
-  private readonly chatTails = new Map<string, Promise<void>>();
-  private inOrder(target: Target, work: () => Promise<void>): void {
-    const key = `${target.chat_id}:${target.thread}`;
-    const tail = (this.chatTails.get(key) ?? Promise.resolve())
-      .then(work)
-      .catch((e: unknown) => this.log('error', `telegram: chat ${target.chat_id}: ${describeError(e)}`))
-      .finally(() => {
-        if (this.chatTails.get(key) === tail) this.chatTails.delete(key);
-      });
-    this.chatTails.set(key, tail);
   }
 
   /** A pressed button says its data as the chat's next message (schemas ChatButton). */

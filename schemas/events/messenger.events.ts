@@ -10,8 +10,10 @@ import { typeNames } from './type-names.js';
 export const MESSENGER_EVENT_SCHEMAS = {
   'messenger.update_accepted': v.object({
     transport: v.string(),
-    /** The transport's own update counter (Telegram's update_id): increasing per bot. */
+    /** The transport's own update counter (Telegram's update_id), or the server time of the event (Matrix): increasing per bot. */
     update_id: v.number(),
+    /** The event's own id where the transport has one (Matrix): what a repeat is recognised by. */
+    event_id: v.optional(v.string()),
     chat_id: v.number(),
     topic_id: v.nullable(v.number()),
     agent: v.string(),

@@ -12,6 +12,11 @@ import { bareTelegram } from '../fixtures/bare-telegram.js';
 import { startFakeTelegram } from '../fixtures/fake-telegram.js';
 import { scriptedAgent } from '../fixtures/scripted-agent.js';
 import { until } from '../fixtures/until.js';
+import { MsgType } from 'matrix-js-sdk';
+import { matrixChatId } from '../../edges/index.js';
+import { unrefSdkRequestTimers } from '../fixtures/fake-matrix.js';
+import { quietSdkConsole } from '../fixtures/matrix-client.js';
+import { botSays, matrixRig, matrixWorld, ready } from '../fixtures/matrix-rig.js';
 
 const TOKEN = 'conformance-token-0123456789abcdef';
 
@@ -82,5 +87,22 @@ chatTransportConformance(t, 'telegram', async (t) => {
     say: (text) => void fake.userMessage({ from: { id: 4242 }, text }),
     sees: (text) => fake.waitForCall(`chat 4242 to show ${text}`, () => fake.chatMessages(4242).some((m) => m.text.includes(text))).then(() => undefined),
     stop: () => tg.stop(),
+  };
+});
+
+chatTransportConformance(t, 'matrix', async (t) => {
+  t.teardown(quietSdkConsole());
+  t.teardown(unrefSdkRequestTimers());
+  const w = await matrixWorld(t);
+  const r = await matrixRig(t, w);
+  await ready(w, r);
+  return {
+    transport: r.mx,
+    agent: r.agent,
+    address: { chat_id: matrixChatId(w.dm), topic_id: null },
+    say: (text) => void w.aliceClient.sendMessage(w.dm, { msgtype: MsgType.Text, body: text }),
+    sees: (text) => botSays(w, w.dm, text).then(() => undefined),
+    unreachable: { chat_id: 8, topic_id: null },
+    stop: r.stop,
   };
 });

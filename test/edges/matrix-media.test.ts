@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } fro
 import { join } from 'node:path';
 import { createClient, type MatrixClient } from 'matrix-js-sdk';
 import { datedUploadFolder } from '../../edges/index.js';
-import { downloadMedia, mediaOf, uploadFile, type EncryptedFile, type MatrixMedia } from '../../edges/matrix/index.js';
+import { downloadMedia, mediaOf, uploadFile, type EncryptedFile, type MatrixMedia } from '../../edges/matrix/matrix-media.js';
 import { startFakeMatrix, unrefSdkRequestTimers } from '../fixtures/fake-matrix.js';
 
 t.teardown(unrefSdkRequestTimers());
