@@ -69,7 +69,7 @@ t.test('no transport of that name: the admin chat, and the reason says whether s
   await s.deliver('carrier-pigeon');
   t.same(
     s.rerouted().map((r) => r.reason),
-    ['transport telegram is not running', 'transport matrix is not included in this version of svc yet', 'transport carrier-pigeon has no chat delivery in svc'],
+    ['transport telegram is not running', 'transport matrix is not running', 'transport carrier-pigeon has no chat delivery in svc'],
   );
 });
 

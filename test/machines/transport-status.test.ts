@@ -5,11 +5,12 @@ import { defaultConfig } from '../../schemas/index.js';
 const TOKEN = `123456789:${'A'.repeat(35)}`;
 const cfg = (over: Record<string, unknown>) => ({ ...defaultConfig(), ...over }) as ReturnType<typeof defaultConfig>;
 
-t.test('telegram is built; matrix, which this build does not include, is off for that reason alone, with nothing to fix', async (t) => {
+t.test('both messengers are built; one a build would leave out is off for that reason alone, with nothing to fix', async (t) => {
   t.same(transportStatuses(cfg({ telegram_token: TOKEN })), [
     { name: 'telegram', on: true, why: 'bot token set', fix: null },
-    { name: 'matrix', on: false, why: 'not included in this version of svc yet', fix: null },
+    { name: 'matrix', on: false, why: 'not listed in transports', fix: 'add "matrix" to transports in config.json' },
   ]);
+  t.same(transportStatuses(cfg({ telegram_token: TOKEN }), ['telegram'])[1], { name: 'matrix', on: false, why: 'not included in this version of svc yet', fix: null });
 });
 
 t.test('once built: on with credentials, otherwise off naming what is missing and how to fix it', async (t) => {
@@ -37,7 +38,7 @@ t.test('deliveryRoute: a running transport that reaches the chat gets it; otherw
     kind: 'admin-chat',
     reason: 'transport telegram is reconnecting (Unauthorized (bad telegram_token?))',
   });
-  t.same(deliveryRoute('matrix', null, false), { kind: 'admin-chat', reason: 'transport matrix is not included in this version of svc yet' });
+  t.same(deliveryRoute('matrix', null, false), { kind: 'admin-chat', reason: 'transport matrix is not running' }, 'built but not configured');
   t.same(deliveryRoute('internal', null, false), { kind: 'admin-chat', reason: 'transport internal has no chat delivery in svc' });
   t.same(deliveryRoute('api', running('api'), false), { kind: 'admin-chat', reason: 'no api connection of that chat is open' }, 'the direct API keeps no history');
   t.same(deliveryRoute('telegram', running('telegram'), false), { kind: 'admin-chat', reason: 'telegram cannot reach that chat' });
