@@ -38,6 +38,7 @@ async function rig(fake: FakeTelegram, streaming: Partial<Cfg['streaming']> = {}
     sender: (id) => ({ id: `u${id}`, role: 'operator', allowed_agents: ['main'] }),
     streams: (editor) => startEditStream(editor, config.streaming, { now: () => Date.now() }),
     acceptedUpTo: () => 0,
+    owed: () => [],
     log: (level, msg) => logs.push(`${level} ${msg}`),
   });
   const close = async () => {

@@ -3,8 +3,8 @@ import type { Subscription } from 'rxjs';
 import { MATRIX_MEDIA_FOLDER, TELEGRAM_MEDIA_FOLDER, normaliseImage, startEditStream } from '../actors/index.js';
 import type { Bus, TransportRegistry } from '../bus/index.js';
 import { MatrixTransport, TelegramTransport, datedUploadFolder, dayStamp, type MessengerMediaDeps, type TelegramSender } from '../edges/index.js';
-import { roleForMessengerSender, transportStatuses } from '../machines/index.js';
-import { AGENT_EVENTS, MAIN_AGENT, MESSENGER_EVENTS, TRANSCRIPTION_COMMANDS, describeError, messengerStream, type AgentConfig, type UserRecord } from '../schemas/index.js';
+import { owedAnswers, pendingAnswers, roleForMessengerSender, transportStatuses } from '../machines/index.js';
+import { AGENT_EVENTS, MAIN_AGENT, MESSENGER_EVENTS, TRANSCRIPTION_COMMANDS, TURN_EVENTS, type OwedAnswer, describeError, messengerStream, type AgentConfig, type UserRecord } from '../schemas/index.js';
 import { agentHomeRoot, workspaceDir, type EventLog, type HomePaths } from '../store/index.js';
 
 /*
@@ -43,6 +43,17 @@ export function acceptedUpTo(log: EventLog, transport: string, botId: number): n
   const [last] = log.read({ stream: messengerStream(transport, botId), types: [MESSENGER_EVENTS.update_accepted], descending: true, limit: 1 });
   const id = (last?.data as { update_id?: unknown } | undefined)?.update_id;
   return typeof id === 'number' ? id : 0;
+}
+
+/** How far back a bot's stream is read for answers still owed: far more than can be in flight at a crash. */
+const OWED_SCAN = 200;
+
+/** Answers a bot's chats are owed after a crash (machines/messenger-outbox.logic.ts), read from the log. */
+export function owedAnswersOf(log: EventLog, transport: string, botId: string | number): OwedAnswer[] {
+  const facts = log.read({ stream: messengerStream(transport, botId), types: [MESSENGER_EVENTS.update_accepted, MESSENGER_EVENTS.answer_delivered], descending: true, limit: OWED_SCAN });
+  const pending = pendingAnswers(facts.reverse());
+  if (pending.length === 0) return [];
+  return owedAnswers(pending, log.read({ types: [TURN_EVENTS.started, TURN_EVENTS.completed], after: pending[0]!.seq }));
 }
 
 /** How many of an account's accepted Matrix events are remembered at start: far more than one sync brings. */
@@ -103,6 +114,7 @@ const MESSENGERS: Record<'telegram' | 'matrix', (d: MessengerDeps, agent: string
       sender: (id) => messengerSender(d.users(), id),
       streams: (editor) => startEditStream(editor, config().streaming, { now: () => d.bus.now() }),
       acceptedUpTo: (botId) => acceptedUpTo(d.log, 'telegram', botId),
+      owed: (botId) => owedAnswersOf(d.log, 'telegram', botId),
       media,
       ...(d.retry ? { retry: d.retry } : {}),
     });
@@ -117,6 +129,7 @@ const MESSENGERS: Record<'telegram' | 'matrix', (d: MessengerDeps, agent: string
       storeDir: resolve(home, config().matrix.store_path),
       streams: (editor) => startEditStream(editor, config().streaming, { now: () => d.bus.now() }),
       accepted: (userId) => acceptedEvents(d.log, 'matrix', userId),
+      owed: (userId) => owedAnswersOf(d.log, 'matrix', userId),
       now: () => d.bus.now(),
       media,
       ...(d.retry ? { retry: d.retry } : {}),

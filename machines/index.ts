@@ -48,3 +48,4 @@ export * from './housekeeping.logic.js';
 export * from './cron.logic.js';
 export * from './webhook-replay.logic.js';
 export * from './edit-stream.logic.js';
+export * from './messenger-outbox.logic.js';

@@ -30,6 +30,14 @@ export interface OutboundMessage extends ChatAddress {
   id?: string;
 }
 
+/** An answer the agent finished for a messenger's chat that svc died before sending (machines/messenger-outbox.logic.ts). */
+export interface OwedAnswer extends ChatAddress {
+  /** The request it answers: what `messenger.answer_delivered` names once it is sent. */
+  request_id: string;
+  agent: string;
+  text: string;
+}
+
 export const TRANSPORT_STATES = ['starting', 'running', 'retrying', 'stopped'] as const;
 
 /** For the start banner, `svc status`, `svc doctor` and the dashboard. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -29,6 +30,7 @@ import {
   type ChatTransport,
   type MessageEditor,
   type OutboundMessage,
+  type OwedAnswer,
   type Principal,
   type StartEditStream,
   type TransportHealth,
@@ -42,7 +44,8 @@ import {
   MessengerHealth,
   answerInChat,
   answerText,
-  handOverInterrupted,
+  answerDelivered,
+  handOverAfterRestart,
   keepRunning,
   mediaPrompt,
   technicalFooter,
@@ -80,6 +83,8 @@ export interface MatrixDeps {
   streams: StartEditStream;
   /** Events this account accepted before, from the event log: none is run twice, and nothing older than `since` is history to answer. */
   accepted(botUserId: string): { ids: ReadonlySet<string>; since: number | null };
+  /** Answers the agent finished for this account's rooms that svc died before sending (machines/messenger-outbox.logic.ts). */
+  owed(botUserId: string): readonly OwedAnswer[];
   now(): number;
   log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
   /** Backoff between start attempts after a failure (a refused login, a homeserver out of reach). */
@@ -114,6 +119,7 @@ export class MatrixTransport implements ChatTransport {
   private endSession: ((e?: unknown) => void) | null = null;
   private accepted: Set<string> = new Set();
   private since = 0;
+  private handedOver = false;
   /** Rooms by chat id, filled as rooms are seen (a chat id is a hash, so it is looked up, never reversed). */
   private readonly rooms = new Map<number, string>();
   /** The buttons last offered in each room, which a reply of just their number presses. */
@@ -165,7 +171,7 @@ export class MatrixTransport implements ChatTransport {
     await this.running?.done;
     this.running = null;
     // Answers still running are not waited for: svc's stop ends their turns, and the next start
-    // tells each room what had arrived (handOverInterrupted).
+    // tells each room what had arrived (handOverAfterRestart).
     this.state.set('stopped', 'stopped');
   }
 
@@ -204,7 +210,10 @@ export class MatrixTransport implements ChatTransport {
       for (const room of client.getRooms()) this.rooms.set(matrixChatId(room.roomId), room.roomId);
       await this.joinAllowedRooms(client);
       running(`as ${creds.user_id} on ${baseUrl}`);
-      handOverInterrupted(this.deps.bus, MATRIX, this.deps.agent, this.log);
+      // Owed answers once per start of svc: a later session may have answers of its own in flight.
+      const answers = this.handedOver ? [] : this.deps.owed(creds.user_id);
+      this.handedOver = true;
+      handOverAfterRestart(this.deps.bus, MATRIX, this.deps.agent, this.log, { stream: messengerStream(MATRIX, creds.user_id), answers });
       await ended;
     } catch (e) {
       if (isUnknownToken(e)) await forgetSession(this.deps.storeDir);
@@ -350,12 +359,12 @@ export class MatrixTransport implements ChatTransport {
     if (!admission.admit) return this.refused(sender, room.roomId, admission.why);
     const address: ChatAddress = { chat_id: matrixChatId(room.roomId), topic_id: null };
     this.rooms.set(address.chat_id, room.roomId);
-    await this.accept(s, id, event.getTs(), address);
+    const requestId = await this.accept(s, id, event.getTs(), address);
     const react = this.reactions(s, room.roomId, id);
     react('👀');
     if (media === null) {
       const text = this.pressed(room.roomId, admission.text);
-      return this.lanes.run(room.roomId, async () => this.answer(s, room.roomId, address, sender, text, react));
+      return this.lanes.run(room.roomId, async () => this.answer(s, room.roomId, address, sender, text, react, requestId));
     }
     this.lanes.run(room.roomId, async () => {
       const fetched = (destination: UploadDestination) => downloadMedia(s.client, media, destination);
@@ -363,19 +372,21 @@ export class MatrixTransport implements ChatTransport {
         await this.sendAll(s, room.roomId, splitForTelegram(`⚠️ ${describeError(e)}`, MATRIX_TEXT_LIMIT), []).catch(() => undefined);
         return null;
       });
-      if (prompt !== null) this.answer(s, room.roomId, address, sender, prompt, react);
+      if (prompt !== null) this.answer(s, room.roomId, address, sender, prompt, react, requestId);
     });
   }
 
   /** Recorded before the agent is asked: the same event seen again (a restart's first sync) is skipped. */
-  private async accept(s: Session, eventId: string, ts: number, address: ChatAddress): Promise<void> {
+  private async accept(s: Session, eventId: string, ts: number, address: ChatAddress): Promise<string> {
     this.accepted.add(eventId);
+    const requestId = randomUUID();
     await this.deps.bus.publish({
       stream: messengerStream(MATRIX, s.userId),
       type: MESSENGER_EVENTS.update_accepted,
-      data: { transport: MATRIX, update_id: ts, event_id: eventId, chat_id: address.chat_id, topic_id: null, agent: this.deps.agent },
+      data: { transport: MATRIX, update_id: ts, event_id: eventId, chat_id: address.chat_id, topic_id: null, agent: this.deps.agent, request_id: requestId },
       by: MATRIX,
     });
+    return requestId;
   }
 
   /** A reply of just a number presses that button of the last answer in the room (Matrix has no buttons of its own). */
@@ -409,7 +420,7 @@ export class MatrixTransport implements ChatTransport {
     };
   }
 
-  private answer(s: Session, roomId: string, address: ChatAddress, sender: string, text: string, react: (emoji: ProgressReaction) => void): void {
+  private answer(s: Session, roomId: string, address: ChatAddress, sender: string, text: string, react: (emoji: ProgressReaction) => void, requestId: string): void {
     const principal: Principal = {
       kind: 'user',
       id: null,
@@ -422,6 +433,8 @@ export class MatrixTransport implements ChatTransport {
     answerInChat({
       agents: this.agents,
       ask: { agent: this.deps.agent, transport: MATRIX, chat_id: address.chat_id, topic_id: null, text, kind: 'foreground' },
+      requestId,
+      delivered: () => answerDelivered(this.deps.bus, MATRIX, messengerStream(MATRIX, s.userId), requestId),
       principal,
       streams: this.deps.streams,
       surface: {

@@ -1,11 +1,13 @@
 import {
   AGENT_COMMANDS,
   CHAT_DELIVERY_COMMANDS,
+  MESSENGER_EVENTS,
   TURN_CHUNKS,
   describeError,
   isSvcError,
   type AgentAsk,
   type MessageEditor,
+  type OwedAnswer,
   type Principal,
   type StartEditStream,
   type TurnOutcome,
@@ -36,6 +38,10 @@ export interface AnswerSurface<Id> {
 export interface AnswerInChat<Id> {
   agents: AgentClient;
   ask: AgentAsk;
+  /** The id the update was accepted under (`messenger.update_accepted`); the answer is owed until `delivered`. */
+  requestId: string;
+  /** The answer reached the chat: records it, so a restart does not send it again. */
+  delivered(): Promise<void>;
   principal: Principal;
   streams: StartEditStream;
   surface: AnswerSurface<Id>;
@@ -48,7 +54,7 @@ export interface AnswerInChat<Id> {
 /** Asks the agent and streams its answer; returns at once, so the messenger goes on taking messages while the turn runs. */
 export function answerInChat<Id>(o: AnswerInChat<Id>): void {
   const { surface } = o;
-  const asked = o.agents.ask(o.ask, o.principal);
+  const asked = o.agents.ask(o.ask, o.principal, { requestId: o.requestId });
   const stream = o.streams(surface.editor);
   let soFar = '';
   asked.chunks$.subscribe((chunk) => {
@@ -65,6 +71,7 @@ export function answerInChat<Id>(o: AnswerInChat<Id>): void {
         if (o.stopped()) return;
         surface.react(outcome.status === 'completed' && !outcome.is_error ? '👍' : '👎');
         await surface.final(outcome, shown !== null ? surface.editor.id() : null);
+        await o.delivered();
       },
       async (e: unknown) => {
         await stream.finish();
@@ -88,12 +95,24 @@ export function answerText(o: TurnOutcome): string {
   return o.text.trim() !== '' ? o.text : o.status === 'completed' ? '' : `⚠️ ${o.reason ?? o.status}`;
 }
 
+/** Records that the answer to an accepted update reached its chat (on the messenger's stream, beside the update). */
+export async function answerDelivered(bus: Bus, transport: string, stream: string, requestId: string): Promise<void> {
+  await bus.publish({ stream, type: MESSENGER_EVENTS.answer_delivered, data: { transport, request_id: requestId }, by: transport });
+}
+
 /**
- * Answers a restart cut off in this messenger's chats for `agent`, each said once in its chat (the
- * notice is marked taken as it is handed over; chat.deliver puts it in the admin chat if the chat
- * cannot be told).
+ * What a restart owes this messenger's chats for `agent`, each said once in its chat (chat.deliver
+ * puts it in the admin chat if the chat cannot be told): the answers the agent finished but svc
+ * died before sending (`owed`, recorded delivered as each goes), and the answers a restart cut off
+ * (the notice is marked taken as it is handed over).
  */
-export function handOverInterrupted(bus: Bus, transport: string, agent: string, log: (level: LogLevel, msg: string) => void): void {
+export function handOverAfterRestart(bus: Bus, transport: string, agent: string, log: (level: LogLevel, msg: string) => void, owed: { stream: string; answers: readonly OwedAnswer[] }): void {
+  void (async () => {
+    for (const a of owed.answers) {
+      await bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: a.chat_id, topic_id: a.topic_id, text: a.text, agent: a.agent, source: 'restart' }, { correlation: a.request_id, by: transport });
+      await answerDelivered(bus, transport, owed.stream, a.request_id);
+    }
+  })().catch((e: unknown) => log('warn', `${transport}: could not send the answers a restart left unsent: ${describeError(e)}`));
   bus
     .send(AGENT_COMMANDS.takeInterrupted, { transport, agent }, { by: transport })
     .then(async (notices) => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { autoRetry } from '@grammyjs/auto-retry';
 import { apiThrottler } from '@grammyjs/transformer-throttler';
 import { Api, Bot, GrammyError, InputFile, type Context } from 'grammy';
@@ -14,6 +15,7 @@ import {
   type ChatTransport,
   type MessageEditor,
   type OutboundMessage,
+  type OwedAnswer,
   type Principal,
   type StartEditStream,
   type TransportHealth,
@@ -21,7 +23,7 @@ import {
   type TurnOutcome,
 } from '../../schemas/index.js';
 import type { UploadDestination } from '../direct/index.js';
-import { ChatLanes, DEFAULT_BACKOFF, MessengerHealth, answerInChat, mediaPrompt, type MessengerMediaDeps, answerText, handOverInterrupted, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
+import { ChatLanes, DEFAULT_BACKOFF, MessengerHealth, answerInChat, mediaPrompt, type MessengerMediaDeps, answerDelivered, answerText, handOverAfterRestart, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
 import { admit } from './telegram-gate.js';
 import { downloadMedia, mediaOf } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
@@ -46,6 +48,8 @@ export interface TelegramDeps {
   streams: StartEditStream;
   /** The highest update id this bot accepted before, from the event log: an update at or below it is never run again. */
   acceptedUpTo(botId: number): number;
+  /** Answers the agent finished for this bot's chats that svc died before sending (machines/messenger-outbox.logic.ts). */
+  owed(botId: number): readonly OwedAnswer[];
   log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
   /** Backoff between start attempts after a failure (bad token, server unreachable). */
   retry?: Backoff;
@@ -73,6 +77,7 @@ export class TelegramTransport implements ChatTransport {
   /** Ends the start-up calls in flight when stop() comes. */
   private readonly aborter = new AbortController();
   private highWater = 0;
+  private handedOver = false;
   private readonly refusedLogged = new Set<string>();
   private readonly lanes = new ChatLanes((key, e) => this.log('error', `telegram: chat ${key.split(':')[0]}: ${describeError(e)}`));
 
@@ -137,7 +142,7 @@ export class TelegramTransport implements ChatTransport {
     await this.running?.done;
     this.running = null;
     // Answers still running are not waited for (a turn may take minutes): svc's stop ends their
-    // turns, and the next start tells each chat what had arrived (handOverInterrupted).
+    // turns, and the next start tells each chat what had arrived (handOverAfterRestart).
     this.state.set('stopped', 'stopped');
   }
 
@@ -159,23 +164,31 @@ export class TelegramTransport implements ChatTransport {
       allowed_updates: ['message', 'callback_query'],
       onStart: () => {
         running(`as @${me.username}`);
-        handOverInterrupted(this.deps.bus, TELEGRAM, this.deps.agent, this.log);
+        // Owed answers once per start of svc: a later session of this bot may have answers of its own in flight.
+        const answers = this.handedOver ? [] : this.deps.owed(me.id);
+        this.handedOver = true;
+        handOverAfterRestart(this.deps.bus, TELEGRAM, this.deps.agent, this.log, { stream: messengerStream(TELEGRAM, me.id), answers });
       },
     });
   }
 
-  /** Recorded before the agent is asked: an update Telegram hands out again after a crash is recognised and skipped. */
-  private async accept(ctx: Context, address: ChatAddress): Promise<boolean> {
+  /**
+   * Recorded before the agent is asked, with the id the agent will be asked under: an update Telegram
+   * hands out again after a crash is recognised and skipped, and its answer is owed until delivered.
+   * Null: taken before.
+   */
+  private async accept(ctx: Context, address: ChatAddress): Promise<string | null> {
     const id = ctx.update.update_id;
-    if (id <= this.highWater) return false;
+    if (id <= this.highWater) return null;
     this.highWater = id;
+    const requestId = randomUUID();
     await this.deps.bus.publish({
       stream: messengerStream(TELEGRAM, this.bot.botInfo.id),
       type: MESSENGER_EVENTS.update_accepted,
-      data: { transport: TELEGRAM, update_id: id, chat_id: address.chat_id, topic_id: address.topic_id, agent: this.deps.agent },
+      data: { transport: TELEGRAM, update_id: id, chat_id: address.chat_id, topic_id: address.topic_id, agent: this.deps.agent, request_id: requestId },
       by: TELEGRAM,
     });
-    return true;
+    return requestId;
   }
 
   private async onMessage(ctx: Context): Promise<void> {
@@ -191,13 +204,14 @@ export class TelegramTransport implements ChatTransport {
     );
     if (!admission.admit) return this.refused(msg.from.id, msg.chat.id, admission.why);
     const address = { chat_id: msg.chat.id, topic_id: topic };
-    if (!(await this.accept(ctx, address))) return;
+    const requestId = await this.accept(ctx, address);
+    if (requestId === null) return;
     const react = this.reactions(msg.chat.id, msg.message_id);
     react('👀');
     const target = { chat_id: msg.chat.id, thread: topic };
     const senderId = msg.from.id;
     const lane = `${target.chat_id}:${target.thread}`;
-    if (media === null) return this.lanes.run(lane, async () => this.answer(target, address, senderId, admission.text, react));
+    if (media === null) return this.lanes.run(lane, async () => this.answer(target, address, senderId, admission.text, react, requestId));
     // Downloads and transcription take a while: polling goes on, and the chat's messages still reach the agent in order.
     this.lanes.run(lane, async () => {
       const cfg = this.deps.config();
@@ -207,7 +221,7 @@ export class TelegramTransport implements ChatTransport {
         await this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []).catch(() => undefined);
         return null;
       });
-      if (prompt !== null) this.answer(target, address, senderId, prompt, react);
+      if (prompt !== null) this.answer(target, address, senderId, prompt, react, requestId);
     });
   }
 
@@ -222,8 +236,9 @@ export class TelegramTransport implements ChatTransport {
     if (!admission.admit) return this.refused(q.from.id, chat.id, admission.why);
     const thread = q.message && 'is_topic_message' in q.message && q.message.is_topic_message ? (q.message.message_thread_id ?? null) : null;
     const address = { chat_id: chat.id, topic_id: thread };
-    if (!(await this.accept(ctx, address))) return;
-    this.answer({ chat_id: chat.id, thread }, address, q.from.id, q.data, () => undefined);
+    const requestId = await this.accept(ctx, address);
+    if (requestId === null) return;
+    this.answer({ chat_id: chat.id, thread }, address, q.from.id, q.data, () => undefined, requestId);
   }
 
   /**
@@ -246,7 +261,7 @@ export class TelegramTransport implements ChatTransport {
   }
 
   /** Asks the agent and streams its answer; returns at once, so polling goes on while the turn runs. */
-  private answer(target: Target, address: ChatAddress, senderId: number, text: string, react: (emoji: ProgressReaction) => void): void {
+  private answer(target: Target, address: ChatAddress, senderId: number, text: string, react: (emoji: ProgressReaction) => void, requestId: string): void {
     const who = this.deps.sender(senderId);
     const principal: Principal = {
       kind: 'user',
@@ -259,6 +274,8 @@ export class TelegramTransport implements ChatTransport {
     answerInChat({
       agents: this.agents,
       ask: { agent: this.deps.agent, transport: TELEGRAM, chat_id: address.chat_id, topic_id: address.topic_id, text, kind: 'foreground' },
+      requestId,
+      delivered: () => answerDelivered(this.deps.bus, TELEGRAM, messengerStream(TELEGRAM, this.bot.botInfo.id), requestId),
       principal,
       streams: this.deps.streams,
       surface: {

@@ -17,6 +17,16 @@ export const MESSENGER_EVENT_SCHEMAS = {
     chat_id: v.number(),
     topic_id: v.nullable(v.number()),
     agent: v.string(),
+    /** The request the agent is asked with; its answer is owed to the chat until `messenger.answer_delivered` names it. */
+    request_id: v.optional(v.string()),
+  }),
+  /**
+   * Same stream: the answer to an accepted update reached its chat. An answer the agent finished
+   * but the chat never got (svc died between the two) is sent once after the restart.
+   */
+  'messenger.answer_delivered': v.object({
+    transport: v.string(),
+    request_id: v.string(),
   }),
   /**
    * Stream `transport:<name>:<agent>`: a messenger came up, lost its connection or could not start

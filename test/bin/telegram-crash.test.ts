@@ -82,3 +82,33 @@ t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start t
   second.kill('SIGTERM');
   t.equal(await exited(second), 0);
 });
+
+t.test('kill -9 after the answer was computed but before the chat had it: the next start sends it, once', async (t) => {
+  const { fake, home, start, notices } = await boot(t);
+  // Telegram holds back anything carrying the answer's last word (a 429 asking for two minutes), so svc
+  // is still waiting to send it when it dies, though the agent has finished.
+  fake.rateLimitNext((method, params) => ['sendMessage', 'editMessageText'].includes(method) && String(params.text ?? '').includes('omega'), 120, 1);
+  const first = start({ FAKE_CLI_REPLY: 'alpha beta omega', FAKE_CLI_CHUNKS: '3', FAKE_CLI_DELAY_MS: '300' });
+  await fake.waitForCall('polling', (c) => c.method === 'getUpdates', 30_000);
+  fake.userMessage({ from: { id: ALICE }, text: 'say something' });
+  const db = join(home, 'events.db');
+  await until('the turn to complete', () => readEvents(db).some((e) => e.type === 'turn.completed'), 30_000);
+  await fake.waitForCall('the held send', (c) => String((c.params as { text?: unknown }).text ?? '').includes('omega') && c.status === 429, 30_000);
+  first.kill('SIGKILL');
+  await exited(first);
+  t.notOk(fake.chatMessages(ALICE).some((m) => m.text.includes('omega')), 'the chat did not have the answer');
+
+  const second = start({});
+  await fake.waitForCall('the owed answer', () => fake.chatMessages(ALICE).some((m) => m.text === 'alpha beta omega'), 30_000);
+  await until('the answer recorded as delivered', () => readEvents(db).some((e) => e.type === 'messenger.answer_delivered'), 20_000);
+  second.kill('SIGTERM');
+  t.equal(await exited(second), 0);
+
+  const third = start({});
+  fake.userMessage({ from: { id: ALICE }, text: 'ping' });
+  await fake.waitForCall('the third daemon answering', () => fake.chatMessages(ALICE).some((m) => m.text === 'echo: ping'), 30_000);
+  t.equal(fake.chatMessages(ALICE).filter((m) => m.text.includes('omega')).length, 1, 'sent once, not again on the next start');
+  t.equal(notices().length, 0, 'a finished answer is sent, not announced as cut off');
+  third.kill('SIGTERM');
+  t.equal(await exited(third), 0);
+});

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { normaliseImage, startEditStream } from '../../actors/index.js';
-import { acceptedUpTo } from '../../bin/messengers.js';
+import { acceptedUpTo, owedAnswersOf } from '../../bin/messengers.js';
 import { Bus } from '../../bus/index.js';
 import { TelegramTransport, datedUploadFolder } from '../../edges/index.js';
 import { MESSENGER_EVENTS, defaultConfig, type AgentConfig } from '../../schemas/index.js';
@@ -51,6 +51,7 @@ async function rig(t: Test, opts: RigOptions = {}) {
     sender: (id) => (id === ALICE ? { id: 'alice', role: 'operator', allowed_agents: ['main'] } : null),
     streams: (editor) => startEditStream(editor, config.streaming, { now: () => Date.now() }),
     acceptedUpTo: (botId) => acceptedUpTo(log, 'telegram', botId),
+    owed: (botId) => owedAnswersOf(log, 'telegram', botId),
     log: (level, msg) => logs.push(`${level} ${msg}`),
     retry: { firstMs: 20, maxMs: 100 },
     media: {
