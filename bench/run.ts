@@ -3,6 +3,7 @@ import { benchBus } from './bus.bench.js';
 import { benchConnections } from './connections.bench.js';
 import { benchCron } from './cron.bench.js';
 import { benchDirect } from './direct.bench.js';
+import { benchMatrix } from './matrix.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
@@ -25,6 +26,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   tasks: benchTasks,
   cron: benchCron,
   telegram: benchTelegram,
+  matrix: benchMatrix,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.
