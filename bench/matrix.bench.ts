@@ -51,6 +51,7 @@ async function startBot(fake: FakeMatrix, bot: string, allowed: string[], storeD
     // config.streaming is read when a stream starts: replacing it between passes changes the pacing of the next answers.
     streams: (editor) => startEditStream(editor, config.streaming, { now: () => Date.now() }),
     accepted: (userId) => acceptedEvents(log, 'matrix', userId),
+    owed: () => [],
     now: () => Date.now(),
     log: (level, msg) => logs.push(`${level} ${msg}`),
   });
@@ -81,6 +82,7 @@ async function idleMemory(report: BenchReport): Promise<void> {
     sender: (id) => ({ id: `u${id}`, role: 'operator', allowed_agents: ['main'] }),
     streams: (editor) => startEditStream(editor, tgConfig.streaming, { now: () => Date.now() }),
     acceptedUpTo: () => 0,
+    owed: () => [],
     log: () => {},
   });
   let mx: Awaited<ReturnType<typeof startBot>> | undefined;
