@@ -7,8 +7,8 @@ import { MsgType } from 'matrix-js-sdk';
 import { startEditStream } from '../actors/index.js';
 import { acceptedEvents } from '../bin/messengers.js';
 import { Bus } from '../bus/index.js';
-import { MatrixTransport, TelegramTransport, matrixChatId } from '../edges/index.js';
-import { defaultConfig } from '../schemas/index.js';
+import { MatrixTransport, TelegramTransport } from '../edges/index.js';
+import { defaultConfig, matrixChatId } from '../schemas/index.js';
 import { MemoryEventLog } from '../store/index.js';
 // Fixtures are outside tsconfig.build.json's include; tsc compiles what bench imports (as telegram.bench.ts does).
 import { startFakeMatrix, unrefSdkRequestTimers, type FakeMatrix, type MxRequest } from '../test/fixtures/fake-matrix.js';

@@ -3,6 +3,7 @@ import {
   DEFAULT_SIGNATURE_MAX_AGE_SECONDS,
   ONESHOT_EVENTS,
   TURN_EVENTS,
+  matrixChatId,
   type AnyEnvelope,
   SIGNED_PAYLOAD_TIMESTAMP,
   type WebhookSignature,
@@ -274,18 +275,16 @@ export interface WakeTarget {
 
 /**
  * Where a `wake` call goes: the chat the hook names, else the agent's main chat, which is the
- * primary messenger's chat with the first allowed user (as a private chat's id is the user's),
- * else `api.chat_id`, else 1.
+ * primary messenger's chat with the first allowed user (as a Telegram private chat's id is the
+ * user's; on Matrix, that user's direct room with the bot), else `api.chat_id`, else 1.
  */
 export function wakeTarget(
   hook: Pick<WebhookTriggerSettings, 'transport' | 'chat_id' | 'topic_id'>,
-  config: { transport: string; allowed_user_ids: readonly number[]; api: { chat_id: number } },
+  config: { transport: string; allowed_user_ids: readonly number[]; api: { chat_id: number }; matrix: { allowed_users: readonly string[] } },
 ): WakeTarget {
-  return {
-    transport: hook.transport || config.transport,
-    chat_id: hook.chat_id ?? (config.allowed_user_ids[0] || config.api.chat_id || 1),
-    topic_id: hook.topic_id ?? null,
-  };
+  const transport = hook.transport || config.transport;
+  const firstUser = transport === 'matrix' ? (config.matrix.allowed_users[0] === undefined ? 0 : matrixChatId(config.matrix.allowed_users[0])) : config.allowed_user_ids[0];
+  return { transport, chat_id: hook.chat_id ?? (firstUser || config.api.chat_id || 1), topic_id: hook.topic_id ?? null };
 }
 
 /*

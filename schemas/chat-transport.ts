@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import type { ChatButton } from './agent-commands.schema.js';
 
@@ -80,3 +81,15 @@ export interface EditStream {
 }
 
 export type StartEditStream = (editor: MessageEditor) => EditStream;
+
+/**
+ * The chat id a Matrix room's messages run under (sessions, tasks and deliveries are keyed by
+ * numbers): 48 bits of the room id's SHA-256, the same on every start and every machine, so a room
+ * keeps its session across restarts and a delivery addressed to it finds it again. Never 0 (an
+ * unset chat). Of a user id (`@who:server`) it names that person's direct room with the bot: the
+ * main chat, where a `wake` without a chat goes.
+ */
+export function matrixChatId(roomOrUserId: string): number {
+  const n = parseInt(createHash('sha256').update(roomOrUserId).digest('hex').slice(0, 12), 16);
+  return n === 0 ? 1 : n;
+}

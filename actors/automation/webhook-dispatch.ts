@@ -66,7 +66,7 @@ export interface WebhookDispatchDeps {
   /** The global bearer fallback: `webhooks.token`, or the one generated when the server started. */
   globalToken: () => string;
   /** What `wake` needs to find the agent's main chat. */
-  config: () => Pick<AgentConfig, 'transport' | 'allowed_user_ids' | 'api'>;
+  config: () => Pick<AgentConfig, 'transport' | 'allowed_user_ids' | 'api' | 'matrix'>;
   /**
    * The configured zone (user_timezone → TZ → host → UTC, as cron jobs without a zone of their
    * own use) that a hook's quiet_start/quiet_end are read in; hooks have no `timezone` field.

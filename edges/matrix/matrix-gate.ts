@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../../schemas/index.js';
 
 /*
@@ -77,14 +76,4 @@ export function admitMatrix(m: MatrixInbound, cfg: MatrixGateConfig): MatrixAdmi
  */
 export function acceptsInvite(roomId: string, inviter: string, cfg: MatrixGateConfig): boolean {
   return cfg.matrix.allowed_users.includes(inviter) || cfg.matrix.allowed_rooms.includes(roomId);
-}
-
-/**
- * The chat id a room's messages run under (sessions, tasks and deliveries are keyed by numbers):
- * 48 bits of the room id's SHA-256, the same on every start and every machine, so a room keeps its
- * session across restarts and a delivery addressed to it finds it again. Never 0 (an unset chat).
- */
-export function matrixChatId(roomId: string): number {
-  const n = parseInt(createHash('sha256').update(roomId).digest('hex').slice(0, 12), 16);
-  return n === 0 ? 1 : n;
 }

@@ -23,6 +23,7 @@ import {
   MESSENGER_EVENTS,
   SvcError,
   describeError,
+  matrixChatId,
   messengerStream,
   type AgentConfig,
   type ChatAddress,
@@ -57,7 +58,7 @@ import {
 import { splitForTelegram, streamingPreview, type TelegramChunk } from '../telegram/index.js';
 import { CRYPTO_FILE, forgetSession, newStoreKey, readCredentials, writeCredentials, type MatrixCredentials } from './matrix-credentials.js';
 import { MatrixCryptoStore } from './matrix-crypto-store.js';
-import { acceptsInvite, admitMatrix, matrixChatId } from './matrix-gate.js';
+import { acceptsInvite, admitMatrix } from './matrix-gate.js';
 import { downloadMedia, mediaOf, uploadFile } from './matrix-media.js';
 
 export const MATRIX = 'matrix';
@@ -521,10 +522,17 @@ export class MatrixTransport implements ChatTransport {
     } as never);
   }
 
+  /** The joined room a chat id names: a room's own id, or an allowed user's (their direct room with the bot, the main chat). */
   private roomOf(chatId: number): string | null {
+    const client = this.session?.client;
+    if (!client) return null;
     const id = this.rooms.get(chatId);
-    const room = id === undefined ? null : this.session?.client.getRoom(id);
-    return room && room.getMyMembership() === 'join' ? room.roomId : null;
+    const room = id === undefined ? null : client.getRoom(id);
+    if (room && room.getMyMembership() === 'join') return room.roomId;
+    const user = this.deps.config().matrix.allowed_users.find((u) => matrixChatId(u) === chatId);
+    if (user === undefined) return null;
+    const direct = client.getRooms().find((r) => r.getMyMembership() === 'join' && r.getInvitedAndJoinedMemberCount() === 2 && r.getMember(user)?.membership === 'join');
+    return direct?.roomId ?? null;
   }
 }
 

@@ -4,8 +4,7 @@ import t from 'tap';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MsgType, RelationType } from 'matrix-js-sdk';
-import { matrixChatId } from '../../edges/index.js';
-import { MESSENGER_EVENTS } from '../../schemas/index.js';
+import { MESSENGER_EVENTS, matrixChatId } from '../../schemas/index.js';
 import { MemoryEventLog } from '../../store/index.js';
 import { unrefSdkRequestTimers } from '../fixtures/fake-matrix.js';
 import { quietSdkConsole, roomMessage, startMatrixClient } from '../fixtures/matrix-client.js';
@@ -143,6 +142,11 @@ t.test('a refused login retries with why, logged once; deliveries say where they
   await r.mx.deliver({ chat_id: matrixChatId(w.dm), topic_id: null, text: 'cron job **failed**', source: 'cron:x', agent: 'main', correlation: 'c1' });
   await botSays(w, w.dm, 'cron job **failed**');
   await t.rejects(r.mx.deliver({ chat_id: 12345, topic_id: null, text: 'nowhere', source: 'x', agent: 'main', correlation: 'c2' }), { code: 'not-found' });
+  // A wake without a chat names the main chat: the first allowed user's id, which is their direct room with the bot.
+  t.ok(r.mx.reaches({ chat_id: matrixChatId(w.alice), topic_id: null }), 'an allowed user\'s chat id reaches their direct room');
+  await r.mx.deliver({ chat_id: matrixChatId(w.alice), topic_id: null, text: 'webhook woke me', source: 'webhook:x', agent: 'main', correlation: 'c3' });
+  await botSays(w, w.dm, 'webhook woke me');
+  t.notOk(r.mx.reaches({ chat_id: matrixChatId('@mallory:localhost'), topic_id: null }), 'not anyone\'s');
 });
 
 t.test('edits of a message and notices are not requests', async (t) => {

@@ -4,7 +4,7 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual, webhookAuthPasses } from '../../actors/index.js';
 import { FENCE_WORD, decodeSignature, fencedWebhookPrompt, renderWebhookTemplate, signatureProblem, signatureScheme, wakeTarget, webhookAuthPlan, type WebhookAuthPlan } from '../../machines/index.js';
-import type { WebhookSignature } from '../../schemas/index.js';
+import { matrixChatId, type WebhookSignature } from '../../schemas/index.js';
 
 type Hook = { auth: 'bearer' | 'hmac'; secret: string | null; signature: WebhookSignature | null };
 const check = (hook: Hook, headers: Record<string, string>, body: string, now: number, global = '') => {
@@ -155,9 +155,11 @@ t.test('the fence: random boundary, and a payload cannot close it', async (t) =>
 });
 
 t.test('wake goes to the named chat, else the main chat', async (t) => {
-  const config = { transport: 'telegram', allowed_user_ids: [42, 43], api: { chat_id: 9 } };
+  const config = { transport: 'telegram', allowed_user_ids: [42, 43], api: { chat_id: 9 }, matrix: { allowed_users: ['@ann:example.org'] } };
   t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, config), { transport: 'telegram', chat_id: 42, topic_id: null });
   t.same(wakeTarget({ transport: 'matrix', chat_id: 5, topic_id: 6 }, config), { transport: 'matrix', chat_id: 5, topic_id: 6 });
   t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, { ...config, allowed_user_ids: [] }).chat_id, 9);
-  t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, { transport: 'telegram', allowed_user_ids: [], api: { chat_id: 0 } }).chat_id, 1);
+  t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, { ...config, allowed_user_ids: [], api: { chat_id: 0 } }).chat_id, 1);
+  t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, { ...config, transport: 'matrix' }), { transport: 'matrix', chat_id: matrixChatId('@ann:example.org'), topic_id: null }, 'on Matrix: the first allowed user\'s direct room');
+  t.same(wakeTarget({ transport: null, chat_id: null, topic_id: null }, { ...config, transport: 'matrix', matrix: { allowed_users: [] } }).chat_id, 9);
 });
