@@ -86,3 +86,39 @@ t.test('Telegram and Matrix run at once; an encrypted Matrix room chats with the
   t.equal(statSync(join(store, 'crypto.bin')).mode & 0o777, 0o600, 'the keys are kept, private, for the next start');
   t.equal(mx.requests.filter((q) => q.path.endsWith('/login') && q.method === 'POST' && q.status === 200).length, 2, 'the bot logged in once (alice once)');
 });
+
+t.test("a sub-agent's own Matrix account runs with the agent, keeps its session under the agent's home, and answers as that agent", async (t) => {
+  const mx = await startFakeMatrix();
+  t.teardown(() => mx.close());
+  const mainBot = mx.registerUser('svcbot', 'bot-pw');
+  const coderBot = mx.registerUser('coderbot', 'coder-pw');
+  const alice = mx.registerUser('alice', 'alice-pw');
+  const room = mx.createRoom(alice, { encrypted: true, members: [alice, coderBot], name: 'alice and coder' });
+  const aliceClient = await startMatrixClient(mx, 'alice', 'alice-pw');
+  t.teardown(() => aliceClient.stopClient());
+
+  const scratch = tempHome(t);
+  const root = join(scratch.dir, 'home');
+  mkdirSync(join(root, 'config'), { recursive: true });
+  mkdirSync(join(root, '_secrets'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(root, 'config', 'config.json'), JSON.stringify({ transports: ['matrix'], matrix: { homeserver: mx.baseUrl, user_id: mainBot, password: 'bot-pw', allowed_users: [alice] }, streaming: { min_chars: 1 } }));
+  const paths = homePaths(root);
+  writeFileSync(paths.agentsRegistry, JSON.stringify([{ name: 'coder', transport: 'matrix', matrix: { homeserver: mx.baseUrl, user_id: coderBot, password: 'coder-pw', allowed_users: [alice] } }]));
+  const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, killGraceMs: 300, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
+  scratch.beforeRemove(() => d.stop('test'));
+
+  await until(() => `both accounts to run:\n${status(paths)}`, () => /matrix \(coder\) running: as @coderbot/.test(status(paths)) && /matrix {8}running: as @svcbot/.test(status(paths)), 30_000);
+  const coderStore = join(root, 'agents', 'coder', 'matrix_store', 'credentials.json');
+  const creds = JSON.parse(readFileSync(coderStore, 'utf8')) as { device_id: string };
+  t.equal(statSync(coderStore).mode & 0o777, 0o600, "the sub-agent's session is kept under its own home");
+  await knowsDevice(aliceClient, coderBot, creds.device_id);
+
+  await aliceClient.sendMessage(room, { msgtype: MsgType.Text, body: 'review this' });
+  await until('coder to answer', async () => (await messagesFrom(aliceClient, room, coderBot)).some((e) => String(e.getContent().body).includes('echo: review this')), 30_000);
+  const turn = d.log.read({ types: ['turn.started'] }).map((e) => e.data as { agent: string; session_key: string }).find((x) => x.session_key === `matrix:${matrixChatId(room)}`);
+  t.equal(turn?.agent, 'coder', 'the turn ran on the sub-agent');
+
+  writeFileSync(paths.agentsRegistry, JSON.stringify([]));
+  await until("coder's account to stop with the agent", () => /matrix \(coder\) stopped/.test(status(paths)), 20_000);
+  t.match(status(paths), /matrix {8}running/, "main's account runs on");
+});
