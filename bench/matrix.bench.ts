@@ -52,7 +52,6 @@ async function startBot(fake: FakeMatrix, bot: string, allowed: string[], storeD
     streams: (editor) => startEditStream(editor, config.streaming, { now: () => Date.now() }),
     accepted: (userId) => acceptedEvents(log, 'matrix', userId),
     owed: () => [],
-    now: () => Date.now(),
     log: (level, msg) => logs.push(`${level} ${msg}`),
   });
   mx.start();

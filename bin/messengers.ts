@@ -130,7 +130,6 @@ const MESSENGERS: Record<'telegram' | 'matrix', (d: MessengerDeps, agent: string
       streams: (editor) => startEditStream(editor, config().streaming, { now: () => d.bus.now() }),
       accepted: (userId) => acceptedEvents(d.log, 'matrix', userId),
       owed: (userId) => owedAnswersOf(d.log, 'matrix', userId),
-      now: () => d.bus.now(),
       media,
       ...(d.retry ? { retry: d.retry } : {}),
     });

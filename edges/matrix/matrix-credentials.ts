@@ -53,6 +53,8 @@ export async function readCredentials(dir: string): Promise<MatrixCredentials | 
 /** Written whole under a temporary name and renamed, so a crash never leaves half a login behind. */
 export async function writeCredentials(dir: string, creds: MatrixCredentials): Promise<void> {
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  // A folder made by hand (or by an older copy) may be wider; it holds a login.
+  await fsp.chmod(dir, 0o700);
   const file = join(dir, CREDENTIALS_FILE);
   const tmp = `${file}.tmp`;
   await fsp.writeFile(tmp, `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600 });

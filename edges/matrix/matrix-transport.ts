@@ -82,11 +82,14 @@ export interface MatrixDeps {
   storeDir: string;
   /** How the answer streams into its message (actors/messenger/edit-streamer.ts, paced by StreamingConfig). */
   streams: StartEditStream;
-  /** Events this account accepted before, from the event log: none is run twice, and nothing older than `since` is history to answer. */
+  /**
+   * Events this account accepted before, from the event log: none is run twice, and nothing older
+   * than `since` is answered; null: it never accepted one, and its first sync is all history (clocks
+   * are not compared: the homeserver's may differ from this machine's).
+   */
   accepted(botUserId: string): { ids: ReadonlySet<string>; since: number | null };
   /** Answers the agent finished for this account's rooms that svc died before sending (machines/messenger-outbox.logic.ts). */
   owed(botUserId: string): readonly OwedAnswer[];
-  now(): number;
   log?: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
   /** Backoff between start attempts after a failure (a refused login, a homeserver out of reach). */
   retry?: Backoff;
@@ -197,12 +200,15 @@ export class MatrixTransport implements ChatTransport {
     try {
       // A token the server no longer knows fails here, before any key is made for it.
       await client.whoami();
-      await store.initCrypto(client, Buffer.from(creds.store_key, 'base64'));
+      await store.initCrypto(client, Buffer.from(creds.store_key, 'base64')).catch(async (e: unknown) => {
+        // Keys that cannot be opened are keys lost, as an unreadable file is: the next attempt is a new device.
+        await forgetSession(this.deps.storeDir);
+        throw new SvcError('corrupt-file', `the Matrix crypto store in ${this.deps.storeDir} does not open with its key (${describeError(e)}); logging in again as a new device`);
+      });
       const known = this.deps.accepted(creds.user_id);
       this.accepted = new Set(known.ids);
-      // Nothing from before the first start is answered: that is history, not a request.
-      this.since = known.since ?? this.deps.now();
-      this.listen(session);
+      this.since = known.since ?? Number.NEGATIVE_INFINITY;
+      this.listen(session, known.since === null);
       const prepared = firstSync(client);
       await client.startClient({ initialSyncLimit: 20, lazyLoadMembers: false });
       await Promise.race([prepared, ended]);
@@ -264,10 +270,13 @@ export class MatrixTransport implements ChatTransport {
     return creds;
   }
 
-  private listen(s: Session): void {
+  /** `firstStart`: the account never took a message before; what its first sync brings is history, not requests. */
+  private listen(s: Session, firstStart: boolean): void {
     const { client } = s;
+    let synced = false;
     client.on(ClientEvent.Sync, (state, _prev, data) => {
       if (state === SyncState.Syncing || state === SyncState.Prepared) {
+        synced = true;
         if (this.session === s) this.state.set('running', `as ${s.userId} on ${client.baseUrl}`);
         // Each sync can carry to-device room keys and device changes: what a crash must not lose.
         s.store.saveSoon();
@@ -277,7 +286,7 @@ export class MatrixTransport implements ChatTransport {
     });
     client.on(HttpApiEvent.SessionLoggedOut, (e) => this.endSession?.(e));
     client.on(RoomEvent.Timeline, (event, room, toStart) => {
-      if (toStart || !room) return;
+      if (toStart || !room || (firstStart && !synced)) return;
       this.rooms.set(matrixChatId(room.roomId), room.roomId);
       void this.onEvent(s, event, room).catch((e: unknown) => this.log('error', `matrix: event ${event.getId()}: ${describeError(e)}`));
     });

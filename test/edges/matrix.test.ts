@@ -161,3 +161,15 @@ t.test('edits of a message and notices are not requests', async (t) => {
   t.equal((await r.agent.next()).msg.text, 'third');
   t.equal(r.agent.calls.length, 2);
 });
+
+t.test('what a room held before the account\'s first start is history, not requests', async (t) => {
+  const w = await world(t);
+  const plain = w.fake.createRoom(w.alice, { members: [w.alice, w.bot], name: 'plain dm' });
+  await until('alice to see the room', () => w.aliceClient.getRoom(plain), 20_000);
+  await w.aliceClient.sendMessage(plain, { msgtype: MsgType.Text, body: 'old news' });
+  const r = await rig(t, w);
+  await ready(w, r);
+  await w.aliceClient.sendMessage(plain, { msgtype: MsgType.Text, body: 'fresh' });
+  t.equal((await r.agent.next()).msg.text, 'fresh');
+  t.equal(r.agent.calls.length, 1, 'the message from before was not asked');
+});
