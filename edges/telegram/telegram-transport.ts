@@ -23,7 +23,22 @@ import {
   type TurnOutcome,
 } from '../../schemas/index.js';
 import type { UploadDestination } from '../direct/index.js';
-import { ChatLanes, DEFAULT_BACKOFF, MessengerHealth, answerInChat, mediaPrompt, type MessengerMediaDeps, answerDelivered, answerText, handOverAfterRestart, keepRunning, technicalFooter, type Backoff, type ProgressReaction, type Running } from '../messenger/index.js';
+import {
+  ChatLanes,
+  DEFAULT_BACKOFF,
+  MessengerHealth,
+  answerDelivered,
+  answerInChat,
+  answerText,
+  handOverAfterRestart,
+  keepRunning,
+  mediaPrompt,
+  technicalFooter,
+  type Backoff,
+  type MessengerMediaDeps,
+  type ProgressReaction,
+  type Running,
+} from '../messenger/index.js';
 import { admit } from './telegram-gate.js';
 import { downloadMedia, mediaOf } from './telegram-media.js';
 import { TELEGRAM_TEXT_LIMIT, splitForTelegram, streamingPreview, type TelegramChunk } from './telegram-format.js';
