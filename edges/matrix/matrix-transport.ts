@@ -196,10 +196,13 @@ export class MatrixTransport implements ChatTransport {
     const session: Session = { client, store, userId: creds.user_id };
     const ended = new Promise<void>((resolve, reject) => {
       this.endSession = (e?: unknown) => (e === undefined ? resolve() : reject(e));
+      // A stop that came while logging in found no session to end.
+      if (this.stopped) resolve();
     });
     try {
       // A token the server no longer knows fails here, before any key is made for it.
-      await client.whoami();
+      await Promise.race([client.whoami(), ended]);
+      if (this.stopped) return;
       await store.initCrypto(client, Buffer.from(creds.store_key, 'base64')).catch(async (e: unknown) => {
         // Keys that cannot be opened are keys lost, as an unreadable file is: the next attempt is a new device.
         await forgetSession(this.deps.storeDir);
