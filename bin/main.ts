@@ -5,7 +5,6 @@ import { askCommand } from './ask-command.js';
 import { authCommand } from './auth-command.js';
 import { parse } from './cli-args.js';
 import { configCommand } from './config-command.js';
-import { runDaemon } from './daemon.js';
 import { eventsCommand } from './events-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { logsCommand } from './logs-command.js';
@@ -86,6 +85,8 @@ export async function main(argv: string[]): Promise<number> {
       case 'start': {
         const { values } = parse(args, { verbose: { type: 'boolean', short: 'v' } }, 'usage: svc start [--home DIR] [--verbose]');
         if (values.help) return print('usage: svc start [--home DIR] [--verbose]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM.');
+        // Loaded here only: the daemon's libraries (grammY, matrix-js-sdk, uWS) would slow every other command's start.
+        const { runDaemon } = await import('./daemon.js');
         return await runDaemon({ paths, verbose: !!values.verbose });
       }
       case '--version':

@@ -1,23 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  ClientEvent,
-  EventType,
-  HttpApiEvent,
-  MatrixError,
-  MatrixEventEvent,
-  MsgType,
-  RelationType,
-  RoomEvent,
-  RoomMemberEvent,
-  SyncState,
-  createClient,
-  type MatrixClient,
-  type MatrixEvent,
-  type Room,
-  type RoomMember,
-} from 'matrix-js-sdk';
+import type { MatrixClient, MatrixEvent, Room, RoomMember, SyncState } from 'matrix-js-sdk';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   MESSENGER_EVENTS,
@@ -64,6 +48,25 @@ import { downloadMedia, mediaOf, uploadFile } from './matrix-media.js';
 export const MATRIX = 'matrix';
 
 /**
+ * matrix-js-sdk, loaded when an account first starts: it is large, and every svc command (and a
+ * daemon without Matrix) would otherwise pay for loading it.
+ */
+type Sdk = typeof import('matrix-js-sdk');
+let sdkLoading: Promise<Sdk> | null = null;
+const loadSdk = (): Promise<Sdk> => (sdkLoading ??= import('matrix-js-sdk'));
+
+/** Matrix's own names (the SDK's enums hold the same strings, but are only there once it is loaded). */
+const M = {
+  message: 'm.room.message',
+  reaction: 'm.reaction',
+  text: 'm.text',
+  emote: 'm.emote',
+  notice: 'm.notice',
+  replace: 'm.replace',
+  annotation: 'm.annotation',
+} as const;
+
+/**
  * The most one message carries. An event may hold 64 KiB of JSON; an edit holds its text four
  * times (body and HTML, each in the fallback and in `m.new_content`), escaped.
  */
@@ -99,6 +102,7 @@ export interface MatrixDeps {
 
 /** A live session: the client and what it keeps. */
 interface Session {
+  sdk: Sdk;
   client: MatrixClient;
   store: MatrixCryptoStore;
   userId: string;
@@ -183,7 +187,8 @@ export class MatrixTransport implements ChatTransport {
   private async run(running: (detail: string) => void): Promise<void> {
     const cfg = this.deps.config().matrix;
     const baseUrl = cfg.homeserver.trim().replace(/\/+$/, '');
-    const creds = await this.credentials(baseUrl, cfg);
+    const sdk = await loadSdk();
+    const creds = await this.credentials(sdk, baseUrl, cfg);
     let store: MatrixCryptoStore;
     try {
       store = await MatrixCryptoStore.open(join(this.deps.storeDir, CRYPTO_FILE));
@@ -192,8 +197,8 @@ export class MatrixTransport implements ChatTransport {
       await forgetSession(this.deps.storeDir);
       throw e;
     }
-    const client = createClient({ baseUrl, userId: creds.user_id, accessToken: creds.access_token, deviceId: creds.device_id, logger: sdkLogger(this.log) });
-    const session: Session = { client, store, userId: creds.user_id };
+    const client = sdk.createClient({ baseUrl, userId: creds.user_id, accessToken: creds.access_token, deviceId: creds.device_id, logger: sdkLogger(this.log) });
+    const session: Session = { sdk, client, store, userId: creds.user_id };
     const ended = new Promise<void>((resolve, reject) => {
       this.endSession = (e?: unknown) => (e === undefined ? resolve() : reject(e));
       // A stop that came while logging in found no session to end.
@@ -212,7 +217,7 @@ export class MatrixTransport implements ChatTransport {
       this.accepted = new Set(known.ids);
       this.since = known.since ?? Number.NEGATIVE_INFINITY;
       this.listen(session, known.since === null);
-      const prepared = firstSync(client);
+      const prepared = firstSync(sdk, client);
       await client.startClient({ initialSyncLimit: 20, lazyLoadMembers: false });
       await Promise.race([prepared, ended]);
       if (this.stopped) return;
@@ -242,7 +247,7 @@ export class MatrixTransport implements ChatTransport {
    * store), else the one a first login stored, else a password login now. A stored session whose
    * keys are gone cannot be that device again: it is logged out and a new device logged in.
    */
-  private async credentials(baseUrl: string, cfg: AgentConfig['matrix']): Promise<MatrixCredentials> {
+  private async credentials(sdk: Sdk, baseUrl: string, cfg: AgentConfig['matrix']): Promise<MatrixCredentials> {
     const dir = this.deps.storeDir;
     const stored = await readCredentials(dir);
     const sameAccount = stored !== null && stored.homeserver === baseUrl && stored.user_id === cfg.user_id;
@@ -260,12 +265,13 @@ export class MatrixTransport implements ChatTransport {
     }
     if (sameAccount) {
       this.log('warn', `matrix: the crypto store of ${cfg.user_id} is gone; logging out device ${stored.device_id} and logging in as a new one`);
-      await createClient({ baseUrl, userId: stored.user_id, accessToken: stored.access_token, logger: sdkLogger(this.log) })
+      await sdk
+        .createClient({ baseUrl, userId: stored.user_id, accessToken: stored.access_token, logger: sdkLogger(this.log) })
         .logout(true)
         .catch(() => undefined);
     }
     await forgetSession(dir);
-    const anon = createClient({ baseUrl, logger: sdkLogger(this.log) });
+    const anon = sdk.createClient({ baseUrl, logger: sdkLogger(this.log) });
     const login = await anon.loginRequest({ type: 'm.login.password', identifier: { type: 'm.id.user', user: cfg.user_id }, password: cfg.password, initial_device_display_name: `svc (${this.deps.agent})` });
     const creds = { homeserver: baseUrl, user_id: login.user_id, access_token: login.access_token, device_id: login.device_id, store_key: newStoreKey() };
     await writeCredentials(dir, creds);
@@ -275,9 +281,10 @@ export class MatrixTransport implements ChatTransport {
 
   /** `firstStart`: the account never took a message before; what its first sync brings is history, not requests. */
   private listen(s: Session, firstStart: boolean): void {
-    const { client } = s;
+    const { client, sdk } = s;
+    const { SyncState } = sdk;
     let synced = false;
-    client.on(ClientEvent.Sync, (state, _prev, data) => {
+    client.on(sdk.ClientEvent.Sync, (state, _prev, data) => {
       if (state === SyncState.Syncing || state === SyncState.Prepared) {
         synced = true;
         if (this.session === s) this.state.set('running', `as ${s.userId} on ${client.baseUrl}`);
@@ -287,13 +294,13 @@ export class MatrixTransport implements ChatTransport {
         this.state.set('retrying', `lost the homeserver: ${describeError(data?.error ?? state)}`);
       }
     });
-    client.on(HttpApiEvent.SessionLoggedOut, (e) => this.endSession?.(e));
-    client.on(RoomEvent.Timeline, (event, room, toStart) => {
+    client.on(sdk.HttpApiEvent.SessionLoggedOut, (e) => this.endSession?.(e));
+    client.on(sdk.RoomEvent.Timeline, (event, room, toStart) => {
       if (toStart || !room || (firstStart && !synced)) return;
       this.rooms.set(matrixChatId(room.roomId), room.roomId);
       void this.onEvent(s, event, room).catch((e: unknown) => this.log('error', `matrix: event ${event.getId()}: ${describeError(e)}`));
     });
-    client.on(RoomMemberEvent.Membership, (event, member) => this.onMembership(s, event, member));
+    client.on(sdk.RoomMemberEvent.Membership, (event, member) => this.onMembership(s, event, member));
   }
 
   /** Invites from allowed users or into allowed rooms are taken; others are left unanswered. */
@@ -328,30 +335,30 @@ export class MatrixTransport implements ChatTransport {
 
   private onceDecrypted(s: Session, event: MatrixEvent, room: Room): void {
     const timer = setTimeout(() => {
-      event.off(MatrixEventEvent.Decrypted, retry);
+      event.off(s.sdk.MatrixEventEvent.Decrypted, retry);
       this.log('warn', `matrix: a message in ${room.roomId} from ${event.getSender()} could not be decrypted (${event.decryptionFailureReason ?? 'no key'}); ask them to send it again`);
     }, DECRYPT_WAIT_MS);
     timer.unref();
     const retry = () => {
       if (event.isDecryptionFailure()) return;
       clearTimeout(timer);
-      event.off(MatrixEventEvent.Decrypted, retry);
+      event.off(s.sdk.MatrixEventEvent.Decrypted, retry);
       void this.onMessage(s, event, room).catch((e: unknown) => this.log('error', `matrix: event ${event.getId()}: ${describeError(e)}`));
     };
-    event.on(MatrixEventEvent.Decrypted, retry);
+    event.on(s.sdk.MatrixEventEvent.Decrypted, retry);
   }
 
   private async onMessage(s: Session, event: MatrixEvent, room: Room): Promise<void> {
-    if (event.getType() !== EventType.RoomMessage || this.stopped) return;
+    if (event.getType() !== M.message || this.stopped) return;
     const content = event.getContent();
     // Edits are not new requests, and notices are what bots say: answering them could loop two bots forever.
-    if (content['m.relates_to']?.rel_type === RelationType.Replace || content.msgtype === MsgType.Notice) return;
+    if (content['m.relates_to']?.rel_type === M.replace || content.msgtype === M.notice) return;
     const id = event.getId();
     if (!id || this.accepted.has(id) || event.getTs() <= this.since) return;
-    const media = content.msgtype === MsgType.Text || content.msgtype === MsgType.Emote ? null : mediaOf(content);
+    const isText = content.msgtype === M.text || content.msgtype === M.emote;
+    const media = isText ? null : mediaOf(content);
     const body = typeof content.body === 'string' ? withoutReplyFallback(content.body) : '';
-    if (media === null && (content.msgtype !== MsgType.Text && content.msgtype !== MsgType.Emote)) return;
-    if (media === null && body.trim() === '') return;
+    if (media === null && (!isText || body.trim() === '')) return;
     const sender = event.getSender()!;
     const replyTo = content['m.relates_to']?.['m.in_reply_to']?.event_id;
     const mentions = content['m.mentions'] as { user_ids?: unknown } | undefined;
@@ -429,7 +436,7 @@ export class MatrixTransport implements ChatTransport {
     return (emoji) => {
       const style = this.deps.config().scene.reaction_style;
       if (style === 'off' || emoji === '✍' || (style === 'seen' && emoji !== '👀')) return;
-      s.client.sendEvent(roomId, EventType.Reaction, { 'm.relates_to': { rel_type: RelationType.Annotation, event_id: eventId, key: emoji } }).catch(() => undefined);
+      s.client.sendEvent(roomId, M.reaction as never, { 'm.relates_to': { rel_type: M.annotation, event_id: eventId, key: emoji } } as never).catch(() => undefined);
     };
   }
 
@@ -530,7 +537,7 @@ export class MatrixTransport implements ChatTransport {
       body: `* ${next.body}`,
       formatted_body: `* ${next.formatted_body}`,
       'm.new_content': next,
-      'm.relates_to': { rel_type: RelationType.Replace, event_id: eventId },
+      'm.relates_to': { rel_type: M.replace, event_id: eventId },
     } as never);
   }
 
@@ -554,7 +561,7 @@ function messageContent(chunk: TelegramChunk): { msgtype: string; body: string; 
     .split(/(<pre>[\s\S]*?<\/pre>)/)
     .map((part, i) => (i % 2 === 1 ? part : part.replace(/\n/g, '<br>')))
     .join('');
-  return { msgtype: MsgType.Text, body: chunk.plain, format: 'org.matrix.custom.html', formatted_body: html };
+  return { msgtype: M.text, body: chunk.plain, format: 'org.matrix.custom.html', formatted_body: html };
 }
 
 /** Buttons as numbered options under the text: a reply of the number presses one (`pressed`). */
@@ -604,27 +611,33 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-function firstSync(client: MatrixClient): Promise<void> {
+function firstSync(sdk: Sdk, client: MatrixClient): Promise<void> {
   return new Promise((resolve) => {
     const onSync = (state: SyncState) => {
-      if (state !== SyncState.Prepared && state !== SyncState.Syncing) return;
-      client.off(ClientEvent.Sync, onSync);
+      if (state !== sdk.SyncState.Prepared && state !== sdk.SyncState.Syncing) return;
+      client.off(sdk.ClientEvent.Sync, onSync);
       resolve();
     };
-    client.on(ClientEvent.Sync, onSync);
+    client.on(sdk.ClientEvent.Sync, onSync);
   });
 }
 
+/** A homeserver's refusal as the SDK reports it (its MatrixError, told apart by shape: the class is only there once loaded). */
+function matrixError(e: unknown): { errcode?: string; httpStatus?: number; data: { error?: string }; message: string } | null {
+  return e instanceof Error && 'errcode' in e && 'data' in e ? (e as never) : null;
+}
+
 function isUnknownToken(e: unknown): boolean {
-  return e instanceof MatrixError && e.errcode === 'M_UNKNOWN_TOKEN';
+  return matrixError(e)?.errcode === 'M_UNKNOWN_TOKEN';
 }
 
 /** One phrase for the log and the banner: what is wrong and what to check. */
 export function matrixProblem(e: unknown): string {
-  if (e instanceof MatrixError) {
-    if (e.errcode === 'M_FORBIDDEN' && e.httpStatus === 403) return `the homeserver refused the login (${e.errcode}): check matrix.user_id and matrix.password`;
-    if (e.errcode === 'M_UNKNOWN_TOKEN') return `the homeserver no longer knows the access token (${e.errcode}); logging in again with matrix.password`;
-    return `${e.httpStatus ?? ''} ${e.errcode ?? ''} ${e.data.error ?? e.message}`.trim();
+  const me = matrixError(e);
+  if (me) {
+    if (me.errcode === 'M_FORBIDDEN' && me.httpStatus === 403) return `the homeserver refused the login (${me.errcode}): check matrix.user_id and matrix.password`;
+    if (me.errcode === 'M_UNKNOWN_TOKEN') return `the homeserver no longer knows the access token (${me.errcode}); logging in again with matrix.password`;
+    return `${me.httpStatus ?? ''} ${me.errcode ?? ''} ${me.data.error ?? me.message}`.trim();
   }
   if (e instanceof SvcError) return e.message;
   return `cannot reach the homeserver: ${describeError(e)}`;
