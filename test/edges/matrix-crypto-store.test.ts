@@ -6,116 +6,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { serialize } from 'node:v8';
-import { ClientEvent, createClient, EventType, MsgType, SyncState, type MatrixClient, type MatrixEvent } from 'matrix-js-sdk';
-// Deep import: the SDK's own modules log through this shared logger, not the one a client is given.
-import { logger } from 'matrix-js-sdk/lib/logger.js';
+import { MsgType, type LoginResponse, type MatrixClient } from 'matrix-js-sdk';
 import { MatrixCryptoStore } from '../../edges/matrix/index.js';
 import { startFakeMatrix, unrefSdkRequestTimers, type FakeMatrix } from '../fixtures/fake-matrix.js';
-import { until } from '../fixtures/until.js';
+import { clientFor, knowEachOther, loginRequest, quietSdkConsole, roomMessage, startMatrixClient, syncClient } from '../fixtures/matrix-client.js';
 
-(logger as unknown as { setLevel(l: string): void }).setLevel('error');
-// As in fake-matrix.test.ts: the SDK's child loggers and the Rust core's tracing write thousands of debug lines
-// through the console that would bury a failure. Warnings and errors still show.
-const consoleDebug = console.debug;
-const consoleInfo = console.info;
-const consoleLog = console.log;
-const consoleError = console.error;
-console.debug = console.info = console.log = () => {};
-console.error = (...args: unknown[]) => {
-  if (args.some((a) => typeof a === 'string' && a.startsWith('Got room state event for unknown room'))) return;
-  // A sync still being processed when its client stops meets the freed Rust machine; harmless (docs/matrix-notes.md).
-  if (args.some((a) => a instanceof Error && a.message === 'null pointer passed to rust')) return;
-  consoleError(...args);
-};
-t.teardown(() => {
-  console.debug = consoleDebug;
-  console.info = consoleInfo;
-  console.log = consoleLog;
-  console.error = consoleError;
-});
+// As in fake-matrix.test.ts: thousands of debug lines from the SDK and the Rust core would bury a failure.
+t.teardown(quietSdkConsole());
 t.teardown(unrefSdkRequestTimers());
 
-const quiet = {
-  trace() {},
-  debug() {},
-  info() {},
-  warn() {},
-  error(...args: unknown[]) {
-    console.error('[matrix-js-sdk]', ...args);
-  },
-  getChild() {
-    return quiet;
-  },
-};
-
-interface Creds {
-  user_id: string;
-  access_token: string;
-  device_id: string;
-}
-
-async function login(fake: FakeMatrix, user: string, password: string): Promise<Creds> {
-  const anon = createClient({ baseUrl: fake.baseUrl, logger: quiet });
-  return anon.loginRequest({ type: 'm.login.password', identifier: { type: 'm.id.user', user }, password });
-}
-
-const clientOf = (fake: FakeMatrix, creds: Creds) =>
-  createClient({ baseUrl: fake.baseUrl, userId: creds.user_id, accessToken: creds.access_token, deviceId: creds.device_id, logger: quiet });
-
-async function sync(client: MatrixClient): Promise<MatrixClient> {
-  const prepared = new Promise<void>((ok, fail) => {
-    const onSync = (state: SyncState) => {
-      if (state === SyncState.Prepared || state === SyncState.Syncing) {
-        client.off(ClientEvent.Sync, onSync);
-        ok();
-      } else if (state === SyncState.Error) fail(new Error(`${client.getUserId()}: sync failed`));
-    };
-    client.on(ClientEvent.Sync, onSync);
-  });
-  await client.startClient({ initialSyncLimit: 20, lazyLoadMembers: false });
-  await prepared;
-  return client;
-}
-
-/** A client with in-memory crypto, as the people talking to the bot have. */
-async function person(fake: FakeMatrix, user: string, password: string): Promise<MatrixClient> {
-  const client = clientOf(fake, await login(fake, user, password));
-  await client.initRustCrypto({ useIndexedDB: false });
-  return sync(client);
-}
-
 /** A bot client (a new device when `creds` is new, the same device again otherwise) whose crypto lives in `store`. */
-async function bot(fake: FakeMatrix, creds: Creds, store: MatrixCryptoStore, key: Uint8Array): Promise<MatrixClient> {
-  const client = clientOf(fake, creds);
+async function bot(fake: FakeMatrix, creds: LoginResponse, store: MatrixCryptoStore, key: Uint8Array): Promise<MatrixClient> {
+  const client = clientFor(fake, creds);
   await store.initCrypto(client, key);
-  return sync(client);
+  return syncClient(client);
 }
 
-async function knowsDevice(client: MatrixClient, other: MatrixClient) {
-  const userId = other.getUserId()!;
-  const deviceId = other.getDeviceId()!;
-  await until(
-    `${client.getUserId()} to know ${userId}'s device ${deviceId}`,
-    async () => (await client.getCrypto()!.getUserDeviceInfo([userId], true)).get(userId)?.has(deviceId),
-    20_000,
-  );
-}
-
-/** The text of a message in the room's live timeline once decrypted (already there or still to come). */
-async function decrypted(client: MatrixClient, roomId: string, eventId: string, what: string): Promise<MatrixEvent> {
-  return until(
-    what,
-    async () => {
-      for (const e of client.getRoom(roomId)?.getLiveTimeline().getEvents() ?? []) {
-        if (e.getId() !== eventId) continue;
-        await client.decryptEventIfNeeded(e);
-        if (e.getType() === EventType.RoomMessage && !e.isDecryptionFailure()) return e;
-      }
-      return undefined;
-    },
-    20_000,
-  );
-}
+/** A message in the room's live timeline once decrypted (already there or still to come). */
+const decrypted = (client: MatrixClient, roomId: string, eventId: string, what: string) => roomMessage(client, roomId, (e) => e.getId() === eventId, what);
 
 const send = async (client: MatrixClient, roomId: string, body: string) => (await client.sendMessage(roomId, { msgtype: MsgType.Text, body })).event_id;
 
@@ -143,15 +51,15 @@ t.test('a bot restarted from its store file is the same device and reads what wa
   // The directory does not exist yet: the store makes it, private.
   const file = join(dir, 'matrix', 'crypto.bin');
   const key = new Uint8Array(randomBytes(32));
-  const creds = await login(fake, 'bot', 'bot-pw');
+  const creds = await loginRequest(fake, 'bot', 'bot-pw');
 
   const store1 = await MatrixCryptoStore.open(file, { saveDelayMs: 20 });
   // A failed assertion must not leave a store open: the globals check in the next test would fail along with it.
   t.teardown(() => store1.close().catch(() => undefined));
   const bot1 = await bot(fake, creds, store1, key);
-  const a = await person(fake, 'alice', 'alice-pw');
+  const a = await startMatrixClient(fake, 'alice', 'alice-pw');
   clients.push(bot1, a);
-  await Promise.all([knowsDevice(a, bot1), knowsDevice(bot1, a)]);
+  await knowEachOther(a, bot1);
   const keysBefore = await bot1.getCrypto()!.getOwnDeviceKeys();
   const first = await send(a, roomId, 'hello bot, before your restart');
   t.equal((await decrypted(bot1, roomId, first, 'the bot to read alice\'s first message')).getContent().body, 'hello bot, before your restart');
@@ -217,7 +125,7 @@ t.test('two bots in one process keep separate stores; the IndexedDB globals are 
   const dir = await tempDir(t);
   const files = [join(dir, 'main.bin'), join(dir, 'sub.bin')];
   const keys = [new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32))];
-  const creds = await Promise.all([login(fake, 'main-bot', 'pw-1'), login(fake, 'sub-bot', 'pw-2')]);
+  const creds = await Promise.all([loginRequest(fake, 'main-bot', 'pw-1'), loginRequest(fake, 'sub-bot', 'pw-2')]);
 
   t.equal((globalThis as { indexedDB?: unknown }).indexedDB, undefined, 'Node has no indexedDB of its own');
   const stores = await Promise.all(files.map((f) => MatrixCryptoStore.open(f)));
@@ -228,9 +136,9 @@ t.test('two bots in one process keep separate stores; the IndexedDB globals are 
   t.notOk('indexedDB' in globalThis, 'indexedDB is gone again after the inits');
   t.equal(typeof (globalThis as { IDBKeyRange?: unknown }).IDBKeyRange, 'function', 'IDBKeyRange stays while a store is in use: the wasm glue names it on ranged reads');
 
-  const a = await person(fake, 'alice', 'alice-pw');
+  const a = await startMatrixClient(fake, 'alice', 'alice-pw');
   clients.push(a);
-  await Promise.all(bots.flatMap((b) => [knowsDevice(a, b), knowsDevice(b, a)]));
+  await Promise.all(bots.map((b) => knowEachOther(a, b)));
   const identities = await Promise.all(bots.map((b) => b.getCrypto()!.getOwnDeviceKeys()));
   t.not(identities[0]!.ed25519, identities[1]!.ed25519, 'two devices, two identities');
   const sent = await Promise.all([0, 1].map((i) => send(a, rooms[i]!, `for bot ${i}`)));

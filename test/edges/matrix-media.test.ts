@@ -5,33 +5,20 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createClient, type MatrixClient } from 'matrix-js-sdk';
+import type { MatrixClient } from 'matrix-js-sdk';
 import { datedUploadFolder } from '../../edges/index.js';
 import { downloadMedia, mediaOf, uploadFile, type EncryptedFile, type MatrixMedia } from '../../edges/matrix/matrix-media.js';
 import { startFakeMatrix, unrefSdkRequestTimers } from '../fixtures/fake-matrix.js';
+import { clientFor, loginRequest } from '../fixtures/matrix-client.js';
 
 t.teardown(unrefSdkRequestTimers());
-
-/** The SDK logs every request at debug; only errors should show. */
-const quiet = {
-  trace() {},
-  debug() {},
-  info() {},
-  warn() {},
-  error(...args: unknown[]) {
-    console.error('[matrix-js-sdk]', ...args);
-  },
-  getChild() {
-    return quiet;
-  },
-};
 
 const fake = await startFakeMatrix();
 t.teardown(() => fake.close());
 fake.registerUser('bot', 'pw');
-const creds = await createClient({ baseUrl: fake.baseUrl, logger: quiet }).loginRequest({ type: 'm.login.password', identifier: { type: 'm.id.user', user: 'bot' }, password: 'pw' });
 // Media need no sync and no crypto machine: a logged-in client is enough.
-const client: MatrixClient = createClient({ baseUrl: fake.baseUrl, userId: creds.user_id, accessToken: creds.access_token, deviceId: creds.device_id, logger: quiet });
+const creds = await loginRequest(fake, 'bot', 'pw');
+const client: MatrixClient = clientFor(fake, creds);
 
 const scratch = t.testdir();
 /** A fresh destination per case, so "nothing left behind" is one directory listing. */
