@@ -33,6 +33,8 @@ import {
   handOverAfterRestart,
   keepRunning,
   mediaPrompt,
+  placeAnswer,
+  sendInOrder,
   technicalFooter,
   type Backoff,
   type MessengerMediaDeps,
@@ -494,24 +496,13 @@ export class MatrixTransport implements ChatTransport {
   private async final(s: Session, roomId: string, outcome: TurnOutcome, streamed: string | null): Promise<void> {
     const footer = this.deps.config().scene.technical_footer ? technicalFooter(outcome) : '';
     const chunks = splitForTelegram(answerText(outcome) + footer, MATRIX_TEXT_LIMIT);
-    const buttons = outcome.buttons ?? [];
-    if (streamed !== null && chunks.length > 0) {
-      const [first, ...rest] = chunks;
-      try {
-        await this.editChunk(s, roomId, streamed, first!, rest.length === 0 ? buttons : []);
-      } catch {
-        // The preview can no longer be edited: the final text goes out new, never lost.
-        await this.sendChunk(s, roomId, first!, rest.length === 0 ? buttons : []);
-      }
-      await this.sendAll(s, roomId, rest, buttons);
-    } else {
-      await this.sendAll(s, roomId, chunks, buttons);
-    }
+    const out = { send: (c: TelegramChunk, b: readonly ChatButton[]) => this.sendChunk(s, roomId, c, b), edit: (id: string, c: TelegramChunk, b: readonly ChatButton[]) => this.editChunk(s, roomId, id, c, b) };
+    await placeAnswer(out, chunks, outcome.buttons ?? [], streamed);
     for (const f of outcome.files) await this.sendFile(s, roomId, f);
   }
 
   private async sendAll(s: Session, roomId: string, chunks: readonly TelegramChunk[], buttons: readonly ChatButton[]): Promise<void> {
-    for (let i = 0; i < chunks.length; i++) await this.sendChunk(s, roomId, chunks[i]!, i === chunks.length - 1 ? buttons : []);
+    await sendInOrder((c: TelegramChunk, b: readonly ChatButton[]) => this.sendChunk(s, roomId, c, b), chunks, buttons);
   }
 
   private async sendFile(s: Session, roomId: string, f: TurnFile): Promise<void> {

@@ -6,6 +6,7 @@ import {
   describeError,
   isSvcError,
   type AgentAsk,
+  type ChatButton,
   type MessageEditor,
   type OwedAnswer,
   type Principal,
@@ -81,6 +82,34 @@ export function answerInChat<Id>(o: AnswerInChat<Id>): void {
       },
     )
     .catch(o.onError);
+}
+
+/** How one chat sends the parts of an answer: a new message, or an edit of one sent before. */
+export interface AnswerParts<Id, Part> {
+  send(part: Part, buttons: readonly ChatButton[]): Promise<unknown>;
+  edit(id: Id, part: Part, buttons: readonly ChatButton[]): Promise<void>;
+}
+
+/** Sends the parts in order, the buttons under the last. */
+export async function sendInOrder<Part>(send: AnswerParts<unknown, Part>['send'], parts: readonly Part[], buttons: readonly ChatButton[]): Promise<void> {
+  for (let i = 0; i < parts.length; i++) await send(parts[i]!, i === parts.length - 1 ? buttons : []);
+}
+
+/**
+ * The whole answer in the chat: the streamed message (when there is one) becomes its first part,
+ * the rest follow with the buttons under the last. A preview that can no longer be edited (deleted,
+ * too old) gets its part as a new message: the final text is never lost.
+ */
+export async function placeAnswer<Id, Part>(out: AnswerParts<Id, Part>, parts: readonly Part[], buttons: readonly ChatButton[], streamed: Id | null): Promise<void> {
+  if (streamed === null || parts.length === 0) return sendInOrder(out.send, parts, buttons);
+  const [first, ...rest] = parts;
+  const under = rest.length === 0 ? buttons : [];
+  try {
+    await out.edit(streamed, first!, under);
+  } catch {
+    await out.send(first!, under);
+  }
+  await sendInOrder(out.send, rest, buttons);
 }
 
 /** The line under an answer when `scene.technical_footer` is on: model, tokens, cost, time. */

@@ -33,6 +33,8 @@ import {
   handOverAfterRestart,
   keepRunning,
   mediaPrompt,
+  placeAnswer,
+  sendInOrder,
   technicalFooter,
   type Backoff,
   type MessengerMediaDeps,
@@ -325,24 +327,13 @@ export class TelegramTransport implements ChatTransport {
   private async final(target: Target, outcome: TurnOutcome, streamedId: number | null): Promise<void> {
     const footer = this.deps.config().scene.technical_footer ? technicalFooter(outcome) : '';
     const chunks = splitForTelegram(answerText(outcome) + footer);
-    const buttons = outcome.buttons ?? [];
-    if (streamedId !== null && chunks.length > 0) {
-      const [first, ...rest] = chunks;
-      try {
-        await this.editChunk(target, streamedId, first!, rest.length === 0 ? buttons : []);
-      } catch {
-        // The preview can no longer be edited (deleted, too old): the final text goes out new, never lost.
-        await this.sendChunk(target, first!, rest.length === 0 ? buttons : []);
-      }
-      await this.sendAll(target, rest, buttons);
-    } else {
-      await this.sendAll(target, chunks, buttons);
-    }
+    const out = { send: (c: TelegramChunk, b: readonly ChatButton[]) => this.sendChunk(target, c, b), edit: (id: number, c: TelegramChunk, b: readonly ChatButton[]) => this.editChunk(target, id, c, b) };
+    await placeAnswer(out, chunks, outcome.buttons ?? [], streamedId);
     for (const f of outcome.files) await this.sendFile(target, f);
   }
 
   private async sendAll(target: Target, chunks: readonly TelegramChunk[], buttons: readonly ChatButton[]): Promise<void> {
-    for (let i = 0; i < chunks.length; i++) await this.sendChunk(target, chunks[i]!, i === chunks.length - 1 ? buttons : []);
+    await sendInOrder((c: TelegramChunk, b: readonly ChatButton[]) => this.sendChunk(target, c, b), chunks, buttons);
   }
 
   private async sendFile(target: Target, f: TurnFile): Promise<void> {
