@@ -40,6 +40,7 @@ const tx = texts({
     promptTemplate: 'Prompt template',
     promptHint: '{{field}} is replaced with the payload\'s top-level field',
     auth: 'Authentication',
+    authMethod: 'Method',
     bearer: 'Bearer token',
     hmac: 'HMAC signature',
     secret: 'Secret',
@@ -91,6 +92,7 @@ const tx = texts({
     promptTemplate: 'Шаблон промпта',
     promptHint: '{{field}} заменяется полем верхнего уровня из тела запроса',
     auth: 'Аутентификация',
+    authMethod: 'Способ',
     bearer: 'Bearer-токен',
     hmac: 'Подпись HMAC',
     secret: 'Секрет',
@@ -234,7 +236,7 @@ function HookForm({ hook, onDone, onClose }: { hook: Webhook | null; onDone: (cr
         </Field>
         <fieldset class="auto-fieldset">
           <legend>{t('auth')}</legend>
-          <Field label={t('auth')}>
+          <Field label={t('authMethod')}>
             <select name="auth" value={f.auth} onChange={(e) => set('auth')(e.currentTarget.value as Form['auth'])}>
               <option value="bearer">{t('bearer')}</option>
               <option value="hmac">{t('hmac')}</option>
