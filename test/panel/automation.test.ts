@@ -135,7 +135,7 @@ else {
       await v.page.goto('/cron');
       await v.page.getByRole('button', { name: 'Details: Viewer sees me' }).waitFor();
       t.equal(await v.page.getByRole('button', { name: /^(New cron job|Edit|Pause|Delete|Run now)/ }).count(), 0, 'no write control on cron');
-      t.ok(await v.page.evaluate(() => document.documentElement.scrollWidth <= 375), 'no horizontal overflow at 375 px');
+      t.ok(await v.page.evaluate('document.documentElement.scrollWidth <= 375'), 'no horizontal overflow at 375 px');
       t.same(await seriousViolations(v.page), [], 'the viewer\'s cron page passes the accessibility scan');
       await v.page.getByRole('button', { name: 'Details: Viewer sees me' }).click();
       await v.page.getByText('No runs yet').waitFor();
@@ -145,7 +145,7 @@ else {
       await v.page.getByRole('button', { name: 'Details: Viewer hook' }).click();
       await v.page.getByText('No calls yet').waitFor();
       t.equal(await v.page.getByRole('button', { name: 'Check' }).count(), 0, 'no signature test (operator and up)');
-      t.ok(await v.page.evaluate(() => document.documentElement.scrollWidth <= 375), 'no horizontal overflow at 375 px');
+      t.ok(await v.page.evaluate('document.documentElement.scrollWidth <= 375'), 'no horizontal overflow at 375 px');
       t.same(v.problems, [], 'no console error and no failed request for the viewer');
     });
   });

@@ -102,7 +102,7 @@ function SkillEditor({ base, skill, writable, onClose, onSaved }: { base: string
         <form onSubmit={submit}>
           {!skill ? (
             <Field label={t('skillName')}>
-              <input name="name" required pattern="[A-Za-z0-9_-]+" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+              <input name="name" required pattern="[A-Za-z0-9_\-]+" value={name} onInput={(e) => setName(e.currentTarget.value)} />
             </Field>
           ) : null}
           {writable ? (
