@@ -80,7 +80,7 @@ const LINKS: { href: string; key: NavKey; admin?: boolean }[] = [
   { href: '/notifications', key: 'notifications' },
   { href: '/memory', key: 'memory' },
   { href: '/skills', key: 'skills' },
-  { href: '/files', key: 'files' },
+  { href: '/user-files', key: 'files' },
   { href: '/users', key: 'users', admin: true },
   { href: '/audit', key: 'audit', admin: true },
   { href: '/settings', key: 'settings' },

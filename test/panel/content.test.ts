@@ -120,11 +120,11 @@ else {
       t.equal((await stand.api('POST', '/api/users', { username: 'watcher', password: 'watcher-password-123', role: 'viewer' })).status, 201);
       const v = await openPage(browser, stand, { viewport: { width: 375, height: 800 } });
       await logIn(v.page, 'watcher', 'watcher-password-123');
-      // Through the navigation (at this width a drawer): /files itself is also the direct API's route.
+      // Through the navigation (at this width a drawer).
       for (const [path, link, text] of [
         ['/memory', 'Memory', 'Your role cannot read memory.'],
         ['/skills', 'Skills', 'Your role cannot read skills.'],
-        ['/files', 'Files', 'Your role cannot browse files.'],
+        ['/user-files', 'Files', 'Your role cannot browse files.'],
       ] as const) {
         await v.page.getByRole('button', { name: 'Menu' }).click();
         await v.page.getByRole('link', { name: link, exact: true }).click();
