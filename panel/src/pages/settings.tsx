@@ -7,7 +7,7 @@ import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
 import { Button, Card, ErrorBanner, Field, Loading, Notice, Page } from '../ui/components';
 import { instanceName } from '../ui/instance-name';
-import { ConfigTree, type Json } from './admin/config-tree';
+import { ConfigEntries, type Json } from './admin/config-tree';
 import { PortabilityCard } from './admin/portability-card';
 import { RagCard } from './admin/rag-card';
 import './admin.css';
@@ -108,9 +108,7 @@ function ConfigCard() {
       {config.loading && !config.data ? <Loading /> : null}
       {config.data ? (
         <div class="config-tree">
-          {Object.entries(config.data).map(([k, v]) => (
-            <ConfigTree key={k} name={k} value={v} />
-          ))}
+          <ConfigEntries value={config.data} />
         </div>
       ) : null}
     </Card>

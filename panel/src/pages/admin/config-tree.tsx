@@ -20,18 +20,14 @@ function leaf(key: string, value: Json): string {
 
 const isTree = (v: Json): v is Json[] | { [k: string]: Json } => v !== null && typeof v === 'object' && (Array.isArray(v) ? v.some((x) => x !== null && typeof x === 'object') : Object.keys(v).length > 0);
 
-/** The configuration as nested, collapsible groups; plain values as key/value rows. */
-export function ConfigTree({ value, name, open = false }: { value: Json; name: string; open?: boolean }) {
+/** An object's plain values as key/value rows, then its nested objects as collapsible groups. */
+export function ConfigEntries({ value }: { value: Json[] | { [k: string]: Json } }) {
   const t = useT(s);
-  if (!isTree(value)) return <dl class="kv"><dt>{name}</dt><dd>{leaf(name, value)}</dd></dl>;
   const entries: [string, Json][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
   const plain = entries.filter(([, v]) => !isTree(v));
   const nested = entries.filter(([, v]) => isTree(v));
   return (
-    <details open={open}>
-      <summary>
-        {name} <span class="muted small">({Array.isArray(value) ? t('items', { n: entries.length }) : t('keys', { n: entries.length })})</span>
-      </summary>
+    <>
       {plain.length ? (
         <dl class="kv">
           {plain.map(([k, v]) => (
@@ -45,6 +41,21 @@ export function ConfigTree({ value, name, open = false }: { value: Json; name: s
       {nested.map(([k, v]) => (
         <ConfigTree key={k} name={k} value={v} />
       ))}
+    </>
+  );
+}
+
+/** A nested block as a collapsible group (closed at first); a plain value as one key/value row. */
+export function ConfigTree({ value, name }: { value: Json; name: string }) {
+  const t = useT(s);
+  if (!isTree(value)) return <dl class="kv"><dt>{name}</dt><dd>{leaf(name, value)}</dd></dl>;
+  const n = Array.isArray(value) ? value.length : Object.keys(value).length;
+  return (
+    <details>
+      <summary>
+        {name} <span class="muted small">({Array.isArray(value) ? t('items', { n }) : t('keys', { n })})</span>
+      </summary>
+      <ConfigEntries value={value} />
     </details>
   );
 }

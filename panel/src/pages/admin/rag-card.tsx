@@ -24,6 +24,8 @@ const s = texts({
     enable: 'Enable RAG',
     enableReranker: 'Use the reranker',
     restart: 'Saved. Restart svc for the new RAG settings to take effect.',
+    running: 'Running now',
+    next: 'Settings (applied at the next start)',
     yes: 'yes',
     no: 'no',
   },
@@ -45,6 +47,8 @@ const s = texts({
     enable: 'Включить RAG',
     enableReranker: 'Использовать реранкер',
     restart: 'Сохранено. Перезапустите svc, чтобы новые настройки RAG вступили в силу.',
+    running: 'Работает сейчас',
+    next: 'Настройки (применяются при следующем запуске)',
     yes: 'да',
     no: 'нет',
   },
@@ -118,6 +122,7 @@ export function RagCard({ canWrite }: { canWrite: boolean }) {
     <Card title={t('title')}>
       <ErrorBanner error={status.error} onRetry={() => void status.reload()} />
       {status.loading && !d ? <Loading /> : null}
+      {d && canWrite ? <p class="muted rag-caption">{t('running')}</p> : null}
       {d ? (
         <dl class="kv">
           <dt>{t('state')}</dt>
@@ -147,6 +152,7 @@ export function RagCard({ canWrite }: { canWrite: boolean }) {
       ) : null}
       {canWrite && draft ? (
         <form class="narrow-form rag-form" onSubmit={(e) => void submit(e)}>
+          <p class="muted rag-caption">{t('next')}</p>
           <ErrorBanner error={action.error} />
           {restart ? (
             <p class="banner banner-warn" role="status">
