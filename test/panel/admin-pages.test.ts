@@ -212,6 +212,31 @@ if (SKIP_REASON) {
     await context.close();
   });
 
+  await t.test('an admin turns 2FA off for a user who lost the phone', async (t) => {
+    // vera turns 2FA on herself, through the API with her own bearer token.
+    const base = { 'content-type': 'application/json', connection: 'close' };
+    const login = await (await fetch(`${stand.url}/api/auth/login`, { method: 'POST', headers: base, body: JSON.stringify({ username: 'vera', password: 'viewer-pass-1' }) })).json() as { access_token: string };
+    const headers = { ...base, authorization: `Bearer ${login.access_token}` };
+    const setup = await (await fetch(`${stand.url}/api/auth/2fa/setup`, { method: 'POST', headers, body: '{}' })).json() as { secret: string };
+    const verified = await fetch(`${stand.url}/api/auth/2fa/verify`, { method: 'POST', headers, body: JSON.stringify({ code: new TOTP({ secret: setup.secret }).generate() }) });
+    t.equal(verified.status, 200);
+    t.equal((await user('vera'))?.totp_enabled, true);
+
+    const { page, context, problems } = await openPage(browser, stand);
+    await newAddress(context);
+    await logIn(page, 'admin', stand.adminPassword);
+    await page.goto('/users');
+    await page.getByRole('row', { name: /vera/ }).getByText('On', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit vera' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit user vera' });
+    await dialog.getByLabel(/Turn off two-factor authentication/).check();
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('User vera saved.').waitFor();
+    t.equal((await user('vera'))?.totp_enabled, false, '2FA is off for vera');
+    t.same(problems, [], 'no console error or failed request');
+    await context.close();
+  });
+
   await t.test('in Russian, dark', async (t) => {
     const { page, context, problems } = await openPage(browser, stand, { locale: 'ru-RU', colorScheme: 'dark' });
     await newAddress(context);
