@@ -9,7 +9,7 @@ import { STATIC_TOKEN, SKIP_REASON, logIn, openBrowser, openPage, panelStand, se
  * The users, audit, settings and profile pages in a real browser against a real daemon: every write
  * made through the UI and checked through the API. The daemon trusts 127.0.0.1 as a proxy so each
  * sign-in can name its own client address: the per-address login limit (5 a minute) would otherwise
- * stop the sixth sign-in of the run.
+ * stop the sixth sign-in of the run. SHOTS=<dir> saves screenshots of the pages there, to look at.
  */
 
 let addr = 10;
@@ -82,7 +82,7 @@ if (SKIP_REASON) {
 
     // A phone-width screen scrolls the table, not the page.
     await page.setViewportSize({ width: 375, height: 800 });
-    t.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 375), 'no horizontal overflow at 375 px');
+    t.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= 375, 'no horizontal overflow at 375 px');
     await page.setViewportSize({ width: 1280, height: 900 });
 
     // The audit log shows these actions.
@@ -141,6 +141,10 @@ if (SKIP_REASON) {
     t.match(await user('ivan'), { role: 'viewer' });
 
     if (process.env.SHOTS) await page.screenshot({ path: `${process.env.SHOTS}/settings.png`, fullPage: true });
+    await page.locator('.config-tree summary', { hasText: /^panel \(/ }).click();
+    await page.setViewportSize({ width: 375, height: 800 });
+    t.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= 375, 'settings: no horizontal overflow at 375 px');
+    await page.setViewportSize({ width: 1280, height: 900 });
     t.same(await seriousViolations(page), [], 'settings page: no serious accessibility violation');
     t.same(problems, [], 'no console error or failed request');
     await context.close();
@@ -165,6 +169,9 @@ if (SKIP_REASON) {
     await page.goto('/profile');
     await heading(page, 'Profile');
     await page.getByRole('definition').filter({ hasText: 'vera' }).first().waitFor();
+    await page.setViewportSize({ width: 375, height: 800 });
+    t.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= 375, 'profile: no horizontal overflow at 375 px');
+    await page.setViewportSize({ width: 1280, height: 900 });
     t.same(await seriousViolations(page), [], 'profile page: no serious accessibility violation');
     t.same(problems, [], 'no console error or failed request');
     await context.close();
