@@ -1,11 +1,11 @@
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { get } from './api/client';
 import { adminSocket, type SocketState } from './api/socket';
 import { language, texts, useT, type Lang } from './i18n';
 import { isAdmin, logout, useSession } from './session';
 import { useStore } from './store';
+import { instanceName, loadInstanceName } from './ui/instance-name';
 import { theme, type Theme } from './theme';
 import { unreadCount } from './unread';
 
@@ -98,15 +98,11 @@ export function Layout({ children }: { children: ComponentChildren }) {
   const currentTheme = useStore(theme);
   const unread = useStore(unreadCount);
   const [open, setOpen] = useState(false);
-  const [instance, setInstance] = useState('');
+  const instance = useStore(instanceName);
   const [live, setLive] = useState<SocketState>('connecting');
   useEffect(() => adminSocket.onState(setLive), []);
   useEffect(() => setOpen(false), [path]);
-  useEffect(() => {
-    get<{ instance_name?: string }>('/api/system/status')
-      .then((s) => setInstance(s.instance_name ?? ''))
-      .catch(() => undefined);
-  }, []);
+  useEffect(loadInstanceName, []);
   return (
     <div class={`shell ${open ? 'nav-open' : ''}`}>
       <a class="skip" href="#main">
