@@ -15,7 +15,26 @@ import { SKIP_REASON, logIn, openBrowser, openPage, panelStand, seriousViolation
 // Four pieces, one every 500 ms: slow enough to see each partial text, fast enough for a test.
 const REPLY = 'Alpha bravo charlie delta echo foxtrot golf hotel';
 
-const bubbleText = (page: Page, sel: string) => page.locator(sel).last().innerText();
+/** The page's document, typed as far as these checks need (the test's own types have no DOM). */
+interface Doc {
+  querySelector(s: string): { textContent: string | null } | null;
+  documentElement: { scrollWidth: number };
+}
+
+type Win = { document: Doc & { body: unknown }; MutationObserver: new (cb: () => void) => { observe(n: unknown, o: unknown): void }; seen?: string[] };
+
+/** Records every distinct text the streaming bubble shows, as it changes (polling could miss one). */
+function watchBubble(page: Page) {
+  return page.evaluate(() => {
+    const w = globalThis as unknown as Win;
+    const seen: string[] = (w.seen = []);
+    new w.MutationObserver(() => {
+      const s = w.document.querySelector('.chat-live .markdown')?.textContent ?? '';
+      if (s && seen[seen.length - 1] !== s) seen.push(s);
+    }).observe(w.document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+const bubbleTexts = (page: Page) => page.evaluate(() => (globalThis as unknown as Win).seen ?? []);
 
 if (SKIP_REASON) {
   t.plan(0, SKIP_REASON);
@@ -56,22 +75,16 @@ if (SKIP_REASON) {
     // Send; the answer streams in: two partial texts, then the final one.
     const read = page.waitForResponse((r) => r.url().endsWith(`/api/chat/sessions/${sessionId}/read`) && r.request().method() === 'POST');
     await page.getByLabel('Message').fill('Hi there');
+    await watchBubble(page);
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.waitForFunction(() => {
-      const el = document.querySelector('.chat-live .markdown');
-      const s = el?.textContent ?? '';
-      return s.includes('Alpha') && !s.includes('charlie');
-    });
-    const first = await bubbleText(page, '.chat-live .markdown');
-    await page.waitForFunction(() => {
-      const s = document.querySelector('.chat-live .markdown')?.textContent ?? '';
-      return s.includes('charlie') && !s.includes('hotel');
-    });
-    const second = await bubbleText(page, '.chat-live .markdown');
-    t.not(first, second, 'two distinct partial texts were shown');
+    // The first piece shows while the rest is still to come.
+    await page.locator('.chat-live .markdown', { hasText: 'Alpha' }).waitFor();
     await page.locator('.chat-msg-agent:not(.chat-live)', { hasText: 'hotel' }).waitFor();
     t.equal((await page.locator('.chat-msg-agent:not(.chat-live)').last().innerText()).includes(REPLY), true, 'the final text replaces the stream');
     t.equal(await page.locator('.chat-live').count(), 0, 'no live bubble is left');
+    const partial = (await bubbleTexts(page)).filter((x) => x.trim() !== REPLY);
+    t.ok(partial.length >= 2, `at least two partial texts were shown before the final one: ${JSON.stringify(partial)}`);
+    t.ok(partial.every((x) => REPLY.startsWith(x.trim())), 'each a beginning of the answer');
 
     // The other tab saw it too, and the stored history has both messages.
     await other.locator('.chat-msg-agent:not(.chat-live)', { hasText: 'hotel' }).waitFor();
@@ -118,10 +131,34 @@ if (SKIP_REASON) {
 
     t.same(await seriousViolations(page), [], 'axe: no serious violation');
 
+    // An answer in another session arrives in the background: its unread count rises, and opening
+    // it shows the answer once.
+    await other.getByRole('button', { name: 'New chat' }).click();
+    await other.waitForURL((u) => !!u.searchParams.get('session') && u.searchParams.get('session') !== sessionId);
+    const otherSession = new URL(other.url()).searchParams.get('session')!;
+    await page.reload();
+    await page.locator(`a[href*="session=${otherSession}"]`).waitFor();
+    await other.getByLabel('Message').fill('A second thread');
+    await other.getByRole('button', { name: 'Send' }).click();
+    await other.locator('.chat-live').waitFor();
+    // Leave it before the answer: nobody reads it there.
+    await other.locator(`a[href*="session=${sessionId}"]`).click();
+    await other.locator('.chat-msg-user', { hasText: 'Hi there' }).waitFor();
+    const badge = page.locator(`a[href*="session=${otherSession}"] .chat-unread`);
+    await badge.waitFor();
+    t.equal(await badge.innerText(), '1', 'the background session counts the answer');
+    t.equal(await page.locator('.chat-msg-user', { hasText: 'A second thread' }).count(), 0, 'the open session does not show it');
+    await page.locator(`a[href*="session=${otherSession}"]`).click();
+    await page.locator('.chat-msg-user', { hasText: 'A second thread' }).waitFor();
+    await badge.waitFor({ state: 'detached' });
+    t.equal(await page.locator('.chat-msg-agent', { hasText: 'hotel' }).count(), 1, 'the answer is shown once');
+    await page.locator(`a[href*="session=${sessionId}"]`).click();
+    await page.getByLabel('Message').waitFor();
+
     // Phone width: no sideways scrolling, the session list stacks above the conversation.
     await page.setViewportSize({ width: 375, height: 800 });
     await page.getByLabel('Message').waitFor();
-    t.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 375), 'no horizontal overflow at 375 px');
+    t.ok(await page.evaluate(() => (globalThis as unknown as { document: Doc }).document.documentElement.scrollWidth <= 375), 'no horizontal overflow at 375 px');
     const [side, main] = await Promise.all([page.locator('.chat-side').boundingBox(), page.locator('.chat-main').boundingBox()]);
     t.ok(side && main && side.y + side.height <= main.y + 1, 'the list is above the conversation');
     t.same(await seriousViolations(page), [], 'axe at phone width');
@@ -132,7 +169,7 @@ if (SKIP_REASON) {
     // A viewer reads the chat but has no write control.
     const created = await stand.api('POST', '/api/users', { username: 'vera', password: 'viewer-password-1', role: 'viewer' });
     t.equal(created.status, 201);
-    const viewer = await openPage(browser, stand);
+    const viewer = await openPage(browser, stand, { colorScheme: 'dark' });
     await logIn(viewer.page, 'vera', 'viewer-password-1');
     await viewer.page.goto(`/chat/main?session=${sessionId}`);
     await viewer.page.locator('.chat-msg-agent', { hasText: 'hotel' }).first().waitFor();

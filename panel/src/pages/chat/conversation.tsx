@@ -85,7 +85,10 @@ export function Conversation({
     setNotice(null);
     setDraft('');
     setUpload(null);
-    setTurn(liveTurns.get(id));
+    // A turn that ended while this session was not open is in the history being loaded.
+    const live = liveTurns.get(id);
+    if (live?.done) liveTurns.clear(id);
+    setTurn(live?.done ? undefined : live);
     readMarker.current = session.last_read_message_id;
     stickToBottom.current = true;
     fetchNewest()
