@@ -28,7 +28,11 @@ function fileRefs(files: unknown): FileRef[] {
   });
 }
 
-/** A download link made on demand: the signed URL is short-lived, so it is asked for when clicked. */
+/**
+ * A download link made on demand: the signed URL is short-lived, so it is asked for when clicked.
+ * The file manager's links take paths inside the agent's workspace only; a file the agent named by
+ * an absolute path is listed by name and path, without a link.
+ */
 export function FileList({ agent, files, canDownload, onError }: { agent: string; files: FileRef[]; canDownload: boolean; onError: (e: Error) => void }) {
   const t = useT(chatTexts);
   if (files.length === 0) return null;
@@ -44,12 +48,12 @@ export function FileList({ agent, files, canDownload, onError }: { agent: string
     <ul class="chat-files" aria-label={t('files')}>
       {files.map((f) => (
         <li key={f.path}>
-          {canDownload ? (
+          {canDownload && !f.path.startsWith('/') ? (
             <Button variant="ghost" class="chat-file" aria-label={t('download', { name: f.name })} onClick={() => void open(f)}>
               <span aria-hidden="true">📎</span> {f.name}
             </Button>
           ) : (
-            <span class="chat-file">
+            <span class="chat-file" title={f.path}>
               <span aria-hidden="true">📎</span> {f.name}
             </span>
           )}
