@@ -129,6 +129,14 @@ if (SKIP_REASON) {
     await page.getByText(/Stopped \(\d+ process/).waitFor();
     await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
 
+    // Rename through the dialog; the list and the server follow.
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('dialog').getByLabel('Title').fill('Groceries');
+    await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
+    await page.locator(`a[href*="session=${sessionId}"]`, { hasText: 'Groceries' }).waitFor();
+    const renamed = await stand.api('GET', '/api/chat/sessions?agent=main');
+    t.equal(renamed.body.find((s: { id: string }) => s.id === sessionId).title, 'Groceries', 'renamed on the server');
+
     t.same(await seriousViolations(page), [], 'axe: no serious violation');
 
     // An answer in another session arrives in the background: its unread count rises, and opening
