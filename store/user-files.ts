@@ -1,3 +1,4 @@
+import { isAbsolute, posix, relative, sep } from 'node:path';
 import { SvcError } from '../schemas/index.js';
 import {
   createContainedFile,
@@ -44,6 +45,20 @@ export function checkRelativePath(requested: string): string {
   }
   if (/%[0-9a-f]{2}/i.test(requested)) throw new SvcError('invalid-path', `path ${shown}: percent-encoded characters are not allowed (send the path decoded)`);
   return requested;
+}
+
+/**
+ * A file an agent named by its absolute path (the `<file:/abs/path>` tags of an answer), as the
+ * workspace-relative path the other routes take; a relative path passes unchanged. Outside the
+ * workspace it is refused as any path is, and containment is still checked when it is opened.
+ */
+export function workspaceRelativePath(paths: HomePaths, agent: string, requested: string): string {
+  if (!requested.startsWith('/')) return requested;
+  const rel = relative(workspaceDir(paths, agent), posix.normalize(requested));
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
+    throw new SvcError('invalid-path', `path ${JSON.stringify(requested.slice(0, 200))} is outside the workspace of agent "${agent}"`);
+  }
+  return rel.split(sep).join('/');
 }
 
 export async function listUserFiles(paths: HomePaths, agent: string, requested: string): Promise<ContainedDirEntry[]> {

@@ -3,7 +3,7 @@ import { lookup } from 'mime-types';
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
 import { USER_FILES_COMMANDS, USER_FILES_EVENTS, userFilesStream, type SubAgentConfig } from '../../schemas/index.js';
-import { checkRelativePath, checkUserUploadDir, listUserFiles, makeUserDir, openUserFile, removeUserFile, type HomePaths } from '../../store/index.js';
+import { checkRelativePath, checkUserUploadDir, listUserFiles, makeUserDir, openUserFile, removeUserFile, workspaceRelativePath, type HomePaths } from '../../store/index.js';
 import { serialRunner } from '../host/serial.js';
 import { targetAgent } from './agent-target.js';
 
@@ -44,9 +44,11 @@ export function startUserFilesAdmin(deps: UserFilesAdminDeps): Subscription {
   subs.add(
     bus.handle(USER_FILES_COMMANDS.locate, 'user-files-admin', async (cmd) => {
       const agent = agentOf(cmd);
-      const file = await openUserFile(paths, agent, cmd.data.path);
+      // An answer names its files by absolute path: a link to one is asked for by that path.
+      const requested = workspaceRelativePath(paths, agent, cmd.data.path);
+      const file = await openUserFile(paths, agent, requested);
       await file.handle.close();
-      return { agent, relative_path: canonical(cmd.data.path), name: basename(file.realPath), size: file.size };
+      return { agent, relative_path: canonical(requested), name: basename(file.realPath), size: file.size };
     }),
   );
   subs.add(

@@ -226,3 +226,22 @@ t.test('signed URL: works without other credentials until it expires, bound to i
   t.equal(d.status, 403);
   t.notMatch(JSON.stringify(d.body), LEAK);
 });
+
+t.test('sign-url takes a file an answer named by its absolute path, inside the workspace only', async (t) => {
+  const s = await seeded(t);
+  const inside = join(s.paths.workspace, 'output_to_user', 'report.pdf');
+  const r = await s.call('/api/files/sign-url', { method: 'POST', body: { path: inside, ttl: 60 } });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  const url = (r.body as { url: string }).url;
+  t.match(url, /path=output_to_user%2Freport\.pdf/, 'signed for the workspace-relative path');
+  const got = await s.call(url, { as: null });
+  t.equal(got.status, 200);
+  t.equal(got.body, '%PDF-1.4 report', 'the link downloads the file');
+
+  const before = snapshot(s.dir);
+  for (const p of ['/etc/passwd', join(s.dir, 'outside.txt'), s.paths.workspace, `${s.paths.workspace}/../secrets`, join(s.paths.agentsDir, 'coder', 'workspace', 'code.ts')]) {
+    const refused = await s.call('/api/files/sign-url', { method: 'POST', body: { path: p, ttl: 60 } });
+    t.equal(refused.status, 400, `${p} → ${refused.status}`);
+  }
+  t.same(snapshot(s.dir), before);
+});

@@ -30,8 +30,8 @@ function fileRefs(files: unknown): FileRef[] {
 
 /**
  * A download link made on demand: the signed URL is short-lived, so it is asked for when clicked.
- * The file manager's links take paths inside the agent's workspace only; a file the agent named by
- * an absolute path is listed by name and path, without a link.
+ * The server signs files inside the agent's workspace, named relatively or by the absolute path an
+ * answer gives; for one outside it, the click shows the server's refusal.
  */
 export function FileList({ agent, files, canDownload, onError }: { agent: string; files: FileRef[]; canDownload: boolean; onError: (e: Error) => void }) {
   const t = useT(chatTexts);
@@ -48,13 +48,13 @@ export function FileList({ agent, files, canDownload, onError }: { agent: string
     <ul class="chat-files" aria-label={t('files')}>
       {files.map((f) => (
         <li key={f.path}>
-          {canDownload && !f.path.startsWith('/') ? (
+          {canDownload ? (
             <Button variant="ghost" class="chat-file" aria-label={t('download', { name: f.name })} onClick={() => void open(f)}>
-              <span aria-hidden="true">📎</span> {f.name}
+              <svg aria-hidden="true" viewBox="0 0 24 24" width="14" height="14" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M21.44 11.05l-9.19 9.19a6 6 0 0 1-8.49-8.49l9.19-9.19a4 4 0 0 1 5.66 5.66l-9.2 9.19a2 2 0 0 1-2.83-2.83l8.49-8.48" /></svg> {f.name}
             </Button>
           ) : (
             <span class="chat-file" title={f.path}>
-              <span aria-hidden="true">📎</span> {f.name}
+              <svg aria-hidden="true" viewBox="0 0 24 24" width="14" height="14" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M21.44 11.05l-9.19 9.19a6 6 0 0 1-8.49-8.49l9.19-9.19a4 4 0 0 1 5.66 5.66l-9.2 9.19a2 2 0 0 1-2.83-2.83l8.49-8.48" /></svg> {f.name}
             </span>
           )}
         </li>
