@@ -3,11 +3,12 @@ import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { detectProviders, notInstalledMessage } from '../actors/index.js';
-import { isLoopbackHost, isPrivateHost } from '../edges/index.js';
-import { parseConfigText, sandboxStatus, transportStatuses } from '../machines/index.js';
+import { isLoopbackHost, isPrivateHost, panelBuilt, readPanelVersion } from '../edges/index.js';
+import { browserUrl, panelListenAddress, parseConfigText, sandboxStatus, transportStatuses } from '../machines/index.js';
 import { SvcError, defaultConfig, type AgentConfig } from '../schemas/index.js';
 import { existingDirectories, listeningPortHolder, runningDaemonPid, type HomePaths } from '../store/index.js';
 import { parse } from './cli-args.js';
+import { checkoutRoot, panelDir, panelListenOverride } from './panel-location.js';
 import { NATIVE_MODULES, nativeModuleProblem, nodeVersionProblem } from './runtime-check.js';
 
 const USAGE = `usage: svc doctor [--home DIR]
@@ -152,6 +153,21 @@ function sandboxFindings(config: AgentConfig): Finding[] {
   return s.warnings.map((w) => ({ status: 'warn', text: w, fix: 'set docker.enabled to false to say the agents run on the host' }));
 }
 
+/** The admin panel: built or not (and how to build it), and the URLs this config serves it at. */
+async function panelFinding(config: AgentConfig, env: NodeJS.ProcessEnv): Promise<Finding> {
+  const listen = panelListenOverride(env);
+  const panel = listen ? { ...config.panel, listen } : config.panel;
+  if (!panel.enabled) return { status: 'info', text: 'admin panel is off (panel.enabled is false)', fix: 'set panel.enabled to true in config.json' };
+  const dir = panelDir(env);
+  if (!(await panelBuilt(dir))) return { status: 'warn', text: `admin panel is not built (${dir} has no index.html)`, fix: `npm run build in ${checkoutRoot()}` };
+  const version = await readPanelVersion(dir);
+  const own = panelListenAddress(panel, config.api.enabled);
+  const urls = [...(own ? [browserUrl(own.host, own.port)] : []), ...(config.api.enabled ? [browserUrl(config.api.host, config.api.port)] : [])];
+  const built = `admin panel built${version ? ` (version ${version.version})` : ''}`;
+  if (urls.length === 0) return { status: 'info', text: `${built}, served nowhere by this config`, fix: './bin/svc.js admin start serves it on http://127.0.0.1:3000/' };
+  return { status: 'ok', text: `${built}, served at ${urls.join(' and ')}` };
+}
+
 export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = process.env): Promise<Finding[]> {
   const node = nodeVersionProblem(process.versions.node);
   const native = nativeModuleProblem(NATIVE_MODULES);
@@ -165,6 +181,7 @@ export async function doctorFindings(paths: HomePaths, env: NodeJS.ProcessEnv = 
     ...providerFindings(config, paths, env),
     ...transportStatuses(config).map((s): Finding => ({ status: s.on ? 'ok' : 'info', text: `${s.name}: ${s.on ? 'on' : 'off'}, ${s.why}`, ...(s.fix ? { fix: s.fix } : {}) })),
     exposureFinding(config),
+    await panelFinding(config, env),
     ...fileshareFindings(config),
     ...sandboxFindings(config),
   ];

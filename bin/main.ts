@@ -1,5 +1,6 @@
 import { SvcError, describeError } from '../schemas/index.js';
 import { homePaths, resolveHomeRoot, expandHome } from '../store/index.js';
+import { adminCommand } from './admin-command.js';
 import { apiCommand } from './api-command.js';
 import { askCommand } from './ask-command.js';
 import { authCommand } from './auth-command.js';
@@ -26,6 +27,9 @@ commands:
   config validate     check config.json and agents.json without starting
   config reference    every config field: type, default, hot-reloadable or not (markdown)
   api enable          enable the direct API and generate its token
+  admin setup|start|stop|status|update|open
+                      the admin web panel: its admin password, its own port (3000), where it is
+                      served, its build (see 'svc admin --help')
   ask [--agent A] [--chat N] [--new] MSG
                       send one message to the running daemon and stream the answer (MSG "-" reads stdin)
   auth <provider>     sign a provider CLI in (claude, codex, gemini); 'auth status' shows login state
@@ -101,6 +105,8 @@ export async function main(argv: string[]): Promise<number> {
         return configCommand(args, paths);
       case 'api':
         return apiCommand(args, paths);
+      case 'admin':
+        return await adminCommand(args, paths);
       case 'auth':
         return await authCommand(args, paths);
       case 'ask':

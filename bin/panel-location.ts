@@ -25,3 +25,9 @@ export function panelListenOverride(env: NodeJS.ProcessEnv = process.env): Panel
   const value = env.SVC_PANEL_LISTEN;
   return (PANEL_LISTEN_MODES as readonly string[]).includes(value ?? '') ? (value as PanelListen) : null;
 }
+
+/** The checkout (or installed package) this svc runs from, where `npm run build` builds the panel. */
+export function checkoutRoot(): string {
+  const here = import.meta.url;
+  return fileURLToPath(new URL(here.endsWith('.ts') ? '..' : '../..', here)).replace(/\/$/, '');
+}

@@ -136,6 +136,8 @@ export const ERROR_CODES = [
   'database-too-new',
   // The process itself.
   'listen-failed',
+  // svc admin start asked for the panel and it did not answer in time.
+  'panel-not-served',
   'public-bind-refused',
   'server-started',
   'duplicate-route',

@@ -1,6 +1,6 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import type { Bus } from '../../bus/index.js';
-import { USER_EVENTS, userStream, type AgentConfig, type UserRecord } from '../../schemas/index.js';
+import { SvcError, USER_EVENTS, userStream, type AgentConfig, type UserRecord } from '../../schemas/index.js';
 import { ensureDir, loadUsers, saveUsers, usersLocation, type HomePaths } from '../../store/index.js';
 import { hashPassword, randomPassword } from './password.js';
 
@@ -49,4 +49,29 @@ export async function ensureBootstrapAdmin(paths: HomePaths, config: AgentConfig
   saveUsers(paths, [admin]);
   await bus?.publish({ stream: userStream(admin.username), type: USER_EVENTS.created, data: { username: admin.username, role: admin.role, by: null } });
   return { ...result, created: true };
+}
+
+/**
+ * `svc admin setup` on a home that has users: the bootstrap admin gets a new random password,
+ * written to the same 0600 file the first start writes (never printed), and every session of it
+ * ends (token_version is bumped). Throws `not-found` when users.json has no `admin`.
+ */
+export async function resetBootstrapAdminPassword(paths: HomePaths): Promise<{ passwordFile: string }> {
+  if (!loadUsers(paths).some((u) => u.username === BOOTSTRAP_USERNAME)) {
+    throw new SvcError('not-found', `no user ${BOOTSTRAP_USERNAME} in users.json; nothing changed (svc users set-password USER sets another user's password)`);
+  }
+  const password = randomPassword(16);
+  const hash = await hashPassword(password);
+  // Load → change → save with nothing awaited in between: the daemon may be writing the same file.
+  const users = loadUsers(paths);
+  const row = users.find((u) => u.username === BOOTSTRAP_USERNAME);
+  if (!row) throw new SvcError('not-found', `user ${BOOTSTRAP_USERNAME} was removed meanwhile; nothing changed`);
+  ensureDir(paths.secretsDir, 0o700);
+  // Password file first, as at first start: users.json must never hold a password nobody can read.
+  writeFileSync(paths.initialAdminPasswordFile, `${password}\n`, { mode: 0o600 });
+  chmodSync(paths.initialAdminPasswordFile, 0o600);
+  row.password_hash = hash;
+  row.token_version += 1;
+  saveUsers(paths, users);
+  return { passwordFile: paths.initialAdminPasswordFile };
 }

@@ -52,3 +52,17 @@ t.test('svc doctor: a broken config.json is one failure, not a crash', async (t)
   t.match(r.stdout, /^FAIL  .*config\.json.*not valid JSON.* — fix: edit config\.json/m);
   t.equal(r.stderr, '');
 });
+
+t.test('svc doctor: the admin panel, built or not, and where this config serves it', async (t) => {
+  const root = t.testdir({ user: {}, panel: { 'index.html': '<!doctype html>', 'version.json': '{"version":"9.9.9","built_at":"2026-11-28T00:00:00Z"}' } });
+  const home = join(root, 'svc-home');
+  const env = { HOME: join(root, 'user'), PATH: NODE_DIR, SVC_PANEL_LISTEN: '' };
+  const missing = svc(home, ['doctor'], { ...env, SVC_PANEL_DIR: join(root, 'nowhere') });
+  t.match(missing.stdout, /^warn {2}admin panel is not built \(.*nowhere has no index\.html\) — fix: npm run build in \//m);
+  t.notMatch(missing.stdout, /^FAIL {2}admin panel/m, 'a missing build is a warning, not a failure');
+  const built = svc(home, ['doctor'], { ...env, SVC_PANEL_DIR: join(root, 'panel') });
+  t.match(built.stdout, /^ok {4}admin panel built \(version 9\.9\.9\), served at http:\/\/127\.0\.0\.1:3000\/$/m, 'a fresh config: its own port, the API being off');
+  mkdirSync(join(home, 'config'), { recursive: true });
+  writeFileSync(join(home, 'config', 'config.json'), JSON.stringify({ panel: { enabled: false } }));
+  t.match(svc(home, ['doctor'], { ...env, SVC_PANEL_DIR: join(root, 'panel') }).stdout, /^-- {4}admin panel is off \(panel\.enabled is false\)/m);
+});

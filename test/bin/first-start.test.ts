@@ -14,8 +14,10 @@ t.test('first start: bootstrap admin, said once in the banner, logs in over the 
   t.teardown(() => daemon.kill('SIGKILL'));
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
   const out = daemon.output();
-  const m = new RegExp(`log in as admin at http://127\\.0\\.0\\.1:(\\d+)/api/auth/login with the password in ${paths.initialAdminPasswordFile.replace(/[.]/g, '\\.')}`).exec(out);
+  // The panel on the API port is where a person logs in (its page says how to build it if it is not built).
+  const m = new RegExp(`log in as admin at http://127\\.0\\.0\\.1:(\\d+)/ with the password in ${paths.initialAdminPasswordFile.replace(/[.]/g, '\\.')}`).exec(out);
   t.ok(m, out);
+  t.match(out, new RegExp(`\\n {2}panel {7}(not built: npm run build[^\\n]*\\n {14})?http://127\\.0\\.0\\.1:${m?.[1]}/\\n`), 'the panel row names the same URL');
   t.equal(statSync(paths.initialAdminPasswordFile).mode & 0o777, 0o600);
   const password = readFileSync(paths.initialAdminPasswordFile, 'utf8').trim();
   t.match(password, /^[A-Za-z0-9]{16}$/);

@@ -19,6 +19,8 @@ t.test('svc start says where its files are, what it listens on, which transports
   t.match(out, /\n {2}listening {3}internal API {2}127\.0\.0\.1:\d+\n {14}direct API {4}127\.0\.0\.1:\d+\n/);
   t.match(out, /\n {2}transports {2}telegram off: no telegram_token in config.json\n/);
   t.match(out, /next {8}connect a client to ws:\/\/127\.0\.0\.1:\d+\/ws with api\.token/);
+  const apiPort = /direct API {4}127\.0\.0\.1:(\d+)/.exec(out)![1];
+  t.match(out, new RegExp(`\\n {2}panel {7}(not built: npm run build[^\\n]*\\n {14})?http://127\\.0\\.0\\.1:${apiPort}/\\n`), 'the panel row: served on the API port');
   t.notMatch(out, /\u001b\[/, 'no terminal colour codes: journald gets plain text');
   daemon.kill('SIGTERM');
   t.equal(await exited(daemon), 0);
