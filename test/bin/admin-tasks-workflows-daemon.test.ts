@@ -3,7 +3,7 @@
 // API and the internal API on real sockets, users logged in for real. A task is made to wait the
 // way a task's CLI does it: its parent's token asks through `/tasks/ask_parent`.
 import t from 'tap';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon } from '../../bin/daemon.js';
