@@ -15,7 +15,7 @@ export const ACTIVE = ['running', 'waiting'];
 export function StatusBadge({ status }: { status: string }) {
   const t = useT(taskTexts);
   const known = ['running', 'waiting', 'done', 'failed', 'cancelled'].includes(status);
-  return <Badge tone={STATUS_TONE[status] ?? 'neutral'}>{known ? t(status as 'running') : status}</Badge>;
+  return <Badge tone={STATUS_TONE[status] ?? 'neutral'}>{known ? t(`s_${status}` as 's_running') : status}</Badge>;
 }
 
 /** The answer to a waiting task's question (operators and admins only: the caller decides whether to render it). */

@@ -44,6 +44,11 @@ export const taskTexts = texts({
     created_ok: 'Task created.',
     readOnly: 'Read-only: your role can look at tasks but not change them.',
     live: 'Updates live',
+    s_running: 'Running',
+    s_waiting: 'Waiting',
+    s_done: 'Completed',
+    s_failed: 'Failed',
+    s_cancelled: 'Cancelled',
   },
   ru: {
     title: 'Задачи',
@@ -88,6 +93,11 @@ export const taskTexts = texts({
     created_ok: 'Задача создана.',
     readOnly: 'Только чтение: ваша роль позволяет смотреть задачи, но не менять их.',
     live: 'Обновляется автоматически',
+    s_running: 'Выполняется',
+    s_waiting: 'Ждёт ответа',
+    s_done: 'Завершена',
+    s_failed: 'Ошибка',
+    s_cancelled: 'Отменена',
   },
 });
 
