@@ -39,6 +39,17 @@ export const ADMIN_ACCESS = {
   'tasks.read': 'viewer',
   'tasks.cancel': 'operator',
   'tasks.create': 'admin',
+  /** SPEC.md gives the operator "cancel tasks" only: removing a finished task's record and folder is a delete, the admin's. */
+  'tasks.delete': 'admin',
+  /**
+   * Answering a waiting task's question steers a run already under way, as cancelling does, and
+   * writes nothing shared: the operator's (the parent agent answers the same question itself).
+   */
+  'tasks.answer': 'operator',
+  /** Workflows (definitions and runs): read like tasks; starting and cancelling a run is running work, the operator's like a cron run. */
+  'workflows.read': 'viewer',
+  'workflows.run': 'operator',
+  'workflows.cancel': 'operator',
   'sessions.read': 'viewer',
   'sessions.terminate': 'admin',
   'memory.read': 'operator',

@@ -23,6 +23,8 @@ export interface TaskQueriesDeps {
 export interface TaskHubApi {
   submit(sub: { from: string; prompt: string; name: string | null; provider: 'claude' | 'codex' | 'gemini' | null; model: string | null; chat_id: null; topic_id: null; transport: null; caller_user: string | null; caller_role: Role | null }, cause: Cause): Promise<{ task_id: string }>;
   cancel(id: string, from: null, cause: Cause): Promise<{ task_id: string; status: string }>;
+  delete(id: string, from: null, cause: Cause): Promise<{ task_id: string; deleted: boolean }>;
+  resume(id: string, prompt: string, from: null, cause: Cause): Promise<{ task_id: string; status: string }>;
 }
 
 export function taskView(t: TaskRecord, nowMs: number): TaskView {
@@ -104,6 +106,26 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
       const hub = deps.hub?.();
       if (!hub) throw noHub(`task ${JSON.stringify(data.id)} not cancelled`);
       return hub.cancel(data.id, null, cmd);
+    }),
+  );
+  subs.add(
+    bus.handle(TASK_COMMANDS.remove, 'tasks', (cmd) => {
+      const { data } = cmd;
+      find(data.principal, data.id);
+      const hub = deps.hub?.();
+      if (!hub) throw noHub(`task ${JSON.stringify(data.id)} not deleted`);
+      return hub.delete(data.id, null, cmd);
+    }),
+  );
+  subs.add(
+    bus.handle(TASK_COMMANDS.answer, 'tasks', (cmd) => {
+      const { data } = cmd;
+      const task = find(data.principal, data.id);
+      // Only a question is answered here: resuming a finished task is the parent agent's (resume_task.py).
+      if (task.status !== 'waiting') throw new SvcError('task-state', `task ${data.id} is ${task.status}; only a waiting task (one that asked a question) can be answered`);
+      const hub = deps.hub?.();
+      if (!hub) throw noHub(`task ${JSON.stringify(data.id)} not answered`);
+      return hub.resume(data.id, data.answer, null, cmd);
     }),
   );
   return subs;

@@ -8,6 +8,7 @@ import {
   resolveProviderForModel,
   runTimers,
   runningEffects,
+  unrestricted,
   workflowRunMachine,
   workflowRunView,
   workflowSteps,
@@ -141,7 +142,7 @@ export class WorkflowEngine {
     await this.reload();
     this.restore();
     this.subs.push(
-      bus.handle(WORKFLOW_COMMANDS.list, 'workflows', () => this.list()),
+      bus.handle(WORKFLOW_COMMANDS.list, 'workflows', (cmd) => this.list(cmd.data.principal)),
       bus.handle(WORKFLOW_COMMANDS.run, 'workflows', (cmd) => this.startRun(cmd.data, cmd.correlation)),
       bus.handle(WORKFLOW_COMMANDS.status, 'workflows', (cmd) => this.status(cmd.data)),
       bus.handle(WORKFLOW_COMMANDS.cancel, 'workflows', (cmd) => this.cancel(cmd.data)),
@@ -249,8 +250,8 @@ export class WorkflowEngine {
 
   // ---------------------------------------------------------------- commands
 
-  private list(): CommandReply<typeof WORKFLOW_COMMANDS.list> {
-    const definitions: WorkflowDefinitionView[] = [...this.definitions.values()].map((d) => ({
+  private list(principal: Principal): CommandReply<typeof WORKFLOW_COMMANDS.list> {
+    const definitions: WorkflowDefinitionView[] = [...this.definitions.values()].filter((d) => visibleTo(principal, d)).map((d) => ({
       id: d.id,
       file: null,
       name: d.name,
@@ -260,11 +261,12 @@ export class WorkflowEngine {
       variables: Object.fromEntries(Object.entries(d.variables).map(([k, value]) => [k, value.length > MAX_LISTED_VALUE_CHARS ? `${value.slice(0, MAX_LISTED_VALUE_CHARS)}…` : value])),
       error: null,
     }));
-    for (const e of this.loadErrors) {
+    // A broken file names no agent one can trust: only an unrestricted caller sees it.
+    for (const e of unrestricted(principal) ? this.loadErrors : []) {
       const id = /^([A-Za-z0-9_-]{1,64})\.ya?ml$/.exec(e.file)?.[1] ?? null;
       definitions.push({ id, file: e.file, name: null, description: null, step_count: 0, variables: {}, error: e.text });
     }
-    const runs = [...this.recent.values()].reverse().slice(0, MAX_LISTED_RUNS).map((s) => {
+    const runs = [...this.recent.values()].reverse().filter((s) => visibleTo(principal, s.definition)).slice(0, MAX_LISTED_RUNS).map((s) => {
       const { steps: _steps, ...summary } = workflowRunView(s);
       return summary;
     });
@@ -281,6 +283,7 @@ export class WorkflowEngine {
       const broken = this.loadErrors.find((e) => e.file.replace(/\.ya?ml$/, '') === data.workflow_id);
       throw new SvcError('unknown-workflow', broken ? `workflow ${data.workflow_id} is not loaded: ${broken.text}` : `no workflow named ${data.workflow_id} (known: ${[...this.definitions.keys()].join(', ') || 'none'})`);
     }
+    mayUse(data.principal, definition);
     for (const name of Object.keys(data.variables)) {
       if (!Object.hasOwn(definition.variables, name)) {
         const declared = Object.keys(definition.variables);
@@ -306,13 +309,16 @@ export class WorkflowEngine {
     return { run_id: runId };
   }
 
-  private status({ run_id }: CommandData<typeof WORKFLOW_COMMANDS.status>): CommandReply<typeof WORKFLOW_COMMANDS.status> {
-    return workflowRunView(this.find(run_id));
+  private status({ run_id, principal }: CommandData<typeof WORKFLOW_COMMANDS.status>): CommandReply<typeof WORKFLOW_COMMANDS.status> {
+    const state = this.find(run_id);
+    mayUse(principal, state.definition);
+    return workflowRunView(state);
   }
 
   private async cancel({ run_id, principal }: CommandData<typeof WORKFLOW_COMMANDS.cancel>): Promise<CommandReply<typeof WORKFLOW_COMMANDS.cancel>> {
     mayChange(principal);
     const state = this.find(run_id);
+    mayUse(principal, state.definition);
     const run = this.runs.get(run_id);
     if (!run || !isActiveRun(state.status)) throw new SvcError('run-finished', `run ${run_id} has already ${state.status === 'completed' ? 'completed' : `ended (${state.status})`}`);
     await this.input(run, { type: 'cancel', by: principal.id ?? principal.kind, now: this.now() });
@@ -505,4 +511,18 @@ function startOf(state: WorkflowRunState): WorkflowRunStart {
 /** Starting and cancelling runs changes things: a viewer may only look. */
 function mayChange(principal: Principal): void {
   if (principal.role === 'viewer') throw new SvcError('forbidden', 'a viewer may list workflows and see runs, not start or cancel them');
+}
+
+/**
+ * SPEC.md "Agent-scoped access": a caller restricted by `allowed_agents` sees, starts and cancels
+ * only workflows whose ask_agent steps all name agents it may use (the agents the run would ask
+ * for it); a workflow asking no agent is everyone's.
+ */
+function visibleTo(principal: Principal, definition: WorkflowDefinition): boolean {
+  if (unrestricted(principal)) return true;
+  return [...workflowSteps(definition).values()].every(({ step }) => step.type !== 'ask_agent' || principal.allowed_agents.includes(step.agent));
+}
+
+function mayUse(principal: Principal, definition: WorkflowDefinition): void {
+  if (!visibleTo(principal, definition)) throw new SvcError('agent-not-allowed', `workflow ${definition.id} asks agents you may not use`);
 }

@@ -22,6 +22,7 @@ import { systemRoutes } from './system.routes.js';
 import { tasksRoutes } from './tasks.routes.js';
 import { usersRoutes } from './users.routes.js';
 import { webhooksRoutes } from './webhooks.routes.js';
+import { workflowsRoutes } from './workflows.routes.js';
 
 /**
  * The admin API (SPEC.md "Admin REST", WIRE.md §2) on the one API server, beside `/ws` and the
@@ -64,6 +65,7 @@ export function adminSurface(deps: AdminDeps): Surface {
       ...cronRoutes(deps),
       ...webhooksRoutes(deps),
       ...tasksRoutes(deps),
+      ...workflowsRoutes(deps),
       ...sessionsRoutes(deps),
       ...memoryRoutes(deps),
       ...ragRoutes(deps),

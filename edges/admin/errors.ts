@@ -35,6 +35,13 @@ export const ADMIN_STATUSES: StatusTable = {
   'tasks-disabled': 503,
   'task-state': 409,
   'no-scheduler': 503,
+  'unknown-workflow': 404,
+  /** workflow.enabled is false. */
+  'workflows-disabled': 503,
+  /** workflow.max_parallel_runs runs are active. */
+  'too-many-runs': 429,
+  /** Cancel of a workflow run that already ended. */
+  'run-finished': 409,
   /** A read marker or `before` naming a message the session does not hold (SPEC.md "Errors"). */
   'unknown-message': 400,
   'call-not-allowed': 403,

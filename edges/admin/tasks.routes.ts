@@ -1,13 +1,14 @@
 import * as v from 'valibot';
-import { CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema, type Principal } from '../../schemas/index.js';
+import { AnswerTaskBodySchema, CreateTaskBodySchema, DEFAULT_TASK_LIST_LIMIT, MAX_TASK_LIST_LIMIT, TASK_COMMANDS, TaskIdSchema, type Principal } from '../../schemas/index.js';
 import { json, parseWith, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { pathParam, queryLimit } from './query-params.js';
 
 /*
- * SPEC.md "Admin REST: tasks" with WIRE.md §2's task. Create and cancel answer 503 `no-task-hub`
- * (after the role and ACL checks) until the task hub is attached (issue 13).
+ * SPEC.md "Admin REST: tasks" with WIRE.md §2's task. Create, cancel, delete and answer answer 503
+ * `no-task-hub` (after the role and ACL checks) until the task hub is attached. Delete (admin) takes
+ * only a finished task and answer (operator) only a waiting one: otherwise 409 `task-state`.
  */
 const Status = v.pipe(v.string(), v.maxLength(32, 'must be at most 32 characters'));
 
@@ -45,6 +46,21 @@ export function tasksRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('tasks.cancel'),
       summary: 'Cancel a running task',
       handler: async (req, principal) => json(200, await bus.send(TASK_COMMANDS.cancel, { principal, id: pathParam(req, 'id', TaskIdSchema) })),
+    },
+    {
+      method: 'DELETE',
+      pattern: '/api/tasks/:id',
+      auth: adminAuth('tasks.delete'),
+      summary: 'Delete a finished task (its entry and folder)',
+      handler: async (req, principal) => json(200, await bus.send(TASK_COMMANDS.remove, { principal, id: pathParam(req, 'id', TaskIdSchema) })),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/tasks/:id/answer',
+      auth: adminAuth('tasks.answer'),
+      summary: "Answer a waiting task's question",
+      maxBodyBytes: 512 * 1024,
+      ...withBody(AnswerTaskBodySchema, async ({ answer }, req, principal: Principal) => json(200, await bus.send(TASK_COMMANDS.answer, { principal, id: pathParam(req, 'id', TaskIdSchema), answer }))),
     },
   ];
 }

@@ -37,6 +37,8 @@ export const SubmitTaskSchema = v.object({
 export const ResumeTaskSchema = v.object({ task_id: TaskIdSchema, prompt: TaskText('prompt'), from: Owner });
 /** `from`: the agent asking, which must be the task's parent (its run carries the parent's token). */
 export const AskParentSchema = v.object({ task_id: TaskIdSchema, question: TaskText('question'), from: Owner });
+/** `POST /api/tasks/{id}/answer`: the answer a waiting task's question gets from the panel. */
+export const AnswerTaskBodySchema = v.strictObject({ answer: TaskText('answer') });
 export const TaskRefSchema = v.object({ task_id: TaskIdSchema, from: Owner });
 export const TaskOwnerQuerySchema = v.object({ from: v.optional(AgentName) });
 
@@ -66,6 +68,10 @@ export const TASK_COMMANDS = {
   get: defineCommand('task.get', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), TaskViewSchema),
   create: defineCommand('task.create', v.strictObject({ principal: PrincipalSchema, ...CreateTaskBodySchema.entries }), v.object({ task_id: v.string() })),
   cancel: defineCommand('task.cancel', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), TaskAnswer),
+  /** The admin API's delete: a finished task's entry and folder, after the ACL check. */
+  remove: defineCommand('task.remove', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema }), v.object({ task_id: v.string(), deleted: v.boolean() })),
+  /** The admin API's answer to a waiting task's question (what the parent's resume does), after the ACL check. */
+  answer: defineCommand('task.answer', v.strictObject({ principal: PrincipalSchema, id: TaskIdSchema, answer: TaskText('answer') }), TaskAnswer),
   /** Internal API: an agent delegates a task; `principal` is the agent, acting for its caller user. */
   submit: defineCommand('task.submit', v.object({ principal: PrincipalSchema, ...SubmitTaskSchema.entries }), v.object({ task_id: v.string() }), { invalidCode: 'invalid-body' }),
   /** Runs a finished task again, or answers a waiting one (see actors/tasks/task-hub.ts). */

@@ -106,6 +106,13 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   'GET /api/tasks/:id': ['viewer', 'validated', 'Agent-scoped: tasks (get validated)'],
   'POST /api/tasks': ['admin', 'validated', 'Roles: create on tasks is admin; Agent-scoped: create validated'],
   'POST /api/tasks/:id/cancel': ['operator', 'validated', 'Roles: operator cancels tasks; Agent-scoped: cancel validated'],
+  'DELETE /api/tasks/:id': ['admin', 'validated', 'Roles: delete on tasks is admin; Agent-scoped: tasks validated'],
+  'POST /api/tasks/:id/answer': ['operator', 'validated', 'steering a running task, as a cancel (docs/admin-api.md); Agent-scoped: tasks validated'],
+  // Workflows: read as tasks; a run is run like a cron job's; scoped by the agents its steps ask.
+  'GET /api/workflows': ['viewer', 'filtered', 'read like tasks; Agent-scoped: by the agents a workflow asks'],
+  'GET /api/workflows/runs/:run_id': ['viewer', 'validated', 'read like tasks; Agent-scoped: by the agents the run asks'],
+  'POST /api/workflows/:id/run': ['operator', 'validated', 'run like a cron job; Agent-scoped: by the agents the workflow asks'],
+  'POST /api/workflows/runs/:run_id/cancel': ['operator', 'validated', 'cancel like a task; Agent-scoped: by the agents the run asks'],
   'GET /api/sessions': ['viewer', 'filtered', 'Roles: viewer reads sessions; Agent-scoped: sessions filtered'],
   'DELETE /api/sessions/:id': ['admin', 'validated', 'Roles: delete on sessions is admin; Agent-scoped: delete validated'],
   // Memory, RAG, skills, files: not in the viewer's list. "agents (only listed visible)": an agent
@@ -210,6 +217,11 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     }
   }
   writeFileSync(paths.usersFile, JSON.stringify({ users: parseUsers(rows) }));
+  // A workflow per agent; a run waits at its first step forever, so it never asks anyone mid-matrix.
+  mkdirSync(paths.workflowsDir, { recursive: true });
+  for (const agent of ['coder', 'writer']) {
+    writeFileSync(join(paths.workflowsDir, `${agent}-flow.yaml`), `name: ${agent} flow\nsteps:\n  - { id: q, type: wait_for_reply, message: "ready?" }\n  - { id: ask, type: ask_agent, agent: ${agent}, prompt: "go" }\n`);
+  }
 
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0, apiPort: 0, killGraceMs: 200, env: { PATH: `${BIN}:${process.env.PATH}`, HOME: root } });
   scratch.beforeRemove(() => d.stop('test'));
@@ -271,6 +283,11 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     d.log.read({ types: ['turn.spawned'] }).some((e) => d.log.read({ stream: e.stream, types: ['turn.started'] })[0]?.correlation?.startsWith('oneshot:')));
   const taskOf = async (agent: string) => ((await admin('POST', '/api/tasks', { name: `${agent}-task`, agent, prompt: 'p' })) as { task_id: string }).task_id;
   const coderTask = await taskOf('coder');
+  // A coder workflow run, ended before the matrix (its message delivered first): status reads it, cancel finds it ended.
+  const before = d.log.lastSeq();
+  const coderRun = ((await admin('POST', '/api/workflows/coder-flow/run', {})) as { run_id: string }).run_id;
+  await until('the run waits with its message delivered', () => d.log.read({ after: before }).some((e) => e.type === 'chat.messages_merged'));
+  await admin('POST', `/api/workflows/runs/${coderRun}/cancel`);
   await taskOf('writer');
   /** An unread notification about a webhook run of `agent`, through the notifier, as the webhook runner files one. */
   const notify = async (agent: string) => {
@@ -367,6 +384,18 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
     'GET /api/tasks/:id': () => ({ path: `/api/tasks/${coderTask}` }),
     'POST /api/tasks': () => ({ path: '/api/tasks', body: { name: 'n', agent: 'coder', prompt: 'p' } }),
     'POST /api/tasks/:id/cancel': () => ({ path: `/api/tasks/${coderTask}/cancel` }),
+    'DELETE /api/tasks/:id': async () => {
+      const id = await taskOf('coder');
+      await admin('POST', `/api/tasks/${id}/cancel`);
+      return { path: `/api/tasks/${id}` };
+    },
+    // Queued behind the holder, so not waiting: allowed cells get 409 task-state.
+    'POST /api/tasks/:id/answer': () => ({ path: `/api/tasks/${coderTask}/answer`, body: { answer: 'a' } }),
+    'GET /api/workflows': () => ({ path: '/api/workflows', shows: 'coder-flow' }),
+    'GET /api/workflows/runs/:run_id': () => ({ path: `/api/workflows/runs/${coderRun}` }),
+    // A variable the workflow does not declare: allowed cells get 400 after the checks, and no run starts mid-matrix.
+    'POST /api/workflows/:id/run': () => ({ path: '/api/workflows/coder-flow/run', body: { variables: { nope: 'x' } } }),
+    'POST /api/workflows/runs/:run_id/cancel': () => ({ path: `/api/workflows/runs/${coderRun}/cancel` }),
     'GET /api/sessions': () => ({ path: '/api/sessions' }),
     'DELETE /api/sessions/:id': async () => {
       const chatId = 100 + ++n;

@@ -22,6 +22,7 @@ const NO_BODY = new Set([
   'PUT /api/notifications/:id/read',
   'POST /api/cron/:id/run',
   'POST /api/tasks/:id/cancel',
+  'POST /api/workflows/runs/:run_id/cancel',
   'POST /api/chat/sessions/:id/archive',
   'POST /api/chat/sessions/:id/unarchive',
   'POST /api/auth/2fa/setup',
