@@ -76,7 +76,7 @@ async function rejectedRun(report: BenchReport, dir: string, label: string, n: n
   const eventsBefore = log.lastSeq();
   const walBefore = walBytes(db);
   const t0 = performance.now();
-  await rejectedSockets(server.port, n);
+  await rejectedSockets(server.port!, n);
   const secs = (performance.now() - t0) / 1000;
   await new Promise((r) => setImmediate(r));
   report.figure(`${label}: new events after ${n.toLocaleString('en-US')} rejected /ws connections`, log.lastSeq() - eventsBefore, 'events', { target: { op: '<=', value: 0 } });

@@ -57,6 +57,8 @@ import {
   adminSurface,
   apiSurface,
   openDirectApi,
+  panelFiles,
+  publicBindWarning,
   startApiServer,
   startInternalApi,
   startWebhookServer,
@@ -65,11 +67,12 @@ import {
   type DaemonPhase,
   type FileshareServer,
   type InternalApi,
+  type Listening,
   type Surface,
   type WebhookServer,
 } from '../edges/index.js';
-import { adminConnectionMachine, agentAccess, authOkProviders, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine, resolveTimezone } from '../machines/index.js';
-import { AGENT_EVENTS, CONFIG_EVENTS, HOUSEKEEPING_STREAM, MAIN_AGENT, MEMORY_MAINTENANCE_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
+import { adminConnectionMachine, agentAccess, authOkProviders, browserUrl, panelListenAddress, sameAddress, type PanelAddress, checkWorkflowExpression, configMachine, connectionMachine, daemonMachine, previousRun, registryMachine, resolveTimezone } from '../machines/index.js';
+import { AGENT_EVENTS, CONFIG_EVENTS, HOUSEKEEPING_STREAM, MAIN_AGENT, MEMORY_MAINTENANCE_EVENTS, SvcError, describeError, isSvcError, type AgentConfig, type PanelConfig, type SubAgentConfig, type UserRecord } from '../schemas/index.js';
 import {
   PROJECTIONS,
   SqliteEventLog,
@@ -99,6 +102,7 @@ import {
   workspaceDir,
 } from '../store/index.js';
 import { startMessengers } from './messengers.js';
+import { panelDir, panelListenOverride } from './panel-location.js';
 import { VERSION } from './package-info.js';
 import type { Subsystem } from './subsystems.js';
 
@@ -131,6 +135,15 @@ export interface DaemonOptions {
   cronClock?: ActorClock;
   /** How often the cron scheduler checks cron_jobs.json for hand edits (default 2 s). */
   cronWatchIntervalMs?: number;
+  /** The built admin panel; default `dist/panel` (or `$SVC_PANEL_DIR`). */
+  panelDir?: string;
+}
+
+/** The panel's own listener as this run has it: open, or asked for and refused (its port busy). */
+export interface PanelListenerState {
+  address: PanelAddress;
+  /** null: the port could not be bound (logged); the daemon runs on without it. */
+  listening: Listening | null;
 }
 
 type DaemonActor = ReturnType<ActorHost['spawn']>;
@@ -194,6 +207,18 @@ export class DaemonContext {
   readonly apiToken = (): string => this.config().api.token || this.generatedApiToken;
   /** api-server; null when no surface needs it. */
   apiServer: ApiServer | null = null;
+  /**
+   * users: whether this run serves the admin API: `api.enabled`, or the panel's own listener needs
+   * it at start. Read at start only, as `api` is.
+   */
+  adminApi = false;
+  /** api-server: the panel's own listener, opened and closed as `panel` in config.json says. */
+  panelListener: PanelListenerState | null = null;
+  /** `panel` as in force: config.json's, with `$SVC_PANEL_LISTEN` over `listen` when set. */
+  readonly panelConfig = (): PanelConfig => {
+    const listen = panelListenOverride(this.hostEnv);
+    return listen ? { ...this.config().panel, listen } : this.config().panel;
+  };
   /** webhook-server: webhooks.token as generated at start, until the config watcher reads it back. */
   generatedWebhookToken = '';
   readonly webhookToken = (): string => this.config().webhooks.token || this.generatedWebhookToken;
@@ -768,7 +793,8 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         ctx.bus.emitLog('error', `could not create the first-start admin: ${describeError(e)}`);
         return null;
       });
-      if (ctx.config().api.enabled) {
+      ctx.adminApi = ctx.config().api.enabled || panelListenAddress(ctx.panelConfig(), false) !== null;
+      if (ctx.adminApi) {
         const { secret, generated } = ensureJwtSecret(ctx.paths, () => randomBytes(48).toString('base64url'));
         ctx.generatedJwtSecret = secret;
         if (generated) ctx.bus.emitLog('info', `api.jwt_secret was empty: generated one and saved it to ${ctx.paths.configFile}`);
@@ -790,19 +816,32 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
   {
     name: 'api-server',
     async start(ctx) {
+      const files = panelFiles({ dir: ctx.opts.panelDir ?? panelDir(ctx.hostEnv) });
       ctx.apiServer = await startApiServer({
         ...apiListenAddress(ctx),
+        listenApi: ctx.config().api.enabled,
         surfaces: apiSurfaces(ctx),
         version: VERSION,
         log: (level, msg, fields) => ctx.bus.emitLog(level, msg, fields),
         phase: () => ctx.phase,
-        ...(ctx.config().api.enabled ? { http: adminCors(ctx.config) } : {}),
+        panel: { files, enabled: () => ctx.config().panel.enabled },
+        ...(ctx.adminApi ? { http: adminCors(ctx.config) } : {}),
       }).catch(
         portTaken('api.port'),
       );
       const server = ctx.apiServer;
-      return () => {
+      // One change at a time: a second edit waits until the listener the first one asked for is bound.
+      let applying = Promise.resolve();
+      const apply = () => (applying = applying.then(() => applyPanelListener(ctx)).catch((e: unknown) => ctx.bus.emitLog('error', `admin panel listener: ${describeError(e)}`)));
+      await apply();
+      const reloads = ctx.bus.subscribe('panel-listener', (e) => {
+        if (e.type === CONFIG_EVENTS.reloaded && (e.data as { hot_applied: string[] }).hot_applied.includes('panel')) void apply();
+      });
+      return async () => {
+        reloads.unsubscribe();
+        await applying;
         server?.close();
+        ctx.panelListener = null;
         ctx.removeDirectTransport();
       };
     },
@@ -869,6 +908,41 @@ function detectedProviders(ctx: DaemonContext) {
   });
 }
 
+/**
+ * Opens, moves or closes the panel's own listener to match `panel` in the config in force. A busy
+ * port is one warning and no listener: the daemon runs on (the panel is still on the API port when
+ * that runs). Without a server in this run there is nothing to listen with until the next start.
+ */
+async function applyPanelListener(ctx: DaemonContext): Promise<void> {
+  const wanted = panelListenAddress(ctx.panelConfig(), ctx.config().api.enabled);
+  const current = ctx.panelListener;
+  if (sameAddress(current?.address ?? null, wanted)) return;
+  if (current) {
+    current.listening?.close();
+    ctx.panelListener = null;
+    if (current.listening) ctx.bus.emitLog('info', `admin panel stopped listening on ${current.address.host}:${current.listening.port}`);
+  }
+  if (!wanted) return;
+  const server = ctx.apiServer;
+  if (!server) {
+    ctx.bus.emitLog('warn', `panel.listen asks for the admin panel on ${wanted.host}:${wanted.port}, but this run of svc serves no HTTP; it opens at the next start`);
+    return;
+  }
+  const warning = publicBindWarning('the admin panel', wanted.host, null);
+  if (warning) ctx.bus.emitLog('warn', warning, { host: wanted.host });
+  try {
+    const listening = await server.open(wanted.host, wanted.port);
+    ctx.panelListener = { address: wanted, listening };
+    ctx.bus.emitLog('info', `admin panel listening on ${browserUrl(wanted.host, listening.port)}`);
+  } catch (e) {
+    if (!isSvcError(e, 'listen-failed')) throw e;
+    ctx.panelListener = { address: wanted, listening: null };
+    const holder = wanted.port > 0 ? listeningPortHolder(wanted.port) : null;
+    const why = holder ? `it is in use by pid ${holder.pid} (${holder.command})` : 'it is in use, or not an address of this machine';
+    ctx.bus.emitLog('warn', `the admin panel cannot listen on ${wanted.host}:${wanted.port} (panel.port in config.json): ${why}; svc runs on without it; svc admin start --port N serves it on another port`, { host: wanted.host, port: wanted.port });
+  }
+}
+
 function apiListenAddress(ctx: DaemonContext): { host: string; port: number; allowPublic: boolean } {
   const api = ctx.config().api;
   return { host: api.host, port: ctx.opts.apiPort ?? api.port, allowPublic: api.allow_public };
@@ -892,7 +966,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
   if (direct) ctx.removeDirectTransport = ctx.transports.add(direct.hub);
   return [
     ...(direct ? [direct.surface] : []),
-    ...(ctx.config().api.enabled
+    ...(ctx.adminApi
       ? [
           adminSurface({
             bus,

@@ -1,12 +1,13 @@
 import type { ActorHost, AgentSupervisor } from '../actors/index.js';
 import type { Bus } from '../bus/index.js';
-import type { MountedRoute } from '../edges/index.js';
-import { sandboxStatus, transportStatuses } from '../machines/index.js';
+import { panelBuilt, type MountedRoute } from '../edges/index.js';
+import { browserUrl, sandboxStatus, transportStatuses } from '../machines/index.js';
 import { describeError, type AgentConfig, type Listener } from '../schemas/index.js';
 import { resolveHomeRoot, type SqliteEventLog } from '../store/index.js';
 import { DAEMON_SUBSYSTEMS, DaemonContext, type DaemonOptions } from './daemon-subsystems.js';
 import { VERSION } from './package-info.js';
-import { startBanner } from './start-banner.js';
+import { panelDir } from './panel-location.js';
+import { startBanner, type PanelFacts } from './start-banner.js';
 import { startSubsystems } from './subsystems.js';
 
 export type { DaemonOptions } from './daemon-subsystems.js';
@@ -21,6 +22,8 @@ export interface RunningDaemon {
   webhookPort: number | null;
   /** Where the fileshare server listens; null unless `fileshare.enabled`. */
   filesharePort: number | null;
+  /** Where the admin panel's own listener is bound now; null while it is not (see `panel.listen`). */
+  panelPort(): number | null;
   /** Every port this run serves. */
   listeners: Listener[];
   /** The API server's routes as mounted; empty when it does not run. */
@@ -46,7 +49,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
   const { paths } = opts;
   const bootstrap = await ctx.bootstrap;
   const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
-  if (ctx.apiServer) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
+  if (ctx.apiServer?.port != null) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
+  const ownPanel = ctx.panelListener;
+  if (ownPanel?.listening) listeners.push({ surface: 'admin panel', host: ownPanel.address.host, port: ownPanel.listening.port });
+  const panel = await panelFacts(ctx.panelConfig().enabled, opts.panelDir ?? panelDir(ctx.hostEnv), listeners, ownPanel);
   if (ctx.webhookServer) listeners.push({ surface: 'webhooks', host: ctx.config().webhooks.host, port: ctx.webhookServer.port });
   if (ctx.fileshare) listeners.push({ surface: 'fileshare', host: ctx.config().fileshare.host, port: ctx.fileshare.port });
   // Committed before the banner says it runs: `svc status` right after it must find daemon.ready.
@@ -63,6 +69,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
     apiPort: ctx.apiServer?.port ?? null,
     webhookPort: ctx.webhookServer?.port ?? null,
     filesharePort: ctx.fileshare?.port ?? null,
+    panelPort: () => ctx.panelListener?.listening?.port ?? null,
     listeners,
     apiRoutes: () => ctx.apiServer?.routes() ?? [],
     banner: () =>
@@ -76,6 +83,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
         sandbox: sandboxStatus(ctx.config()),
         agents: ctx.agents.names(),
         apiEnabled: ctx.config().api.enabled,
+        panel,
         bootstrapPasswordFile: bootstrap?.created ? bootstrap.passwordFile : null,
         svc: paths.root === resolveHomeRoot() ? './bin/svc.js' : `./bin/svc.js --home ${/\s/.test(paths.root) ? JSON.stringify(paths.root) : paths.root}`,
       }),
@@ -94,6 +102,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
       })();
       return stopping;
     },
+  };
+}
+
+/** What the banner says of the panel at start: where it is served, or why it is not. */
+async function panelFacts(enabled: boolean, dir: string, listeners: readonly Listener[], own: DaemonContext['panelListener']): Promise<PanelFacts> {
+  const urls = listeners.filter((l) => l.surface === 'admin panel' || l.surface === 'direct API').map((l) => browserUrl(l.host, l.port));
+  return {
+    enabled,
+    built: await panelBuilt(dir),
+    urls: enabled ? urls : [],
+    busy: own && !own.listening ? own.address : null,
   };
 }
 

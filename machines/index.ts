@@ -49,3 +49,4 @@ export * from './cron.logic.js';
 export * from './webhook-replay.logic.js';
 export * from './edit-stream.logic.js';
 export * from './messenger-outbox.logic.js';
+export * from './panel-listener.logic.js';

@@ -41,7 +41,7 @@ export const HOT_RELOADABLE_FIELDS = [
   'idle_timeout_minutes', 'session_age_warning_hours', 'daily_reset_hour', 'daily_reset_enabled',
   'permission_mode', 'permission_mode_by_role', 'file_access', 'user_timezone', 'streaming', 'heartbeat',
   'cleanup', 'cli_parameters', 'allowed_user_ids', 'allowed_group_ids', 'group_mention_only', 'transcription',
-  'max_concurrent_cli',
+  'max_concurrent_cli', 'panel',
 ] as const;
 /** SPEC.md "Hot reload": recorded on change, applied only after a restart. */
 export const RESTART_REQUIRED_FIELDS = [
@@ -241,6 +241,21 @@ export const FileshareConfigSchema = v.object({
   allow_public: bool(false),
 });
 
+/** `panel.listen`: the panel's own listener on `panel.host:panel.port`; `auto` opens it only while the API server is off. */
+export const PANEL_LISTEN_MODES = ['auto', 'on', 'off'] as const;
+export type PanelListen = (typeof PANEL_LISTEN_MODES)[number];
+
+/**
+ * Not in SPEC.md (issue 23): svc's own admin web panel, served same-origin on the API port and,
+ * per `listen`, on a port of its own. Hot while a server exists to open or close the listener on.
+ */
+export const PanelConfigSchema = v.object({
+  enabled: bool(true),
+  listen: v.optional(oneOf(PANEL_LISTEN_MODES), 'auto'),
+  host: str('127.0.0.1'),
+  port: v.optional(port(), 3000),
+});
+
 export const ApiConfigSchema = v.object({
   enabled: bool(false),
   host: str('0.0.0.0'),
@@ -337,6 +352,7 @@ export const AgentConfigShape = v.looseObject({
   webhooks: block(WebhookConfigSchema),
   fileshare: block(FileshareConfigSchema),
   api: block(ApiConfigSchema),
+  panel: block(PanelConfigSchema),
   cli_parameters: block(CLIParametersConfigSchema),
   image: block(ImageConfigSchema),
   timeouts: block(v.object({ ...TimeoutConfigSchema.entries, normal: v.optional(positive()) })),
@@ -404,6 +420,7 @@ export type RagConfig = v.InferOutput<typeof RagConfigSchema>;
 export type WebhookConfig = v.InferOutput<typeof WebhookConfigSchema>;
 export type FileshareConfig = v.InferOutput<typeof FileshareConfigSchema>;
 export type ApiConfig = v.InferOutput<typeof ApiConfigSchema>;
+export type PanelConfig = v.InferOutput<typeof PanelConfigSchema>;
 export type InteragentConfig = v.InferOutput<typeof InteragentConfigSchema>;
 export type WorkflowConfig = v.InferOutput<typeof WorkflowConfigSchema>;
 

@@ -4,7 +4,8 @@ import { describeError } from '../../schemas/index.js';
 import { isLoopback } from './client-address.js';
 import { json } from './http.js';
 import { openApiDocument } from './openapi.js';
-import type { MountedRoute } from './uws-http.binding.js';
+import type { PanelFiles } from './panel-files.js';
+import type { Listening, MountedRoute } from './uws-http.binding.js';
 import { HttpServer, type HttpServerOptions, type Surface } from './http-server.js';
 
 /** Loopback, RFC 1918, CGNAT (tailnets), link-local and unique-local addresses, and localhost. */
@@ -56,6 +57,13 @@ export interface ApiServerOptions {
   /** Per-request hooks of the whole server (the admin surface's CORS). */
   http?: Pick<HttpServerOptions, 'extraHeaders' | 'before'>;
   /**
+   * false: the server exists for another address only (the panel's own listener, opened with
+   * `open`), and nothing listens on `host:port`. Default true.
+   */
+  listenApi?: boolean;
+  /** The admin panel's built files, served for GET/HEAD requests no route matches while `enabled()` says so. */
+  panel?: { files: PanelFiles; enabled: () => boolean };
+  /**
    * Where the daemon is: `up` once fully up (the first-start admin written, every subsystem started);
    * before that `/health` answers 503 `{"status":"starting"}`, so whoever waits for it can act at
    * once, and from the moment a stop begins 503 `{"status":"stopping"}`. Absent: always up.
@@ -64,7 +72,10 @@ export interface ApiServerOptions {
 }
 
 export interface ApiServer {
-  port: number;
+  /** Where `host:port` is bound; null when `listenApi` was false. */
+  port: number | null;
+  /** Listens on one more address with the same routes (the panel's own port); closed on its own or with the server. */
+  open(host: string, port: number): Promise<Listening>;
   /** Every route served, as mounted (what `GET /api/openapi.json` describes). */
   routes(): readonly MountedRoute[];
   close(): void;
@@ -128,19 +139,22 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer 
   const standalone = opts.surfaces.filter((s) => s.standalone);
   if (standalone.length === 0) return null;
   const { host, log } = opts;
-  const warning = opts.allowPublic ? null : publicBindWarning('the API server', host, 'api.allow_public');
+  const listenApi = opts.listenApi ?? true;
+  const warning = opts.allowPublic || !listenApi ? null : publicBindWarning('the API server', host, 'api.allow_public');
   if (warning) log('warn', warning, { host });
+  const panel = opts.panel;
   const server = new HttpServer({
     ...opts.http,
+    ...(panel ? { fallback: (req) => (panel.enabled() ? panel.files.reply(req) : undefined) } : {}),
     onInternalError: (e, req, surface) => log('error', `${surface} API ${req.method} ${req.path} failed: ${e instanceof Error ? (e.stack ?? e.message) : describeError(e)}`),
   });
   try {
     for (const s of opts.surfaces) server.mount(s);
     server.mount(healthSurface(opts.surfaces, opts.phase ?? (() => 'up')));
     server.mount(describeSurface(server, opts.version ?? 'unknown'));
-    const port = await server.listen(host, opts.port);
-    for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);
-    return { port, routes: () => server.routes(), close: () => server.close() };
+    const port = listenApi ? await server.listen(host, opts.port) : null;
+    if (port !== null) for (const s of standalone) log('info', `${s.name} API listening on ${host}:${port}`);
+    return { port, open: (h, p) => server.open(h, p), routes: () => server.routes(), close: () => server.close() };
   } catch (e) {
     server.close();
     throw e;

@@ -48,6 +48,8 @@ export interface HttpServerOptions {
   extraHeaders?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Record<string, string>;
   /** Answers a request before routing (CORS preflight); undefined lets routing go on. */
   before?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): HttpReply | undefined;
+  /** Answers a GET or HEAD no route matches (the admin panel); undefined keeps the JSON 404. */
+  fallback?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Promise<HttpReply | undefined> | HttpReply | undefined;
 }
 
 /**
@@ -60,7 +62,8 @@ export class HttpServer {
   private readonly router = new Router<MountedRoute>();
   private readonly authenticators = new Map<Credential, Authenticator>();
   private readonly mounted: Surface[] = [];
-  private listening: Listening | null = null;
+  /** Every address it listens on: `listen` opens the first, `open` more (the panel's own port). */
+  private readonly listening = new Set<Listening>();
   private closed = false;
 
   constructor(opts: HttpServerOptions) {
@@ -71,6 +74,7 @@ export class HttpServer {
       onInternalError: opts.onInternalError,
       ...(opts.extraHeaders ? { extraHeaders: opts.extraHeaders } : {}),
       ...(opts.before ? { before: opts.before } : {}),
+      ...(opts.fallback ? { fallback: opts.fallback } : {}),
     });
   }
 
@@ -84,7 +88,7 @@ export class HttpServer {
   }
 
   mount(surface: Surface): void {
-    if (this.listening || this.closed) throw new SvcError('server-started', `surface ${surface.name} must mount before the server listens`);
+    if (this.listening.size > 0 || this.closed) throw new SvcError('server-started', `surface ${surface.name} must mount before the server listens`);
     if (this.mounted.some((s) => s.name === surface.name)) throw new SvcError('duplicate-surface', `surface ${surface.name} is mounted twice`);
     const statuses = combineStatusTables(`surface ${surface.name}`, COMMON_STATUSES, surface.statuses);
     for (const a of surface.authenticators ?? []) {
@@ -109,11 +113,36 @@ export class HttpServer {
     this.mounted.push(surface);
   }
 
-  /** The port actually bound (0 picks a free one). */
+  /** The port actually bound (0 picks a free one): the server's first address. */
   async listen(host: string, port: number): Promise<number> {
-    if (this.listening || this.closed) throw new SvcError('server-started', 'the server listens once');
-    this.listening = await listen(this.app, host, port);
-    return this.listening.port;
+    if (this.listening.size > 0 || this.closed) throw new SvcError('server-started', 'the server listens once');
+    return (await this.open(host, port)).port;
+  }
+
+  /**
+   * One more address serving the same routes (uWS apps listen on several), which can be closed
+   * on its own while the others stay: the panel's own listener opens and closes with config.json.
+   */
+  async open(host: string, port: number): Promise<Listening> {
+    if (this.closed) throw new SvcError('server-started', 'the server is closed');
+    const socket = await listen(this.app, host, port);
+    // Closed while the bind was under way: the socket must not outlive the server.
+    if (this.closed) {
+      socket.close();
+      throw new SvcError('server-started', 'the server is closed');
+    }
+    this.listening.add(socket);
+    let open = true;
+    return {
+      port: socket.port,
+      close: () => {
+        // Closing a uWS listen socket twice touches freed memory.
+        if (!open || !this.listening.has(socket)) return;
+        open = false;
+        this.listening.delete(socket);
+        socket.close();
+      },
+    };
   }
 
   /** Surfaces close in reverse order of mounting, then the listen socket; a second call does nothing. */
@@ -122,6 +151,7 @@ export class HttpServer {
     if (this.closed) return;
     this.closed = true;
     for (const s of [...this.mounted].reverse()) s.close?.();
-    this.listening?.close();
+    for (const l of this.listening) l.close();
+    this.listening.clear();
   }
 }

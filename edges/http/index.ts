@@ -12,3 +12,4 @@ export * from './error-language.js';
 export * from './uws-ws.binding.js';
 export * from './machine-connection.js';
 export * from './audit-observer.js';
+export * from './panel-files.js';

@@ -97,6 +97,11 @@ export interface MountOptions {
   extraHeaders?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Record<string, string>;
   /** Answers a request before routing (CORS preflight); undefined lets routing go on. */
   before?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): HttpReply | undefined;
+  /**
+   * Answers a GET or HEAD no route matches (the admin panel's files); undefined keeps the 404.
+   * Not a `/*` route: that would make every unknown endpoint a 405 for its other methods.
+   */
+  fallback?(req: Pick<HttpRequest, 'method' | 'path' | 'headers'>): Promise<HttpReply | undefined> | HttpReply | undefined;
 }
 
 interface RequestState {
@@ -162,7 +167,21 @@ export function mountHttp(app: App, opts: MountOptions): void {
     const match = router.match(state.head ? 'GET' : method, path);
     // Before a route is known, a path under /api/ is the admin API's and speaks its language.
     const early404 = (reply: HttpReply) => send(path.startsWith('/api/') ? localiseError(reply, pickLanguage(headers['accept-language'])) : reply);
-    if (match === null) return early404(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
+    const notFound = () => early404(json(404, { error: `no such endpoint: ${method} ${path}`, code: 'not-found' }));
+    if (match === null && opts.fallback && (method === 'GET' || method === 'HEAD')) {
+      const fallback = opts.fallback;
+      Promise.resolve()
+        .then(() => fallback(base))
+        .then(
+          (reply) => (reply ? send(reply) : notFound()),
+          (e: unknown) => {
+            opts.onInternalError(e, { method, path }, 'fallback');
+            send(json(500, { error: 'internal error', code: 'internal-error' }));
+          },
+        );
+      return;
+    }
+    if (match === null) return notFound();
     if (match === 'method') return early404(json(405, { error: `${method} is not allowed on ${path}`, code: 'method-not-allowed' }));
 
     const { route, params } = match;

@@ -62,8 +62,16 @@ t.test('first start: admin with a 0600 password file, ids seeded, a fact without
   const banner = startBanner({
     version: '0', pid: 1, paths, configCreated: false, listeners: [{ surface: 'direct API', host: '0.0.0.0', port: 8741 }],
     transports: [], sandbox: { why: 'off' }, agents: ['main'], apiEnabled: true, svc: 'svc', bootstrapPasswordFile: paths.initialAdminPasswordFile,
+    panel: { enabled: true, built: true, urls: ['http://127.0.0.1:8741/'], busy: null },
   });
-  t.match(banner, `log in as admin at http://127.0.0.1:8741/api/auth/login with the password in ${paths.initialAdminPasswordFile}`);
+  t.match(banner, `log in as admin at http://127.0.0.1:8741/ with the password in ${paths.initialAdminPasswordFile}`);
+  const noPanel = startBanner({
+    version: '0', pid: 1, paths, configCreated: false, listeners: [{ surface: 'direct API', host: '0.0.0.0', port: 8741 }],
+    transports: [], sandbox: { why: 'off' }, agents: ['main'], apiEnabled: true, svc: 'svc', bootstrapPasswordFile: paths.initialAdminPasswordFile,
+    panel: { enabled: false, built: true, urls: [], busy: null },
+  });
+  t.match(noPanel, `log in as admin at http://127.0.0.1:8741/api/auth/login with the password in ${paths.initialAdminPasswordFile}`, 'with the panel off, the API login');
+  t.match(noPanel, /\n {2}panel {7}off \(panel\.enabled is false/);
   t.notMatch(banner, password);
   let out = '';
   statusCommand([], paths, T0, (s) => (out += s));
