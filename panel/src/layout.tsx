@@ -1,8 +1,8 @@
 import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { get } from './api/client';
 import { adminSocket, type SocketState } from './api/socket';
+import { systemStatus } from './api/system-status';
 import { language, texts, useT, type Lang } from './i18n';
 import { isAdmin, logout, useSession } from './session';
 import { useStore } from './store';
@@ -103,7 +103,7 @@ export function Layout({ children }: { children: ComponentChildren }) {
   useEffect(() => adminSocket.onState(setLive), []);
   useEffect(() => setOpen(false), [path]);
   useEffect(() => {
-    get<{ instance_name?: string }>('/api/system/status')
+    systemStatus()
       .then((s) => setInstance(s.instance_name ?? ''))
       .catch(() => undefined);
   }, []);

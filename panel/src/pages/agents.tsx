@@ -12,7 +12,7 @@ import './dashboard.css';
 export const agentTexts = texts({
   en: {
     title: 'Agents',
-    list: 'Agents',
+    list: 'Agent list',
     agent: 'Agent',
     status: 'Status',
     provider: 'Provider',
@@ -27,7 +27,7 @@ export const agentTexts = texts({
   },
   ru: {
     title: 'Агенты',
-    list: 'Агенты',
+    list: 'Список агентов',
     agent: 'Агент',
     status: 'Статус',
     provider: 'Провайдер',

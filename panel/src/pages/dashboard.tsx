@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import type { ActivityEvent, DashboardSummary, SystemStatus } from '../../../schemas/index.js';
+import type { ActivityEvent, DashboardSummary } from '../../../schemas/index.js';
 import { get, post, query } from '../api/client';
+import { systemStatus } from '../api/system-status';
 import { texts, useT } from '../i18n';
 import { useSession } from '../session';
 import { useAsync, useAction } from '../ui/async';
@@ -11,8 +12,8 @@ import './dashboard.css';
 
 /*
  * The dashboard. One view costs three requests: the summary (counters, host figures, the ten
- * latest events; cached 5 s by the server), the system status (instance name and version) and
- * the unacknowledged errors. A severity filter on the activity asks for that slice alone. Live:
+ * latest events; cached 5 s by the server), the system status (instance name and version, shared
+ * with the shell's header) and the unacknowledged errors. A severity filter on the activity asks for that slice alone. Live:
  * `notification` and `chat_message` frames reload the summary and the errors, at most every 10 s.
  */
 
@@ -96,7 +97,7 @@ export default function Dashboard() {
   const t = useT(t_);
   const user = useSession();
   const summary = useAsync(() => get<DashboardSummary>('/api/dashboard/summary'), []);
-  const status = useAsync(() => get<SystemStatus>('/api/system/status'), []);
+  const status = useAsync(() => systemStatus(), []);
   const errors = useAsync(() => get<ActivityEvent[]>(`/api/activity/recent${query({ limit: 20, severity: 'error' })}`), []);
   const [severity, setSeverity] = useState<Severity>('all');
   const filtered = useAsync(
