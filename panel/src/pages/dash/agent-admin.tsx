@@ -47,7 +47,7 @@ export function AvatarCard({ agent, version, onChanged }: { agent: AdminAgent; v
           {t('uploaded')}
         </p>
       ) : null}
-      <form class="row" onSubmit={(e) => void upload(e)}>
+      <form class="row dash-form" onSubmit={(e) => void upload(e)}>
         <Field label={t('avatarFile')}>
           <input type="file" name="avatar" accept="image/png,image/jpeg,image/gif,image/webp" onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)} />
         </Field>
@@ -107,7 +107,7 @@ export function DirectoriesCard({ agent, onSaved }: { agent: AdminAgent; onSaved
           ))}
         </ul>
       )}
-      <form class="row" onSubmit={add}>
+      <form class="row dash-form" onSubmit={add}>
         <Field label={t('newDir')}>
           <input name="directory" value={draft} placeholder="/srv/projects/site" onInput={(e) => setDraft((e.target as HTMLInputElement).value)} />
         </Field>
