@@ -4,6 +4,7 @@ import { benchConnections } from './connections.bench.js';
 import { benchCron } from './cron.bench.js';
 import { benchDirect } from './direct.bench.js';
 import { benchMatrix } from './matrix.bench.js';
+import { benchPanel } from './panel.bench.js';
 import { benchRuntime } from './runtime.bench.js';
 import { benchWal } from './wal.bench.js';
 import { BenchReport } from './report.js';
@@ -27,6 +28,7 @@ const SECTIONS: Record<string, (report: BenchReport) => Promise<void>> = {
   cron: benchCron,
   telegram: benchTelegram,
   matrix: benchMatrix,
+  panel: benchPanel,
 };
 
 // `run.js admin wal` runs those sections only (the whole set takes minutes); no names: all of them.

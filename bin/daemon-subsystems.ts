@@ -514,6 +514,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           webhooks: ctx.webhookDispatch,
           cron: () => ctx.cronScheduler,
           defaultZone: ctx.defaultZone,
+          log: ctx.log,
         }),
         startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),

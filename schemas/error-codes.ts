@@ -69,6 +69,8 @@ export const ERROR_CODES = [
   'handler-exists',
   'no-actor',
   'version-conflict',
+  /** A memory write naming the version it loaded, while the file has changed since. */
+  'memory-conflict',
   'daemon-running',
   'pid-lock-contended',
   // The bus and its handlers.

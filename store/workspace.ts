@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -179,6 +180,14 @@ export interface MemoryModuleEntry {
 
 export interface MemoryModuleFile extends MemoryModuleEntry {
   text: string;
+}
+
+/**
+ * A memory file's version as the admin API hands it out: a digest of its text, so an editor that
+ * sends back the version it loaded is refused when the file changed since (another tab, the agent).
+ */
+export function memoryVersion(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32);
 }
 
 /** Module files are small markdown; one this big is not a memory module and would flood a prompt. */

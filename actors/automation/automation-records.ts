@@ -28,6 +28,7 @@ import {
 import { agentAccess, cronTimeZone, payloadKeys, unsupportedHookFields, scheduleProblem, recoverCutWebhookCall, signatureProblem, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
 import { loadCronJobs, loadWebhooks, patchWebhookRecord, saveCronJobs, saveWebhooks, type EventLog, type HomePaths } from '../../store/index.js';
 import { prepareCronJobFolder, type CronScheduler } from './cron-scheduler.js';
+import { cronRuns, webhookRuns } from './run-history.js';
 import { WebhookReplayMemory } from './webhook-replay.js';
 import { dispatchWebhook, reportWebhookRun, signedDigest, webhookAuthPasses, webhookPrompt, type CutRun, type DispatchResult, type RunEnd, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
@@ -53,6 +54,8 @@ export interface AutomationRecordsDeps {
   cron?: () => Pick<CronScheduler, 'runNow'> | null;
   /** The zone a job without one is read in (user_timezone → TZ → host → UTC). */
   defaultZone?: () => string;
+  /** The event log the run histories are folded from; without it they are not handled. */
+  log?: Pick<EventLog, 'read'>;
 }
 
 /** `last_error` is a line for the panel, not a log. */
@@ -277,6 +280,22 @@ export function startAutomationRecords(deps: AutomationRecordsDeps): Subscriptio
     }),
   );
   if (deps.webhooks) subs.add(handleTriggers(bus, paths, deps.webhooks));
+  const log = deps.log;
+  if (log) {
+    // A run's history is as visible as its record: the record must exist and its agent be allowed.
+    subs.add(
+      bus.handle(CRON_COMMANDS.runs, 'automation', ({ data }) => {
+        cronJob(data.principal, data.id, 'read cron job runs');
+        return cronRuns(log, data.id, data.limit);
+      }),
+    );
+    subs.add(
+      bus.handle(WEBHOOK_COMMANDS.runs, 'automation', ({ data }) => {
+        webhook(data.principal, data.id, 'read webhook runs');
+        return webhookRuns(log, data.id, data.limit);
+      }),
+    );
+  }
   subs.add(
     bus.handle(WEBHOOK_COMMANDS.verify, 'automation', ({ data }) => {
       const { hooks, index } = webhook(data.principal, data.id, 'verify webhook signature');

@@ -1,7 +1,7 @@
 import { Subscription } from 'rxjs';
 import { causedBy, type Bus } from '../../bus/index.js';
-import { MEMORY_COMMANDS, MEMORY_EVENTS, memoryStream, type SubAgentConfig } from '../../schemas/index.js';
-import { listMemoryModules, readMemoryModule, serviceSecretRealPaths, workspaceDir, writeMemoryModule, type HomePaths } from '../../store/index.js';
+import { MEMORY_COMMANDS, MEMORY_EVENTS, SvcError, memoryStream, type SubAgentConfig } from '../../schemas/index.js';
+import { listMemoryModules, memoryVersion, readMemoryModule, serviceSecretRealPaths, workspaceDir, writeMemoryModule, type HomePaths } from '../../store/index.js';
 import { serialRunner } from '../host/serial.js';
 import { targetAgent } from './agent-target.js';
 
@@ -17,6 +17,16 @@ export interface MemoryAdminDeps {
   registry: () => SubAgentConfig[];
 }
 
+/** A module's text now; one not there yet reads as empty, as the main memory does. */
+function currentText(workspace: string, filename: string, refused: readonly string[]): string {
+  try {
+    return readMemoryModule(workspace, filename, refused).text;
+  } catch (e) {
+    if (e instanceof SvcError && e.code === 'not-found') return '';
+    throw e;
+  }
+}
+
 export function startMemoryAdmin(deps: MemoryAdminDeps): Subscription {
   const { bus, paths } = deps;
   const serial = serialRunner();
@@ -28,14 +38,19 @@ export function startMemoryAdmin(deps: MemoryAdminDeps): Subscription {
     bus.handle(MEMORY_COMMANDS.read, 'memory-admin', async (cmd) => {
       const workspace = workspaceOf(cmd.data.principal, cmd.data.agent);
       const m = readMemoryModule(workspace, cmd.data.filename, await serviceSecretRealPaths(paths));
-      return { filename: m.filename, content: m.text };
+      return { filename: m.filename, content: m.text, version: memoryVersion(m.text) };
     }),
   );
   subs.add(
     bus.handle(MEMORY_COMMANDS.write, 'memory-admin', (cmd) =>
       serial(async () => {
-        const { principal, agent, filename, content } = cmd.data;
+        const { principal, agent, filename, content, base_version } = cmd.data;
         const workspace = workspaceOf(principal, agent);
+        // Serial with every other write here, so nothing lands between this check and the write.
+        if (base_version !== undefined) {
+          const now = memoryVersion(currentText(workspace, filename, await serviceSecretRealPaths(paths)));
+          if (now !== base_version) throw new SvcError('memory-conflict', `memory module ${filename} changed since it was loaded: reload it, or save again to overwrite`, { filename });
+        }
         const written = await writeMemoryModule(workspace, filename, content, await serviceSecretRealPaths(paths));
         await bus.publish({
           stream: memoryStream(agent),
@@ -43,7 +58,7 @@ export function startMemoryAdmin(deps: MemoryAdminDeps): Subscription {
           data: { agent, filename: written.filename, bytes: Buffer.byteLength(content, 'utf8'), created: written.created },
           ...causedBy(cmd),
         });
-        return written;
+        return { ...written, version: memoryVersion(content) };
       }),
     ),
   );

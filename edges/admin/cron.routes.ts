@@ -1,8 +1,8 @@
-import { CRON_COMMANDS, CreateCronJobBodySchema, RecordIdSchema, UpdateCronJobBodySchema, type Principal } from '../../schemas/index.js';
+import { CRON_COMMANDS, CreateCronJobBodySchema, DEFAULT_RUN_HISTORY, MAX_RUN_HISTORY, RecordIdSchema, UpdateCronJobBodySchema, type Principal } from '../../schemas/index.js';
 import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
-import { pathParam } from './query-params.js';
+import { pathParam, queryLimit } from './query-params.js';
 
 /*
  * SPEC.md "Admin REST: cron jobs" with WIRE.md §2's record. A manual run answers 202 once its fire
@@ -52,6 +52,14 @@ export function cronRoutes(deps: AdminDeps): Route[] {
       auth: adminAuth('cron.run'),
       summary: 'Run a cron job now',
       handler: async (req, principal) => json(202, await bus.send(CRON_COMMANDS.run, { principal, id: pathParam(req, 'id', RecordIdSchema) })),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/cron/:id/runs',
+      auth: adminAuth('cron.read'),
+      summary: "A cron job's latest runs, newest first (?limit=, default 20)",
+      handler: async (req, principal) =>
+        json(200, await bus.send(CRON_COMMANDS.runs, { principal, id: pathParam(req, 'id', RecordIdSchema), limit: queryLimit(req, DEFAULT_RUN_HISTORY, MAX_RUN_HISTORY) })),
     },
   ];
 }

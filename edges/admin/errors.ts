@@ -18,6 +18,8 @@ export const ADMIN_STATUSES: StatusTable = {
   'file-too-large': 413,
   'file-exists': 409,
   'skill-exists': 409,
+  /** A memory write whose `base_version` is no longer the file's: reload or overwrite. */
+  'memory-conflict': 409,
   /** config.json itself does not validate: fix it first, nothing was written. */
   'config-invalid': 409,
   /** A signed download link that was not issued by this server (or was altered). */

@@ -1,8 +1,8 @@
-import { CreateWebhookBodySchema, RecordIdSchema, UpdateWebhookBodySchema, VerifyWebhookBodySchema, WEBHOOK_COMMANDS, type Principal } from '../../schemas/index.js';
+import { CreateWebhookBodySchema, DEFAULT_RUN_HISTORY, MAX_RUN_HISTORY, RecordIdSchema, UpdateWebhookBodySchema, VerifyWebhookBodySchema, WEBHOOK_COMMANDS, type Principal } from '../../schemas/index.js';
 import { json, withBody, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
-import { pathParam } from './query-params.js';
+import { pathParam, queryLimit } from './query-params.js';
 
 /** SPEC.md "Admin REST: webhooks" with WIRE.md §2's record; secrets are masked in every listing. */
 const BODY_LIMIT = 64 * 1024;
@@ -42,6 +42,14 @@ export function webhooksRoutes(deps: AdminDeps): Route[] {
       pattern: '/api/webhooks/:id',
       auth: adminAuth('webhooks.write'),
       handler: async (req, principal) => json(200, await bus.send(WEBHOOK_COMMANDS.delete, { principal, id: pathParam(req, 'id', RecordIdSchema) })),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/webhooks/:id/runs',
+      auth: adminAuth('webhooks.read'),
+      summary: "A webhook's latest accepted calls and how they ended, newest first (?limit=, default 20)",
+      handler: async (req, principal) =>
+        json(200, await bus.send(WEBHOOK_COMMANDS.runs, { principal, id: pathParam(req, 'id', RecordIdSchema), limit: queryLimit(req, DEFAULT_RUN_HISTORY, MAX_RUN_HISTORY) })),
     },
     {
       method: 'POST',

@@ -51,7 +51,8 @@ export function App() {
             <Route path="/notifications" component={Notifications} />
             <Route path="/memory" component={Memory} />
             <Route path="/skills" component={Skills} />
-            <Route path="/files" component={Files} />
+            {/* Not /files: that path is the daemon's file download on the same port. */}
+            <Route path="/user-files" component={Files} />
             <Route path="/users" component={Users} />
             <Route path="/audit" component={Audit} />
             <Route path="/settings" component={Settings} />

@@ -2,10 +2,10 @@ import type { ComponentChildren } from 'preact';
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { adminSocket, type SocketState } from './api/socket';
-import { systemStatus } from './api/system-status';
 import { language, texts, useT, type Lang } from './i18n';
 import { isAdmin, logout, useSession } from './session';
 import { useStore } from './store';
+import { instanceName, loadInstanceName } from './ui/instance-name';
 import { theme, type Theme } from './theme';
 import { unreadCount } from './unread';
 
@@ -80,7 +80,7 @@ const LINKS: { href: string; key: NavKey; admin?: boolean }[] = [
   { href: '/notifications', key: 'notifications' },
   { href: '/memory', key: 'memory' },
   { href: '/skills', key: 'skills' },
-  { href: '/files', key: 'files' },
+  { href: '/user-files', key: 'files' },
   { href: '/users', key: 'users', admin: true },
   { href: '/audit', key: 'audit', admin: true },
   { href: '/settings', key: 'settings' },
@@ -98,15 +98,11 @@ export function Layout({ children }: { children: ComponentChildren }) {
   const currentTheme = useStore(theme);
   const unread = useStore(unreadCount);
   const [open, setOpen] = useState(false);
-  const [instance, setInstance] = useState('');
+  const instance = useStore(instanceName);
   const [live, setLive] = useState<SocketState>('connecting');
   useEffect(() => adminSocket.onState(setLive), []);
   useEffect(() => setOpen(false), [path]);
-  useEffect(() => {
-    systemStatus()
-      .then((s) => setInstance(s.instance_name ?? ''))
-      .catch(() => undefined);
-  }, []);
+  useEffect(loadInstanceName, []);
   return (
     <div class={`shell ${open ? 'nav-open' : ''}`}>
       <a class="skip" href="#main">

@@ -16,15 +16,18 @@ const Content = v.string();
 // ---------------------------------------------------------------- memory
 
 export const MemoryModuleEntrySchema = v.object({ name: v.string(), filename: v.string(), size: v.string(), lines: v.number() });
-export const MemoryModuleTextSchema = v.object({ filename: v.string(), content: v.string() });
+/** `version`: what a write may name as `base_version` (store/workspace.ts memoryVersion). */
+export const MemoryModuleTextSchema = v.object({ filename: v.string(), content: v.string(), version: v.string() });
+
+const MemoryVersion = v.pipe(v.string('must be a string'), v.regex(/^[0-9a-f]{1,64}$/, 'must be the version a read of the module gave'));
 
 export const MEMORY_COMMANDS = {
   list: defineCommand('memory.module_list', v.strictObject({ principal: PrincipalSchema, agent: Agent }), v.array(MemoryModuleEntrySchema)),
   read: defineCommand('memory.module_read', v.strictObject({ principal: PrincipalSchema, agent: Agent, filename: RequestedPath }), MemoryModuleTextSchema),
   write: defineCommand(
     'memory.module_write',
-    v.strictObject({ principal: PrincipalSchema, agent: Agent, filename: RequestedPath, content: Content }),
-    v.object({ ...MemoryModuleEntrySchema.entries, created: v.boolean() }),
+    v.strictObject({ principal: PrincipalSchema, agent: Agent, filename: RequestedPath, content: Content, base_version: v.optional(MemoryVersion) }),
+    v.object({ ...MemoryModuleEntrySchema.entries, created: v.boolean(), version: v.string() }),
   ),
 } as const;
 
@@ -117,6 +120,11 @@ export const RAG_COMMANDS = {
 /** `?agent=` of the memory, files and RAG routes; other query parameters (cache busters) are ignored. */
 export const AgentParamQuerySchema = v.object({ agent: v.optional(Agent) });
 export const ContentBodySchema = v.strictObject({ content: Content });
+/**
+ * A memory write; `base_version` (optional): the version the editor loaded. When the file's version
+ * differs now, nothing is written and the answer is 409 `memory-conflict`.
+ */
+export const MemoryWriteBodySchema = v.strictObject({ content: Content, base_version: v.optional(MemoryVersion) });
 export const CreateSkillBodySchema = v.strictObject({ name: RequestedPath, content: Content });
 export const SkillScopeQuerySchema = v.object({ scope: v.optional(v.picklist(SKILL_LIST_SCOPES), 'merged') });
 /**

@@ -93,12 +93,14 @@ const EXPECT: Record<string, readonly [Role, Acl, string]> = {
   'PUT /api/cron/:id': ['admin', 'validated', 'Roles: update on cron jobs is admin; Agent-scoped: update needs the agent'],
   'DELETE /api/cron/:id': ['admin', 'validated', 'Roles: delete on cron jobs is admin; Agent-scoped: delete needs the agent'],
   'POST /api/cron/:id/run': ['operator', 'validated', 'Roles: operator runs cron jobs; Agent-scoped: run needs the agent'],
+  'GET /api/cron/:id/runs': ['viewer', 'validated', 'Roles: viewer reads cron jobs; Agent-scoped: a run history is as visible as its job'],
   'GET /api/webhooks': ['viewer', 'filtered', 'Roles: viewer reads webhooks; Agent-scoped: filtered by job agent'],
   'POST /api/webhooks': ['admin', 'validated', 'Roles: create on webhooks is admin; Agent-scoped: create needs the agent'],
   'PUT /api/webhooks/:id': ['admin', 'validated', 'Roles: update on webhooks is admin; Agent-scoped: update needs the agent'],
   'DELETE /api/webhooks/:id': ['admin', 'validated', 'Roles: delete on webhooks is admin; Agent-scoped: delete needs the agent'],
   // Not a write, and not in the operator's list: an operator reads all resources, a webhook's secret included.
   'POST /api/webhooks/:id/verify': ['operator', 'validated', 'Agent-scoped: verify needs the agent'],
+  'GET /api/webhooks/:id/runs': ['viewer', 'validated', 'Roles: viewer reads webhooks; Agent-scoped: a call history is as visible as its hook'],
   // Tasks and agent sessions.
   'GET /api/tasks': ['viewer', 'filtered', 'Roles: viewer reads tasks; Agent-scoped: filtered by parent_agent or agent'],
   'GET /api/tasks/:id': ['viewer', 'validated', 'Agent-scoped: tasks (get validated)'],
@@ -350,6 +352,7 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
       return { path: `/api/cron/${id}` };
     },
     'POST /api/cron/:id/run': () => ({ path: '/api/cron/coder-job/run' }),
+    'GET /api/cron/:id/runs': () => ({ path: '/api/cron/coder-job/runs' }),
     'GET /api/webhooks': () => ({ path: '/api/webhooks' }),
     'POST /api/webhooks': () => ({ path: '/api/webhooks', body: { id: fresh(), agent: 'coder' } }),
     'PUT /api/webhooks/:id': () => ({ path: '/api/webhooks/coder-hook', body: { description: 'd' } }),
@@ -358,6 +361,7 @@ t.test('every admin route × role × allowed_agents answers as SPEC.md says, and
       await admin('POST', '/api/webhooks', { id, agent: 'coder' });
       return { path: `/api/webhooks/${id}` };
     },
+    'GET /api/webhooks/:id/runs': () => ({ path: '/api/webhooks/coder-hook/runs' }),
     'POST /api/webhooks/:id/verify': () => ({ path: '/api/webhooks/coder-hook/verify', body: { payload: '{}', signature: 'sha256=00' } }),
     'GET /api/tasks': () => ({ path: '/api/tasks' }),
     'GET /api/tasks/:id': () => ({ path: `/api/tasks/${coderTask}` }),

@@ -434,3 +434,55 @@ t.test('import: bad or hostile input is refused whole and changes nothing', asyn
   t.equal((await s.call('/api/import', { method: 'POST', raw: JSON.stringify({ users: [], pad: 'x'.repeat(5 * 1024 * 1024) }) })).status, 413);
   t.same(snapshot(s), before, 'nothing changed');
 });
+
+t.test('run history: a cron job\'s and a webhook\'s runs folded from their facts, newest first; ACL as the record; bad limit and unknown id', async (t) => {
+  const s = await serveOps(t, { lang: 'en' });
+  t.equal((await s.call('/api/cron', { method: 'POST', body: { id: 'job', title: 'Report', schedule: '@daily', agent: 'coder' } })).status, 201);
+  t.equal((await s.call('/api/webhooks', { method: 'POST', body: { id: 'hook', name: 'Hook', agent: 'coder', mode: 'cron_task', secret: 'hook-secret-123' } })).status, 201);
+  t.same((await s.call('/api/cron/job/runs')).body, [], 'no runs yet');
+  const cron = (type: string, data: object) => s.bus.publish({ stream: 'cron:job', type, data: { id: 'job', ...data } } as never);
+  await cron(AUTOMATION_EVENTS.fired, { agent: 'coder', fire_id: 'job@1', scheduled_at: '2026-11-22T09:00:00.000Z', trigger: 'schedule' });
+  await cron(AUTOMATION_EVENTS.run_finished, { agent: 'coder', fire_id: 'job@1', run_id: 'r1', status: 'success', duration_ms: 1500, result: 'All good', deliver: true });
+  await cron(AUTOMATION_EVENTS.delivered, { fire_id: 'job@1', attempt: 1 });
+  await cron(AUTOMATION_EVENTS.fire_skipped, { agent: 'coder', fire_id: 'job@2', scheduled_at: '2026-11-23T09:00:00.000Z', status: 'skipped:missed' });
+  await cron(AUTOMATION_EVENTS.fired, { agent: 'coder', fire_id: 'job@3', scheduled_at: '2026-11-24T09:00:00.000Z', trigger: 'manual' });
+  let r = await s.call('/api/cron/job/runs', { as: 'viewer' });
+  t.equal(r.status, 200);
+  t.match(r.body, [
+    { fire_id: 'job@3', trigger: 'manual', status: 'running', finished_at: null, duration_ms: null, result: null, delivered: false },
+    { fire_id: 'job@2', status: 'skipped:missed', scheduled_at: '2026-11-23T09:00:00.000Z' },
+    { fire_id: 'job@1', trigger: 'schedule', status: 'success', duration_ms: 1500, result: 'All good', delivered: true, fired_at: String, finished_at: String },
+  ]);
+  t.same((await s.call('/api/cron/job/runs?limit=1')).body.map((x: { fire_id: string }) => x.fire_id), ['job@3']);
+
+  const hook = (type: string, data: object) => s.bus.publish({ stream: 'webhook:hook', type, data: { id: 'hook', agent: 'coder', ...data } } as never);
+  await hook(AUTOMATION_EVENTS.triggered, { mode: 'cron_task', request_id: 'q1', client: '10.0.0.1', body_bytes: 12, keys: ['action'] });
+  await hook(AUTOMATION_EVENTS.completed, { mode: 'cron_task', request_id: 'q1', status: 'queued', turn_id: null, task_id: 'run-1' });
+  await hook(AUTOMATION_EVENTS.run_ended, { request_id: 'q1', run_id: 'run-1', status: 'success', result: 'Done' });
+  await hook(AUTOMATION_EVENTS.triggered, { mode: 'cron_task', request_id: 'q2', client: '10.0.0.2', body_bytes: 3, keys: [] });
+  await hook(AUTOMATION_EVENTS.failed, { mode: 'cron_task', request_id: 'q2', reason: 'no-runner', error: 'no runner' });
+  r = await s.call('/api/webhooks/hook/runs', { as: 'viewer' });
+  t.match(r, {
+    status: 200,
+    body: [
+      { request_id: 'q2', status: 'failed', error: 'no runner', client: '10.0.0.2' },
+      { request_id: 'q1', status: 'success', result: 'Done', body_bytes: 12, keys: ['action'], finished_at: String },
+    ],
+  });
+
+  for (const path of ['/api/cron/job/runs', '/api/webhooks/hook/runs']) {
+    t.match(await s.call(path, { as: 'coderViewer' }), { status: 200 }, `${path}: a viewer allowed coder`);
+    t.match(await s.call(path, { as: null }), { status: 401 }, `${path}: no credential`);
+    t.match(await s.call(`${path}?limit=0`), { status: 400, body: { code: 'invalid-query', error: /limit/ } });
+    t.match(await s.call(`${path}?limit=abc`), { status: 400, body: { code: 'invalid-query' } });
+    t.match(await s.call(`${path}?limit=201`), { status: 400, body: { code: 'invalid-query' } });
+  }
+  t.match(await s.call('/api/cron/nope/runs'), { status: 404, body: { code: 'not-found' } });
+  t.match(await s.call('/api/webhooks/nope/runs'), { status: 404, body: { code: 'not-found' } });
+  t.match(await s.call('/api/cron/..%2Fx/runs'), { status: 400, body: { code: 'invalid-path' } });
+  // A job of an agent the user may not use is refused as its record is.
+  t.equal((await s.call('/api/cron', { method: 'POST', body: { id: 'wjob', title: 'W', schedule: '@daily', agent: 'writer' } })).status, 201);
+  t.match(await s.call('/api/cron/wjob/runs', { as: 'coderViewer' }), { status: 403, body: { code: 'agent-not-allowed' } });
+  t.equal((await s.call('/api/webhooks', { method: 'POST', body: { id: 'whook', agent: 'writer', secret: 'hook-secret-123' } })).status, 201);
+  t.match(await s.call('/api/webhooks/whook/runs', { as: 'coderViewer' }), { status: 403, body: { code: 'agent-not-allowed' } });
+});

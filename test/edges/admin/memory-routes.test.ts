@@ -2,6 +2,7 @@ import t from 'tap';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { MEMORY_EVENTS } from '../../../schemas/index.js';
+import { memoryVersion } from '../../../store/index.js';
 import { LEAK, hostilePaths, plantLinks, serveContent, snapshot } from '../../fixtures/admin-content.js';
 
 const mem = (root: string) => join(root, 'memory_system');
@@ -21,7 +22,7 @@ async function seeded(t: Parameters<typeof serveContent>[0]) {
 t.test('main memory and modules in the WIRE.md shapes, nested modules percent-encoded in one segment', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/memory');
-  t.same({ status: r.status, body: r.body }, { status: 200, body: { filename: 'MAINMEMORY.md', content: '# Main\n\n- fact one\n- fact two\n' } });
+  t.same({ status: r.status, body: r.body }, { status: 200, body: { filename: 'MAINMEMORY.md', content: '# Main\n\n- fact one\n- fact two\n', version: memoryVersion('# Main\n\n- fact one\n- fact two\n') } });
   r = await s.call('/api/memory/modules');
   t.equal(r.status, 200);
   t.same(r.body, [
@@ -30,10 +31,10 @@ t.test('main memory and modules in the WIRE.md shapes, nested modules percent-en
     { name: 'projects', filename: 'modules/projects.md', lines: 2, size: '11 B' },
   ]);
   r = await s.call(`/api/memory/modules/${enc('modules/people/alice.md')}`);
-  t.same(r.body, { filename: 'modules/people/alice.md', content: 'Alice likes tea\n' });
+  t.same(r.body, { filename: 'modules/people/alice.md', content: 'Alice likes tea\n', version: memoryVersion('Alice likes tea\n') });
 
   r = await s.call(`/api/memory/modules/${enc('modules/people/bob.md')}`, { method: 'PUT', body: { content: 'Bob\nlikes coffee\n' } });
-  t.same(r.body, { name: 'people/bob', filename: 'modules/people/bob.md', lines: 2, size: '17 B', created: true });
+  t.same(r.body, { name: 'people/bob', filename: 'modules/people/bob.md', lines: 2, size: '17 B', created: true, version: memoryVersion('Bob\nlikes coffee\n') });
   t.equal(fs.readFileSync(join(mem(s.paths.workspace), 'modules', 'people', 'bob.md'), 'utf8'), 'Bob\nlikes coffee\n');
   r = await s.call('/api/memory', { method: 'PUT', body: { content: 'new main\n' } });
   t.match(r, { status: 200, body: { filename: 'MAINMEMORY.md', lines: 1, created: false } });
@@ -42,11 +43,39 @@ t.test('main memory and modules in the WIRE.md shapes, nested modules percent-en
   t.match(r, { status: 200, body: { filename: 'modules/deep/er/new.md', lines: 0, size: '0 B' } }, 'new folders under modules/ are made');
 
   r = await s.call('/api/memory?agent=coder');
-  t.same(r.body, { filename: 'MAINMEMORY.md', content: 'coder memory\n' }, '?agent= reads that agent\'s memory');
+  t.same(r.body, { filename: 'MAINMEMORY.md', content: 'coder memory\n', version: memoryVersion('coder memory\n') }, '?agent= reads that agent\'s memory');
   fs.rmSync(join(mem(s.paths.workspace), 'MAINMEMORY.md'));
   r = await s.call('/api/memory');
-  t.same(r.body, { filename: 'MAINMEMORY.md', content: '' }, 'no MAINMEMORY.md yet: empty');
+  t.same(r.body, { filename: 'MAINMEMORY.md', content: '', version: memoryVersion('') }, 'no MAINMEMORY.md yet: empty');
 
+  t.same(s.internal, []);
+});
+
+t.test('a write naming the version it loaded is refused 409 memory-conflict when the file changed since, and writes nothing', async (t) => {
+  const s = await seeded(t);
+  const file = join(mem(s.paths.workspace), 'modules', 'projects.md');
+  const path = `/api/memory/modules/${enc('modules/projects.md')}`;
+  const loaded = await s.call(path);
+  t.equal(loaded.body.version, memoryVersion('alpha\nbeta\n'));
+  // Another tab (or the agent) changes it after this editor loaded it.
+  fs.writeFileSync(file, 'alpha\nbeta\ngamma\n');
+  let r = await s.call(path, { method: 'PUT', body: { content: 'mine\n', base_version: loaded.body.version } });
+  t.match(r, { status: 409, body: { code: 'memory-conflict', error: /changed since it was loaded/ } });
+  t.equal(fs.readFileSync(file, 'utf8'), 'alpha\nbeta\ngamma\n', 'nothing overwritten');
+  t.equal([...s.log.read()].filter((e) => e.type === MEMORY_EVENTS.module_written).length, 0, 'no fact of a write');
+  // With the current version it saves, and the reply's version is the next base.
+  const now = (await s.call(path)).body.version;
+  r = await s.call(path, { method: 'PUT', body: { content: 'mine\n', base_version: now } });
+  t.match(r, { status: 200, body: { filename: 'modules/projects.md', version: memoryVersion('mine\n') } });
+  // Without base_version it overwrites, as before.
+  t.match(await s.call(path, { method: 'PUT', body: { content: 'again\n' } }), { status: 200 });
+  t.equal(fs.readFileSync(file, 'utf8'), 'again\n');
+  // The main memory too; a module not there yet has the version of empty text.
+  t.match(await s.call('/api/memory', { method: 'PUT', body: { content: 'x', base_version: memoryVersion('stale') } }), { status: 409, body: { code: 'memory-conflict' } });
+  t.match(await s.call(`/api/memory/modules/${enc('modules/fresh.md')}`, { method: 'PUT', body: { content: 'new', base_version: memoryVersion('') } }), { status: 200, body: { created: true } });
+  t.match(await s.call(path, { method: 'PUT', body: { content: 'x', base_version: 'not a version!' } }), { status: 400, body: { code: 'invalid-body', error: /base_version/ } });
+  t.match(await s.call(path, { method: 'PUT', as: 'viewer', body: { content: 'x', base_version: now } }), { status: 403 });
+  t.equal(fs.readFileSync(file, 'utf8'), 'again\n');
   t.same(s.internal, []);
 });
 
