@@ -1,4 +1,4 @@
-import { get } from '../api/client';
+import { systemStatus } from '../api/system-status';
 import { createStore } from '../store';
 
 /*
@@ -8,7 +8,8 @@ import { createStore } from '../store';
 export const instanceName = createStore('');
 
 export function loadInstanceName(): void {
-  get<{ instance_name?: string }>('/api/system/status')
+  // Shared with the dashboard, which reads the version from the same answer.
+  systemStatus()
     .then((s) => instanceName.set(s.instance_name ?? ''))
     .catch(() => undefined);
 }
