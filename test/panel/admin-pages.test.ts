@@ -30,7 +30,7 @@ if (SKIP_REASON) {
     const { page, context, problems } = await openPage(browser, stand, { allow: [/http 409: DELETE \S+\/api\/users\/admin$/, /^console: Failed to load resource: .* 409 \(Conflict\)$/] });
     await newAddress(context);
     await logIn(page, 'admin', stand.adminPassword);
-    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByRole('link', { name: 'Users', exact: true }).click();
     await heading(page, 'Users');
     await page.getByRole('cell', { name: /^admin/ }).waitFor();
     t.same(await seriousViolations(page), [], 'users page: no serious accessibility violation');
@@ -86,7 +86,7 @@ if (SKIP_REASON) {
     await page.setViewportSize({ width: 1280, height: 900 });
 
     // The audit log shows these actions.
-    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('link', { name: 'Audit log', exact: true }).click();
     await heading(page, 'Audit log');
     await page.getByRole('cell', { name: 'POST /api/users' }).first().waitFor();
     await page.getByLabel('Filter').fill('dora');
@@ -103,7 +103,7 @@ if (SKIP_REASON) {
     const { page, context, problems } = await openPage(browser, stand);
     await newAddress(context);
     await logIn(page, 'admin', stand.adminPassword);
-    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
     await heading(page, 'Settings');
 
     await page.getByLabel('Instance name').fill('Test Lab');
@@ -155,9 +155,9 @@ if (SKIP_REASON) {
     await newAddress(context);
     await logIn(page, 'vera', 'viewer-pass-1');
     const nav = page.locator('nav#nav');
-    t.equal(await nav.getByRole('link', { name: 'Users' }).count(), 0, 'no Users link');
-    t.equal(await nav.getByRole('link', { name: 'Audit log' }).count(), 0, 'no Audit link');
-    await nav.getByRole('link', { name: 'Settings' }).click();
+    t.equal(await nav.getByRole('link', { name: 'Users', exact: true }).count(), 0, 'no Users link');
+    t.equal(await nav.getByRole('link', { name: 'Audit log', exact: true }).count(), 0, 'no Audit link');
+    await nav.getByRole('link', { name: 'Settings', exact: true }).click();
     await heading(page, 'Settings');
     await page.getByText('Test Lab', { exact: true }).first().waitFor();
     await page.getByText('Read-only: your role cannot change this.').waitFor();

@@ -20,7 +20,7 @@ else {
     await logIn(page, 'admin', stand.adminPassword);
 
     await t.test('cron: create (the server\'s schedule error shown), edit, pause, run now, history, delete', async (t) => {
-      await page.getByRole('link', { name: 'Cron jobs' }).click();
+      await page.getByRole('link', { name: 'Cron jobs', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Cron jobs' }).waitFor();
       await page.getByRole('button', { name: 'New cron job' }).click();
       let dialog = page.getByRole('dialog', { name: 'New cron job' });
@@ -73,7 +73,7 @@ else {
 
     await t.test('webhooks: create, edit (secret never echoed), pause, signature test, delete', async (t) => {
       const secret = 'hook-secret-0123456789';
-      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
       await page.getByRole('button', { name: 'New webhook' }).click();
       let dialog = page.getByRole('dialog', { name: 'New webhook' });

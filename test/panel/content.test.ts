@@ -20,7 +20,7 @@ else {
 
     await t.test('memory: edit and save a module; a conflict is shown and nothing overwritten until the user chooses', async (t) => {
       t.equal((await stand.api('PUT', `/api/memory/modules/${enc('modules/notes.md')}`, { content: 'one\n' })).status, 200);
-      await page.getByRole('link', { name: 'Memory' }).click();
+      await page.getByRole('link', { name: 'Memory', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Memory' }).waitFor();
       await page.getByRole('button', { name: 'notes', exact: true }).click();
       const editor = page.getByLabel('Content of modules/notes.md');
@@ -59,7 +59,7 @@ else {
 
     await t.test('skills: create, edit and delete an agent\'s skill', async (t) => {
       const own = async () => ((await stand.api('GET', '/api/agents/main/skills?scope=own')).body as { name: string }[]).map((s) => s.name);
-      await page.getByRole('link', { name: 'Skills' }).click();
+      await page.getByRole('link', { name: 'Skills', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Skills' }).waitFor();
       await page.getByRole('button', { name: 'New skill' }).click();
       let dialog = page.getByRole('dialog', { name: 'New skill' });
@@ -89,7 +89,7 @@ else {
 
     await t.test('files: make a folder, upload into it, download through the signed link, delete', async (t) => {
       const list = async (path: string) => ((await stand.api('GET', `/api/files/list?agent=main&path=${enc(path)}`)).body as { name: string; isDir: boolean }[]).map((e) => `${e.name}${e.isDir ? '/' : ''}`);
-      await page.getByRole('link', { name: 'Files' }).click();
+      await page.getByRole('link', { name: 'Files', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
       await page.getByRole('button', { name: 'New folder' }).click();
       const dialog = page.getByRole('dialog', { name: 'New folder' });

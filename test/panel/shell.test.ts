@@ -26,23 +26,23 @@ else {
     t.equal(await page.locator('h1').innerText(), 'Dashboard');
     t.same(await seriousViolations(page), [], 'the shell passes the accessibility scan');
 
-    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: 'Agents', exact: true }).click();
     await page.waitForURL('**/agents');
-    t.equal(await page.getByRole('link', { name: 'Agents' }).getAttribute('aria-current'), 'page', 'the current page is marked');
+    t.equal(await page.getByRole('link', { name: 'Agents', exact: true }).getAttribute('aria-current'), 'page', 'the current page is marked');
 
     await page.reload();
     await page.locator('nav#nav').waitFor();
     t.match(page.url(), /\/agents$/, 'a client route survives a reload: the daemon serves index.html for it');
 
     await page.getByLabel('Language').selectOption('ru');
-    await page.getByRole('link', { name: 'Агенты' }).waitFor();
+    await page.getByRole('link', { name: 'Агенты', exact: true }).waitFor();
     t.equal(await page.evaluate(() => document.documentElement.lang), 'ru');
     await page.getByLabel('Тема').selectOption('dark');
     t.equal(await page.evaluate(() => document.documentElement.dataset['theme']), 'dark');
     t.same(await seriousViolations(page), [], 'dark and Russian pass the accessibility scan too');
 
     await page.reload();
-    await page.getByRole('link', { name: 'Агенты' }).waitFor();
+    await page.getByRole('link', { name: 'Агенты', exact: true }).waitFor();
     t.equal(await page.evaluate(() => document.documentElement.dataset['theme']), 'dark', 'the choices are remembered');
 
     await page.getByRole('button', { name: 'Выйти' }).click();
@@ -59,7 +59,7 @@ else {
     await logIn(page, 'admin', stand.adminPassword);
     t.notOk(await page.locator('nav#nav').isVisible(), 'the navigation is folded away');
     await page.getByRole('button', { name: 'Menu' }).click();
-    await page.getByRole('link', { name: 'Tasks' }).click();
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
     await page.waitForURL('**/tasks');
     t.notOk(await page.locator('nav#nav').isVisible(), 'choosing a page closes the drawer');
     t.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 375), 'no sideways scrolling');

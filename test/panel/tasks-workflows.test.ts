@@ -87,7 +87,8 @@ if (SKIP_REASON) {
       // Filter tabs.
       await page.getByRole('button', { name: 'Completed', exact: true }).click();
       await page.getByRole('row', { name: /quick/ }).waitFor();
-      t.equal(await page.getByRole('row', { name: /asker/ }).count(), 0, 'the completed tab shows completed tasks only');
+      // The asker may have finished after its answer, or been cancelled first: either way the tab shows only what is completed.
+      t.equal(await page.getByRole('row').filter({ hasText: /Running|Waiting|Cancelled|Failed/ }).count(), 0, 'the completed tab shows completed tasks only');
       await page.getByRole('button', { name: 'All', exact: true }).click();
       t.same(await seriousViolations(page), [], 'axe: tasks');
       await page.setViewportSize({ width: 375, height: 800 });
