@@ -16,6 +16,8 @@ import { until } from '../fixtures/until.js';
 
 const BIN = resolve(import.meta.dirname, '../fixtures/bin');
 const ADAPTERS = { claude: claudeAdapter, codex: codexAdapter, gemini: geminiAdapter } as const;
+// The suite sets it for the daemons other files start; here it would only be one more SVC_ variable the CLIs inherit.
+delete process.env.SVC_PANEL_LISTEN;
 
 interface Run {
   events: StreamEvent[];
