@@ -2,10 +2,11 @@ import type { AdminAgent } from '../../../schemas/index.js';
 import { get, seg } from '../api/client';
 import { formatTime, texts, useT } from '../i18n';
 import { useAsync } from '../ui/async';
-import { Badge, Button, Empty, ErrorBanner, Loading, Page, Table } from '../ui/components';
+import { Badge, Button, ErrorBanner, Page, Table } from '../ui/components';
 import { useLiveRefresh } from '../ui/live';
 import { Avatar } from './dash/avatar';
 import './dashboard.css';
+import { ListOf } from '../ui/list-of';
 
 /* The agents the caller may see (the server filters by allowed_agents), each linking to its page. */
 
@@ -62,34 +63,32 @@ export default function Agents() {
       }
     >
       <ErrorBanner error={agents.error} onRetry={() => void agents.reload()} />
-      {agents.data === undefined ? (
-        agents.loading ? <Loading /> : null
-      ) : agents.data.length === 0 ? (
-        <Empty>{t('none')}</Empty>
-      ) : (
-        <Table label={t('list')} head={[t('agent'), t('status'), t('provider'), t('model'), t('sessions'), t('lastActive')]}>
-          {agents.data.map((a) => (
-            <tr key={a.name}>
-              <td>
-                <div class="agent-cell">
-                  <Avatar name={a.name} has={a.has_avatar} />
-                  <div>
-                    <a href={`/agents/${seg(a.name)}`}>{a.display_name || a.name}</a>
-                    {a.display_name && a.display_name !== a.name ? <div class="muted small">{a.name}</div> : null}
+      <ListOf list={agents} empty={t('none')}>
+        {(items) => (
+          <Table label={t('list')} head={[t('agent'), t('status'), t('provider'), t('model'), t('sessions'), t('lastActive')]}>
+            {items.map((a) => (
+              <tr key={a.name}>
+                <td>
+                  <div class="agent-cell">
+                    <Avatar name={a.name} has={a.has_avatar} />
+                    <div>
+                      <a href={`/agents/${seg(a.name)}`}>{a.display_name || a.name}</a>
+                      {a.display_name && a.display_name !== a.name ? <div class="muted small">{a.name}</div> : null}
+                    </div>
                   </div>
-                </div>
-              </td>
-              <td>
-                <StatusBadge status={a.status} />
-              </td>
-              <td>{a.provider}</td>
-              <td>{a.model}</td>
-              <td>{a.active_sessions}</td>
-              <td>{formatTime(a.last_active)}</td>
-            </tr>
-          ))}
-        </Table>
-      )}
+                </td>
+                <td>
+                  <StatusBadge status={a.status} />
+                </td>
+                <td>{a.provider}</td>
+                <td>{a.model}</td>
+                <td>{a.active_sessions}</td>
+                <td>{formatTime(a.last_active)}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ListOf>
     </Page>
   );
 }

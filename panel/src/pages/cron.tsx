@@ -5,9 +5,10 @@ import { formatTime, texts, useT } from '../i18n';
 import { isAdmin, isOperator, useSession } from '../session';
 import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
-import { Badge, Button, Card, Empty, ErrorBanner, Field, Loading, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
+import { Badge, Button, Card, ErrorBanner, Field, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
 import './automation.css';
 import { AgentSelect, formatSeconds, numberOr, statusTone, textOr, useAgents } from './automation/shared';
+import { ListOf } from '../ui/list-of';
 
 /*
  * Cron jobs (SPEC.md "Cron job and webhook records", WIRE.md §2): the list, a form to create and
@@ -231,26 +232,24 @@ function RunHistory({ job, onClose }: { job: CronJob; onClose: () => void }) {
         </Button>
       </div>
       <ErrorBanner error={runs.error} onRetry={() => void runs.reload()} />
-      {runs.data === undefined ? (
-        runs.error ? null : <Loading />
-      ) : runs.data.length === 0 ? (
-        <Empty>{t('noRuns')}</Empty>
-      ) : (
-        <Table label={t('runs')} head={[t('fired'), t('trigger'), c('status'), t('duration'), t('result')]}>
-          {runs.data.map((r) => (
-            <tr key={r.fire_id}>
-              <td>{formatTime(r.fired_at)}</td>
-              <td>{t(`trigger_${r.trigger}` as 'trigger_schedule') || r.trigger}</td>
-              <td>
-                <Badge tone={statusTone(r.status)}>{label(r.status)}</Badge>
-                {r.delivered ? <span class="muted small"> · {t('delivered')}</span> : null}
-              </td>
-              <td>{r.duration_ms === null ? '—' : formatSeconds(r.duration_ms / 1000)}</td>
-              <td>{r.result ? <pre class="auto-pre">{r.result}</pre> : '—'}</td>
-            </tr>
-          ))}
-        </Table>
-      )}
+      <ListOf list={runs} empty={t('noRuns')}>
+        {(items) => (
+          <Table label={t('runs')} head={[t('fired'), t('trigger'), c('status'), t('duration'), t('result')]}>
+            {items.map((r) => (
+              <tr key={r.fire_id}>
+                <td>{formatTime(r.fired_at)}</td>
+                <td>{t(`trigger_${r.trigger}` as 'trigger_schedule') || r.trigger}</td>
+                <td>
+                  <Badge tone={statusTone(r.status)}>{label(r.status)}</Badge>
+                  {r.delivered ? <span class="muted small"> · {t('delivered')}</span> : null}
+                </td>
+                <td>{r.duration_ms === null ? '—' : formatSeconds(r.duration_ms / 1000)}</td>
+                <td>{r.result ? <pre class="auto-pre">{r.result}</pre> : '—'}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ListOf>
     </Modal>
   );
 }
@@ -294,69 +293,67 @@ export default function Cron() {
       <ErrorBanner error={action.error ?? jobs.error} onRetry={jobs.error ? () => void jobs.reload() : undefined} />
       {notice ? <Notice>{notice}</Notice> : null}
       <Card title={t('jobs')}>
-        {jobs.data === undefined ? (
-          jobs.error ? null : <Loading />
-        ) : jobs.data.length === 0 ? (
-          <Empty>{t('none')}</Empty>
-        ) : (
-          <Table
-            label={t('jobs')}
-            head={[t('jobTitle'), t('schedule'), c('agent'), c('status'), t('nextRun'), t('lastRun'), t('executions'), t('avgDuration'), ...(operator ? [c('actions')] : [])]}
-          >
-            {jobs.data.map((j) => (
-              <tr key={j.id}>
-                <td>
-                  <button type="button" class="auto-link" onClick={() => setDetail(j)} aria-label={`${t('details')}: ${j.title}`}>
-                    {j.title}
-                  </button>
-                </td>
-                <td class="auto-code">{j.schedule}</td>
-                <td>{j.agent}</td>
-                <td>
-                  <Badge tone={j.enabled ? 'ok' : 'warn'}>{j.enabled ? t('active') : t('paused')}</Badge>
-                  {j.last_status ? (
-                    <>
-                      {' '}
-                      <Badge tone={statusTone(j.last_status)}>{j.last_status}</Badge>
-                    </>
-                  ) : null}
-                </td>
-                <td>{formatTime(j.next_run ?? null)}</td>
-                <td>{formatTime(j.last_run_at ?? null)}</td>
-                <td>{numberOr(j.execution_count, 0)}</td>
-                <td>{formatSeconds(numberOr(j.avg_duration))}</td>
-                {operator ? (
+        <ListOf list={jobs} empty={t('none')}>
+          {(items) => (
+            <Table
+              label={t('jobs')}
+              head={[t('jobTitle'), t('schedule'), c('agent'), c('status'), t('nextRun'), t('lastRun'), t('executions'), t('avgDuration'), ...(operator ? [c('actions')] : [])]}
+            >
+              {items.map((j) => (
+                <tr key={j.id}>
                   <td>
-                    <div class="auto-actions">
-                      <Button onClick={() => void act(() => post(`/api/cron/${seg(j.id)}/run`), t('started'))} aria-label={`${t('runNow')}: ${j.title}`}>
-                        {t('runNow')}
-                      </Button>
-                      {admin ? (
-                        <>
-                          <Button onClick={() => setEditing(j)} aria-label={`${c('edit')}: ${j.title}`}>
-                            {c('edit')}
-                          </Button>
-                          <Button onClick={() => void act(() => put(`/api/cron/${seg(j.id)}`, { enabled: !j.enabled }))} aria-label={`${j.enabled ? t('pause') : t('resume')}: ${j.title}`}>
-                            {j.enabled ? t('pause') : t('resume')}
-                          </Button>
-                          <Button
-                            variant="danger"
-                            aria-label={`${c('delete')}: ${j.title}`}
-                            onClick={async () => {
-                              if (await ask(t('deleteQ', { name: j.title }))) await act(() => del(`/api/cron/${seg(j.id)}`));
-                            }}
-                          >
-                            {c('delete')}
-                          </Button>
-                        </>
-                      ) : null}
-                    </div>
+                    <button type="button" class="auto-link" onClick={() => setDetail(j)} aria-label={`${t('details')}: ${j.title}`}>
+                      {j.title}
+                    </button>
                   </td>
-                ) : null}
-              </tr>
-            ))}
-          </Table>
-        )}
+                  <td class="auto-code">{j.schedule}</td>
+                  <td>{j.agent}</td>
+                  <td>
+                    <Badge tone={j.enabled ? 'ok' : 'warn'}>{j.enabled ? t('active') : t('paused')}</Badge>
+                    {j.last_status ? (
+                      <>
+                        {' '}
+                        <Badge tone={statusTone(j.last_status)}>{j.last_status}</Badge>
+                      </>
+                    ) : null}
+                  </td>
+                  <td>{formatTime(j.next_run ?? null)}</td>
+                  <td>{formatTime(j.last_run_at ?? null)}</td>
+                  <td>{numberOr(j.execution_count, 0)}</td>
+                  <td>{formatSeconds(numberOr(j.avg_duration))}</td>
+                  {operator ? (
+                    <td>
+                      <div class="auto-actions">
+                        <Button onClick={() => void act(() => post(`/api/cron/${seg(j.id)}/run`), t('started'))} aria-label={`${t('runNow')}: ${j.title}`}>
+                          {t('runNow')}
+                        </Button>
+                        {admin ? (
+                          <>
+                            <Button onClick={() => setEditing(j)} aria-label={`${c('edit')}: ${j.title}`}>
+                              {c('edit')}
+                            </Button>
+                            <Button onClick={() => void act(() => put(`/api/cron/${seg(j.id)}`, { enabled: !j.enabled }))} aria-label={`${j.enabled ? t('pause') : t('resume')}: ${j.title}`}>
+                              {j.enabled ? t('pause') : t('resume')}
+                            </Button>
+                            <Button
+                              variant="danger"
+                              aria-label={`${c('delete')}: ${j.title}`}
+                              onClick={async () => {
+                                if (await ask(t('deleteQ', { name: j.title }))) await act(() => del(`/api/cron/${seg(j.id)}`));
+                              }}
+                            >
+                              {c('delete')}
+                            </Button>
+                          </>
+                        ) : null}
+                      </div>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </Table>
+          )}
+        </ListOf>
       </Card>
       {editing !== null ? (
         <JobForm

@@ -9,6 +9,7 @@ import { Badge, Button, Card, Empty, ErrorBanner, Loading, Page, Tabs } from '..
 import { useLiveRefresh } from '../ui/live';
 import { ActivityDetail, ActivityList } from './dash/activity';
 import './dashboard.css';
+import { ListOf } from '../ui/list-of';
 
 /*
  * The dashboard. One view costs three requests: the summary (counters, host figures, the ten
@@ -193,13 +194,9 @@ export default function Dashboard() {
                 {t('acknowledged')}
               </p>
             ) : null}
-            {errors.data === undefined ? (
-              errors.loading ? <Loading /> : null
-            ) : errors.data.length === 0 ? (
-              <Empty>{t('noErrors')}</Empty>
-            ) : (
-              <ActivityList events={errors.data} onOpen={setOpen} />
-            )}
+            <ListOf list={errors} empty={t('noErrors')}>
+              {(items) => <ActivityList events={items} onOpen={setOpen} />}
+            </ListOf>
           </Card>
 
           <Card title={t('system')}>

@@ -4,9 +4,10 @@ import { formatBytes, formatTime, texts, useT } from '../i18n';
 import { isAdmin, isOperator, useSession } from '../session';
 import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
-import { Button, Card, Empty, ErrorBanner, Field, Loading, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
+import { Button, Card, ErrorBanner, Field, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
 import './automation.css';
 import { AgentSelect, useAgents } from './automation/shared';
+import { ListOf } from '../ui/list-of';
 
 /*
  * An agent's files (WIRE.md §2): browse folders with breadcrumbs, upload into the open folder
@@ -179,63 +180,61 @@ export default function Files() {
             />
           </Field>
         </div>
-        {list.data === undefined ? (
-          list.error ? null : <Loading />
-        ) : list.data.length === 0 ? (
-          <Empty>{t('empty')}</Empty>
-        ) : (
-          <Table label={t('listing')} head={[c('name'), t('size'), t('type'), t('modified'), c('actions')]}>
-            {dir ? (
-              <tr>
-                <td>
-                  <button type="button" class="auto-link" onClick={() => setDir(parts.slice(0, -1).join('/'))}>
-                    .. ({t('up')})
-                  </button>
-                </td>
-                <td />
-                <td />
-                <td />
-                <td />
-              </tr>
-            ) : null}
-            {list.data.map((e) => (
-              <tr key={e.path}>
-                <td>
-                  {e.isDir ? (
-                    <button type="button" class="auto-link" onClick={() => setDir(e.path)} aria-label={`${t('open')}: ${e.name}`}>
-                      {e.name}/
+        <ListOf list={list} empty={t('empty')}>
+          {(items) => (
+            <Table label={t('listing')} head={[c('name'), t('size'), t('type'), t('modified'), c('actions')]}>
+              {dir ? (
+                <tr>
+                  <td>
+                    <button type="button" class="auto-link" onClick={() => setDir(parts.slice(0, -1).join('/'))}>
+                      .. ({t('up')})
                     </button>
-                  ) : (
-                    e.name
-                  )}
-                </td>
-                <td>{e.isDir ? '—' : formatBytes(e.size)}</td>
-                <td>{e.isDir ? t('folder') : e.mime}</td>
-                <td>{formatTime(e.modified)}</td>
-                <td>
-                  <div class="auto-actions">
-                    {!e.isDir ? (
-                      <Button onClick={() => void download(e)} aria-label={`${t('download')}: ${e.name}`}>
-                        {t('download')}
-                      </Button>
-                    ) : null}
-                    {admin ? (
-                      <Button
-                        variant="danger"
-                        aria-label={`${c('delete')}: ${e.name}`}
-                        onClick={async () => {
-                          if (await ask(t('deleteQ', { name: e.name }))) await write(() => del('/api/files', { agent, relative_path: e.path }));
-                        }}
-                      >
-                        {c('delete')}
-                      </Button>
-                    ) : null}
-                  </div>
-                </td>
-              </tr>
-            ))}
-          </Table>
-        )}
+                  </td>
+                  <td />
+                  <td />
+                  <td />
+                  <td />
+                </tr>
+              ) : null}
+              {items.map((e) => (
+                <tr key={e.path}>
+                  <td>
+                    {e.isDir ? (
+                      <button type="button" class="auto-link" onClick={() => setDir(e.path)} aria-label={`${t('open')}: ${e.name}`}>
+                        {e.name}/
+                      </button>
+                    ) : (
+                      e.name
+                    )}
+                  </td>
+                  <td>{e.isDir ? '—' : formatBytes(e.size)}</td>
+                  <td>{e.isDir ? t('folder') : e.mime}</td>
+                  <td>{formatTime(e.modified)}</td>
+                  <td>
+                    <div class="auto-actions">
+                      {!e.isDir ? (
+                        <Button onClick={() => void download(e)} aria-label={`${t('download')}: ${e.name}`}>
+                          {t('download')}
+                        </Button>
+                      ) : null}
+                      {admin ? (
+                        <Button
+                          variant="danger"
+                          aria-label={`${c('delete')}: ${e.name}`}
+                          onClick={async () => {
+                            if (await ask(t('deleteQ', { name: e.name }))) await write(() => del('/api/files', { agent, relative_path: e.path }));
+                          }}
+                        >
+                          {c('delete')}
+                        </Button>
+                      ) : null}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </ListOf>
       </Card>
       {mkdirOpen ? (
         <Modal title={t('mkdir')} open onClose={() => setMkdirOpen(false)}>

@@ -9,6 +9,7 @@ import { Badge, Button, Card, Empty, ErrorBanner, Field, Loading, Modal, Notice,
 import { Markdown } from '../ui/markdown';
 import './automation.css';
 import { AgentSelect, useAgents } from './automation/shared';
+import { ListOf } from '../ui/list-of';
 
 /*
  * Skills (WIRE.md §2): an agent's merged view (its own skills and the global ones; a global one is
@@ -197,54 +198,52 @@ export default function Skills() {
       ) : null}
       <ErrorBanner error={action.error ?? list.error} onRetry={list.error ? () => void list.reload() : undefined} />
       <Card title={scope === 'global' ? t('global') : `${t('skills')}: ${agent}`}>
-        {list.data === undefined ? (
-          list.error ? null : <Loading />
-        ) : list.data.length === 0 ? (
-          <Empty>{t('none')}</Empty>
-        ) : (
-          <Table label={t('skills')} head={[c('name'), t('description'), t('scope'), t('modified'), t('size'), c('actions')]}>
-            {list.data.map((s) => (
-              <tr key={`${s.scope}:${s.name}`}>
-                <td>
-                  <button type="button" class="auto-link" onClick={() => setOpen(s)} aria-label={`${t('view')}: ${s.name}`}>
-                    {s.name}
-                  </button>
-                </td>
-                <td>{s.description || '—'}</td>
-                <td>
-                  <Badge tone={s.scope === 'global' ? 'info' : 'neutral'}>{s.scope === 'global' ? t('scope_global') : t('scope_agent')}</Badge>
-                  {s.overrides ? (
-                    <>
-                      {' '}
-                      <Badge tone="warn">{t('overrides')}</Badge>
-                    </>
-                  ) : null}
-                </td>
-                <td>{formatTime(s.mtime)}</td>
-                <td>{formatBytes(s.size)}</td>
-                <td>
-                  <div class="auto-actions">
-                    <Button onClick={() => setOpen(s)} aria-label={`${writable(s) ? c('edit') : t('view')}: ${s.name}`}>
-                      {writable(s) ? c('edit') : t('view')}
-                    </Button>
-                    {writable(s) ? (
-                      <Button
-                        variant="danger"
-                        aria-label={`${c('delete')}: ${s.name}`}
-                        onClick={async () => {
-                          if (!(await ask(t('deleteQ', { name: s.name })))) return;
-                          if (await action.run(() => del(`${base}/${seg(s.name)}`))) await list.reload();
-                        }}
-                      >
-                        {c('delete')}
-                      </Button>
+        <ListOf list={list} empty={t('none')}>
+          {(items) => (
+            <Table label={t('skills')} head={[c('name'), t('description'), t('scope'), t('modified'), t('size'), c('actions')]}>
+              {items.map((s) => (
+                <tr key={`${s.scope}:${s.name}`}>
+                  <td>
+                    <button type="button" class="auto-link" onClick={() => setOpen(s)} aria-label={`${t('view')}: ${s.name}`}>
+                      {s.name}
+                    </button>
+                  </td>
+                  <td>{s.description || '—'}</td>
+                  <td>
+                    <Badge tone={s.scope === 'global' ? 'info' : 'neutral'}>{s.scope === 'global' ? t('scope_global') : t('scope_agent')}</Badge>
+                    {s.overrides ? (
+                      <>
+                        {' '}
+                        <Badge tone="warn">{t('overrides')}</Badge>
+                      </>
                     ) : null}
-                  </div>
-                </td>
-              </tr>
-            ))}
-          </Table>
-        )}
+                  </td>
+                  <td>{formatTime(s.mtime)}</td>
+                  <td>{formatBytes(s.size)}</td>
+                  <td>
+                    <div class="auto-actions">
+                      <Button onClick={() => setOpen(s)} aria-label={`${writable(s) ? c('edit') : t('view')}: ${s.name}`}>
+                        {writable(s) ? c('edit') : t('view')}
+                      </Button>
+                      {writable(s) ? (
+                        <Button
+                          variant="danger"
+                          aria-label={`${c('delete')}: ${s.name}`}
+                          onClick={async () => {
+                            if (!(await ask(t('deleteQ', { name: s.name })))) return;
+                            if (await action.run(() => del(`${base}/${seg(s.name)}`))) await list.reload();
+                          }}
+                        >
+                          {c('delete')}
+                        </Button>
+                      ) : null}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </ListOf>
       </Card>
       {open !== null ? (
         <SkillEditor

@@ -5,9 +5,10 @@ import { formatTime, texts, useT } from '../i18n';
 import { isAdmin, useSession } from '../session';
 import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
-import { Badge, Button, Card, Empty, ErrorBanner, Field, Loading, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
+import { Badge, Button, Card, ErrorBanner, Field, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
 import './automation.css';
 import { AgentSelect, numberOr, statusTone, textOr, useAgents } from './automation/shared';
+import { ListOf } from '../ui/list-of';
 
 /*
  * Webhooks (WIRE.md §2 and §4): the list, a form (mode, prompt template, bearer or HMAC auth), pause
@@ -311,25 +312,23 @@ function Calls({ hook }: { hook: Webhook }) {
         </Button>
       </div>
       <ErrorBanner error={runs.error} onRetry={() => void runs.reload()} />
-      {runs.data === undefined ? (
-        runs.error ? null : <Loading />
-      ) : runs.data.length === 0 ? (
-        <Empty>{t('noRuns')}</Empty>
-      ) : (
-        <Table label={t('runs')} head={[t('when'), t('from'), t('size'), c('status'), t('result')]}>
-          {runs.data.map((r) => (
-            <tr key={r.request_id}>
-              <td>{formatTime(r.triggered_at)}</td>
-              <td class="auto-code">{r.client}</td>
-              <td>{r.body_bytes} B</td>
-              <td>
-                <Badge tone={statusTone(r.status)}>{r.status === 'running' ? t('running') : r.status}</Badge>
-              </td>
-              <td>{r.error || r.result ? <pre class="auto-pre">{r.error ?? r.result}</pre> : '—'}</td>
-            </tr>
-          ))}
-        </Table>
-      )}
+      <ListOf list={runs} empty={t('noRuns')}>
+        {(items) => (
+          <Table label={t('runs')} head={[t('when'), t('from'), t('size'), c('status'), t('result')]}>
+            {items.map((r) => (
+              <tr key={r.request_id}>
+                <td>{formatTime(r.triggered_at)}</td>
+                <td class="auto-code">{r.client}</td>
+                <td>{r.body_bytes} B</td>
+                <td>
+                  <Badge tone={statusTone(r.status)}>{r.status === 'running' ? t('running') : r.status}</Badge>
+                </td>
+                <td>{r.error || r.result ? <pre class="auto-pre">{r.error ?? r.result}</pre> : '—'}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ListOf>
     </>
   );
 }
@@ -404,52 +403,50 @@ export default function Webhooks() {
         </Notice>
       ) : null}
       <Card title={t('hooks')}>
-        {hooks.data === undefined ? (
-          hooks.error ? null : <Loading />
-        ) : hooks.data.length === 0 ? (
-          <Empty>{t('none')}</Empty>
-        ) : (
-          <Table label={t('hooks')} head={[t('hookName'), t('url'), t('mode'), c('agent'), c('status'), t('lastTriggered'), t('triggers'), ...(admin ? [c('actions')] : [])]}>
-            {hooks.data.map((h) => (
-              <tr key={h.id}>
-                <td>
-                  <button type="button" class="auto-link" onClick={() => setDetail(h)} aria-label={`${t('details')}: ${h.name}`}>
-                    {h.name}
-                  </button>
-                </td>
-                <td class="auto-code">{h.url}</td>
-                <td>{h.mode}</td>
-                <td>{h.agent}</td>
-                <td>
-                  <Badge tone={h.enabled ? 'ok' : 'warn'}>{h.enabled ? t('active') : t('paused')}</Badge>
-                </td>
-                <td>{formatTime(h.last_triggered ?? null)}</td>
-                <td>{numberOr(h.trigger_count, 0)}</td>
-                {admin ? (
+        <ListOf list={hooks} empty={t('none')}>
+          {(items) => (
+            <Table label={t('hooks')} head={[t('hookName'), t('url'), t('mode'), c('agent'), c('status'), t('lastTriggered'), t('triggers'), ...(admin ? [c('actions')] : [])]}>
+              {items.map((h) => (
+                <tr key={h.id}>
                   <td>
-                    <div class="auto-actions">
-                      <Button onClick={() => setEditing(h)} aria-label={`${c('edit')}: ${h.name}`}>
-                        {c('edit')}
-                      </Button>
-                      <Button onClick={() => void act(() => put(`/api/webhooks/${seg(h.id)}`, { enabled: !h.enabled }))} aria-label={`${h.enabled ? t('pause') : t('resume')}: ${h.name}`}>
-                        {h.enabled ? t('pause') : t('resume')}
-                      </Button>
-                      <Button
-                        variant="danger"
-                        aria-label={`${c('delete')}: ${h.name}`}
-                        onClick={async () => {
-                          if (await ask(t('deleteQ', { name: h.name }))) await act(() => del(`/api/webhooks/${seg(h.id)}`));
-                        }}
-                      >
-                        {c('delete')}
-                      </Button>
-                    </div>
+                    <button type="button" class="auto-link" onClick={() => setDetail(h)} aria-label={`${t('details')}: ${h.name}`}>
+                      {h.name}
+                    </button>
                   </td>
-                ) : null}
-              </tr>
-            ))}
-          </Table>
-        )}
+                  <td class="auto-code">{h.url}</td>
+                  <td>{h.mode}</td>
+                  <td>{h.agent}</td>
+                  <td>
+                    <Badge tone={h.enabled ? 'ok' : 'warn'}>{h.enabled ? t('active') : t('paused')}</Badge>
+                  </td>
+                  <td>{formatTime(h.last_triggered ?? null)}</td>
+                  <td>{numberOr(h.trigger_count, 0)}</td>
+                  {admin ? (
+                    <td>
+                      <div class="auto-actions">
+                        <Button onClick={() => setEditing(h)} aria-label={`${c('edit')}: ${h.name}`}>
+                          {c('edit')}
+                        </Button>
+                        <Button onClick={() => void act(() => put(`/api/webhooks/${seg(h.id)}`, { enabled: !h.enabled }))} aria-label={`${h.enabled ? t('pause') : t('resume')}: ${h.name}`}>
+                          {h.enabled ? t('pause') : t('resume')}
+                        </Button>
+                        <Button
+                          variant="danger"
+                          aria-label={`${c('delete')}: ${h.name}`}
+                          onClick={async () => {
+                            if (await ask(t('deleteQ', { name: h.name }))) await act(() => del(`/api/webhooks/${seg(h.id)}`));
+                          }}
+                        >
+                          {c('delete')}
+                        </Button>
+                      </div>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </Table>
+          )}
+        </ListOf>
       </Card>
       {editing !== null ? (
         <HookForm
