@@ -62,7 +62,7 @@ const accessExpired = () => Date.now() > Number(localStorage.getItem(EXPIRY_KEY)
 
 let refreshing: Promise<boolean> | null = null;
 /** One refresh at a time: parallel callers wait for the same one. */
-export function refreshSession(): Promise<boolean> {
+function refreshSession(): Promise<boolean> {
   refreshing ??= send('POST', '/api/auth/refresh', {})
     .then(async (r) => {
       if (!r.ok) return false;
