@@ -1,3 +1,5 @@
+// Longer than 450 lines: the composition of an agent's chats (lanes, commands, decider, launcher) plus
+// what spans sessions — the model in force, the CLI-slot queue, /stop's bookkeeping — which its parts share.
 import { randomUUID } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { toPromise, type Actor, type ActorRefFrom } from 'xstate';

@@ -1,3 +1,5 @@
+// Longer than 450 lines: the one place that knows where each vendor's CLI keeps its login and models.
+// The table below is its index; split per provider, the quiet readers they share (JSON, dotenv, ~) would scatter.
 import * as fs from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { providerDisplayName, type DetectedProvider } from '../../machines/index.js';

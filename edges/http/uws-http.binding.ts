@@ -1,3 +1,5 @@
+// Longer than 450 lines: the one adapter between uWS's callbacks and the pure router. Bodies in and files
+// out share a request's abort and backpressure state, which no other file may hold.
 import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import { SvcError, pickLanguage, type Principal } from '../../schemas/index.js';

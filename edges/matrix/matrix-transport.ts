@@ -1,3 +1,5 @@
+// Longer than 450 lines: one ChatTransport for one SDK; its client, login, sync and send paths share the
+// SDK's client object, which no other file may hold. The content helpers at the bottom are its own.
 import { randomUUID } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';

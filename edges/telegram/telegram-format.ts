@@ -1,3 +1,5 @@
+// Longer than 450 lines: one renderer. Cutting into 4096-unit messages measures the rendered HTML, not
+// the Markdown, so the cutter and the renderer share the fence scanner and are tested as one.
 /*
  * Agents answer in Markdown; Telegram renders a small HTML subset and refuses a message whose
  * visible text is longer than 4096 UTF-16 units, or whose HTML does not parse. Everything here
