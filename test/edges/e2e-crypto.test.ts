@@ -97,7 +97,7 @@ print(json.dumps(out))
 const pythonWithNacl = ['python3', '/usr/bin/python3'].find((py) => spawnSync(py, ['-c', 'import nacl.public']).status === 0);
 const pynaclMissing = pythonWithNacl ? null : 'no python3 with PyNaCl (on Debian: apt install python3-nacl)';
 
-function python(req: object): Record<string, never> {
+function python(req: object): unknown {
   const r = spawnSync(pythonWithNacl!, ['-c', PY], { input: JSON.stringify(req), encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python3 failed: ${r.stderr || r.error}`);
   return JSON.parse(r.stdout);
