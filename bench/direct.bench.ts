@@ -11,8 +11,9 @@ import { FIXTURES, startServer, type ServerHandle } from './server-handle.js';
 import { median, percentile, within } from './timing.js';
 
 /*
- * What a direct-API user pays, with svc and a bare uWS echo each in their own process (their CPU
- * is read from inside them) and the clients here. The fake CLI (bench/fixtures/bin/claude) is
+ * What a direct-API user pays, with svc, a bare relay (the same key exchange and pure-JS secretbox,
+ * nothing else: the cost of the job itself) and a bare uWS echo each in their own process (their
+ * CPU is read from inside them) and the clients here. The fake CLI (bench/fixtures/bin/claude) is
  * started by the turn, reports in over a loopback control socket, and only then writes lines when
  * told, so its start-up is never counted.
  */
@@ -272,25 +273,36 @@ export async function benchDirect(report: BenchReport): Promise<void> {
   const env = { BENCH_CONTROL: String(control.port), BENCH_CHUNK_BYTES: String(CHUNK_BYTES), BENCH_CHUNKS: String(BURST_LINES) };
   const svc = await startServer('daemon', dir, env);
   const echo = await startServer('echo');
+  const bare = await startServer('relay', '', env);
   try {
     const client = await Client.connect(svc.port, svc.token, 1);
+    const bareClient = await Client.connect(bare.port, '', 1);
     const relay: Awaited<ReturnType<typeof relayPerFrame>>[] = [];
+    const bares: Awaited<ReturnType<typeof relayPerFrame>>[] = [];
     const echoes: Awaited<ReturnType<typeof echoPerFrame>>[] = [];
     const warm = await relayPerFrame(svc, control, client, -1, JIT_WARMUP);
+    await relayPerFrame(bare, control, bareClient, -1, JIT_WARMUP);
     await echoPerFrame(echo, warm.wireChars, JIT_WARMUP);
-    // Interleaved, so both see the same machine load.
+    // Interleaved, so all three see the same machine load.
     for (let run = 0; run < RUNS; run++) {
       relay.push(await relayPerFrame(svc, control, client, run));
+      bares.push(await relayPerFrame(bare, control, bareClient, run + RUNS));
       echoes.push(await echoPerFrame(echo, relay.at(-1)!.wireChars));
     }
+    bareClient.ws.close();
     const ratios = relay.map((r, i) => r.cpu.total / echoes[i]!.total);
+    const bareRatios = bares.map((r, i) => r.cpu.total / echoes[i]!.total);
+    const overBare = relay.map((r, i) => r.cpu.total / bares[i]!.cpu.total);
     const last = relay.at(-1)!;
     const kernel = (xs: { system: number }[]) => `${median(xs.map((x) => x.system)).toFixed(1)} µs of it in the kernel`;
     report.section(`direct API: one ${CHUNK_BYTES}-byte CLI line per frame (${last.wireChars}-char frames), lock-step, median of ${RUNS} runs`);
     report.note('lines written / frames received / lines in them, last run', `${last.lines} / ${last.frames} / ${last.records}${last.frames === last.lines ? ' (none merged)' : ' (MERGED: not one line per frame)'}`);
     report.figure(`raw uWS echo: server CPU per frame (${kernel(echoes)})`, median(echoes.map((e) => e.total)), 'µs');
     report.figure(`svc: CPU per frame, CLI line -> sealed frame (${kernel(relay.map((r) => r.cpu))})`, median(relay.map((r) => r.cpu.total)), 'µs');
-    report.figure(`svc / echo CPU per frame (runs: ${ratios.map((r) => r.toFixed(2)).join(', ')})`, median(ratios), 'x', { target: { op: '<=', value: 2 } });
+    report.figure(`bare relay, same secretbox: CPU per frame (${kernel(bares.map((r) => r.cpu))})`, median(bares.map((r) => r.cpu.total)), 'µs');
+    report.figure(`svc / echo CPU per frame (runs: ${ratios.map((r) => r.toFixed(2)).join(', ')})`, median(ratios), 'x');
+    report.figure(`bare relay / echo CPU per frame (runs: ${bareRatios.map((r) => r.toFixed(2)).join(', ')})`, median(bareRatios), 'x');
+    report.figure(`svc / bare relay CPU per frame (runs: ${overBare.map((r) => r.toFixed(2)).join(', ')})`, median(overBare), 'x', { target: { op: '<=', value: 1.3 } });
 
     for (const streams of [1, 10]) {
       const l = await lineLatency(svc.port, svc.token, control, streams);
@@ -301,6 +313,8 @@ export async function benchDirect(report: BenchReport): Promise<void> {
       report.figure('max', l.max, 'ms');
       report.figure('floor: the same lines read from the CLI pipe directly, p50', floor.p50, 'ms');
       report.figure('floor p99 (what this machine\'s scheduler adds by itself)', floor.p99, 'ms');
+      // The target is about svc's own delay: when the machine alone already exceeds it, this run cannot judge it.
+      if (streams === 10 && floor.p99 > 5) report.note('p99 target', `not judgeable in this run: the floor's own p99 (${floor.p99.toFixed(1)} ms) is over 5 ms`);
     }
 
     const b = await burst(svc, client);
@@ -310,6 +324,7 @@ export async function benchDirect(report: BenchReport): Promise<void> {
   } finally {
     await svc.stop();
     await echo.stop();
+    await bare.stop();
     control.close();
     rmSync(dir, { recursive: true, force: true });
   }

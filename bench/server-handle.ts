@@ -17,7 +17,7 @@ export interface ServerHandle {
   stop(): Promise<void>;
 }
 
-export async function startServer(mode: 'daemon' | 'echo', home = '', env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServerHandle> {
+export async function startServer(mode: 'daemon' | 'echo' | 'relay', home = '', env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServerHandle> {
   // BENCH_CPU_PROF=<dir>: a V8 CPU profile of each server process, for finding the hot path.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = spawn(process.execPath, ['--expose-gc', ...prof, ...nodeFlags, SERVER, mode, home, `${FIXTURES}/bin`, JSON.stringify(env)], {

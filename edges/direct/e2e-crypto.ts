@@ -1,10 +1,14 @@
 import { createHash, randomFillSync, timingSafeEqual } from 'node:crypto';
-import { generateKeyPair, openSecretBox, precomputeSharedKey, secretBox } from '@stablelib/nacl';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { openSecretBox, secretBox } from '@stablelib/nacl';
+import { hsalsa } from '@stablelib/xsalsa20';
 
 /*
  * The direct API's end-to-end encryption (WIRE.md §1): NaCl box (Curve25519 + XSalsa20-Poly1305),
  * byte-identical to tweetnacl/PyNaCl. The shared key is computed once per connection (`box.before`),
  * so each frame costs one secretbox. A frame on the wire is std base64 of nonce[24] || box.
+ * X25519 is @noble/curves' (audited, and it refuses low-order peer keys before the ladder runs);
+ * `box.before` is HSalsa20 over that raw secret, so the raw secret is never used as a key itself.
  */
 
 export const NONCE_BYTES = 24;
@@ -18,7 +22,18 @@ export interface E2eKeyPair {
 }
 
 export function e2eKeyPair(): E2eKeyPair {
-  return generateKeyPair();
+  return x25519.keygen();
+}
+
+const HSALSA_ZEROS = new Uint8Array(16);
+
+/**
+ * NaCl's `box.before`: HSalsa20 of the X25519 secret under a zero input block. Throws on a
+ * low-order peer key (noble refuses it), whose secret would be known to anyone.
+ */
+export function boxBefore(peerPublicKey: Uint8Array, mySecretKey: Uint8Array): Uint8Array {
+  const secret = x25519.getSharedSecret(mySecretKey, peerPublicKey);
+  return hsalsa(secret, HSALSA_ZEROS, secret);
 }
 
 const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -33,20 +48,17 @@ export function encodeStdBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
-/**
- * A peer key of a low-order point yields the all-zero X25519 result whatever our secret is, which
- * makes every box forgeable; after HSalsa20 that is this one constant, so compare against it.
- */
-const WEAK_SHARED_KEY = precomputeSharedKey(new Uint8Array(KEY_BYTES), generateKeyPair().secretKey);
-
 /** The precomputed box key for a peer's base64 public key, or null when the key is unusable. */
 export function sharedKeyFor(peerPublicKeyB64: unknown, mySecretKey: Uint8Array): Uint8Array | null {
   if (typeof peerPublicKeyB64 !== 'string' || peerPublicKeyB64.length > 64) return null;
   const pk = decodeStdBase64(peerPublicKeyB64);
   if (!pk || pk.length !== KEY_BYTES) return null;
-  const shared = precomputeSharedKey(new Uint8Array(pk), mySecretKey);
-  if (timingSafeEqual(shared, WEAK_SHARED_KEY)) return null;
-  return shared;
+  try {
+    return boxBefore(new Uint8Array(pk), mySecretKey);
+  } catch {
+    // A low-order point: every box under it would be forgeable.
+    return null;
+  }
 }
 
 export interface OpenedFrame {
