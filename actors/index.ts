@@ -1,5 +1,7 @@
 export * from './host/actor-host.js';
 export * from './host/machine-replay.js';
+export * from './host/journal-replay.js';
+export type { ReplayDiff } from './host/replay-diff.js';
 export * from './logging/log-sink.js';
 export * from './config/config-watcher.js';
 export * from './config/config-warnings.js';

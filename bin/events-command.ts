@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SvcError, type AnyEnvelope } from '../schemas/index.js';
 import { PROJECTIONS, SqliteEventLog, acquirePidLock, diffProjections, rebuildProjections, type HomePaths, type ReadQuery } from '../store/index.js';
-import { MACHINE_REPLAYS, redriveMachines } from '../actors/index.js';
+import { redriveMachines } from '../actors/index.js';
 import { parse, parseSince } from './cli-args.js';
 
 const USAGE = `usage:
@@ -158,7 +158,7 @@ function replayCheck(paths: HomePaths): number {
         }
       }
       if (machines.diffs.length === 0) {
-        process.stdout.write(`ok: ${MACHINE_REPLAYS.length} machines re-driven over ${machines.streams} streams emit exactly the facts the log holds\n`);
+        process.stdout.write(`ok: ${machines.machines} machines re-driven over ${machines.streams} streams emit exactly the facts the log holds\n`);
       } else {
         process.stdout.write(`divergence: re-driven from their recorded inputs, machines emit other facts than the log holds\n`);
         let shown = 0;

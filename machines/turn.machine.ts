@@ -153,6 +153,9 @@ const resultFact = (r: TurnResult, abortCause: string | null): Fact => {
  * The deadline and the "output arrived recently" window are xstate delays, so tests drive time
  * with a simulated clock; the process itself lives in the `cli` actor bound by `.provide()`.
  */
+/** The name and version its journal is recorded under; a change to what it emits for the same inputs bumps the version. */
+export const TURN_MACHINE = { machine: 'turn', version: 1 } as const;
+
 export const turnMachine = setup({
   types: {
     input: {} as TurnInput,

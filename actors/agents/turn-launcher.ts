@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
 import type { Bus, TurnStream } from '../../bus/index.js';
-import { buildInjection, callerUserOf, effortFor, memoryHookDue, permissionModeForPrincipal, selectModules, turnMachine, type TurnInput, type TurnResult } from '../../machines/index.js';
+import { buildInjection, callerUserOf, effortFor, memoryHookDue, permissionModeForPrincipal, selectModules, TURN_MACHINE, turnMachine, type TurnInput, type TurnResult } from '../../machines/index.js';
 import { MAX_STEP_TIMEOUT_SECONDS, TURN_CHUNKS, describeError, type AgentConfig, type AgentMessage, type TurnChunkBase, type TurnKind } from '../../schemas/index.js';
 import { buildChildEnv, listMemoryModules, readDotEnv, readMemoryModule, type HomePaths } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
@@ -128,6 +128,7 @@ export class TurnLauncher {
       actor = this.d.host.spawn(`turn:${turnId}`, machine, {
         stream: `turn:${turnId}`,
         input,
+        journal: TURN_MACHINE,
         correlation: msg.request_id,
         ...(caller ? { by: caller } : {}),
         ...(this.d.clock ? { clock: this.d.clock } : {}),

@@ -33,6 +33,18 @@ export interface SpawnOptions<M extends AnyStateMachine> {
    * its `session:` stream); a child with no stream here emits nothing anyone records.
    */
   childStream?: (childId: string) => string | null;
+  /**
+   * Record the actor's inputs on its stream (`actor.started`, `actor.input`, `actor.timer`), so
+   * `svc events replay --check` re-drives its machine from the log alone (journal-replay.ts). The
+   * machine's invoked actors must be the only way outside news reaches it, and their events JSON.
+   */
+  journal?: JournalSpec;
+}
+
+/** Which machine a journaled actor runs, by the name replay looks it up under, and its version. */
+export interface JournalSpec {
+  machine: string;
+  version: number;
 }
 
 interface Hosted {
@@ -43,6 +55,8 @@ interface Hosted {
   handling: Cause | undefined;
   /** While `sendAndCommit` delivers an event: the appends of the facts it causes. */
   collecting: Promise<unknown>[] | null;
+  /** Records an input on the actor's stream, when it is journaled. */
+  journal: ((type: string, data: Record<string, unknown>) => void) | null;
 }
 
 /** How to bring children of a live actor back after a restart: each stream folded into the event that re-creates its child. */
@@ -79,7 +93,7 @@ export class ActorHost {
       ...(opts.correlation !== undefined ? { correlation: opts.correlation } : {}),
     };
     let root: unknown = null;
-    const hosted: Hosted = { actor: null as unknown as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined, collecting: null };
+    const hosted: Hosted = { actor: null as unknown as Actor<AnyStateMachine>, stream: opts.stream, subs, handling: undefined, collecting: null, journal: null };
     // What a machine hands to `emit(...)` becomes a persisted fact on its stream.
     const record = (stream: string, fact: Fact) => {
       const why = hosted.handling ?? own;
@@ -87,21 +101,27 @@ export class ActorHost {
       hosted.collecting?.push(appended);
       appended.catch((err) => this.bus.emitLog('error', `actor ${id}: could not record ${fact.type}: ${describeError(err)}`));
     };
+    if (opts.journal) hosted.journal = (type, data) => record(opts.stream, { type, data: jsonSafe(data) } as Fact);
+    const journal = hosted.journal;
+    const clock = journal ? journaledClock(opts.clock ?? REAL_CLOCK, (n) => journal(ACTOR_EVENTS.timer, { n })) : opts.clock;
+    const inspect = (ev: { type: string; actorRef: unknown; sourceRef?: { id: string }; event?: { type: string } }) => {
+      if (root === null || ev.actorRef === root) {
+        // News from a child it invoked (a CLI's output, a watcher's read) is an input like any other.
+        if (journal && ev.type === '@xstate.event' && root !== null && ev.sourceRef && ev.sourceRef !== root) journal(ACTOR_EVENTS.input, { event: ev.event, from: ev.sourceRef.id });
+        return;
+      }
+      // Children are announced as they are created, before they can emit: their facts are never missed.
+      const child = ev.actorRef as { id: string; on?: (t: '*', fn: (f: Fact) => void) => { unsubscribe(): void } };
+      if (ev.type !== '@xstate.actor' || !opts.childStream || !child.on) return;
+      const stream = opts.childStream(child.id);
+      if (stream !== null) subs.push(child.on('*', (fact) => record(stream, fact)));
+    };
     const actor = createActor(machine, {
       id,
       ...(opts.input !== undefined ? { input: opts.input } : {}),
       ...(opts.snapshot !== undefined ? { snapshot: opts.snapshot } : {}),
-      ...(opts.clock ? { clock: opts.clock } : {}),
-      // Children are announced as they are created, before they can emit: their facts are never missed.
-      ...(opts.childStream
-        ? {
-            inspect: (ev: { type: string; actorRef: { id: string; on?: (t: '*', fn: (f: Fact) => void) => { unsubscribe(): void } } }) => {
-              if (ev.type !== '@xstate.actor' || root === null || ev.actorRef === root || !ev.actorRef.on) return;
-              const stream = opts.childStream!(ev.actorRef.id);
-              if (stream !== null) subs.push(ev.actorRef.on('*', (fact) => record(stream, fact)));
-            },
-          }
-        : {}),
+      ...(clock ? { clock } : {}),
+      ...(opts.childStream || journal ? { inspect } : {}),
     }) as Actor<M>;
     root = actor;
     hosted.actor = actor as Actor<AnyStateMachine>;
@@ -122,6 +142,11 @@ export class ActorHost {
       }),
     );
     this.actors.set(id, hosted);
+    if (opts.journal) {
+      const snapshot = opts.snapshot as { value: unknown; context: unknown } | undefined;
+      const from = snapshot !== undefined ? { snapshot: { value: snapshot.value, context: snapshot.context } } : { input: opts.input ?? null };
+      hosted.journal!(ACTOR_EVENTS.started, { id, machine: opts.journal.machine, version: opts.journal.version, ...from });
+    }
     actor.start();
     return actor;
   }
@@ -136,6 +161,7 @@ export class ActorHost {
     const outer = hosted.handling;
     hosted.handling = cause ?? outer;
     try {
+      hosted.journal?.(ACTOR_EVENTS.input, { event });
       hosted.actor.send(event);
     } finally {
       hosted.handling = outer;
@@ -212,6 +238,26 @@ export class ActorHost {
     }
     return restored;
   }
+}
+
+/** Counts the delays an actor schedules, so the log can say which one fired; replay counts the same way. */
+function journaledClock(inner: ActorClock, fired: (n: number) => void): ActorClock {
+  let next = 0;
+  return {
+    setTimeout: (fn, ms) => {
+      const n = next++;
+      return inner.setTimeout(() => {
+        fired(n);
+        fn();
+      }, ms);
+    },
+    clearTimeout: (id) => inner.clearTimeout(id),
+  };
+}
+
+/** What an input becomes in the log: JSON, with an Error as its message (xstate hands errors over as objects). */
+function jsonSafe(data: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(data, (_k, value: unknown) => (value instanceof Error ? { message: describeError(value) } : value))) as Record<string, unknown>;
 }
 
 /** A kind's streams in the log, each with its facts in order. */

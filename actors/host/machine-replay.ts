@@ -18,8 +18,8 @@ import {
   type WorkflowDefinition,
 } from '../../schemas/index.js';
 
-/** What a machine hands to `emit(...)`, as the replay collects it. */
-type EmittedFact = { type: string; data?: unknown };
+import { redriveJournal, JOURNALED_MACHINES } from './journal-replay.js';
+import { show, type EmittedFact, type ReplayDiff } from './replay-diff.js';
 
 /*
  * Replay as a test (DESIGN.md §8): re-drive a machine from the inputs its stream records and
@@ -56,14 +56,6 @@ export interface MachineReplay<M extends AnyStateMachine = AnyStateMachine> {
   streams(stream: string): boolean;
   /** `prior` is the stream's facts before `fact`, in order. */
   inputOf(fact: AnyEnvelope, prior: readonly AnyEnvelope[]): RecordedInput<M>;
-}
-
-export interface ReplayDiff {
-  machine: string;
-  stream: string;
-  /** The fact where the machine and the log first part ways. */
-  seq: number | null;
-  line: string;
 }
 
 const daemonReplay: MachineReplay<typeof daemonMachine> = {
@@ -275,19 +267,7 @@ export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   workflowRunReplay as unknown as MachineReplay,
 ];
 
-/** Key order does not matter: a hand-written golden and the machine may build objects differently. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-const show = (f: { type: string; data?: unknown }) => `${f.type} ${canonical(f.data ?? {})}`;
+const HOST_WRITTEN = new Set<string>(Object.values(ACTOR_EVENTS));
 
 /** Re-drives one stream; returns where the machine and the log disagree (empty when they agree). */
 export function redriveStream(spec: MachineReplay, stream: string, facts: readonly AnyEnvelope[]): ReplayDiff[] {
@@ -302,8 +282,8 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
   try {
     for (let i = 0; i < facts.length; i++) {
       const fact = facts[i]!;
-      // Written by the host when an actor throws, not emitted by the machine.
-      if (fact.type === ACTOR_EVENTS.crashed) continue;
+      // Written by the host (a crash, a journaled actor's inputs), not emitted by the machine.
+      if (HOST_WRITTEN.has(fact.type)) continue;
       const recorded = spec.inputOf(fact, facts.slice(0, i));
       if (recorded.start !== undefined) {
         leftover(facts[i - 1]?.seq ?? 0);
@@ -337,16 +317,26 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
   return diffs;
 }
 
-/** Re-drives every machine over every stream it writes in `events` (any order of streams, log order within). */
-export function redriveMachines(events: Iterable<AnyEnvelope>, specs: readonly MachineReplay[] = MACHINE_REPLAYS): { streams: number; diffs: ReplayDiff[] } {
+/**
+ * Re-drives every machine over every stream it writes in `events` (any order of streams, log order
+ * within): a journaled actor's stream from its journal, the others from what their facts record.
+ */
+export function redriveMachines(events: Iterable<AnyEnvelope>, specs: readonly MachineReplay[] = MACHINE_REPLAYS): { machines: number; streams: number; diffs: ReplayDiff[] } {
   const byStream = new Map<string, AnyEnvelope[]>();
+  const journaled = new Set<string>();
+  const runStarts: number[] = [];
   for (const e of events) {
-    if (!specs.some((s) => s.streams(e.stream))) continue;
+    if (e.type === ACTOR_EVENTS.started) journaled.add(e.stream);
+    if (e.type === DAEMON_EVENTS.started) runStarts.push(e.seq);
+    if (!journaled.has(e.stream) && !specs.some((s) => s.streams(e.stream))) continue;
     let list = byStream.get(e.stream);
     if (!list) byStream.set(e.stream, (list = []));
     list.push(e);
   }
   const diffs: ReplayDiff[] = [];
-  for (const [stream, facts] of byStream) for (const spec of specs) if (spec.streams(stream)) diffs.push(...redriveStream(spec, stream, facts));
-  return { streams: byStream.size, diffs };
+  for (const [stream, facts] of byStream) {
+    if (journaled.has(stream)) diffs.push(...redriveJournal(stream, facts, runStarts));
+    for (const spec of specs) if (spec.streams(stream)) diffs.push(...redriveStream(spec, stream, facts));
+  }
+  return { machines: specs.length + JOURNALED_MACHINES.length, streams: byStream.size, diffs };
 }

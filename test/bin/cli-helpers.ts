@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqliteEventLog, PROJECTIONS, readProcStat } from '../../store/index.js';
 import type { AnyEnvelope } from '../../schemas/index.js';
@@ -65,10 +65,16 @@ export function loadGolden(name: string, db: string, alter: (events: AnyEnvelope
       .filter(Boolean)
       .map((l) => JSON.parse(l) as AnyEnvelope),
   );
+  copyLog(events, db);
+  return events;
+}
+
+/** A new log holding exactly `events` (seqs as given), its read models built from them. */
+export function copyLog(events: readonly AnyEnvelope[], db: string): void {
+  mkdirSync(dirname(db), { recursive: true });
   const log = SqliteEventLog.open(db, { projections: PROJECTIONS });
   log.appendRaw(events);
   log.close();
-  return events;
 }
 
 /** A process that still runs: a zombie counts as dead (PID 1 here may not reap it). */
