@@ -1,6 +1,6 @@
 import { CronJobsFileSchema, WebhooksFileSchema, type CronJobRecord, type WebhookRecord } from '../schemas/index.js';
 import type { HomePaths } from './home.js';
-import { commitStagedJson, discardStagedJson, parseJsonText, readJsonFileSync, readJsonTextSync, stageJsonAtomic, writeJsonAtomicSync } from './json-file.js';
+import { parseJsonText, readJsonTextSync, writeJsonAtomicSync } from './json-file.js';
 
 /*
  * `cron_jobs.json` and `webhooks.json` (SPEC.md "Cron job and webhook records"): read and written
@@ -43,13 +43,10 @@ export function isCronJobsSavedBySvc(paths: HomePaths, text: string): boolean {
 
 /**
  * webhooks.json as svc knows it: the file, with the run fields of calls made since its last write
- * (patchWebhookRecord: being written, then still to be written) over it, so every reader sees each
- * call's counters at once.
+ * (patchWebhookRecord) over it, so every reader sees each call's counters at once.
  */
 export function loadWebhooks(paths: HomePaths): WebhookRecord[] {
-  let hooks = readWebhooksFile(paths);
-  const writing = webhookWrites.get(paths.webhooksFile);
-  if (writing) hooks = withPatches(hooks, writing);
+  const hooks = readWebhooksFile(paths);
   const batch = webhookBatches.get(paths.webhooksFile);
   return batch ? withPatches(hooks, batch.pending) : hooks;
 }
@@ -66,11 +63,8 @@ export function saveWebhooks(paths: HomePaths, hooks: readonly WebhookRecord[]):
 const parsedWebhooks = new Map<string, { text: string; hooks: WebhookRecord[] }>();
 
 function readWebhooksFile(paths: HomePaths): WebhookRecord[] {
-  return parseWebhooks(paths, readJsonTextSync(paths.webhooksFile));
-}
-
-function parseWebhooks(paths: HomePaths, text: string | null): WebhookRecord[] {
   const file = paths.webhooksFile;
+  const text = readJsonTextSync(file);
   if (text === null) return [];
   const known = parsedWebhooks.get(file);
   if (known?.text === text) return structuredClone(known.hooks);
@@ -87,21 +81,15 @@ interface WebhookBatch {
   pending: Map<string, Partial<WebhookRecord>>;
   waiters: { resolve: () => void; reject: (e: unknown) => void }[];
 }
-/** Patches still to be written, per file. */
 const webhookBatches = new Map<string, WebhookBatch>();
-/** Patches being written now, per file: one write at a time, so at most one. */
-const webhookWrites = new Map<string, ReadonlyMap<string, Partial<WebhookRecord>>>();
-/** Settles when the write under way ends; the next batch starts after it. */
-const webhookWriteDone = new Map<string, Promise<void>>();
 
 /**
- * Sets run fields (counters, last_*) of one hook. Patches made while the write before them is under
- * way, or in the same turn of the event loop, are written together, in one atomic write with its
- * fsyncs (a group commit), instead of one whole-file rewrite per call; the fsyncs run on libuv's
- * threads, so calls keep being accepted meanwhile. The promise settles once the patch is on disk,
- * so whoever answers a caller after it answers from a durable record. Admin edits keep their
- * synchronous load → change → save: the batch is merged over the file as it is when it is put in
- * place, and a hook deleted meanwhile stays deleted.
+ * Sets run fields (counters, last_*) of one hook. Patches made in one turn of the event loop are
+ * written together, in one atomic write with its fsyncs, instead of one whole-file rewrite per call
+ * (under a burst of calls the fsyncs were most of a call's cost); the promise settles once the
+ * patch is on disk, so whoever answers a caller after it answers from a durable record. Admin edits
+ * keep their synchronous load → change → save: the batch is merged over the file as it is when it
+ * is written, and a hook deleted meanwhile stays deleted.
  */
 export function patchWebhookRecord(paths: HomePaths, id: string, fields: Partial<WebhookRecord>): Promise<void> {
   const file = paths.webhooksFile;
@@ -109,47 +97,19 @@ export function patchWebhookRecord(paths: HomePaths, id: string, fields: Partial
   if (!batch) {
     const created: WebhookBatch = { pending: new Map(), waiters: [] };
     webhookBatches.set(file, (batch = created));
-    const before = webhookWriteDone.get(file) ?? Promise.resolve();
-    void before.then(() => setImmediate(() => void writeWebhookBatch(paths, created)));
+    setImmediate(() => writeWebhookBatch(paths, created));
   }
   batch.pending.set(id, { ...batch.pending.get(id), ...fields });
   return new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
 }
 
-/** Tries at merging over a file that keeps changing under the staged write before doing it all synchronously. */
-const STAGED_TRIES = 3;
-
-async function writeWebhookBatch(paths: HomePaths, batch: WebhookBatch): Promise<void> {
-  const file = paths.webhooksFile;
-  webhookBatches.delete(file);
-  webhookWrites.set(file, batch.pending);
-  let finished!: () => void;
-  webhookWriteDone.set(file, new Promise<void>((r) => (finished = r)));
+function writeWebhookBatch(paths: HomePaths, batch: WebhookBatch): void {
+  webhookBatches.delete(paths.webhooksFile);
   try {
-    await writeMerged(paths, batch.pending);
-    for (const w of batch.waiters) w.resolve();
+    saveWebhooks(paths, withPatches(readWebhooksFile(paths), batch.pending));
   } catch (e) {
     for (const w of batch.waiters) w.reject(e);
-  } finally {
-    webhookWrites.delete(file);
-    webhookWriteDone.delete(file);
-    finished();
+    return;
   }
-}
-
-/**
- * The batch over the file as it is: staged (written and fsynced) off the loop, then put in place
- * only if nobody wrote the file meanwhile — the check and the rename have no await between them,
- * so an admin save is either merged under the patches or comes after and carries them (it loaded
- * them through loadWebhooks). Otherwise merged again over what was written.
- */
-async function writeMerged(paths: HomePaths, patches: ReadonlyMap<string, Partial<WebhookRecord>>): Promise<void> {
-  const file = paths.webhooksFile;
-  for (let i = 0; i < STAGED_TRIES; i++) {
-    const text = readJsonTextSync(file);
-    const tmp = await stageJsonAtomic(file, withPatches(parseWebhooks(paths, text), patches), { mode: 0o600 });
-    if (readJsonTextSync(file) === text) return commitStagedJson(tmp, file);
-    discardStagedJson(tmp);
-  }
-  saveWebhooks(paths, withPatches(readWebhooksFile(paths), patches));
+  for (const w of batch.waiters) w.resolve();
 }

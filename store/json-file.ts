@@ -159,53 +159,6 @@ export async function writeJsonAtomic(path: string, data: unknown, opts: WriteJs
   }
 }
 
-/**
- * The slow half of an atomic write, done on libuv's threads so the event loop serves on meanwhile:
- * a temp file beside `path` with `data`, written, chmodded and fsynced. Nothing is replaced yet: the
- * caller renames it over `path` with `commitStagedJson` once it knows what it merged is still
- * current (with no await in between), or drops it with `discardStagedJson`.
- */
-export async function stageJsonAtomic(path: string, data: unknown, opts: WriteJsonOptions = {}): Promise<string> {
-  const mode = opts.mode ?? 0o600;
-  const text = serialise(path, data);
-  await fsp.mkdir(dirname(path), { recursive: true, mode: opts.dirMode ?? 0o700 });
-  const tmp = tempName(path);
-  const fh = await fsp.open(tmp, 'wx', mode);
-  try {
-    try {
-      await fh.writeFile(text, 'utf8');
-      await fh.chmod(mode);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    await fsp.rm(tmp, { force: true });
-    throw err;
-  }
-  return tmp;
-}
-
-/** Puts a staged file in place (synchronously: the caller's check and this rename are one step), then makes the rename durable. */
-export async function commitStagedJson(tmp: string, path: string): Promise<void> {
-  try {
-    fs.renameSync(tmp, path);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
-  const dh = await fsp.open(dirname(path), 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
-  }
-}
-
-export function discardStagedJson(tmp: string): void {
-  fs.rmSync(tmp, { force: true });
-}
-
 /** Returns the text written, so a caller can know its own write when it reads the file back. */
 export function writeJsonAtomicSync(path: string, data: unknown, opts: WriteJsonOptions = {}): string {
   const mode = opts.mode ?? 0o600;

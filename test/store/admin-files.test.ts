@@ -65,7 +65,7 @@ t.test('webhooks.json run fields: patches made together are one write, seen at o
   await t.rejects(patchWebhookRecord(paths, 'a', { trigger_count: 4 }), { code: 'corrupt-file' }, 'a write that cannot happen is the caller\'s error');
 });
 
-t.test('webhooks.json run fields: counting while writes are under way loses no call; a hand edit is read at once', async (t) => {
+t.test('webhooks.json run fields: counting across batches loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
   const paths = homePaths(t.testdir());
   saveWebhooks(paths, [{ id: 'a', agent: 'main', enabled: true, name: 'aaa' } as unknown as WebhookRecord]);
   const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];
@@ -74,7 +74,7 @@ t.test('webhooks.json run fields: counting while writes are under way loses no c
     // As the trigger handler counts: from what loadWebhooks says now, written or not.
     const count = (loadWebhooks(paths).find((h) => h.id === 'a')!.trigger_count as number | undefined) ?? 0;
     calls.push(patchWebhookRecord(paths, 'a', { trigger_count: count + 1 }));
-    // Now and then let the event loop turn, so a batch's write is under way while the next calls count.
+    // Now and then let the event loop turn, so the calls span several batches.
     if (i % 5 === 4) await Promise.race([calls.at(-1), new Promise((r) => setImmediate(r))]);
   }
   await Promise.all(calls);
