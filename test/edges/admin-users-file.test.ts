@@ -18,7 +18,10 @@ function handEdit(s: Stand, edit: (rows: UserRecord[]) => unknown, how: 'rename'
   const rows = loadUsers(s.paths);
   edit(rows);
   const text = JSON.stringify(rows, null, 2);
-  if (how === 'in-place') return writeFileSync(s.paths.usersFile, text);
+  if (how === 'in-place') {
+    writeFileSync(s.paths.usersFile, text);
+    return;
+  }
   writeFileSync(`${s.paths.usersFile}.edit`, text);
   renameSync(`${s.paths.usersFile}.edit`, s.paths.usersFile);
 }
