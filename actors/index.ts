@@ -43,6 +43,7 @@ export * from './users/totp.js';
 export * from './users/login-throttle.js';
 export * from './users/bootstrap.js';
 export * from './users/users-directory.js';
+export * from './users/live-users.js';
 export * from './tasks/task-hub.js';
 export * from './chat-delivery/chat-delivery.js';
 export * from './workflows/workflow-engine.js';

@@ -44,10 +44,12 @@ import {
   CronScheduler,
   OneShotRuns,
   startTranscriber,
+  startLiveUsers,
   startUsersDirectory,
   ensureBootstrapAdmin,
   type ActorClock,
   type BootstrapResult,
+  type LiveUsers,
   type OneShotRunner,
   type WebhookDispatchDeps,
 } from '../actors/index.js';
@@ -249,7 +251,11 @@ export class DaemonContext {
     return this.opts.paths;
   }
 
+  /** users.json in memory, reloaded by its watcher; null until the `users` part starts. */
+  liveUsers: LiveUsers | null = null;
+
   readonly users = (): UserRecord[] => {
+    if (this.liveUsers) return this.liveUsers.all();
     try {
       return loadUsers(this.paths);
     } catch (e) {
@@ -790,6 +796,10 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
     // Before the API server: its admin routes send the users directory's commands.
     name: 'users',
     async start(ctx) {
+      // Before the bootstrap admin is written: its save must land in the copy requests read.
+      const live = startLiveUsers({ bus: ctx.bus, paths: ctx.paths });
+      ctx.liveUsers = live;
+      await live.ready;
       ctx.bootstrap = ensureBootstrapAdmin(ctx.paths, ctx.config(), ctx.bus, ctx.bus.now()).catch((e: unknown) => {
         ctx.bus.emitLog('error', `could not create the first-start admin: ${describeError(e)}`);
         return null;
@@ -805,6 +815,8 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         // A start that fails early must not leave the bootstrap writing after the bus closed.
         await ctx.bootstrap;
         users.unsubscribe();
+        ctx.liveUsers = null;
+        await live.close();
       };
     },
   },

@@ -7,6 +7,7 @@ import {
   MESSENGER_EVENTS,
   REGISTRY_EVENTS,
   TURN_EVENTS,
+  USER_EVENTS,
   type AnyEnvelope,
   type Listener,
 } from '../schemas/index.js';
@@ -58,6 +59,7 @@ export const STATUS_TYPES: readonly string[] = [
   BUS_EVENTS.subscriber_failed,
   CONFIG_EVENTS.rejected,
   REGISTRY_EVENTS.rejected,
+  USER_EVENTS.file_rejected,
   MESSENGER_EVENTS.state_changed,
 ];
 
@@ -75,6 +77,7 @@ function errorOf(e: AnyEnvelope): LastError | null {
       return { at: e.at, type: e.type, message: str(d.error) };
     case CONFIG_EVENTS.rejected:
     case REGISTRY_EVENTS.rejected:
+    case USER_EVENTS.file_rejected:
       return { at: e.at, type: e.type, message: Array.isArray(d.errors) ? d.errors.map(String).join('; ') : '' };
     default:
       return null;

@@ -50,3 +50,4 @@ export * from './webhook-replay.logic.js';
 export * from './edit-stream.logic.js';
 export * from './messenger-outbox.logic.js';
 export * from './panel-listener.logic.js';
+export * from './users-file.logic.js';

@@ -1,6 +1,6 @@
 import { CronJobsFileSchema, WebhooksFileSchema, type CronJobRecord, type WebhookRecord } from '../schemas/index.js';
 import type { HomePaths } from './home.js';
-import { parseJsonText, readJsonFileSync, readJsonTextSync, writeJsonAtomicSync } from './json-file.js';
+import { parseJsonText, readJsonTextSync, writeJsonAtomicSync } from './json-file.js';
 
 /*
  * `cron_jobs.json` and `webhooks.json` (SPEC.md "Cron job and webhook records"): read and written
@@ -55,8 +55,22 @@ export function saveWebhooks(paths: HomePaths, hooks: readonly WebhookRecord[]):
   writeJsonAtomicSync(paths.webhooksFile, hooks, { mode: 0o600 });
 }
 
+/**
+ * The last parse of webhooks.json by its text: every webhook call reads the file, and it changes
+ * far less often than it is called, so a call pays a read, not a parse and a validation of every
+ * hook. Handed out as copies: callers change what they load before they save it.
+ */
+const parsedWebhooks = new Map<string, { text: string; hooks: WebhookRecord[] }>();
+
 function readWebhooksFile(paths: HomePaths): WebhookRecord[] {
-  return readJsonFileSync(paths.webhooksFile, WebhooksFileSchema, { missing: () => [] });
+  const file = paths.webhooksFile;
+  const text = readJsonTextSync(file);
+  if (text === null) return [];
+  const known = parsedWebhooks.get(file);
+  if (known?.text === text) return structuredClone(known.hooks);
+  const hooks = parseJsonText(file, text, WebhooksFileSchema);
+  parsedWebhooks.set(file, { text, hooks: structuredClone(hooks) });
+  return hooks;
 }
 
 function withPatches(hooks: WebhookRecord[], pending: ReadonlyMap<string, Partial<WebhookRecord>>): WebhookRecord[] {

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { jwtVerify } from 'jose';
+import { jwtVerify, type JWTPayload } from 'jose';
 import * as v from 'valibot';
 import {
   AUTH_COOKIES,
@@ -8,23 +8,27 @@ import {
   SvcError,
   TOKEN_TYPES,
   staticTokenFingerprint,
+  type AdminTokenClaims,
   type AgentConfig,
   type Principal,
   type UserRecord,
 } from '../../schemas/index.js';
 import type { Authenticator, HttpRequest } from '../http/index.js';
 import { LEGACY_ADMIN } from './static-token.js';
+import type { VerifiedAccessTokens } from './verified-tokens.js';
 
 /*
  * The admin panel's access token (issued by actors/users) turned into a Principal on every request:
  * HS256 only (alg none and every other alg refused), `typ` access, not expired, then the live
  * users.json row — present, active, the same token_version — so a password reset, a deactivation
  * or a deletion ends every session at its next request, not when the token expires. Role and
- * allowed_agents come from the row, not the token: a demotion takes effect at once.
+ * allowed_agents come from the row, not the token: a demotion takes effect at once. Only the
+ * signature check is remembered between requests (verified-tokens.ts); the row is asked every time.
  */
 
 export interface AccessTokenDeps {
   config: () => AgentConfig;
+  /** The users in force; the same array until they change (actors/users' live copy), so an index by name is kept per array. */
   users: () => UserRecord[];
   /** Epoch ms. */
   clock: () => number;
@@ -32,29 +36,50 @@ export interface AccessTokenDeps {
   jwtSecret?: () => string;
   /** api.token as the daemon holds it (generated at start when config.json had none). */
   apiToken?: () => string;
+  /** Tokens already verified (edges/admin/verified-tokens.ts); absent: every request verifies afresh. */
+  verified?: VerifiedAccessTokens;
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/** Rows by username, built once per users array (it is replaced, never changed in place, when users.json changes). */
+const indexes = new WeakMap<readonly UserRecord[], Map<string, UserRecord>>();
+function userNamed(users: readonly UserRecord[], username: string): UserRecord | undefined {
+  let index = indexes.get(users);
+  if (!index) indexes.set(users, (index = new Map(users.map((u) => [u.username, u]))));
+  return index.get(username);
+}
+
+/** The signature and claims of an access token, from the cache when it verified them already. */
+async function verifiedClaims(token: string, secret: string, deps: AccessTokenDeps): Promise<AdminTokenClaims | null> {
+  const now = deps.clock();
+  const known = deps.verified?.get(secret, token, now);
+  if (known) return known;
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, new TextEncoder().encode(secret), { algorithms: ['HS256'], currentDate: new Date(now) }));
+  } catch {
+    return null;
+  }
+  const parsed = v.safeParse(AdminTokenClaimsSchema, payload);
+  if (!parsed.success || parsed.output.typ !== TOKEN_TYPES.access) return null;
+  // A not-before date is checked by jose at each verification; none of svc's tokens carries one.
+  if (payload.nbf === undefined) deps.verified?.add(secret, token, parsed.output);
+  return parsed.output;
+}
 
 /** The principal an access token speaks for, or null for any token that is not a valid, live one. */
 export async function principalFromAccessToken(token: string, deps: AccessTokenDeps): Promise<Principal | null> {
   if (token.length > 4096 || !JWT_SHAPE.test(token)) return null;
   const secret = deps.jwtSecret?.() || deps.config().api.jwt_secret;
   if (secret === '') return null;
-  let payload: unknown;
-  try {
-    ({ payload } = await jwtVerify(token, new TextEncoder().encode(secret), { algorithms: ['HS256'], currentDate: new Date(deps.clock()) }));
-  } catch {
-    return null;
-  }
-  const parsed = v.safeParse(AdminTokenClaimsSchema, payload);
-  if (!parsed.success || parsed.output.typ !== TOKEN_TYPES.access) return null;
-  const claims = parsed.output;
+  const claims = await verifiedClaims(token, secret, deps);
+  if (claims === null) return null;
   if (claims.legacy) {
     const api = deps.apiToken?.() ?? deps.config().api.token;
     return api !== '' && claims.tv === staticTokenFingerprint(api) ? LEGACY_ADMIN : null;
   }
-  const row = deps.users().find((u) => u.username === claims.sub);
+  const row = userNamed(deps.users(), claims.sub);
   if (!row || !row.active || row.token_version !== claims.tv) return null;
   return {
     kind: 'user',

@@ -22,6 +22,7 @@ import { systemRoutes } from './system.routes.js';
 import { tasksRoutes } from './tasks.routes.js';
 import { usersRoutes } from './users.routes.js';
 import { webhooksRoutes } from './webhooks.routes.js';
+import { VerifiedAccessTokens } from './verified-tokens.js';
 import { workflowsRoutes } from './workflows.routes.js';
 
 /**
@@ -30,9 +31,11 @@ import { workflowsRoutes } from './workflows.routes.js';
  * shared routes accept them too.
  */
 export function adminSurface(deps: AdminDeps): Surface {
+  // One cache for the bearer and the cookie: the panel presents the same token either way.
+  const tokenDeps = { ...deps, verified: new VerifiedAccessTokens() };
   const authenticators: Authenticator[] = [
-    adminJwtAuthenticator(deps),
-    adminCookieAuthenticator(deps),
+    adminJwtAuthenticator(tokenDeps),
+    adminCookieAuthenticator(tokenDeps),
     staticTokenAuthenticator(deps.apiToken ?? (() => deps.config().api.token)),
   ];
   const socket = deps.socket;

@@ -18,3 +18,4 @@ export * from './admin-ws.binding.js';
 export * from './access-token.js';
 export * from './cors.js';
 export * from './login-rate-limit.js';
+export * from './verified-tokens.js';

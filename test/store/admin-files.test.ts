@@ -64,3 +64,27 @@ t.test('webhooks.json run fields: patches made together are one write, seen at o
   writeFileSync(paths.webhooksFile, '{broken');
   await t.rejects(patchWebhookRecord(paths, 'a', { trigger_count: 4 }), { code: 'corrupt-file' }, 'a write that cannot happen is the caller\'s error');
 });
+
+t.test('webhooks.json run fields: counting across batches loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
+  const paths = homePaths(t.testdir());
+  saveWebhooks(paths, [{ id: 'a', agent: 'main', enabled: true, name: 'aaa' } as unknown as WebhookRecord]);
+  const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];
+  const calls: Promise<void>[] = [];
+  for (let i = 0; i < 60; i++) {
+    // As the trigger handler counts: from what loadWebhooks says now, written or not.
+    const count = (loadWebhooks(paths).find((h) => h.id === 'a')!.trigger_count as number | undefined) ?? 0;
+    calls.push(patchWebhookRecord(paths, 'a', { trigger_count: count + 1 }));
+    // Now and then let the event loop turn, so the calls span several batches.
+    if (i % 5 === 4) await Promise.race([calls.at(-1), new Promise((r) => setImmediate(r))]);
+  }
+  await Promise.all(calls);
+  t.equal(onDisk()[0]!.trigger_count, 60, 'every call counted once');
+
+  // Same size, same inode, written in place: the parse kept from the last read must not answer.
+  const text = readFileSync(paths.webhooksFile, 'utf8');
+  writeFileSync(paths.webhooksFile, text.replace('"aaa"', '"bbb"'));
+  t.equal(loadWebhooks(paths)[0]!.name, 'bbb');
+  const loaded = loadWebhooks(paths);
+  (loaded[0] as { name: string }).name = 'changed by a caller';
+  t.equal(loadWebhooks(paths)[0]!.name, 'bbb', 'what a caller changes in what it loaded is its own copy');
+});
