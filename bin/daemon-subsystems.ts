@@ -33,6 +33,7 @@ import {
   startOutcomeNotifications,
   startPortability,
   startTaskQueries,
+  startInteragentDelivery,
   TaskHub,
   DailyJob,
   Heartbeat,
@@ -96,6 +97,7 @@ import {
   readStreamHeads,
   registryLocation,
   systemSettingsReadModel,
+  tasksReadModel,
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
@@ -516,7 +518,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           defaultZone: ctx.defaultZone,
           log: ctx.log,
         }),
-        startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
+        startTaskQueries({ bus, tasks: tasksReadModel(db), registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
       ];
       return () => subs.forEach((s) => s.unsubscribe());
@@ -632,6 +634,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         host: ctx.host,
         log: ctx.log,
         paths: ctx.paths,
+        tasks: tasksReadModel(ctx.log.projectionDb()),
         config: ctx.config,
         registry: ctx.registry,
         users: ctx.users,
@@ -639,7 +642,9 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       });
       await hub.start(ctx.startCorrelation);
       ctx.taskHub = hub;
+      const interagent = startInteragentDelivery({ bus: ctx.bus, log: ctx.log, users: ctx.users, registry: ctx.registry });
       return () => {
+        interagent.unsubscribe();
         ctx.taskHub = null;
         hub.stop();
       };
