@@ -66,7 +66,7 @@ t.test('its stream re-drives to exactly its facts, across a restart; an altered 
   const first = drive([req('a', 1, 1), req('b', 1, 1), { type: 'ended', task_id: 'a', run: 1, max_parallel: 1 }], clock).facts;
   clock.increment(ORPHAN_SWEEP_INTERVAL_MS);
   const second = drive([req('c', 3, 1), { type: 'drop', task_id: 'c', run: 1, max_parallel: 1 }]).facts;
-  const log: AnyEnvelope[] = [...first, ...second].map((f, i) => ({ seq: i + 1, at: new Date(0).toISOString(), stream: 'task-runs', type: f.type, data: f.data as AnyEnvelope["data"] }));
+  const log: AnyEnvelope[] = [...first, ...second].map((f, i) => ({ seq: i + 1, at: new Date(0).toISOString(), stream: 'task-runs', type: f.type, data: f.data as AnyEnvelope['data'] }));
   t.same(redriveStream(spec, 'task-runs', log), [], 'queue, sweep and restart re-drive');
   const altered = log.map((e) => (e.type === 'task_run.started' && e.data.task_id === 'b' ? { ...e, data: { task_id: 'c', run: 1 } } : e));
   const seq = log.find((e) => e.type === 'task_run.started' && e.data.task_id === 'b')!.seq;
