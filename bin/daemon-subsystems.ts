@@ -33,6 +33,7 @@ import {
   startOutcomeNotifications,
   startPortability,
   startTaskQueries,
+  startInteragentDelivery,
   TaskHub,
   DailyJob,
   Heartbeat,
@@ -98,6 +99,7 @@ import {
   readStreamHeads,
   registryLocation,
   systemSettingsReadModel,
+  tasksReadModel,
   type HomePaths,
   type LoadedConfig,
   type NotificationReadModel,
@@ -522,7 +524,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
           defaultZone: ctx.defaultZone,
           log: ctx.log,
         }),
-        startTaskQueries({ bus, paths, registry: ctx.registry, hub: () => ctx.taskHub }),
+        startTaskQueries({ bus, tasks: tasksReadModel(db), registry: ctx.registry, hub: () => ctx.taskHub }),
         startPortability({ bus, paths, registry: ctx.registry, version: VERSION }),
       ];
       return () => subs.forEach((s) => s.unsubscribe());
@@ -638,6 +640,7 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
         host: ctx.host,
         log: ctx.log,
         paths: ctx.paths,
+        tasks: tasksReadModel(ctx.log.projectionDb()),
         config: ctx.config,
         registry: ctx.registry,
         users: ctx.users,
@@ -645,7 +648,9 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       });
       await hub.start(ctx.startCorrelation);
       ctx.taskHub = hub;
+      const interagent = startInteragentDelivery({ bus: ctx.bus, log: ctx.log, users: ctx.users, registry: ctx.registry });
       return () => {
+        interagent.unsubscribe();
         ctx.taskHub = null;
         hub.stop();
       };

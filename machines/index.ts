@@ -38,6 +38,7 @@ export * from './workflow-vars.logic.js';
 export * from './workflow-expression.logic.js';
 export * from './task.logic.js';
 export * from './task.machine.js';
+export * from './task-runs.machine.js';
 export * from './task-selector.logic.js';
 export * from './webhook.logic.js';
 export * from './workflow-run.logic.js';

@@ -50,6 +50,7 @@ export * from './portability.schema.js';
 export * from './events/system.events.js';
 export * from './events/automation.events.js';
 export * from './events/task.events.js';
+export * from './events/task-run.events.js';
 export * from './commands/system.commands.js';
 export * from './commands/activity.commands.js';
 export * from './commands/audit.commands.js';

@@ -1,5 +1,7 @@
 import * as v from 'valibot';
 import { ROLES } from './config.schema.js';
+import { SvcError } from './error.js';
+import type { UserRecord } from './users.schema.js';
 
 /*
  * Who is asking, as every command carries it (DESIGN.md §2). Edges only authenticate — API token,
@@ -52,4 +54,18 @@ export function systemPrincipal(id: string | null, origin: Origin): Principal {
 export function agentLimit(principal: Pick<Principal, 'allowed_agents'>): readonly string[] | null {
   const list = principal.allowed_agents;
   return list.length === 0 || list.includes('*') ? null : list;
+}
+
+/**
+ * The one rule for an agent acting for a person, wherever the person is named (the internal API's
+ * `X-SVC-Caller-User-Id`, a task created for someone, an async reply's wake turn): only a user who
+ * has a record and is active can be acted for. A user removed or disabled since is refused with
+ * `unknown-user`, never run as someone less (a stand-in role with no `allowed_agents` would reach
+ * every agent). `named` says where the name came from, for the message.
+ */
+export function actingUser(users: readonly UserRecord[], name: string, named: string): UserRecord {
+  const user = users.find((u) => u.username === name);
+  if (!user) throw new SvcError('unknown-user', `${named} "${name}" has no user record`);
+  if (!user.active) throw new SvcError('unknown-user', `${named} "${name}" is disabled`);
+  return user;
 }

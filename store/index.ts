@@ -28,6 +28,7 @@ export * from './user-files.js';
 export * from './skills.js';
 export * from './automation-files.js';
 export * from './tasks-file.js';
+export * from './tasks.projection.js';
 export * from './audit.projection.js';
 export * from './system-settings.projection.js';
 export * from './host-metrics.js';

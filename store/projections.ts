@@ -6,6 +6,7 @@ import type { Projection } from './projection.js';
 import { streamHeadsProjection } from './stream-heads.projection.js';
 import { auditProjection } from './audit.projection.js';
 import { systemSettingsProjection } from './system-settings.projection.js';
+import { tasksProjection } from './tasks.projection.js';
 
 /** Every read model the daemon keeps; `svc events replay` rebuilds exactly these. */
 export const PROJECTIONS: readonly Projection[] = [
@@ -16,4 +17,5 @@ export const PROJECTIONS: readonly Projection[] = [
   agentTurnsProjection,
   auditProjection,
   systemSettingsProjection,
+  tasksProjection,
 ];

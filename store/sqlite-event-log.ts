@@ -219,8 +219,15 @@ export class SqliteEventLog implements EventLog {
           db.prepare(`INSERT INTO meta (key, value) VALUES ('schema_version', ?)`).run(String(EVENT_LOG_SCHEMA_VERSION));
         }).immediate();
       }
+      // A projection added since this log was written starts with no tables: it is folded from the whole log once.
+      const added = fresh || readonly ? [] : projections.filter((p) => p.tables.some((t) => !db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(t)));
       if (!readonly) createProjectionTables(db, projections);
       const log = new SqliteEventLog(path, db, projections, readonly);
+      if (added.length) {
+        db.transaction(() => {
+          for (const e of log.read({})) applyProjections(db, added, e);
+        })();
+      }
       if (!readonly && opts.backgroundCheckpoints) {
         db.pragma('wal_autocheckpoint = 0');
         const { onError, ...checkpoints } = opts.backgroundCheckpoints;

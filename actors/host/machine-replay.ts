@@ -1,6 +1,6 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
 import * as v from 'valibot';
-import { agentMachine, applySessionEvent, daemonMachine, foldWorkflowRun, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, workflowRunMachine, workflowSteps, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
+import { agentMachine, applySessionEvent, daemonMachine, foldWorkflowRun, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, taskRunsMachine, workflowRunMachine, workflowSteps, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
 import {
   ACTOR_EVENTS,
   AGENT_EVENTS,
@@ -11,6 +11,7 @@ import {
   SESSION_EVENTS,
   SHUTDOWN_ABORT,
   TASK_EVENTS,
+  TASK_RUN_EVENTS,
   TURN_EVENTS,
   WORKFLOW_RUN_EVENTS,
   type AnyEnvelope,
@@ -200,6 +201,37 @@ const taskReplay: MachineReplay<typeof taskMachine> = {
 };
 
 /**
+ * The task run queue journals every input it is given (a run asked for, a run's end, a drop, the
+ * sweep timer's fire) as the first fact it emits for it, with the `max_parallel` it decided by, and
+ * each daemon start opens a fresh queue (`task_run.opened`). So the stream alone re-drives it, and
+ * what is checked is the decisions: which queued run started when, and that none started past
+ * `max_parallel` or out of arrival order.
+ */
+const taskRunsReplay: MachineReplay<typeof taskRunsMachine> = {
+  name: 'task-runs',
+  machine: taskRunsMachine,
+  streams: (s) => s === 'task-runs',
+  inputOf(fact) {
+    const d = fact.data as { task_id: string; run: number; chat_id: number; max_parallel: number };
+    switch (fact.type) {
+      case TASK_RUN_EVENTS.opened:
+        return { start: {} as never, own: true };
+      case TASK_RUN_EVENTS.queued:
+        return { send: { type: 'request', task_id: d.task_id, run: d.run, chat_id: d.chat_id, max_parallel: d.max_parallel }, own: true };
+      case TASK_RUN_EVENTS.ended:
+        return { send: { type: 'ended', task_id: d.task_id, run: d.run, max_parallel: d.max_parallel }, own: true };
+      case TASK_RUN_EVENTS.dropped:
+        return { send: { type: 'drop', task_id: d.task_id, run: d.run, max_parallel: d.max_parallel }, own: true };
+      case TASK_RUN_EVENTS.sweep_due:
+        return { send: { type: 'sweep' }, own: true };
+      default:
+        // task_run.started: the machine's own decision.
+        return { own: true };
+    }
+  },
+};
+
+/**
  * A run's inputs are the engine's reports, read back from the facts they caused: an ask or notify
  * step's completion or failure (`step.done`, `step.failed`), a wait's completion (`reply`), a failure
  * for `timeout` (`step.timeout`), a later attempt started after a scheduled retry (`retry.due`), a
@@ -264,6 +296,7 @@ export const MACHINE_REPLAYS: readonly MachineReplay[] = [
   agentReplay as unknown as MachineReplay,
   sessionReplay as unknown as MachineReplay,
   taskReplay as unknown as MachineReplay,
+  taskRunsReplay as unknown as MachineReplay,
   workflowRunReplay as unknown as MachineReplay,
 ];
 

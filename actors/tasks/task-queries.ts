@@ -2,18 +2,18 @@ import { Subscription } from 'rxjs';
 import type { Bus, Cause } from '../../bus/index.js';
 import { MAIN_AGENT, SvcError, TASK_COMMANDS, TASK_STATUSES, type Principal, type Role, type SubAgentConfig, type TaskRecord, type TaskView } from '../../schemas/index.js';
 import { agentAccess, unrestricted } from '../../machines/index.js';
-import { loadTasks, type HomePaths } from '../../store/index.js';
+import type { FoldedTask, TasksReadModel } from '../../store/index.js';
 
 /*
  * Tasks as the admin API sees them (SPEC.md "Admin REST: tasks, sessions", WIRE.md §2 Task): read
- * from tasks.json as the task hub writes it. Creating and cancelling are the task hub's, after the
+ * from the tasks projection of the log, the read model tasks.json is also written from. Creating and cancelling are the task hub's, after the
  * access checks made here; without a hub they are answered `no-task-hub` (503), so a caller still
  * learns first whether it may.
  */
 
 export interface TaskQueriesDeps {
   bus: Bus;
-  paths: HomePaths;
+  tasks: TasksReadModel;
   registry: () => readonly SubAgentConfig[];
   /** The task hub once it runs (it starts after the agents); absent or null: `no-task-hub`. */
   hub?: () => TaskHubApi | null;
@@ -57,10 +57,12 @@ export function taskVisibleTo(p: Principal, t: TaskRecord, registry: readonly Su
 }
 
 export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
-  const { bus, paths } = deps;
+  const { bus } = deps;
+  const records = () => deps.tasks.all().map(asRecord);
   const noHub = (what: string) => new SvcError('no-task-hub', `${what}: the task hub is not running`);
   const find = (p: Principal, id: string): TaskRecord => {
-    const task = loadTasks(paths).find((t) => t.task_id === id);
+    const found = deps.tasks.get(id);
+    const task = found && asRecord(found);
     if (!task) throw new SvcError('not-found', `task ${JSON.stringify(id)} does not exist`);
     if (!taskVisibleTo(p, task, deps.registry())) throw new SvcError('agent-not-allowed', `task ${JSON.stringify(id)} belongs to an agent you may not use`);
     return task;
@@ -74,7 +76,7 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
         throw new SvcError('invalid-query', `status must be one of ${TASK_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
       }
       const now = bus.now();
-      return loadTasks(paths)
+      return records()
         .filter((t) => (status === null || t.status === status) && taskVisibleTo(principal, t, deps.registry()))
         .sort((a, b) => (b.created_at ?? 0) - (a.created_at ?? 0))
         .slice(0, limit)
@@ -129,4 +131,23 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
     }),
   );
   return subs;
+}
+
+/** The fields a task view and the access check read, from a folded task. */
+function asRecord(s: FoldedTask): TaskRecord {
+  return {
+    task_id: s.task_id,
+    status: s.status,
+    name: s.name,
+    parent_agent: s.parent_agent,
+    agent: s.agent,
+    provider: s.provider,
+    model: s.model,
+    prompt: s.prompt,
+    description: s.question,
+    result: s.result,
+    created_at: s.created_at,
+    finished_at: s.finished_at,
+    elapsed_seconds: null,
+  };
 }

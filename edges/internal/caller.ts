@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { MAIN_AGENT, SvcError, type Origin, type Principal, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
+import { MAIN_AGENT, SvcError, actingUser, type Origin, type Principal, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
 
 /*
  * Who is calling the internal API (SPEC.md "Inter-agent authentication"), as a Principal: the agent proves itself with its `interagent_token` as a bearer token; the
@@ -95,11 +95,7 @@ export function agentOfToken(dir: CallerDirectory, headers: Record<string, strin
 export function callerUser(dir: Pick<CallerDirectory, 'users'>, headers: Record<string, string>): UserRecord | null {
   const raw = headers[CALLER_USER_HEADER];
   if (raw === undefined || raw.trim() === '') return null;
-  const name = raw.trim();
-  const user = dir.users().find((u) => u.username === name);
-  if (!user) throw new SvcError('unknown-user', `caller user "${name}" (X-SVC-Caller-User-Id) has no user record`);
-  if (!user.active) throw new SvcError('unknown-user', `caller user "${name}" (X-SVC-Caller-User-Id) is disabled`);
-  return user;
+  return actingUser(dir.users(), raw.trim(), 'caller user (X-SVC-Caller-User-Id)');
 }
 
 /**

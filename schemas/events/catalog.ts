@@ -21,6 +21,7 @@ import { USER_EVENT_SCHEMAS } from './user.events.js';
 import { SYSTEM_EVENT_SCHEMAS } from './system.events.js';
 import { AUTOMATION_EVENT_SCHEMAS, ONESHOT_EVENT_SCHEMAS } from './automation.events.js';
 import { TASK_EVENT_SCHEMAS } from './task.events.js';
+import { TASK_RUN_EVENT_SCHEMAS } from './task-run.events.js';
 import { WORKFLOW_DEFINITION_EVENT_SCHEMAS, WORKFLOW_RUN_EVENT_SCHEMAS } from './workflow-run.events.js';
 import { CHAT_DELIVERY_CHUNK_SCHEMAS, CHAT_DELIVERY_EVENT_SCHEMAS } from '../commands/chat-delivery.commands.js';
 import { CLEANUP_EVENT_SCHEMAS, HEARTBEAT_EVENT_SCHEMAS, MEMORY_MAINTENANCE_EVENT_SCHEMAS } from './housekeeping.events.js';
@@ -55,6 +56,7 @@ export const EVENT_SCHEMAS = {
   ...AUTOMATION_EVENT_SCHEMAS,
   ...ONESHOT_EVENT_SCHEMAS,
   ...TASK_EVENT_SCHEMAS,
+  ...TASK_RUN_EVENT_SCHEMAS,
   ...WORKFLOW_RUN_EVENT_SCHEMAS,
   ...WORKFLOW_DEFINITION_EVENT_SCHEMAS,
   ...CLEANUP_EVENT_SCHEMAS,

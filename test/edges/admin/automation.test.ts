@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { dirname, join } from 'node:path';
 import { SimulatedClock } from 'xstate';
 import { CronScheduler, OneShotRuns } from '../../../actors/index.js';
-import { AUTOMATION_EVENTS, USER_EVENTS, defaultConfig } from '../../../schemas/index.js';
+import { AUTOMATION_EVENTS, TASK_EVENTS, USER_EVENTS, defaultConfig } from '../../../schemas/index.js';
 import { T0, serveOps } from '../../fixtures/admin-ops.js';
 
 type Ops = Awaited<ReturnType<typeof serveOps>>;
@@ -296,21 +296,28 @@ t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is r
   t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac', signature: { preset: 'github' } } }), { status: 200, body: { auth: 'hmac' } }, 'fixed with the switch');
 });
 
-t.test('tasks: list and details from tasks.json in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
+t.test('tasks: list and details from the tasks projection in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
-  t.same((await s.call('/api/tasks', { as: 'viewer' })).body, [], 'no tasks.json is an empty list');
-  writeJson(s.paths.tasksFile, [
-    { task_id: 'a1', status: 'running', parent_agent: 'coder', name: 'Refactor', prompt: 'do it', provider: 'claude', model: 'opus', created_at: T0 / 1000 - 90, extra: 'kept' },
-    { task_id: 'b2', status: 'done', parent_agent: 'writer', agent: 'writer', name: 'Essay', created_at: T0 / 1000 - 500, finished_at: T0 / 1000 - 200, result: 'ok' },
-    { task_id: 'c3', status: 'failed', parent_agent: 'coder', agent: 'writer', created_at: T0 / 1000 - 1000 },
-  ]);
+  t.same((await s.call('/api/tasks', { as: 'viewer' })).body, [], 'no task facts is an empty list');
+  writeJson(s.paths.tasksFile, [{ task_id: 'stale', status: 'running', parent_agent: 'coder' }]);
+  const created = (task_id: string, parent_agent: string, agent: string, created_at: number, more: { name?: string; prompt?: string; provider?: string; model?: string } = {}) =>
+    s.bus.publish({
+      stream: `task:${task_id}`,
+      type: TASK_EVENTS.created,
+      data: { task_id, name: more.name ?? task_id, parent_agent, agent, transport: 'internal', chat_id: 0, topic_id: null, caller_user: null, prompt: more.prompt ?? 'p', provider: more.provider ?? null, model: more.model ?? null, created_at },
+    });
+  await created('a1', 'coder', 'coder', T0 / 1000 - 90, { name: 'Refactor', prompt: 'do it', provider: 'claude', model: 'opus' });
+  await created('b2', 'writer', 'writer', T0 / 1000 - 500, { name: 'Essay' });
+  await s.bus.publish({ stream: 'task:b2', type: TASK_EVENTS.completed, data: { result: 'ok', provider: null, model: null, session_id: null, at: T0 / 1000 - 200 } });
+  await created('c3', 'coder', 'writer', T0 / 1000 - 1000);
+  await s.bus.publish({ stream: 'task:c3', type: TASK_EVENTS.failed, data: { reason: 'error', result: 'no', provider: null, model: null, session_id: null, at: T0 / 1000 - 900 } });
   let r = await s.call('/api/tasks?limit=50', { as: 'viewer' });
   t.same(r.body[0], {
     task_id: 'a1',
     name: 'Refactor',
     status: 'running',
     parent_agent: 'coder',
-    agent: null,
+    agent: 'coder',
     provider: 'claude',
     model: 'opus',
     created_at: T0 / 1000 - 90,
@@ -319,7 +326,7 @@ t.test('tasks: list and details from tasks.json in WIRE.md shape, ACL-filtered; 
     description: null,
     result: null,
   });
-  t.same(r.body.map((x: { task_id: string }) => x.task_id), ['a1', 'b2', 'c3'], 'newest first');
+  t.same(r.body.map((x: { task_id: string }) => x.task_id), ['a1', 'b2', 'c3'], 'newest first, and nothing of what tasks.json holds beside the facts');
   t.equal(r.body[1].elapsed_seconds, 300);
   t.same((await s.call('/api/tasks?status=running')).body.map((x: { task_id: string }) => x.task_id), ['a1']);
   t.same((await s.call('/api/tasks?limit=1')).body.length, 1);
