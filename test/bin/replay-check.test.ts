@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { AnyEnvelope } from '../../schemas/index.js';
 import { exited, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
-t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
+await t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
   for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'task.ndjson', 'workflow-run.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
@@ -15,7 +15,7 @@ t.test('every golden log re-drives its machines to exactly the facts it holds', 
   }
 });
 
-t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
+await t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
   const cases: [string, string, (es: AnyEnvelope[]) => AnyEnvelope[], RegExp][] = [
     [
       'daemon.ndjson',
@@ -112,7 +112,7 @@ t.test('a golden log altered against its machine fails replay --check with the f
   }
 });
 
-t.test('a daemon run’s own log passes replay --check, and every fact of its start carries one correlation', async (t) => {
+await t.test('a daemon run’s own log passes replay --check, and every fact of its start carries one correlation', async (t) => {
   const home = join(t.testdir(), 'home');
   const daemon = startSvc(home);
   const db = join(home, 'events.db');
