@@ -320,9 +320,9 @@ export const DAEMON_SUBSYSTEMS: readonly Subsystem<DaemonContext>[] = [
       ctx.sink = sink;
       return () => {
         // Closing commits the facts still queued (the daemon's last ones among them), and the
-        // sink writes their log lines before it closes.
+        // sink writes their log lines before it closes; stop waits for the file to be flushed.
         bus.close();
-        sink.close();
+        return sink.close();
       };
     },
   },

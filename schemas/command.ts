@@ -15,7 +15,6 @@ export interface CommandDef<T extends string = string, D extends v.GenericSchema
 }
 
 // `any` here only widens the constraint, so any declaration fits where a command is accepted.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyCommandDef = CommandDef<string, any, any>;
 
 /** What a sender hands over: the schema's input (defaults may be left out). */

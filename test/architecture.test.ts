@@ -89,11 +89,11 @@ for (const folder of FOLDERS) {
   }
 }
 
-t.test('every source file follows the import rule of DESIGN.md', async (t) => {
+await t.test('every source file follows the import rule of DESIGN.md', async (t) => {
   t.same(violations, [], violations.join('\n'));
 });
 
-t.test('each folder exposes an index.ts', async (t) => {
+await t.test('each folder exposes an index.ts', async (t) => {
   for (const folder of ['schemas', 'machines', 'actors', 'bus', 'store'] as const) {
     t.ok(statSync(join(ROOT, folder, 'index.ts')).isFile(), `${folder}/index.ts`);
   }
@@ -135,12 +135,12 @@ function importCycles(graph: Map<string, string[]>): string[][] {
   return cycles;
 }
 
-t.test('no import cycle anywhere in the tree', async (t) => {
+await t.test('no import cycle anywhere in the tree', async (t) => {
   const cycles = importCycles(edges);
   t.same(cycles, [], cycles.map((c) => c.join(' -> ')).join('\n'));
 });
 
-t.test('the cycle finder sees a cycle through index files', async (t) => {
+await t.test('the cycle finder sees a cycle through index files', async (t) => {
   const g = new Map([
     ['machines/index.ts', ['machines/a.ts']],
     ['machines/a.ts', ['actors/index.ts']],
@@ -181,7 +181,7 @@ const FOREIGN_NAMES: Record<string, string[]> = {
   'actors/providers/codex.ts': ['turn.started', 'turn.completed', 'turn.failed'],
 };
 
-t.test('no layer but schemas/ spells a command, event or chunk type as a string', async (t) => {
+await t.test('no layer but schemas/ spells a command, event or chunk type as a string', async (t) => {
   const declared = declaredTypes();
   t.ok(declared.has('turn.completed') && declared.has('agent.message') && declared.has('log.line'), 'events, commands and chunks are all found');
   const spelled: string[] = [];
@@ -195,7 +195,7 @@ t.test('no layer but schemas/ spells a command, event or chunk type as a string'
   t.same(spelled, [], spelled.join('\n'));
 });
 
-t.test('the literal finder catches quotes of every kind and leaves undeclared names alone', async (t) => {
+await t.test('the literal finder catches quotes of every kind and leaves undeclared names alone', async (t) => {
   const declared = new Set(['turn.failed', 'agent.message']);
   const sample = `emit({ type: 'turn.failed' }); send("agent.message"); x(\`turn.failed\`); y('cli.exited'); z(\`turn.\${kind}\`); w('turn.failed_x')
     // a comment naming 'turn.failed' is documentation
@@ -203,7 +203,7 @@ t.test('the literal finder catches quotes of every kind and leaves undeclared na
   t.same(literalTypes(sample, declared), ['turn.failed', 'agent.message', 'turn.failed', 'turn.failed']);
 });
 
-t.test('no comment says a shape is mirrored or restated: it is declared once', async (t) => {
+await t.test('no comment says a shape is mirrored or restated: it is declared once', async (t) => {
   const copies: string[] = [];
   for (const folder of FOLDERS) {
     for (const file of sources(join(ROOT, folder))) {

@@ -463,7 +463,7 @@ export class MatrixTransport implements ChatTransport {
       streams: this.deps.streams,
       surface: {
         editor: this.editor(s, roomId),
-        typing: () => s.client.sendTyping(roomId, true, 30_000).catch(() => undefined),
+        typing: () => void s.client.sendTyping(roomId, true, 30_000).catch(() => undefined),
         react,
         final: async (outcome, streamed) => {
           s.client.sendTyping(roomId, false, 0).catch(() => undefined);

@@ -297,7 +297,7 @@ export class TelegramTransport implements ChatTransport {
       streams: this.deps.streams,
       surface: {
         editor: this.editor(target),
-        typing: () => this.bot.api.sendChatAction(target.chat_id, 'typing', inThread(target)).catch(() => undefined),
+        typing: () => void this.bot.api.sendChatAction(target.chat_id, 'typing', inThread(target)).catch(() => undefined),
         react,
         final: (outcome, streamed) => this.final(target, outcome, streamed),
         failed: (e) => this.sendAll(target, splitForTelegram(`⚠️ ${describeError(e)}`), []),

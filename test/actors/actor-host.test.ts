@@ -31,7 +31,7 @@ const jobMachine = setup({
   },
 });
 
-t.test('emitted facts are recorded on the actor stream with side effects bound by provide()', async (t) => {
+await t.test('emitted facts are recorded on the actor stream with side effects bound by provide()', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock });
   const host = new ActorHost(bus);
@@ -57,7 +57,7 @@ t.test('emitted facts are recorded on the actor stream with side effects bound b
   bus.close();
 });
 
-t.test('spawning a duplicate id is refused; stop and stopAll end actors', async (t) => {
+await t.test('spawning a duplicate id is refused; stop and stopAll end actors', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const host = new ActorHost(bus);
   const never = jobMachine.provide({ actors: { work: fromPromise(() => new Promise<number>(() => undefined)) } });
@@ -71,7 +71,7 @@ t.test('spawning a duplicate id is refused; stop and stopAll end actors', async 
   bus.close();
 });
 
-t.test('restore re-creates unfinished actors from their streams and skips finished ones', async (t) => {
+await t.test('restore re-creates unfinished actors from their streams and skips finished ones', async (t) => {
   const log = new MemoryEventLog();
   const at = new Date(clock()).toISOString();
   log.append(
@@ -110,7 +110,7 @@ t.test('restore re-creates unfinished actors from their streams and skips finish
   bus.close();
 });
 
-t.test('a machine that throws is reported as actor.crashed', async (t) => {
+await t.test('a machine that throws is reported as actor.crashed', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const host = new ActorHost(bus);
   const bad = setup({ types: { events: {} as { type: 'go' } } }).createMachine({
@@ -132,7 +132,7 @@ t.test('a machine that throws is reported as actor.crashed', async (t) => {
   bus.close();
 });
 
-t.test('every fact carries its cause: the actor’s own by default, the sender’s while it handles an event', async (t) => {
+await t.test('every fact carries its cause: the actor’s own by default, the sender’s while it handles an event', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock });
   const host = new ActorHost(bus);

@@ -67,7 +67,7 @@ async function boot(t: T, env: Record<string, string> = {}, opts: { clock?: () =
 
 const argOf = (argv: string[], flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
 
-t.test('a message streams its reply, is recorded as a turn, and the next one resumes the session', async (t) => {
+await t.test('a message streams its reply, is recorded as a turn, and the next one resumes the session', async (t) => {
   const { d, ask, recorded } = await boot(t, { FAKE_CLI_REPLY: 'Hello from claude', FAKE_CLI_CHUNKS: '3' });
   const deltas: string[] = [];
   d.bus.transient$
@@ -96,7 +96,7 @@ t.test('a message streams its reply, is recorded as a turn, and the next one res
   t.equal(argOf(recorded()[1]!.argv, '--resume'), 'fake-claude-session', 'the provider session continues');
 });
 
-t.test('commands, directives, provider switch keeps each provider session, permission by role', async (t) => {
+await t.test('commands, directives, provider switch keeps each provider session, permission by role', async (t) => {
   const { ask, recorded, paths } = await boot(t);
   await ask('one');
   let out = await ask('@gpt-5 switch to codex');
@@ -133,7 +133,7 @@ t.test('commands, directives, provider switch keeps each provider session, permi
   await t.rejects(ask('hi', { chat_id: 1.5 }), { code: 'invalid-body' });
 });
 
-t.test('two chats stream at once; one session key runs in order; abort is chat-scoped', async (t) => {
+await t.test('two chats stream at once; one session key runs in order; abort is chat-scoped', async (t) => {
   const { ask } = await boot(t, { FAKE_CLI_DELAY_MS: '40', FAKE_CLI_CHUNKS: '4' });
   const [a, b] = await Promise.all([ask('alpha', { chat_id: 10 }), ask('beta', { chat_id: 11 })]);
   t.same([a.text, b.text], ['echo: alpha', 'echo: beta']);
@@ -157,7 +157,7 @@ t.test('two chats stream at once; one session key runs in order; abort is chat-s
   t.equal((await other).status, 'aborted');
 });
 
-t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other topic and the queued message carry on', async (t) => {
+await t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other topic and the queued message carry on', async (t) => {
   const hang = await boot(t, { FAKE_CLI_HANG: '1' });
   const started = firstValueFrom(hang.d.bus.events$.pipe(ofType('turn.spawned'), take(2), toArray()));
   const inTopic1 = hang.ask('long', { chat_id: 20, topic_id: 1 });
@@ -186,7 +186,7 @@ t.test('abort_turn ends one turn, by turn id or request id: the chat\'s other to
   t.equal((await inTopic2).status, 'aborted');
 });
 
-t.test('CLI slots: first come, first served under a bound read at every admission', async (t) => {
+await t.test('CLI slots: first come, first served under a bound read at every admission', async (t) => {
   let bound = 2;
   const slots = new CliSlots(() => bound);
   const order: string[] = [];
@@ -232,7 +232,7 @@ async function bootBounded(t: T, bound: number) {
   return { gate, root, ...(await boot(t, { FAKE_CLI_GATE_DIR: gate }, { home: root })) };
 }
 
-t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, are told so, and can be aborted', async (t) => {
+await t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, are told so, and can be aborted', async (t) => {
   const { gate, root, d, ask } = await bootBounded(t, 2);
   // Each fake CLI appends how many fake CLIs were running when it started (itself included).
   const seen = () => (existsSync(join(gate, 'seen')) ? readFileSync(join(gate, 'seen'), 'utf8').trim().split('\n').map(Number) : []);
@@ -282,7 +282,7 @@ t.test('max_concurrent_cli bounds CLIs across chats: the rest queue in order, ar
   t.equal(seen()[1], 2, 'the inter-agent call ran beside the chat turn holding the only slot');
 });
 
-t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {
+await t.test('sessions survive a restart; idle expiry under an injected clock starts a fresh one', async (t) => {
   let now = Date.parse('2026-11-22T10:00:00Z');
   const home = join(scratchOf(t).dir, 'home');
   let s = await boot(t, {}, { clock: () => now, home });
@@ -299,7 +299,7 @@ t.test('sessions survive a restart; idle expiry under an injected clock starts a
   t.same(starts, ['first', 'idle']);
 });
 
-t.test('a resume-only message never creates a session: refused without one, after expiry, or with no conversation on its provider', async (t) => {
+await t.test('a resume-only message never creates a session: refused without one, after expiry, or with no conversation on its provider', async (t) => {
   let now = Date.parse('2026-11-22T10:00:00Z');
   const s = await boot(t, {}, { clock: () => now });
   const resumeOnly = { resume_only: true, kind: 'background' } as const;
@@ -322,7 +322,7 @@ t.test('a resume-only message never creates a session: refused without one, afte
   t.same(s.d.log.read({ types: ['session.started'] }).map((e) => e.data.reason), ['first', 'idle'], 'the user\'s own next message still starts afresh');
 });
 
-t.test('sub-agents follow the registry: start in their own workspace with the sandbox hook, stop when removed', async (t) => {
+await t.test('sub-agents follow the registry: start in their own workspace with the sandbox hook, stop when removed', async (t) => {
   const { d, ask, recorded, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });
   const started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name === 'research')));
@@ -344,7 +344,7 @@ t.test('sub-agents follow the registry: start in their own workspace with the sa
   await t.rejects(ask('dig', { agent: 'research' }), { code: 'unknown-agent' });
 });
 
-t.test('memory: full injection on a new provider session, a compact reminder every 6 messages', async (t) => {
+await t.test('memory: full injection on a new provider session, a compact reminder every 6 messages', async (t) => {
   const { ask, recorded, paths } = await boot(t);
   const mem = join(paths.workspace, 'memory_system');
   mkdirSync(join(mem, 'modules'), { recursive: true });
@@ -365,7 +365,7 @@ t.test('memory: full injection on a new provider session, a compact reminder eve
   t.notMatch(fifth.argv.slice(fifth.argv.indexOf('--') + 1).join(' '), /fact/, 'no reminder between the 6th messages');
 });
 
-t.test('roles from users.json: messenger sender ids and inter-agent callers pick the permission mode', async (t) => {
+await t.test('roles from users.json: messenger sender ids and inter-agent callers pick the permission mode', async (t) => {
   const { ask, recorded, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });
   const users = [
@@ -387,7 +387,7 @@ t.test('roles from users.json: messenger sender ids and inter-agent callers pick
   t.equal(argOf(recorded().at(-1)!.argv, '--permission-mode'), 'bypassPermissions', 'system calls run as admin');
 });
 
-t.test('a registry change of token restarts the agent; /agent_restart restarts on request', async (t) => {
+await t.test('a registry change of token restarts the agent; /agent_restart restarts on request', async (t) => {
   const { d, ask, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });
   const entry = { name: 'ops', telegram_token: '1:a' };
@@ -409,7 +409,7 @@ t.test('a registry change of token restarts the agent; /agent_restart restarts o
   t.equal((await ask('works', { agent: 'ops' })).status, 'completed');
 });
 
-t.test('a turn a user was already stopping when svc stops is owed no notice and no /retry', async (t) => {
+await t.test('a turn a user was already stopping when svc stops is owed no notice and no /retry', async (t) => {
   const { d, ask, stop } = await boot(t, { FAKE_CLI_HANG: '1', FAKE_CLI_IGNORE_TERM: '1' });
   const turn = ask('never ends');
   await until('the CLI runs', () => d.log.read({ streamPrefix: 'turn:', types: ['turn.spawned'] }).length === 1);
@@ -424,7 +424,7 @@ t.test('a turn a user was already stopping when svc stops is owed no notice and 
   t.same(facts.filter((e) => e.type === 'notification.created'), [], 'no notice promising a /retry that would not exist');
 });
 
-t.test('a turn still waiting for a CLI slot when svc stops is told so, not that it was /stopped', async (t) => {
+await t.test('a turn still waiting for a CLI slot when svc stops is told so, not that it was /stopped', async (t) => {
   const { d, ask, stop } = await bootBounded(t, 1);
   const running = ask('first', { chat_id: 201 });
   const waiting = ask('second', { chat_id: 202 });
@@ -436,7 +436,7 @@ t.test('a turn still waiting for a CLI slot when svc stops is told so, not that 
   t.equal((await running).status, 'aborted');
 });
 
-t.test('every fact a request causes carries its request id as correlation', async (t) => {
+await t.test('every fact a request causes carries its request id as correlation', async (t) => {
   const { d, ask } = await boot(t);
   const out = await ask('hi');
   const turn = d.log.read({ stream: `turn:${out.turn_id}` });
@@ -448,7 +448,7 @@ t.test('every fact a request causes carries its request id as correlation', asyn
   t.equal(d.log.read({ streamPrefix: 'session:main:' }).at(-1)!.correlation, 'r2', 'a chat command too');
 });
 
-t.test('the runtime decides access: allowed_agents and can_call refuse a principal whatever surface sent it', async (t) => {
+await t.test('the runtime decides access: allowed_agents and can_call refuse a principal whatever surface sent it', async (t) => {
   const { d, ask, paths } = await boot(t);
   mkdirSync(paths.secretsDir, { recursive: true });
   const started = firstValueFrom(d.bus.events$.pipe(ofType('agent.started'), filter((e) => e.data.name !== 'main'), take(3), toArray()));
@@ -487,7 +487,7 @@ t.test('the runtime decides access: allowed_agents and can_call refuse a princip
   t.same(await names({}), ['dev', 'main', 'old', 'ops']);
 });
 
-t.test('one session key holds at most 32 messages; more are refused at once, and /stop drops them all', async (t) => {
+await t.test('one session key holds at most 32 messages; more are refused at once, and /stop drops them all', async (t) => {
   const { d, ask } = await boot(t, { FAKE_CLI_HANG: '1' });
   const held = Array.from({ length: 32 }, (_, i) => ask(`m${i}`, { chat_id: 50 }));
   const refused = agentsOf(d.bus).ask({ agent: 'main', transport: 'api', chat_id: 50, topic_id: null, text: 'one more', kind: 'foreground' }, TOKEN_USER);

@@ -28,7 +28,7 @@ function terminal(cols: number, rows: number): FakeTerminal {
 
 const env = (PATH: string) => ({ ...process.env, PATH });
 
-t.test('login command per provider', async (t) => {
+await t.test('login command per provider', async (t) => {
   t.same(loginCommand('claude'), { command: 'claude', args: ['auth', 'login'] });
   t.same(loginCommand('codex'), { command: 'codex', args: ['login'] });
   t.same(loginCommand('gemini'), { command: 'gemini', args: [] });
@@ -38,7 +38,7 @@ t.test('login command per provider', async (t) => {
   t.equal(notInstalledMessage('gemini'), 'gemini is not installed; install it with npm i -g @google/gemini-cli');
 });
 
-t.test('codex login in a pty: prompt, resize, typed answer, exit code 0', async (t) => {
+await t.test('codex login in a pty: prompt, resize, typed answer, exit code 0', async (t) => {
   const term = terminal(90, 30);
   const done = runLogin('codex', { stdin: term.stdin, stdout: term.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`) });
   await until('the login prompt', () => term.output().includes('codex login:'));
@@ -56,7 +56,7 @@ t.test('codex login in a pty: prompt, resize, typed answer, exit code 0', async 
   t.equal(term.stdout.listenerCount('resize'), 0, 'resize listener removed after exit');
 });
 
-t.test('claude login (auth login) and setup-token both run; a failing login passes its exit code through', async (t) => {
+await t.test('claude login (auth login) and setup-token both run; a failing login passes its exit code through', async (t) => {
   const ok = terminal(80, 24);
   const first = runLogin('claude', { stdin: ok.stdin, stdout: ok.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`) });
   await until('the claude prompt', () => ok.output().includes('claude login:'));
@@ -72,7 +72,7 @@ t.test('claude login (auth login) and setup-token both run; a failing login pass
   t.match(cancel.output(), /Login cancelled/);
 });
 
-t.test('gemini login is the interactive CLI itself', async (t) => {
+await t.test('gemini login is the interactive CLI itself', async (t) => {
   const term = terminal(100, 20);
   const done = runLogin('gemini', { stdin: term.stdin, stdout: term.stdout, env: env(`${BIN}${delimiter}${NODE_DIR}`), cols: 70, rows: 21 });
   await until('the gemini prompt', () => term.output().includes('gemini login:'));
@@ -82,7 +82,7 @@ t.test('gemini login is the interactive CLI itself', async (t) => {
   t.match(term.output(), /Logged in as carol/);
 });
 
-t.test('not installed: clear error naming the npm package, nothing spawned', async (t) => {
+await t.test('not installed: clear error naming the npm package, nothing spawned', async (t) => {
   const empty = t.testdir({});
   const term = terminal(80, 24);
   await t.rejects(runLogin('claude', { stdin: term.stdin, stdout: term.stdout, env: env(empty) }), {
@@ -94,18 +94,18 @@ t.test('not installed: clear error naming the npm package, nothing spawned', asy
   t.equal(term.output(), '');
 });
 
-t.test('bad provider name is rejected before anything runs', async (t) => {
+await t.test('bad provider name is rejected before anything runs', async (t) => {
   const term = terminal(80, 24);
   await t.rejects(runLogin('openai' as never, { stdin: term.stdin, stdout: term.stdout, env: env(BIN) }), { code: 'invalid-provider', message: /"openai" is not allowed \(one of claude, codex, gemini\)/ });
 });
 
-t.test('a non-executable file on PATH is not a CLI', async (t) => {
+await t.test('a non-executable file on PATH is not a CLI', async (t) => {
   const dir = t.testdir({ codex: '#!/bin/sh\necho hi\n' });
   const term = terminal(80, 24);
   await t.rejects(runLogin('codex', { stdin: term.stdin, stdout: term.stdout, env: env(dir) }), { code: 'provider-not-installed' });
 });
 
-t.test('svc auth: usage, bad provider, status table and json, login through the command', async (t) => {
+await t.test('svc auth: usage, bad provider, status table and json, login through the command', async (t) => {
   const root = t.testdir({ home: {}, svc: { config: {} } });
   const paths = homePaths(join(root, 'svc'));
   const userHome = join(root, 'home');

@@ -24,20 +24,20 @@ function harness(over: Partial<ChatCommandDeps> = {}) {
   return { commands, calls, inLane };
 }
 
-t.test('/new and /reset start a session, answered without a turn', async (t) => {
+await t.test('/new and /reset start a session, answered without a turn', async (t) => {
   const h = harness();
   t.match(await h.inLane('/new'), { outcome: { text: 'Started a new session.', status: 'completed', turn_id: null, session_key: 'api:7', model: 'opus' } });
   t.match(await h.inLane('/reset'), { outcome: { status: 'completed' } });
   t.same(h.calls, ['reset api:7 new', 'reset api:7 reset']);
 });
 
-t.test('/stop aborts the chat and says how many turns it stopped', async (t) => {
+await t.test('/stop aborts the chat and says how many turns it stopped', async (t) => {
   const h = harness();
   t.match(await h.inLane('/stop'), { outcome: { text: 'Stopped 2 running turn(s).' } });
   t.same(h.calls, ['abort 7']);
 });
 
-t.test('/model shows, sets, and refuses what is not a model id without setting anything', async (t) => {
+await t.test('/model shows, sets, and refuses what is not a model id without setting anything', async (t) => {
   const h = harness();
   t.match(await h.inLane('/model'), { outcome: { text: 'Model: opus (claude). Change it with /model <id>.' } });
   t.match(await h.inLane('/model gpt-5'), { outcome: { text: 'Model set to gpt-5 (codex).', model: 'gpt-5' } });
@@ -45,20 +45,20 @@ t.test('/model shows, sets, and refuses what is not a model id without setting a
   t.same(h.calls, ['set gpt-5 codex']);
 });
 
-t.test('/retry turns into the cut-off prompt, or says there is nothing to retry', async (t) => {
+await t.test('/retry turns into the cut-off prompt, or says there is nothing to retry', async (t) => {
   const none = harness();
   t.match(await none.inLane('/retry'), { outcome: { status: 'failed', reason: 'nothing-to-retry' } });
   const some = harness({ takeRetry: async () => 'the question' });
   t.match(await some.inLane('/retry'), { turn: { text: 'the question', request_id: 'r1' } });
 });
 
-t.test('plain text is no command', async (t) => {
+await t.test('plain text is no command', async (t) => {
   const h = harness();
   t.equal(await h.inLane('hello /new'), null);
   t.equal(h.commands.immediate(parseChatCommand('hello'), msg('hello')), null);
 });
 
-t.test('/agent_restart is answered at once: usage, unknown agent, restarted, did not come back', async (t) => {
+await t.test('/agent_restart is answered at once: usage, unknown agent, restarted, did not come back', async (t) => {
   const restarts: string[] = [];
   const h = harness({
     restartAgent: async (name) => {
@@ -75,7 +75,7 @@ t.test('/agent_restart is answered at once: usage, unknown agent, restarted, did
   t.same(restarts, ['ghost', 'broken', 'helper']);
 });
 
-t.test('/tasks: disabled, refused actions, the selector with its buttons, answered at once', async (t) => {
+await t.test('/tasks: disabled, refused actions, the selector with its buttons, answered at once', async (t) => {
   const off = harness({ tasksEnabled: () => false, taskSelector: async () => t.fail('not asked') as never });
   const o = await off.commands.immediate(parseChatCommand('/tasks'), msg('/tasks'));
   t.match(o, { text: 'Task system is not enabled.', status: 'completed', buttons: [] });

@@ -26,7 +26,7 @@ function rig(t: Test, ...transports: ChatTransport[]) {
   return { bus, adminChat, deliver, rerouted };
 }
 
-t.test('a running transport that reaches the chat gets the message, with its topic and agent; nothing is rerouted', async (t) => {
+await t.test('a running transport that reaches the chat gets the message, with its topic and agent; nothing is rerouted', async (t) => {
   const tg = recordingTransport('telegram');
   const s = rig(t, tg);
   t.same(await s.deliver('telegram', 42, 7), { delivered: true, to: 'telegram' });
@@ -35,7 +35,7 @@ t.test('a running transport that reaches the chat gets the message, with its top
   t.same(s.rerouted(), []);
 });
 
-t.test('a chat the transport cannot reach, a transport reconnecting, one whose send fails: each goes to the admin chat, saying why', async (t) => {
+await t.test('a chat the transport cannot reach, a transport reconnecting, one whose send fails: each goes to the admin chat, saying why', async (t) => {
   const health: TransportHealth = { name: 'telegram', state: 'running', detail: 'as @bot' };
   let failing = false;
   const tg: ChatTransport = {
@@ -62,7 +62,7 @@ t.test('a chat the transport cannot reach, a transport reconnecting, one whose s
   t.match(s.adminChat[1], { agent: 'coder', content: 'Report ready', meta: { source: 'cron:daily', rerouted_from: { transport: 'telegram', chat_id: 42, topic_id: null } } });
 });
 
-t.test('no transport of that name: the admin chat, and the reason says whether svc can run it at all', async (t) => {
+await t.test('no transport of that name: the admin chat, and the reason says whether svc can run it at all', async (t) => {
   const s = rig(t);
   await s.deliver('telegram');
   await s.deliver('matrix');
@@ -73,7 +73,7 @@ t.test('no transport of that name: the admin chat, and the reason says whether s
   );
 });
 
-t.test('hostile or malformed deliveries are refused before anything is said', async (t) => {
+await t.test('hostile or malformed deliveries are refused before anything is said', async (t) => {
   const tg = recordingTransport('telegram');
   const s = rig(t, tg);
   for (const bad of [
@@ -88,7 +88,7 @@ t.test('hostile or malformed deliveries are refused before anything is said', as
   t.same(s.adminChat, []);
 });
 
-t.test("a sender's own message id is kept by the admin chat, so a retried delivery does not show twice", async (t) => {
+await t.test("a sender's own message id is kept by the admin chat, so a retried delivery does not show twice", async (t) => {
   const s = rig(t);
   await s.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport: 'cli', chat_id: 46, topic_id: null, text: 'reply', agent: 'main', source: 'interagent:x', id: 'interagent-x-reply' });
   t.match(s.adminChat, [{ id: 'interagent-x-reply', content: 'reply' }]);

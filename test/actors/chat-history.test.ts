@@ -34,7 +34,7 @@ function setup(t: TT) {
   return { dir, paths, log, bus, C, msg, tick: () => (now += 1000) };
 }
 
-t.test('history: overwrite, merge by id keeping order, paging newest-first with before, deletion takes it all', async (t) => {
+await t.test('history: overwrite, merge by id keeping order, paging newest-first with before, deletion takes it all', async (t) => {
   const { bus, C, msg, log } = setup(t);
   const s = await bus.send(C.create, { principal: ADMIN, agent: 'main' });
   await bus.send(C.writeMessages, { principal: ADMIN, id: s.id, merge: false, messages: ['m1', 'm2', 'm3'].map((id) => msg(id)) });
@@ -79,7 +79,7 @@ t.test('history: overwrite, merge by id keeping order, paging newest-first with 
   t.same(diffProjections(db, scratch.projectionDb(), PROJECTIONS), [], 'a replay matches the live read model');
 });
 
-t.test('read markers: per user in chat_reads.json, forward only, unknown id refused, unread counts agent messages', async (t) => {
+await t.test('read markers: per user in chat_reads.json, forward only, unknown id refused, unread counts agent messages', async (t) => {
   const { bus, C, msg, paths, log } = setup(t);
   const s = await bus.send(C.create, { principal: ADMIN, agent: 'main' });
   await bus.send(C.writeMessages, { principal: ADMIN, id: s.id, merge: false, messages: [msg('u1', 'user'), msg('a1'), msg('u2', 'user'), msg('a2'), msg('a3')] });
@@ -121,7 +121,7 @@ t.test('read markers: per user in chat_reads.json, forward only, unknown id refu
   t.ok(existsSync(paths.chatReadsFile));
 });
 
-t.test('allowed_agents: a restricted user sees and touches only its agents', async (t) => {
+await t.test('allowed_agents: a restricted user sees and touches only its agents', async (t) => {
   const { bus, C, msg, log } = setup(t);
   const main = await bus.send(C.create, { principal: ADMIN, agent: 'main' });
   const coder = await bus.send(C.create, { principal: ANNA, agent: 'coder' });
@@ -145,7 +145,7 @@ t.test('allowed_agents: a restricted user sees and touches only its agents', asy
   t.equal(log.lastSeq(), seq, 'nothing recorded');
 });
 
-t.test('archive, provider override and turns: the override becomes an @model directive on every turn', async (t) => {
+await t.test('archive, provider override and turns: the override becomes an @model directive on every turn', async (t) => {
   const { bus, C, msg, tick } = setup(t);
   const s = await bus.send(C.create, { principal: ADMIN, agent: 'main' });
   t.match(await bus.send(C.archive, { principal: ADMIN, id: s.id, archived: true }), { archived: true });

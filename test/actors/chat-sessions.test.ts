@@ -63,7 +63,7 @@ const session = (over: Partial<ChatSession>): ChatSession => ({
   ...over,
 });
 
-t.test('create: id from the generator, time from the bus clock, one fact on chat:<id>', async (t) => {
+await t.test('create: id from the generator, time from the bus clock, one fact on chat:<id>', async (t) => {
   const s = setup(t);
   t.same(await s.create({ agent: 'main' }, 'alice'), session({}), 'no title: the default one');
   s.advance(1000);
@@ -79,7 +79,7 @@ t.test('create: id from the generator, time from the bus clock, one fact on chat
   t.same(listChatSessions(s.db, 'nobody'), []);
 });
 
-t.test('rename: trimmed title, new updated_at; unknown id, same title, bad titles', async (t) => {
+await t.test('rename: trimmed title, new updated_at; unknown id, same title, bad titles', async (t) => {
   const s = setup(t);
   await s.create({ agent: 'main' });
   s.advance(5000);
@@ -118,7 +118,7 @@ t.test('rename: trimmed title, new updated_at; unknown id, same title, bad title
   t.equal(getChatSession(s.db, 's1')!.title, 'y'.repeat(200));
 });
 
-t.test('create: bad input, taken ids, unknown agents', async (t) => {
+await t.test('create: bad input, taken ids, unknown agents', async (t) => {
   let next = 's1';
   const s = setup(t, { ids: () => next, agentExists: (n) => n !== 'ghost' });
   for (const [data, message] of [
@@ -143,7 +143,7 @@ t.test('create: bad input, taken ids, unknown agents', async (t) => {
   t.equal(s.log.lastSeq(), 1);
 });
 
-t.test('delete: removes the row; unknown id is not-found', async (t) => {
+await t.test('delete: removes the row; unknown id is not-found', async (t) => {
   const s = setup(t);
   await s.create({ agent: 'main' });
   await s.create({ agent: 'main' });
@@ -156,7 +156,7 @@ t.test('delete: removes the row; unknown id is not-found', async (t) => {
   await t.rejects(s.remove({ id: 42 }), { code: 'invalid-command' });
 });
 
-t.test('replay: folding the log again gives the same rows', async (t) => {
+await t.test('replay: folding the log again gives the same rows', async (t) => {
   const s = setup(t);
   for (const agent of ['main', 'coder', 'main', 'writer']) {
     await s.create({ agent });
@@ -189,7 +189,7 @@ t.test('replay: folding the log again gives the same rows', async (t) => {
   t.same(listChatSessions(s.db), live, 'malformed facts change nothing');
 });
 
-t.test('each fact a command causes carries the command’s correlation (minted when the sender starts a request) and causation', async (t) => {
+await t.test('each fact a command causes carries the command’s correlation (minted when the sender starts a request) and causation', async (t) => {
   const { bus, log } = setup(t);
   await bus.send(CHAT_SESSION_COMMANDS.create, { principal: ADMIN, agent: 'main' }, { by: 'anna', correlation: 'req-1', causation: 1 });
   await bus.send(CHAT_SESSION_COMMANDS.create, { principal: ADMIN, agent: 'main' }, { by: 'anna' });

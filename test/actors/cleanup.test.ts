@@ -15,8 +15,8 @@ const FRESH = NOW - 2 * DAY;
 
 const e = (path: string, kind: ListedEntry['kind'], mtimeMs: number, size = 10): ListedEntry => ({ path, kind, mtimeMs, size });
 
-t.test('planCleanup: given a listing and now, which entries go', async (t) => {
-  t.test('old files and links go, fresh ones stay; a folder emptied in this run is pruned, deepest first', async (t) => {
+await t.test('planCleanup: given a listing and now, which entries go', async (t) => {
+  await t.test('old files and links go, fresh ones stay; a folder emptied in this run is pruned, deepest first', async (t) => {
     const plan = planCleanup(
       [
         e('2026-10-01', 'dir', FRESH),
@@ -34,20 +34,20 @@ t.test('planCleanup: given a listing and now, which entries go', async (t) => {
     t.same(plan.remove.map((x) => x.path), ['2026-10-01/a.pdf', '2026-10-01/sub/b.txt', '2026-11-25/old-link', 'top.txt']);
     t.same(plan.prune, ['2026-10-01/sub', '2026-10-01']);
   });
-  t.test('an empty folder is pruned only when old; a fresh one may be about to be written into', async (t) => {
+  await t.test('an empty folder is pruned only when old; a fresh one may be about to be written into', async (t) => {
     const plan = planCleanup([e('fresh-empty', 'dir', FRESH), e('old-empty', 'dir', OLD)], NOW, 30);
     t.same(plan.prune, ['old-empty']);
   });
-  t.test('sockets and FIFOs stay, and so does the folder holding one', async (t) => {
+  await t.test('sockets and FIFOs stay, and so does the folder holding one', async (t) => {
     const plan = planCleanup([e('d', 'dir', OLD), e('d/sock', 'other', OLD)], NOW, 30);
     t.same(plan, { remove: [], prune: [] });
   });
-  t.test('0 days keeps everything', async (t) => {
+  await t.test('0 days keeps everything', async (t) => {
     t.same(planCleanup([e('a', 'file', 0)], NOW, 0), { remove: [], prune: [] });
   });
 });
 
-t.test('nextDailyRun: the next check hour in the user zone, across DST', async (t) => {
+await t.test('nextDailyRun: the next check hour in the user zone, across DST', async (t) => {
   t.equal(nextDailyRun(Date.parse('2026-11-27T02:59:00Z'), 3, 'UTC'), Date.parse('2026-11-27T03:00:00Z'));
   t.equal(nextDailyRun(Date.parse('2026-11-27T03:00:00Z'), 3, 'UTC'), Date.parse('2026-11-28T03:00:00Z'));
   // Berlin is UTC+1 in winter: 03:00 local is 02:00Z.
@@ -76,8 +76,8 @@ function workspace(base: string, name = 'a') {
 
 const CFG: CleanupConfig = { enabled: true, media_files_days: 30, output_to_user_days: 30, api_files_days: 30, check_hour: 3 };
 
-t.test('cleaning real folders', async (t) => {
-  t.test('old files, emptied dated upload folders and old links go; link targets outside stay', async (t) => {
+await t.test('cleaning real folders', async (t) => {
+  await t.test('old files, emptied dated upload folders and old links go; link targets outside stay', async (t) => {
     const w = workspace(t.testdir());
     fs.mkdirSync(join(w.api, '2026-10-01', 'nested'), { recursive: true });
     fs.writeFileSync(join(w.api, '2026-10-01', 'nested', 'a.bin'), 'x'.repeat(100));
@@ -112,7 +112,7 @@ t.test('cleaning real folders', async (t) => {
     t.same(facts[0]!.data, totals);
   });
 
-  t.test('a cleaned folder that is itself a link is not followed', async (t) => {
+  await t.test('a cleaned folder that is itself a link is not followed', async (t) => {
     const w = workspace(t.testdir());
     fs.rmdirSync(w.out);
     fs.symlinkSync(join(w.outside, 'dir'), w.out);
@@ -123,7 +123,7 @@ t.test('cleaning real folders', async (t) => {
     t.match(totals, { files_removed: 0, links_removed: 0 });
   });
 
-  t.test('race: a file replaced by a link to outside between listing and unlink is left alone', async (t) => {
+  await t.test('race: a file replaced by a link to outside between listing and unlink is left alone', async (t) => {
     const w = workspace(t.testdir());
     const victim = join(w.out, 'report.pdf');
     fs.writeFileSync(victim, 'old report');
@@ -142,7 +142,7 @@ t.test('cleaning real folders', async (t) => {
     t.match(totals, { files_removed: 0, links_removed: 0, skipped: 1 });
   });
 
-  t.test('race: a folder replaced by a link to outside between listing and unlink is not gone through', async (t) => {
+  await t.test('race: a folder replaced by a link to outside between listing and unlink is not gone through', async (t) => {
     const w = workspace(t.testdir());
     const dated = join(w.api, '2026-10-01');
     fs.mkdirSync(dated);
@@ -162,7 +162,7 @@ t.test('cleaning real folders', async (t) => {
     t.ok(totals.skipped >= 2);
   });
 
-  t.test('race: a parent folder swapped for a link after the checks, before the unlink, sends nothing outside', async (t) => {
+  await t.test('race: a parent folder swapped for a link after the checks, before the unlink, sends nothing outside', async (t) => {
     const w = workspace(t.testdir());
     const dated = join(w.api, '2026-10-01');
     fs.mkdirSync(dated);
@@ -187,7 +187,7 @@ t.test('cleaning real folders', async (t) => {
     t.match(totals, { files_removed: 1, error_count: 0 });
   });
 
-  t.test('race: a grandparent swapped for a link before an rmdir removes no empty folder outside', async (t) => {
+  await t.test('race: a grandparent swapped for a link before an rmdir removes no empty folder outside', async (t) => {
     const w = workspace(t.testdir());
     const old = join(w.api, 'old');
     fs.mkdirSync(join(old, 'dir'), { recursive: true });
@@ -208,7 +208,7 @@ t.test('cleaning real folders', async (t) => {
     t.equal(totals.error_count, 0);
   });
 
-  t.test('a file touched after the listing stays', async (t) => {
+  await t.test('a file touched after the listing stays', async (t) => {
     const w = workspace(t.testdir());
     const f = join(w.out, 'busy.txt');
     fs.writeFileSync(f, 'x');
@@ -219,7 +219,7 @@ t.test('cleaning real folders', async (t) => {
     t.equal(totals.skipped, 1);
   });
 
-  t.test('disabled cleanup and sub-agent workspaces', async (t) => {
+  await t.test('disabled cleanup and sub-agent workspaces', async (t) => {
     const base = t.testdir();
     const a = workspace(base);
     const b = workspace(base, 'b');
@@ -239,7 +239,7 @@ t.test('cleaning real folders', async (t) => {
   });
 });
 
-t.test('DailyJob runs at the check hour on the injected clock, once a day, and stops', async (t) => {
+await t.test('DailyJob runs at the check hour on the injected clock, once a day, and stops', async (t) => {
   const clock = new SimulatedClock();
   clock.set(Date.parse('2026-11-27T01:00:00Z'));
   const runs: string[] = [];

@@ -22,7 +22,7 @@ function host(logic: typeof configWatcher | typeof registryWatcher, input: unkno
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
-t.test('configWatcher sends file.changed with the text and which directories exist', async (t) => {
+await t.test('configWatcher sends file.changed with the text and which directories exist', async (t) => {
   const dir = t.testdir({ config: { 'config.json': '{}' }, data: {} });
   const file = join(dir, 'config', 'config.json');
   const baseline = timers();
@@ -48,7 +48,7 @@ t.test('configWatcher sends file.changed with the text and which directories exi
   t.equal(timers(), baseline, 'timer cleared on stop');
 });
 
-t.test('configWatcher reports nothing while the file is missing, then its return', async (t) => {
+await t.test('configWatcher reports nothing while the file is missing, then its return', async (t) => {
   const dir = t.testdir({});
   const file = join(dir, 'config.json');
   const { actor, got } = host(configWatcher, { file, intervalMs: 10 });
@@ -58,7 +58,7 @@ t.test('configWatcher reports nothing while the file is missing, then its return
   actor.stop();
 });
 
-t.test('registryWatcher follows whichever registry file exists, _secrets first', async (t) => {
+await t.test('registryWatcher follows whichever registry file exists, _secrets first', async (t) => {
   const paths = homePaths(t.testdir({ 'agents.json': '[]' }));
   const baseline = timers();
   const { actor, got } = host(registryWatcher, { paths, intervalMs: 10 });

@@ -106,7 +106,7 @@ function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; ho
 
 const created = (iso: string) => Math.floor(at(iso) / 1000);
 
-t.test('fires in each job zone, across spring-forward, with quiet hours and silent success; run records and delivery', async (t) => {
+await t.test('fires in each job zone, across spring-forward, with quiet hours and silent success; run records and delivery', async (t) => {
   const start = '2026-03-28T00:00:00Z';
   const s = stand(t, {
     start,
@@ -158,7 +158,7 @@ t.test('fires in each job zone, across spring-forward, with quiet hours and sile
   t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0, 'its own writes never look like hand edits');
 });
 
-t.test('one FIFO queue per dependency key across a cron job and a webhook cron_task; no key runs at once', async (t) => {
+await t.test('one FIFO queue per dependency key across a cron job and a webhook cron_task; no key runs at once', async (t) => {
   const start = '2026-01-01T00:59:00Z';
   const s = stand(t, {
     start,
@@ -197,7 +197,7 @@ t.test('one FIFO queue per dependency key across a cron job and a webhook cron_t
   t.ok(finished.some((e) => e.data.status === 'error:exit_2'), 'exit code in the status');
 });
 
-t.test('missed fires at start-up, interrupted fires, and a restart never runs a fire twice', async (t) => {
+await t.test('missed fires at start-up, interrupted fires, and a restart never runs a fire twice', async (t) => {
   const log = new MemoryEventLog();
   const made = '2026-01-01T00:00:00Z';
   const jobs = [
@@ -244,7 +244,7 @@ t.test('missed fires at start-up, interrupted fires, and a restart never runs a 
   t.equal(new Set(ids).size, ids.length, 'fire ids are unique in the log');
 });
 
-t.test('a restart runs what was still waiting (dependency queue, unqueued fire) in its old order; a started run is interrupted; nothing runs twice', async (t) => {
+await t.test('a restart runs what was still waiting (dependency queue, unqueued fire) in its old order; a started run is interrupted; nothing runs twice', async (t) => {
   const log = new MemoryEventLog();
   const made = '2026-01-01T00:59:00Z';
   const jobs = [
@@ -297,7 +297,7 @@ t.test('a restart runs what was still waiting (dependency queue, unqueued fire) 
   t.equal(c.facts(AUTOMATION_EVENTS.run_finished).length, 3);
 });
 
-t.test('delivery retry: a failed delivery is retried on the clock and the result is never lost', async (t) => {
+await t.test('delivery retry: a failed delivery is retried on the clock and the result is never lost', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, { start, failDeliveries: 2, jobs: [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }] });
   await s.scheduler.start('start:1');
@@ -315,7 +315,7 @@ t.test('delivery retry: a failed delivery is retried on the clock and the result
   t.match(s.job('rep'), { last_delivery_status: 'delivered' });
 });
 
-t.test('delivery to the job’s route: the direct API chat it names; a transport that is not running sends it to the admin chat, and the log says so', async (t) => {
+await t.test('delivery to the job’s route: the direct API chat it names; a transport that is not running sends it to the admin chat, and the log says so', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, {
     start,
@@ -354,7 +354,7 @@ t.test('delivery to the job’s route: the direct API chat it names; a transport
   t.equal(s.envelopes.length, 2);
 });
 
-t.test('an undelivered result is delivered after a restart; run-now fires outside the schedule', async (t) => {
+await t.test('an undelivered result is delivered after a restart; run-now fires outside the schedule', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const jobs = [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }];
   const a = stand(t, { start, failDeliveries: 1, jobs });
@@ -375,7 +375,7 @@ t.test('an undelivered result is delivered after a restart; run-now fires outsid
   t.equal(b.job('rep').execution_count, 2);
 });
 
-t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the old ones', async (t) => {
+await t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the old ones', async (t) => {
   const start = '2026-01-01T00:00:00Z';
   const s = stand(t, { start, jobs: [{ id: 'j', title: 'J', schedule: '0 5 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) }] });
   await s.scheduler.start('start:1');
@@ -404,7 +404,7 @@ t.test('a hand edit of cron_jobs.json reloads the jobs; a broken file keeps the 
   t.ok(s.logs.some((l) => /not reloaded/.test(l.msg)));
 });
 
-t.test('a change of user_timezone moves the jobs without a zone of their own, and their quiet hours', async (t) => {
+await t.test('a change of user_timezone moves the jobs without a zone of their own, and their quiet hours', async (t) => {
   const start = '2026-01-01T08:30:00Z';
   let zone = 'UTC';
   const s = stand(t, {
@@ -438,7 +438,7 @@ t.test('a change of user_timezone moves the jobs without a zone of their own, an
   t.equal(s.logs.filter((l) => /changed on disk/.test(l.msg)).length, 0, 'its next_run writes are not hand edits');
 });
 
-t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported once per change', async (t) => {
+await t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported once per change', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, { start, jobs: [{ id: 'rep', title: 'Report', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'make it', created_at: created(start) }] });
   await s.scheduler.start('start:1');
@@ -461,7 +461,7 @@ t.test('an unreadable cron_jobs.json: run fields wait for it, and it is reported
   t.same(s.facts().filter((e) => e.type.startsWith('cron.job_')), [], 'the file came back as it was: no job changed');
 });
 
-t.test('a hand edit found while run fields are written is recorded like one found by the watcher', async (t) => {
+await t.test('a hand edit found while run fields are written is recorded like one found by the watcher', async (t) => {
   const start = '2026-01-01T00:59:59.500Z';
   const jobs = [
     { id: 'j', title: 'J', schedule: '0 1 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) },
@@ -496,7 +496,7 @@ t.test('a hand edit found while run fields are written is recorded like one foun
   t.match(flushed.job('j'), { title: 'J2', last_status: 'success' }, 'the edit and the run fields are both kept');
 });
 
-t.test('run-now refuses a job whose record is not valid, with cron-job-invalid', async (t) => {
+await t.test('run-now refuses a job whose record is not valid, with cron-job-invalid', async (t) => {
   const start = '2026-01-01T00:00:00Z';
   const s = stand(t, {
     start,
@@ -521,7 +521,7 @@ t.test('run-now refuses a job whose record is not valid, with cron-job-invalid',
   t.match(await s.scheduler.runNow('j', { correlation: 'm5' }), { started: true }, 'fixed, it runs');
 });
 
-t.test('the record keeps a short preview of the result; the log keeps it whole', async (t) => {
+await t.test('the record keeps a short preview of the result; the log keeps it whole', async (t) => {
   const start = '2026-01-01T00:59:30Z';
   const s = stand(t, { start, hold: true, jobs: [{ id: 'big', title: 'Big', schedule: '0 1 * * *', agent: 'main', enabled: true, description: 'a lot', created_at: created(start) }] });
   await s.scheduler.start('start:1');
@@ -536,7 +536,7 @@ t.test('the record keeps a short preview of the result; the log keeps it whole',
   t.match(s.envelopes[0]!.content, new RegExp(`^TASK: Big\\n\\nx{50000}$`), 'the chat gets the whole result');
 });
 
-t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not run: its runs would use that hook’s memory', async (t) => {
+await t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not run: its runs would use that hook’s memory', async (t) => {
   const start = '2026-01-01T00:00:00Z';
   const s = stand(t, {
     start,
@@ -554,7 +554,7 @@ t.test('a stored job whose id is a webhook run folder (webhook_<hook>) is not ru
   t.ok(s.logs.some((l) => /cron job webhook_deploy is not run: .*must not start with webhook_/.test(l.msg)), 'says why');
 });
 
-t.test('a save by svc (the admin API) whose event has not arrived yet is not taken for a hand edit', async (t) => {
+await t.test('a save by svc (the admin API) whose event has not arrived yet is not taken for a hand edit', async (t) => {
   const start = '2026-01-01T00:59:59.500Z';
   const s = stand(t, { start, jobs: [{ id: 'j', title: 'J', schedule: '0 1 * * *', agent: 'main', enabled: true, description: '', created_at: created(start) }] });
   await s.scheduler.start('start:1');
@@ -575,7 +575,7 @@ t.test('a save by svc (the admin API) whose event has not arrived yet is not tak
   t.match(s.facts().filter((e) => e.type.startsWith('cron.job_')).map((e) => [e.type, e.data.id, e.data.by]), [[AUTOMATION_EVENTS.job_deleted, 'k', null]]);
 });
 
-t.test('a seconds-field schedule written into cron_jobs.json by hand is not run, and the log says why', async (t) => {
+await t.test('a seconds-field schedule written into cron_jobs.json by hand is not run, and the log says why', async (t) => {
   const start = '2026-01-01T00:00:00Z';
   const s = stand(t, {
     start,

@@ -64,7 +64,7 @@ function world(t: Test): World {
   };
 }
 
-t.test('findExecutable: PATH order, execute bit, files only, absolute entries only', async (t) => {
+await t.test('findExecutable: PATH order, execute bit, files only, absolute entries only', async (t) => {
   const root = t.testdir({ a: { tool: 'not executable' }, b: { tool: { 'is-a-dir': '' } }, c: {}, d: {} });
   copyFileSync(join(BIN, 'codex'), join(root, 'c', 'tool'));
   chmodSync(join(root, 'c', 'tool'), 0o755);
@@ -83,7 +83,7 @@ t.test('findExecutable: PATH order, execute bit, files only, absolute entries on
   t.equal(findExecutable('', PATH), null);
 });
 
-t.test('nothing installed, nothing signed in: three entries, no throw', async (t) => {
+await t.test('nothing installed, nothing signed in: three entries, no throw', async (t) => {
   const w = world(t);
   const d = w.detect();
   t.same(Object.keys(d), ['claude', 'codex', 'gemini']);
@@ -108,7 +108,7 @@ t.test('nothing installed, nothing signed in: three entries, no throw', async (t
   t.same(none.map((p) => [p.id, p.installed, p.authenticated]), [['claude', false, false], ['codex', false, false], ['gemini', false, false]]);
 });
 
-t.test('installed: the fake CLIs on a PATH directory', async (t) => {
+await t.test('installed: the fake CLIs on a PATH directory', async (t) => {
   const w = world(t);
   symlinkSync(join(BIN, 'claude'), join(w.pathDir, 'claude'));
   copyFileSync(join(BIN, 'gemini'), join(w.pathDir, 'gemini'));
@@ -123,7 +123,7 @@ t.test('installed: the fake CLIs on a PATH directory', async (t) => {
   t.equal(d.claude!.authenticated, false, 'installed is not signed in');
 });
 
-t.test('claude credentials: env, ~/.svc/.env, cloud switch, credentials file, CLAUDE_CONFIG_DIR, macOS', async (t) => {
+await t.test('claude credentials: env, ~/.svc/.env, cloud switch, credentials file, CLAUDE_CONFIG_DIR, macOS', async (t) => {
   const w = world(t);
   t.equal(w.detect({ env: { ANTHROPIC_API_KEY: 'sk-x' } }).claude!.auth_source, 'env:ANTHROPIC_API_KEY');
   t.equal(w.detect({ env: { ANTHROPIC_API_KEY: '   ' } }).claude!.authenticated, false, 'blank value is not a key');
@@ -164,7 +164,7 @@ t.test('claude credentials: env, ~/.svc/.env, cloud switch, credentials file, CL
   t.equal(w.detect({ platform: 'darwin' }).claude!.auth_source, 'keychain (~/.claude.json)');
 });
 
-t.test('codex credentials: env, auth.json (tokens or key), CODEX_HOME honoured, malformed', async (t) => {
+await t.test('codex credentials: env, auth.json (tokens or key), CODEX_HOME honoured, malformed', async (t) => {
   const w = world(t);
   t.equal(w.detect({ env: { OPENAI_API_KEY: 'sk' } }).codex!.auth_source, 'env:OPENAI_API_KEY');
   t.equal(w.detect({ env: { CODEX_API_KEY: 'sk' } }).codex!.auth_source, 'env:CODEX_API_KEY');
@@ -193,7 +193,7 @@ t.test('codex credentials: env, auth.json (tokens or key), CODEX_HOME honoured, 
   t.equal(w.detect({ env: { CODEX_HOME: '~/ch' } }).codex!.auth_source, 'file:~/ch/auth.json', 'a leading ~ is expanded');
 });
 
-t.test('codex models: its models_cache.json by priority, hidden skipped, config.toml model first and default', async (t) => {
+await t.test('codex models: its models_cache.json by priority, hidden skipped, config.toml model first and default', async (t) => {
   const w = world(t);
   const codexHome = join(w.root, 'codex-home');
   mkdirSync(codexHome);
@@ -225,7 +225,7 @@ t.test('codex models: its models_cache.json by priority, hidden skipped, config.
   t.same(w.detect({ env: { CODEX_HOME: codexHome } }).codex!.models, [...CODEX_PRESET_MODELS], 'presets as the last resort');
 });
 
-t.test('gemini credentials follow the selected auth type', async (t) => {
+await t.test('gemini credentials follow the selected auth type', async (t) => {
   const w = world(t);
   const oauth = JSON.stringify({ access_token: 'ya29', refresh_token: '1//x', token_type: 'Bearer' });
   t.equal(w.detect({ env: { GEMINI_API_KEY: 'k' } }).gemini!.auth_source, 'env:GEMINI_API_KEY');
@@ -299,7 +299,7 @@ function installGemini(root: string, layout: 'nested' | 'hoisted' | 'bundle'): {
   return { bin, prefix };
 }
 
-t.test('gemini models from the installed CLI files', async (t) => {
+await t.test('gemini models from the installed CLI files', async (t) => {
   t.same(geminiModelsFromSource(MODELS_JS), ['gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-3-pro-preview', 'auto-gemini-2.5']);
   t.same(geminiModelsFromSource(''), []);
   t.same(geminiModelsFromSource('"gemini-2.5-pro\' \'gemini-\' "gemini-x"'), [], 'unbalanced quotes and non-versioned names are not ids');
@@ -318,7 +318,7 @@ t.test('gemini models from the installed CLI files', async (t) => {
   t.same(discoverGeminiModels(join(BIN, 'gemini'), {}, join(empty, 'bin', 'node')), [], 'an executable outside any gemini package: nothing');
 });
 
-t.test('detected gemini models: aliases plus discovered; our cache wins over a rescan; models option wins over both', async (t) => {
+await t.test('detected gemini models: aliases plus discovered; our cache wins over a rescan; models option wins over both', async (t) => {
   const w = world(t);
   const { bin } = installGemini(w.root, 'nested');
   symlinkSync(bin, join(w.pathDir, 'gemini'));
@@ -337,7 +337,7 @@ t.test('detected gemini models: aliases plus discovered; our cache wins over a r
   t.same(w.detect({ models: { codex: ['gpt-live'], gemini: ['gemini-live-1'] } }).gemini!.models, [...GEMINI_ALIASES, 'gemini-live-1']);
 });
 
-t.test('localModelSource: the default fetchModels for the caches', async (t) => {
+await t.test('localModelSource: the default fetchModels for the caches', async (t) => {
   const w = world(t);
   const { bin } = installGemini(w.root, 'hoisted');
   symlinkSync(bin, join(w.pathDir, 'gemini'));
@@ -350,7 +350,7 @@ t.test('localModelSource: the default fetchModels for the caches', async (t) => 
   t.same(await fetch('gemini'), [...GEMINI_ALIASES, 'gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-3-pro-preview', 'auto-gemini-2.5']);
 });
 
-t.test('helpers', async (t) => {
+await t.test('helpers', async (t) => {
   t.equal(displayPath('/h/u/.codex/auth.json', '/h/u'), '~/.codex/auth.json');
   t.equal(displayPath('/elsewhere/auth.json', '/h/u'), '/elsewhere/auth.json');
   t.equal(displayPath('/h/user2/x', '/h/u'), '/h/user2/x');

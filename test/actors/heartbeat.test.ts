@@ -13,7 +13,7 @@ const at = (iso: string) => Date.parse(iso);
 /** Sessions that never expire, so a case tests only what it names. */
 const NO_EXPIRY: ExpiryRules = { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 4, timezone: 'UTC', maxSessionMessages: null };
 
-t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
+await t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
   for (const [iso, quiet] of [
     ['2026-11-27T20:59:00Z', false],
     ['2026-11-27T21:00:00Z', true],
@@ -28,7 +28,7 @@ t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
   t.ok(inQuietHours(at('2026-11-27T20:30:00Z'), 21, 8, 'Europe/Berlin'));
 });
 
-t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => {
+await t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => {
   const NOON = at('2026-11-27T12:00:00Z');
   const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
   const idle = { providers: ['claude'], lastActiveMs: NOON - 60 * MIN, createdMs: NOON - 600 * MIN, messageCount: 3, busy: false };
@@ -45,7 +45,7 @@ t.test('heartbeatDecision: given a chat and now, send or why not', async (t) => 
   for (const [name, chat, now, want] of cases) t.same(heartbeatDecision(chat, now, rules), want, name);
 });
 
-t.test('heartbeatDecision: a session the next message would replace is not resumed (the existing expiry rule, not a copy)', async (t) => {
+await t.test('heartbeatDecision: a session the next message would replace is not resumed (the existing expiry rule, not a copy)', async (t) => {
   const rules: HeartbeatRules = { quietStart: 21, quietEnd: 8, cooldownMinutes: 5, timeZone: 'UTC', provider: 'claude', expiry: NO_EXPIRY };
   const EIGHT = at('2026-11-28T08:00:00Z');
   const chat = (over: Partial<NonNullable<HeartbeatChat['session']>> = {}): HeartbeatChat => ({
@@ -62,7 +62,7 @@ t.test('heartbeatDecision: a session the next message would replace is not resum
   t.same(heartbeatDecision(chat(), EIGHT, { ...rules, expiry: { ...NO_EXPIRY, maxSessionMessages: 50 } }), { send: true });
 });
 
-t.test('only user chats get heartbeats: not task, workflow-run or inter-agent sessions', async (t) => {
+await t.test('only user chats get heartbeats: not task, workflow-run or inter-agent sessions', async (t) => {
   const s = (transport: string, key: string) => ({ transport, key, chat_id: 5, topic_id: null });
   for (const chat of [s('api', 'api:5'), s('admin', 'admin:5'), s('telegram', 'telegram:5'), s('matrix', 'matrix:5'), { ...s('api', 'api:5:7'), topic_id: 7 }]) {
     t.ok(isUserChatSession(chat), chat.key);
@@ -72,13 +72,13 @@ t.test('only user chats get heartbeats: not task, workflow-run or inter-agent se
   }
 });
 
-t.test('ack detection', async (t) => {
+await t.test('ack detection', async (t) => {
   for (const a of ['HEARTBEAT_OK', '  HEARTBEAT_OK\n', '**HEARTBEAT_OK**.', '`HEARTBEAT_OK`', 'HEARTBEAT_OK HEARTBEAT_OK', '']) t.ok(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
   for (const a of ['HEARTBEAT_OK, but the nightly build failed', 'All fine', 'heartbeat_ok']) t.notOk(isHeartbeatAck(a, 'HEARTBEAT_OK'), JSON.stringify(a));
   t.ok(isHeartbeatAck('NOTHING', 'NOTHING'), 'per-target tokens');
 });
 
-t.test('staleTurns: past twice the turn\'s own time limit, cli_timeout * 2 when it has none', async (t) => {
+await t.test('staleTurns: past twice the turn\'s own time limit, cli_timeout * 2 when it has none', async (t) => {
   const now = at('2026-11-27T12:00:00Z');
   const turns = [
     { turn_id: 'a', session_key: 'k', started_ms: now - 1200_000 },
@@ -97,7 +97,7 @@ t.test('staleTurns: past twice the turn\'s own time limit, cli_timeout * 2 when 
   t.equal(staleThresholdMs(kinds[4]!, 600), 1200_000);
 });
 
-t.test('the running-turns read model gives each turn the time limit it started with', async (t) => {
+await t.test('the running-turns read model gives each turn the time limit it started with', async (t) => {
   const log = SqliteEventLog.open(join(t.testdir(), 'events.db'), { projections: PROJECTIONS });
   const bus = new Bus({ log, clock: () => NOON });
   t.teardown(() => {
@@ -186,7 +186,7 @@ function rig(t: { teardown(f: () => unknown): void }, opts: { sessions: SessionS
   return { clock, log, bus, hb, asked, aborts, turnAborts, delivered, skips, answered, sessionQueries: () => sessionQueries };
 }
 
-t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', async (t) => {
+await t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', async (t) => {
   const r = rig(t, {
     sessions: [
       session(1),
@@ -220,7 +220,7 @@ t.test('one tick: skips, ack suppressed, anything else delivered, resume-only', 
   ]);
 });
 
-t.test('a group target uses its own prompt and token, and is not asked by the chat loop', async (t) => {
+await t.test('a group target uses its own prompt and token, and is not asked by the chat loop', async (t) => {
   const target = { chat_id: 9, topic_id: null, prompt: 'group check', ack_token: 'NOTHING', interval_minutes: null, quiet_start: null, quiet_end: null };
   const r = rig(t, { sessions: [session(9)], answers: { 9: 'NOTHING' }, heartbeat: { group_targets: [target] } });
   await r.hb.tick('main', null);
@@ -231,7 +231,7 @@ t.test('a group target uses its own prompt and token, and is not asked by the ch
   t.same(r.delivered, [], 'the target\'s own token is the ack');
 });
 
-t.test('a session the heartbeat would replace (daily reset before the quiet hours end) is skipped, not renewed', async (t) => {
+await t.test('a session the heartbeat would replace (daily reset before the quiet hours end) is skipped, not renewed', async (t) => {
   const EIGHT = at('2026-11-28T08:00:00Z');
   const r = rig(t, {
     sessions: [
@@ -249,7 +249,7 @@ t.test('a session the heartbeat would replace (daily reset before the quiet hour
   t.ok(r.asked.every((m) => m.resume_only === true), 'the runtime is told never to open a session for it');
 });
 
-t.test('quiet hours: nothing is asked', async (t) => {
+await t.test('quiet hours: nothing is asked', async (t) => {
   const r = rig(t, { sessions: [session(1)], answers: {} });
   r.clock.set(at('2026-11-27T23:00:00Z'));
   await r.hb.tick('main', null);
@@ -257,7 +257,7 @@ t.test('quiet hours: nothing is asked', async (t) => {
   t.same(r.skips, [[1, 'quiet']]);
 });
 
-t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not through the chat abort', async (t) => {
+await t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not through the chat abort', async (t) => {
   const running: LiveTurn[] = [
     { turn_id: 'old', session_key: 'api:1', started_ms: NOON - 1201_000, timeout_ms: 600_000 },
     { turn_id: 'young', session_key: 'api:2', started_ms: NOON - 60_000, timeout_ms: 600_000 },
@@ -286,7 +286,7 @@ t.test('stale sweep: a turn past twice its own limit is aborted once, alone, not
   t.same(r.turnAborts.map((a) => a.turn_id), ['old', 'stuck-task', 'old'], 'not remembered after it stopped running');
 });
 
-t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\'s own turn, and delivers nothing after', async (t) => {
+await t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\'s own turn, and delivers nothing after', async (t) => {
   let answer!: (text: string) => void;
   const r = rig(t, { sessions: [session(1)], answers: { 1: new Promise<string>((resolve) => (answer = resolve)) } });
   await r.hb.tick('main', null);
@@ -306,7 +306,7 @@ t.test('stop() resolves at once with an answer outstanding, ends that heartbeat\
   t.same(r.log.read({ stream: 'heartbeat' }), [], 'nor recorded');
 });
 
-t.test('a tick under way when stop() is called asks nothing', async (t) => {
+await t.test('a tick under way when stop() is called asks nothing', async (t) => {
   const r = rig(t, { sessions: [session(1)], answers: {} });
   const tick = r.hb.tick('main', null);
   await r.hb.stop();
@@ -316,7 +316,7 @@ t.test('a tick under way when stop() is called asks nothing', async (t) => {
   t.same(r.asked, [], 'no heartbeat outlives stop()');
 });
 
-t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
+await t.test('loops tick on the injected clock, each on its own interval, and stop', async (t) => {
   const target = { chat_id: 9, topic_id: null, prompt: null, ack_token: null, interval_minutes: 10, quiet_start: null, quiet_end: null };
   const r = rig(t, { sessions: [session(9)], answers: {}, heartbeat: { interval_minutes: 30, group_targets: [target] } });
   t.equal(r.hb.start(), 2, 'the chat loop and the target loop');

@@ -8,7 +8,7 @@ import { until } from '../fixtures/until.js';
 
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
 
-t.test('writes lines at or above its level to the file, in the log format', async (t) => {
+await t.test('writes lines at or above its level to the file, in the log format', async (t) => {
   const file = join(t.testdir(), 'logs', 'svc.log');
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const sink = new LogSink(bus, { level: parseLogLevel('WARNING'), file, stderr: false });
@@ -20,7 +20,7 @@ t.test('writes lines at or above its level to the file, in the log format', asyn
   t.same(['DEBUG', 'warning', 'CRITICAL', 'nonsense'].map(parseLogLevel), ['debug', 'warn', 'error', 'info']);
 });
 
-t.test('a log file that cannot be written neither crashes the daemon nor hangs close()', async (t) => {
+await t.test('a log file that cannot be written neither crashes the daemon nor hangs close()', async (t) => {
   // svc.log is a directory: every open and write of the file fails (a file removed under an open
   // stream would not: the writes go on into the unlinked inode).
   const dir = t.testdir({ logs: { 'svc.log': {} } });
@@ -39,7 +39,7 @@ t.test('a log file that cannot be written neither crashes the daemon nor hangs c
   t.match(said, [/^svc: log file .*svc\.log: .*; logging to stderr only\n$/], 'the failure is said once, on stderr');
 });
 
-t.test('svc.log is rotated by size, keeping a bounded number of older files', async (t) => {
+await t.test('svc.log is rotated by size, keeping a bounded number of older files', async (t) => {
   const dir = join(t.testdir(), 'logs');
   const file = join(dir, 'svc.log');
   const bus = new Bus({ log: new MemoryEventLog(), clock });

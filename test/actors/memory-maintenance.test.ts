@@ -12,14 +12,14 @@ import { until } from '../fixtures/until.js';
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-27T04:00:00.000Z');
 
-t.test('sessionsPastMaxAge: older than the limit, never busy or task sessions', async (t) => {
+await t.test('sessionsPastMaxAge: older than the limit, never busy or task sessions', async (t) => {
   const s = (key: string, ageDays: number, busy = false) => ({ key, createdMs: NOW - ageDays * DAY, busy });
   const list = [s('api:1', 31), s('api:2', 29), s('api:3', 45, true), s('task:x', 90), s('api:4', 30.001)];
   t.same(sessionsPastMaxAge(list, NOW, 30).map((x) => x.key), ['api:1', 'api:4']);
   t.same(sessionsPastMaxAge(list, NOW, 0), [], '0 keeps every session');
 });
 
-t.test('checkMemory: modules over the limit (nested too) and Always Load entries that do not exist', async (t) => {
+await t.test('checkMemory: modules over the limit (nested too) and Always Load entries that do not exist', async (t) => {
   const main = '# Main\n\n## Always Load\n\n| Module | Why |\n|---|---|\n| projects | work |\n| gone.md | removed |\n';
   const check = checkMemory(
     [
@@ -35,7 +35,7 @@ t.test('checkMemory: modules over the limit (nested too) and Always Load entries
   t.same(check.missing, ['modules/gone.md']);
 });
 
-t.test('the memory-review record: monthly at the memory check hour, for main', async (t) => {
+await t.test('the memory-review record: monthly at the memory check hour, for main', async (t) => {
   t.match(memoryReviewJob(4), { id: MEMORY_REVIEW_JOB_ID, schedule: '0 4 1 * *', agent: 'main', enabled: true });
 });
 
@@ -56,7 +56,7 @@ function session(chat: number, ageDays: number, busy = false): SessionSummary {
   };
 }
 
-t.test('the daily run on a simulated clock: old sessions ended through the agents, big modules reported once and left whole', async (t) => {
+await t.test('the daily run on a simulated clock: old sessions ended through the agents, big modules reported once and left whole', async (t) => {
   const ws = memoryWorkspace(t.testdir());
   const bigBefore = fs.readFileSync(join(ws, 'memory_system', 'modules', 'big.md'), 'utf8');
   const clock = new TimerClock();
@@ -105,7 +105,7 @@ t.test('the daily run on a simulated clock: old sessions ended through the agent
   t.equal(notes.length, 1, 'the same modules are not reported every day');
 });
 
-t.test('the memory-review cron record is seeded once; a user who deletes it does not get it back', async (t) => {
+await t.test('the memory-review cron record is seeded once; a user who deletes it does not get it back', async (t) => {
   const paths = homePaths(t.testdir());
   fs.mkdirSync(paths.root, { recursive: true });
   saveCronJobs(paths, [{ id: 'mine', title: 'Mine', schedule: '0 9 * * *', agent: 'main', enabled: true, description: '' }]);

@@ -62,14 +62,14 @@ function rig(t: Test): Rig {
   };
 }
 
-t.test('policy table and paths', async (t) => {
+await t.test('policy table and paths', async (t) => {
   t.same(MODEL_CACHE_POLICY, { codex: { startup: 'always', hourly: 'when-stale' }, gemini: { startup: 'when-stale', hourly: 'always' } });
   t.equal(MODEL_CACHE_CHECK_INTERVAL_MS, 3_600_000);
   t.equal(modelCachePath({ configDir: '/h/.svc/config' }, 'codex'), '/h/.svc/config/codex_models.json');
   t.equal(modelCachePath({ configDir: '/h/.svc/config' }, 'gemini'), '/h/.svc/config/gemini_models.json');
 });
 
-t.test('freshness: younger than 24 h; exactly 24 h and future timestamps are stale', async (t) => {
+await t.test('freshness: younger than 24 h; exactly 24 h and future timestamps are stale', async (t) => {
   t.equal(isCacheFresh({ fetched_at: T0 }, T0), true);
   t.equal(isCacheFresh({ fetched_at: T0 }, T0 + DAY - 1), true);
   t.equal(isCacheFresh({ fetched_at: T0 }, T0 + DAY), false);
@@ -77,7 +77,7 @@ t.test('freshness: younger than 24 h; exactly 24 h and future timestamps are sta
   t.equal(isCacheFresh({ fetched_at: T0 + 1 }, T0), false, 'written in the future: not trusted');
 });
 
-t.test('readModelCache: missing, ok, and every kind of corrupt', async (t) => {
+await t.test('readModelCache: missing, ok, and every kind of corrupt', async (t) => {
   const r = rig(t);
   const path = modelCachePath(r.paths, 'codex');
   t.same(readModelCache(path, 'codex'), { state: 'missing' });
@@ -105,7 +105,7 @@ t.test('readModelCache: missing, ok, and every kind of corrupt', async (t) => {
   t.match(readModelCache(dirPath, 'gemini'), { state: 'corrupt', reason: /not a regular file/ });
 });
 
-t.test('codex at startup: always refreshed, even when the cache is fresh', async (t) => {
+await t.test('codex at startup: always refreshed, even when the cache is fresh', async (t) => {
   const r = rig(t);
   r.write('codex', { provider: 'codex', fetched_at: T0 - 1000, models: ['gpt-old'] });
   const res = await syncModelCache('codex', 'startup', r.opts);
@@ -116,7 +116,7 @@ t.test('codex at startup: always refreshed, even when the cache is fresh', async
   t.same(readdirSync(r.configDir).filter((f) => f.endsWith('.tmp')), [], 'no temp files left behind');
 });
 
-t.test('codex hourly: reused while younger than 24 h, refreshed at exactly 24 h, missing or corrupt', async (t) => {
+await t.test('codex hourly: reused while younger than 24 h, refreshed at exactly 24 h, missing or corrupt', async (t) => {
   const r = rig(t);
   r.write('codex', { provider: 'codex', fetched_at: T0, models: ['gpt-old'] });
   r.clock.now = T0 + DAY - 1;
@@ -137,7 +137,7 @@ t.test('codex hourly: reused while younger than 24 h, refreshed at exactly 24 h,
   t.same(c.read('codex'), { provider: 'codex', fetched_at: T0, models: ['gpt-new'] }, 'corrupt cache rewritten');
 });
 
-t.test('gemini at startup: fresh cache used, stale or missing or corrupt refreshed; hourly always refreshes', async (t) => {
+await t.test('gemini at startup: fresh cache used, stale or missing or corrupt refreshed; hourly always refreshes', async (t) => {
   const r = rig(t);
   r.write('gemini', { provider: 'gemini', fetched_at: T0 - 5, models: ['auto', 'gemini-old'] });
   t.match(await syncModelCache('gemini', 'startup', r.opts), { models: ['auto', 'gemini-old'], action: 'reused', reason: 'fresh' });
@@ -157,7 +157,7 @@ t.test('gemini at startup: fresh cache used, stale or missing or corrupt refresh
   t.same(c.read('gemini'), { provider: 'gemini', fetched_at: T0, models: ['auto', 'gemini-new'] });
 });
 
-t.test('a failing or empty source keeps the old list and does not touch the file', async (t) => {
+await t.test('a failing or empty source keeps the old list and does not touch the file', async (t) => {
   const r = rig(t);
   r.write('codex', { provider: 'codex', fetched_at: T0 - 10, models: ['gpt-old'] });
   const before = readFileSync(modelCachePath(r.paths, 'codex'), 'utf8');
@@ -175,7 +175,7 @@ t.test('a failing or empty source keeps the old list and does not touch the file
   t.notOk(existsSync(modelCachePath(none.paths, 'gemini')), 'nothing written');
 });
 
-t.test('an unwritable config dir still serves the fetched list, with the error', async (t) => {
+await t.test('an unwritable config dir still serves the fetched list, with the error', async (t) => {
   if (process.getuid?.() === 0) {
     // root ignores directory permissions; use a file where the directory should be instead.
     const root = t.testdir({ config: 'a file, not a directory' });
@@ -207,7 +207,7 @@ class FakeTimers implements IntervalTimers {
   }
 }
 
-t.test('ModelCacheRefresher: startup rules, hourly timer, stop', async (t) => {
+await t.test('ModelCacheRefresher: startup rules, hourly timer, stop', async (t) => {
   const r = rig(t);
   r.write('gemini', { provider: 'gemini', fetched_at: T0 - 1, models: ['auto', 'gemini-cached'] });
   const timers = new FakeTimers();
@@ -241,7 +241,7 @@ t.test('ModelCacheRefresher: startup rules, hourly timer, stop', async (t) => {
   t.same(refresher.models('codex'), ['gpt-next']);
   t.same(seen.map((x) => x.provider), ['codex', 'gemini', 'codex', 'gemini', 'codex', 'gemini'], 'every result reported');
 
-  refresher.stop();
+  await refresher.stop();
   t.equal(refresher.running, false);
   t.equal(timers.armed.length, 0, 'timer cleared');
   const callsBefore = r.calls.length;
@@ -249,7 +249,7 @@ t.test('ModelCacheRefresher: startup rules, hourly timer, stop', async (t) => {
   t.equal(r.calls.length, callsBefore);
 });
 
-t.test('ModelCacheRefresher: overlapping checks share one run; stop during startup arms nothing', async (t) => {
+await t.test('ModelCacheRefresher: overlapping checks share one run; stop during startup arms nothing', async (t) => {
   const r = rig(t);
   let release!: () => void;
   const gate = new Promise<void>((res) => (release = res));
@@ -264,9 +264,11 @@ t.test('ModelCacheRefresher: overlapping checks share one run; stop during start
     },
   });
   const starting = slow.start();
-  slow.stop();
+  // Stop resolves once the startup it interrupts has finished, which needs the gate opened first.
+  const stopped = slow.stop();
   release();
   await starting;
+  await stopped;
   t.equal(timers.armed.length, 0, 'stopped before startup finished: no timer');
   t.equal(slow.running, false);
 
@@ -276,10 +278,10 @@ t.test('ModelCacheRefresher: overlapping checks share one run; stop during start
   const b = again.tick();
   t.equal(a, b, 'a check still running is joined, not doubled');
   await a;
-  again.stop();
+  await again.stop();
 });
 
-t.test('ModelCacheRefresher with real timers: fires on its interval', async (t) => {
+await t.test('ModelCacheRefresher with real timers: fires on its interval', async (t) => {
   const r = rig(t);
   const results: ModelCacheResult[] = [];
   const refresher = new ModelCacheRefresher({ ...r.opts, intervalMs: 10, onResult: (x) => results.push(x) });

@@ -38,7 +38,7 @@ function setup(t: TT, opts: { newId?: () => string } = {}) {
   return { log, bus, db, send, create, logs, advance: (ms: number) => (now += ms) };
 }
 
-t.test('create: classifies, publishes notification.created on notification:<id> with the full record', async (t) => {
+await t.test('create: classifies, publishes notification.created on notification:<id> with the full record', async (t) => {
   const s = setup(t);
   const r = await s.create({ source: 'cron', outcome: 'failed', title: '  nightly backup  ', body: 'exit 2', agent: 'main', source_id: 'cron:backup', status: 'failed' }, 'system');
   const want = {
@@ -62,7 +62,7 @@ t.test('create: classifies, publishes notification.created on notification:<id> 
   t.match(minimal.notification, { id: 'n2', body: '', severity: 'info', type: 'webhook', agent: null, status: null, source_id: null });
 });
 
-t.test('empty success bodies are logged only, never persisted', async (t) => {
+await t.test('empty success bodies are logged only, never persisted', async (t) => {
   const s = setup(t);
   for (const body of ['', ' OK ', 'Done', 'completed', 'success']) {
     t.same(await s.create({ source: 'task', outcome: 'success', title: 'task', body }), { persisted: false });
@@ -74,7 +74,7 @@ t.test('empty success bodies are logged only, never persisted', async (t) => {
   t.equal(silent.notification?.severity, 'silent');
 });
 
-t.test('the throttle is only logged: repeated warnings are all delivered', async (t) => {
+await t.test('the throttle is only logged: repeated warnings are all delivered', async (t) => {
   const s = setup(t);
   const hook = { source: 'webhook', outcome: 'error', title: 'stripe rejected', source_id: 'hook:stripe' };
   const a = await s.create(hook);
@@ -92,7 +92,7 @@ t.test('the throttle is only logged: repeated warnings are all delivered', async
   t.match(lines[1]!.msg, /would be throttled; delivered either way/);
 });
 
-t.test('mark_read: unknown id is not-found; read once publishes, twice returns the state', async (t) => {
+await t.test('mark_read: unknown id is not-found; read once publishes, twice returns the state', async (t) => {
   const s = setup(t);
   await s.create({ source: 'webhook', outcome: 'error', title: 'w', source_id: 'h' });
   await t.rejects(s.send('notification.mark_read', { id: 'missing', principal: ANYONE }), { code: 'not-found', message: 'notification "missing" does not exist' });
@@ -111,7 +111,7 @@ t.test('mark_read: unknown id is not-found; read once publishes, twice returns t
   t.equal(s.log.read({ types: ['notification.read'] }).length, 2);
 });
 
-t.test('a caller limited to some agents marks only what their list shows', async (t) => {
+await t.test('a caller limited to some agents marks only what their list shows', async (t) => {
   const s = setup(t);
   const coderOnly = adminUser('carol', 'admin', ['coder']);
   await s.create({ source: 'webhook', outcome: 'error', title: 'main', agent: 'main' });
@@ -122,7 +122,7 @@ t.test('a caller limited to some agents marks only what their list shows', async
   t.same(listNotifications(s.db).filter((n) => !n.read).map((n) => n.id), ['n1'], "main's stays unread for everyone else");
 });
 
-t.test('mark_all_read: one event naming the unread ones, silent included; none when nothing is unread', async (t) => {
+await t.test('mark_all_read: one event naming the unread ones, silent included; none when nothing is unread', async (t) => {
   const s = setup(t);
   await t.resolves(s.send('notification.mark_all_read', { principal: ANYONE }));
   t.equal(s.log.lastSeq(), 0, 'empty: no event');
@@ -138,7 +138,7 @@ t.test('mark_all_read: one event naming the unread ones, silent included; none w
   t.ok(listNotifications(s.db).every((n) => n.read));
 });
 
-t.test('bad commands are refused with the field named, and change nothing', async (t) => {
+await t.test('bad commands are refused with the field named, and change nothing', async (t) => {
   const s = setup(t);
   const ok = { source: 'cron', outcome: 'failed', title: 't' };
   const cases: [unknown, RegExp][] = [
@@ -167,7 +167,7 @@ t.test('bad commands are refused with the field named, and change nothing', asyn
   t.match(after, { persisted: true, notification: { id: 'n1', severity: 'critical' } }, 'the notifier still works after refusals');
 });
 
-t.test('oversized bodies are cut, not refused', async (t) => {
+await t.test('oversized bodies are cut, not refused', async (t) => {
   const s = setup(t);
   const r = await s.create({ source: 'task', outcome: 'failed', title: 'huge', body: 'e'.repeat(MAX_NOTIFICATION_BODY_CHARS * 3) });
   t.equal(r.notification!.body.length, MAX_NOTIFICATION_BODY_CHARS);
@@ -175,7 +175,7 @@ t.test('oversized bodies are cut, not refused', async (t) => {
   t.equal(listNotifications(s.db)[0]!.body, r.notification!.body);
 });
 
-t.test('a broken id generator is caught before anything is published', async (t) => {
+await t.test('a broken id generator is caught before anything is published', async (t) => {
   const seq = ['dup', 'dup', '', 'x'.repeat(201)];
   const s = setup(t, { newId: () => seq.shift()! });
   await s.create({ source: 'cron', outcome: 'failed', title: 'a' });
@@ -186,7 +186,7 @@ t.test('a broken id generator is caught before anything is published', async (t)
   t.equal(listNotifications(s.db)[0]!.title, 'a');
 });
 
-t.test('stopping the notifier releases its commands', async (t) => {
+await t.test('stopping the notifier releases its commands', async (t) => {
   const log = SqliteEventLog.open(join(t.testdir(), 'events.db'), { projections: PROJECTIONS });
   const bus = new Bus({ log, clock: () => T0 });
   t.teardown(() => {

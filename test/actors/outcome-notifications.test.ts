@@ -40,7 +40,7 @@ async function stand(t: Parameters<typeof serveAdminChat>[0] & { teardown(fn: ()
   return { ...s, login, created };
 }
 
-t.test('task, cron and webhook outcomes reach the bell, the unread count and each socket allowed to see the agent', async (t) => {
+await t.test('task, cron and webhook outcomes reach the bell, the unread count and each socket allowed to see the agent', async (t) => {
   const s = await stand(t);
   const admin = await s.login('admin');
   const anna = await s.login('anna'); // operator limited to `coder`

@@ -84,7 +84,7 @@ function records(file: string): Record<string, unknown>[] {
   return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-t.test('claude fake through runProcess: normalised events, argv after --, env and cwd recorded', async (t) => {
+await t.test('claude fake through runProcess: normalised events, argv after --, env and cwd recorded', async (t) => {
   const dir = t.testdir();
   const rec = join(dir, 'rec.jsonl');
   const { finished, inv } = start(request(dir, { prompt: 'hi there', resumeSessionId: 's-old' }), {
@@ -112,7 +112,7 @@ t.test('claude fake through runProcess: normalised events, argv after --, env an
   t.same(r?.['envKeys'], { SVC_AGENT_NAME: 'main', SVC_CHAT_ID: '42' });
 });
 
-t.test('claude one-shot prints a single result', async (t) => {
+await t.test('claude one-shot prints a single result', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, { streaming: false, prompt: 'x' }), {}).finished;
   t.same(run.events, [
@@ -120,7 +120,7 @@ t.test('claude one-shot prints a single result', async (t) => {
   ]);
 });
 
-t.test('codex fake: stdin delivered with memory prepended, text not repeated, tools mapped', async (t) => {
+await t.test('codex fake: stdin delivered with memory prepended, text not repeated, tools mapped', async (t) => {
   const dir = t.testdir();
   const rec = join(dir, 'rec.jsonl');
   const run = await start(request(dir, { provider: 'codex', systemPrompt: 'MEMORY', prompt: 'ünïcode prompt' }), {
@@ -145,14 +145,14 @@ t.test('codex fake: stdin delivered with memory prepended, text not repeated, to
   t.equal(codexAdapter.errorText(run.exit.stderr), '', 'the stdin notice is not an error');
 });
 
-t.test('codex resume keeps the thread id', async (t) => {
+await t.test('codex resume keeps the thread id', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, { provider: 'codex', resumeSessionId: 'th-7' }), {}).finished;
   t.match(run.events[0], { kind: 'init', sessionId: 'th-7' });
   t.match(run.events.at(-1), { kind: 'result', sessionId: 'th-7', text: 'echo: hello' });
 });
 
-t.test('gemini fake: system text in a temp file during the run, removed after; warning is not a failure', async (t) => {
+await t.test('gemini fake: system text in a temp file during the run, removed after; warning is not a failure', async (t) => {
   const dir = t.testdir();
   const rec = join(dir, 'rec.jsonl');
   const { finished, inv } = start(request(dir, { provider: 'gemini', systemPrompt: 'SYSTEM TEXT', prompt: 'q' }), {
@@ -174,7 +174,7 @@ t.test('gemini fake: system text in a temp file during the run, removed after; w
   ]);
 });
 
-t.test('a > 1 MiB line is reported once and the stream continues', async (t) => {
+await t.test('a > 1 MiB line is reported once and the stream continues', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, {}), { FAKE_CLI_HUGE: '1' }).finished;
   t.equal(run.oversize.length, 1);
@@ -183,7 +183,7 @@ t.test('a > 1 MiB line is reported once and the stream continues', async (t) => 
   t.match(run.events.at(-1), { kind: 'result', text: 'echo: hello', isError: false });
 });
 
-t.test('interleaved non-JSON lines become malformed events without stopping the turn', async (t) => {
+await t.test('interleaved non-JSON lines become malformed events without stopping the turn', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, { provider: 'gemini' }), { FAKE_CLI_MALFORMED: '1' }).finished;
   const bad = run.events.filter((e) => e.kind === 'malformed');
@@ -194,14 +194,14 @@ t.test('interleaved non-JSON lines become malformed events without stopping the 
   ]);
 });
 
-t.test('no result line: the streamed text is all there is', async (t) => {
+await t.test('no result line: the streamed text is all there is', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, { provider: 'codex' }), { FAKE_CLI_NO_RESULT: '1' }).finished;
   t.notOk(run.events.some((e) => e.kind === 'result'));
   t.same(run.events.filter((e) => e.kind === 'text'), [{ kind: 'text', text: 'echo: hello' }]);
 });
 
-t.test('non-zero exit with stderr', async (t) => {
+await t.test('non-zero exit with stderr', async (t) => {
   const dir = t.testdir();
   const run = await start(request(dir, { provider: 'codex' }), { FAKE_CLI_EXIT: '3', FAKE_CLI_STDERR: 'model not found' }).finished;
   t.equal(run.exit.code, 3);
@@ -215,7 +215,7 @@ t.test('non-zero exit with stderr', async (t) => {
   t.equal(claudeAdapter.errorText(failed.exit.stderr), 'boom');
 });
 
-t.test('a missing binary or cwd is a spawn error, not a throw', async (t) => {
+await t.test('a missing binary or cwd is a spawn error, not a throw', async (t) => {
   const dir = t.testdir();
   const h = runProcess({ command: 'svc-no-such-cli', args: [], stdin: 'x', env: {}, tempFiles: [], cwd: dir }, { onLine: () => {}, onStderr: () => {} });
   const exit = await h.done;
@@ -226,7 +226,7 @@ t.test('a missing binary or cwd is a spawn error, not a throw', async (t) => {
   t.match(await h2.done, { spawnError: /ENOENT/ });
 });
 
-t.test('abort mid-stream kills the whole tree, including a grandchild that ignores SIGTERM', async (t) => {
+await t.test('abort mid-stream kills the whole tree, including a grandchild that ignores SIGTERM', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'grandchild.pid');
   const { handle, run, finished } = start(
@@ -249,7 +249,7 @@ t.test('abort mid-stream kills the whole tree, including a grandchild that ignor
   t.equal((await handle.done).killReason, 'user-abort', 'a second kill changes nothing');
 });
 
-t.test('abort of a cooperative CLI ends it with SIGTERM, well before the grace period', async (t) => {
+await t.test('abort of a cooperative CLI ends it with SIGTERM, well before the grace period', async (t) => {
   const dir = t.testdir();
   const { handle, run, finished } = start(request(dir, { provider: 'gemini', systemPrompt: 'S' }), { FAKE_CLI_HANG: '1' }, { graceMs: 60_000 });
   await until('init line', () => run.events.length > 0);
@@ -262,7 +262,7 @@ t.test('abort of a cooperative CLI ends it with SIGTERM, well before the grace p
   t.notOk(existsSync(join(dir, 'tmp-turn', 'gemini-system.md')), 'temp file removed after a kill too');
 });
 
-t.test('a straggler holding stdout after the CLI exits does not hold the turn; kill still reaps it', async (t) => {
+await t.test('a straggler holding stdout after the CLI exits does not hold the turn; kill still reaps it', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'grandchild.pid');
   const { handle, finished } = start(
@@ -281,7 +281,7 @@ t.test('a straggler holding stdout after the CLI exits does not hold the turn; k
   t.pass('straggler gone');
 });
 
-t.test('argv runProcess cannot pass (NUL byte) is a spawn error and leaves no temp file', async (t) => {
+await t.test('argv runProcess cannot pass (NUL byte) is a spawn error and leaves no temp file', async (t) => {
   const dir = t.testdir();
   const tmp = join(dir, 't', 'f.md');
   const h = runProcess({ command: 'node', args: ['-e', 'a\0b'], stdin: null, env: {}, tempFiles: [{ path: tmp, content: 'x' }], cwd: dir }, { onLine: () => {}, onStderr: () => {} });
@@ -289,7 +289,7 @@ t.test('argv runProcess cannot pass (NUL byte) is a spawn error and leaves no te
   t.notOk(existsSync(tmp));
 });
 
-t.test('an unwritable temp file is a spawn error, nothing runs', async (t) => {
+await t.test('an unwritable temp file is a spawn error, nothing runs', async (t) => {
   const dir = t.testdir({ blocker: 'a file, not a dir' });
   const rec = join(dir, 'rec.jsonl');
   const h = runProcess(

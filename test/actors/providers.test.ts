@@ -34,8 +34,8 @@ function parseAll(adapter: ProviderAdapter, lines: string[], sessionId?: string)
 
 const DOCKER = { container: 'svc-sandbox', containerCwd: '/workspace', env: { SVC_AGENT_NAME: 'main', SVC_CHAT_ID: '7' } };
 
-t.test('claude argv', async (t) => {
-  t.test('streaming with every option, in PROVIDERS.md order', async (t) => {
+await t.test('claude argv', async (t) => {
+  await t.test('streaming with every option, in PROVIDERS.md order', async (t) => {
     const inv = claudeAdapter.buildInvocation(
       req({
         model: 'claude-opus',
@@ -72,19 +72,19 @@ t.test('claude argv', async (t) => {
     });
   });
 
-  t.test('one-shot is -p --output-format json without --verbose; unset options are omitted', async (t) => {
+  await t.test('one-shot is -p --output-format json without --verbose; unset options are omitted', async (t) => {
     const inv = claudeAdapter.buildInvocation(req({ streaming: false }), TMP);
     t.same(inv.args, ['-p', '--output-format', 'json', '--permission-mode', 'default', '--', 'hi']);
   });
 
-  t.test('every permission mode is passed through verbatim', async (t) => {
+  await t.test('every permission mode is passed through verbatim', async (t) => {
     for (const mode of MODES) {
       const args = claudeAdapter.buildInvocation(req({ permissionMode: mode }), TMP).args;
       t.same(args.slice(4, 6), ['--permission-mode', mode], mode);
     }
   });
 
-  t.test('docker wraps the argv and maps workspace paths', async (t) => {
+  await t.test('docker wraps the argv and maps workspace paths', async (t) => {
     const inv = claudeAdapter.buildInvocation(req({ docker: DOCKER, additionalDirectories: ['/ws/sub', '/elsewhere'] }), TMP);
     t.same(inv, {
       command: 'docker',
@@ -119,7 +119,7 @@ function codexArgvFromDoc(doc: string, o: { sandbox: string[]; model?: string; e
   return out;
 }
 
-t.test('codex argv', async (t) => {
+await t.test('codex argv', async (t) => {
   // PROVIDERS.md: bypassPermissions -> --dangerously-bypass-approvals-and-sandbox; `--sandbox workspace-write` for
   // edit-allowed modes, `--sandbox read-only` for read-only ones; resumed turns pass `-c sandbox_mode=<mode>` instead.
   const sandboxOf = (mode: PermissionMode): string | null =>
@@ -133,7 +133,7 @@ t.test('codex argv', async (t) => {
     return box === null ? ['--dangerously-bypass-approvals-and-sandbox'] : ['-c', `sandbox_mode=${box}`];
   };
 
-  t.test('new thread per permission mode, prompt on stdin via -', async (t) => {
+  await t.test('new thread per permission mode, prompt on stdin via -', async (t) => {
     for (const mode of MODES) {
       const inv = codexAdapter.buildInvocation(req({ provider: 'codex', permissionMode: mode }), TMP);
       t.same(inv, {
@@ -146,14 +146,14 @@ t.test('codex argv', async (t) => {
     }
   });
 
-  t.test('resume per permission mode: thread id after --, sandbox through -c', async (t) => {
+  await t.test('resume per permission mode: thread id after --, sandbox through -c', async (t) => {
     for (const mode of MODES) {
       const inv = codexAdapter.buildInvocation(req({ provider: 'codex', permissionMode: mode, resumeSessionId: 'th-42' }), TMP);
       t.same(inv.args, codexArgvFromDoc(CODEX_RESUME, { sandbox: sandboxResume(mode), thread: 'th-42' }), mode);
     }
   });
 
-  t.test('model, supported effort and cli_parameters, in order; memory prepended to the prompt', async (t) => {
+  await t.test('model, supported effort and cli_parameters, in order; memory prepended to the prompt', async (t) => {
     const r = req({
       provider: 'codex',
       permissionMode: 'acceptEdits',
@@ -170,7 +170,7 @@ t.test('codex argv', async (t) => {
     t.same(resumed.args, codexArgvFromDoc(CODEX_RESUME, { sandbox: ['-c', 'sandbox_mode=workspace-write'], thread: 'th-1', ...extra }));
   });
 
-  t.test('effort is dropped when the model does not support it', async (t) => {
+  await t.test('effort is dropped when the model does not support it', async (t) => {
     const cases: [string | undefined, 'low' | 'medium' | 'high' | 'xhigh', boolean][] = [
       ['gpt-5.1-codex-mini', 'high', true],
       ['gpt-5.1-codex-mini', 'xhigh', false],
@@ -190,7 +190,7 @@ t.test('codex argv', async (t) => {
     }
   });
 
-  t.test('docker', async (t) => {
+  await t.test('docker', async (t) => {
     const inv = codexAdapter.buildInvocation(req({ provider: 'codex', docker: DOCKER, permissionMode: 'bypassPermissions' }), TMP);
     t.same(inv.args, [
       'exec', '-i', '-w', '/workspace', '-e', 'SVC_AGENT_NAME=main', '-e', 'SVC_CHAT_ID=7', 'svc-sandbox',
@@ -200,15 +200,15 @@ t.test('codex argv', async (t) => {
     t.equal(inv.stdin, 'hi');
   });
 
-  t.test('errorText strips the stdin notice', async (t) => {
+  await t.test('errorText strips the stdin notice', async (t) => {
     t.equal(codexAdapter.errorText('Reading prompt from stdin...\nerror: model not found\n'), 'error: model not found');
     t.equal(codexAdapter.errorText('Reading prompt from stdin...\n'), '');
     t.equal(codexAdapter.errorText('plain failure'), 'plain failure');
   });
 });
 
-t.test('gemini argv', async (t) => {
-  t.test('minimal: stream-json, include ., prompt on stdin', async (t) => {
+await t.test('gemini argv', async (t) => {
+  await t.test('minimal: stream-json, include ., prompt on stdin', async (t) => {
     t.same(geminiAdapter.buildInvocation(req({ provider: 'gemini' }), TMP), {
       command: 'gemini',
       args: ['--output-format', 'stream-json', '--include-directories', '.'],
@@ -218,14 +218,14 @@ t.test('gemini argv', async (t) => {
     });
   });
 
-  t.test('--approval-mode yolo iff bypassPermissions', async (t) => {
+  await t.test('--approval-mode yolo iff bypassPermissions', async (t) => {
     for (const mode of MODES) {
       const args = geminiAdapter.buildInvocation(req({ provider: 'gemini', permissionMode: mode }), TMP).args;
       t.equal(args.includes('yolo'), mode === 'bypassPermissions', mode);
     }
   });
 
-  t.test('model, yolo, resume, params in order; system text through a temp file', async (t) => {
+  await t.test('model, yolo, resume, params in order; system text through a temp file', async (t) => {
     const inv = geminiAdapter.buildInvocation(
       req({
         provider: 'gemini',
@@ -250,7 +250,7 @@ t.test('gemini argv', async (t) => {
     });
   });
 
-  t.test('docker: system file path as the container sees it, passed with -e', async (t) => {
+  await t.test('docker: system file path as the container sees it, passed with -e', async (t) => {
     const inv = geminiAdapter.buildInvocation(req({ provider: 'gemini', docker: DOCKER, systemPrompt: 'S' }), { tempDir: '/ws/.svc-tmp/t1' });
     t.same(inv.args, [
       'exec', '-i', '-w', '/workspace', '-e', 'SVC_AGENT_NAME=main', '-e', 'SVC_CHAT_ID=7',
@@ -262,8 +262,8 @@ t.test('gemini argv', async (t) => {
   });
 });
 
-t.test('claude parser', async (t) => {
-  t.test('PROVIDERS.md lines', async (t) => {
+await t.test('claude parser', async (t) => {
+  await t.test('PROVIDERS.md lines', async (t) => {
     const table: [string, StreamEvent[]][] = [
       ['{"type":"system","subtype":"init","session_id":"s-1","model":"...","tools":["Bash","Read"]}', [{ kind: 'init', sessionId: 's-1' }]],
       ['{"type":"assistant","message":{"content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}',
@@ -280,7 +280,7 @@ t.test('claude parser', async (t) => {
     t.same(p.end(), []);
   });
 
-  t.test('a message with several blocks yields one event per block in order; empty text skipped', async (t) => {
+  await t.test('a message with several blocks yields one event per block in order; empty text skipped', async (t) => {
     const line = JSON.stringify({
       type: 'assistant',
       message: { content: [
@@ -293,12 +293,12 @@ t.test('claude parser', async (t) => {
     ]);
   });
 
-  t.test('status null clears; unknown status values are ignored', async (t) => {
+  await t.test('status null clears; unknown status values are ignored', async (t) => {
     t.same(parseAll(claudeAdapter, ['{"type":"system","subtype":"status","status":null}']), [{ kind: 'status', status: null }]);
     t.same(parseAll(claudeAdapter, ['{"type":"system","subtype":"status","status":"dreaming"}']), []);
   });
 
-  t.test('result: cache reads become cached_tokens, missing session id comes from init or the resumed id, error subtypes are errors', async (t) => {
+  await t.test('result: cache reads become cached_tokens, missing session id comes from init or the resumed id, error subtypes are errors', async (t) => {
     const ev = parseAll(claudeAdapter, [
       '{"type":"system","subtype":"init","session_id":"s-9"}',
       '{"type":"result","subtype":"error_max_turns","is_error":true,"usage":{"input_tokens":1,"output_tokens":2,"cache_read_input_tokens":3}}',
@@ -309,15 +309,15 @@ t.test('claude parser', async (t) => {
     ]);
   });
 
-  t.test('the one-shot json output is a single result line', async (t) => {
+  await t.test('the one-shot json output is a single result line', async (t) => {
     const ev = parseAll(claudeAdapter, ['{"type":"result","subtype":"success","session_id":"s-2","result":"Hi","is_error":false,"usage":{"input_tokens":1,"output_tokens":1}}']);
     t.equal(ev.length, 1);
     t.match(ev[0], { kind: 'result', sessionId: 's-2', text: 'Hi' });
   });
 });
 
-t.test('codex parser', async (t) => {
-  t.test('PROVIDERS.md lines', async (t) => {
+await t.test('codex parser', async (t) => {
+  await t.test('PROVIDERS.md lines', async (t) => {
     const table: [string, StreamEvent[]][] = [
       ['{"type":"thread.started","thread_id":"th-42"}', [{ kind: 'init', sessionId: 'th-42' }]],
       ['{"type":"turn.started"}', []],
@@ -338,7 +338,7 @@ t.test('codex parser', async (t) => {
     ]);
   });
 
-  t.test('agent text is not tripled by started/updated/completed', async (t) => {
+  await t.test('agent text is not tripled by started/updated/completed', async (t) => {
     const msg = { id: 'm1', type: 'agent_message', text: 'Once' };
     const ev = parseAll(codexAdapter, [
       JSON.stringify({ type: 'item.started', item: msg }),
@@ -355,7 +355,7 @@ t.test('codex parser', async (t) => {
     ]);
   });
 
-  t.test('real codex items: a tool is reported once across started/completed; completed-only items count; mcp name in `tool`', async (t) => {
+  await t.test('real codex items: a tool is reported once across started/completed; completed-only items count; mcp name in `tool`', async (t) => {
     const ev = parseAll(codexAdapter, [
       '{"type":"item.started","item":{"id":"c1","type":"command_execution","command":"ls","status":"in_progress"}}',
       '{"type":"item.completed","item":{"id":"c1","type":"command_execution","command":"ls","status":"completed"}}',
@@ -371,7 +371,7 @@ t.test('codex parser', async (t) => {
     ]);
   });
 
-  t.test('a stream error with no turn result becomes an error result at end; none after a result', async (t) => {
+  await t.test('a stream error with no turn result becomes an error result at end; none after a result', async (t) => {
     t.same(parseAll(codexAdapter, ['{"type":"thread.started","thread_id":"th-5"}', '{"type":"error","message":"stream disconnected"}']), [
       { kind: 'init', sessionId: 'th-5' },
       { kind: 'result', sessionId: 'th-5', text: 'stream disconnected', isError: true, usage: { input_tokens: 0, output_tokens: 0 } },
@@ -381,8 +381,8 @@ t.test('codex parser', async (t) => {
   });
 });
 
-t.test('gemini parser', async (t) => {
-  t.test('PROVIDERS.md lines', async (t) => {
+await t.test('gemini parser', async (t) => {
+  await t.test('PROVIDERS.md lines', async (t) => {
     const table: [string, StreamEvent[]][] = [
       ['{"type":"init","session_id":"g-1","model":"gemini-2.5-pro"}', [{ kind: 'init', sessionId: 'g-1' }]],
       ['{"type":"message","role":"user","content":"question"}', []],
@@ -398,7 +398,7 @@ t.test('gemini parser', async (t) => {
     t.same(p.end(), [], 'a warning is not a failed turn');
   });
 
-  t.test('real gemini result without response/session_id: streamed deltas and the init id', async (t) => {
+  await t.test('real gemini result without response/session_id: streamed deltas and the init id', async (t) => {
     const ev = parseAll(geminiAdapter, [
       '{"type":"init","session_id":"g-2"}',
       '{"type":"message","role":"assistant","content":"Hel","delta":true}',
@@ -410,7 +410,7 @@ t.test('gemini parser', async (t) => {
     t.equal(ev.length, 4);
   });
 
-  t.test('error results and hard errors without a result', async (t) => {
+  await t.test('error results and hard errors without a result', async (t) => {
     t.match(parseAll(geminiAdapter, ['{"type":"result","status":"error","error":{"type":"Error","message":"quota"}}']), [
       { kind: 'result', isError: true, text: 'quota' },
     ]);
@@ -420,7 +420,7 @@ t.test('gemini parser', async (t) => {
   });
 });
 
-t.test('bad requests are refused with a named error before anything runs', async (t) => {
+await t.test('bad requests are refused with a named error before anything runs', async (t) => {
   const bad: [Partial<TurnRequest>, string][] = [
     [{ permissionMode: 'yolo' as PermissionMode }, 'invalid-permission-mode'],
     [{ reasoningEffort: 'max' as 'high' }, 'invalid-reasoning-effort'],
@@ -448,7 +448,7 @@ t.test('bad requests are refused with a named error before anything runs', async
   t.equal(geminiAdapter.buildInvocation(req({ provider: 'gemini', prompt: 'a\0b' }), TMP).stdin, 'a\0b');
 });
 
-t.test('every parser: bad input becomes malformed or nothing, never a throw', async (t) => {
+await t.test('every parser: bad input becomes malformed or nothing, never a throw', async (t) => {
   const bad: [string, 'malformed' | 'none'][] = [
     ['not json at all', 'malformed'],
     ['{"type":', 'malformed'],
@@ -487,10 +487,10 @@ t.test('every parser: bad input becomes malformed or nothing, never a throw', as
   ]);
 });
 
-t.test('line splitter', async (t) => {
+await t.test('line splitter', async (t) => {
   const lines = (items: ReturnType<LineSplitter['push']>) => items.map((i) => ('line' in i ? i.line : `<tooLong ${i.length}>`));
 
-  t.test('UTF-8 characters split across chunks survive; \\n and \\r\\n both end lines', async (t) => {
+  await t.test('UTF-8 characters split across chunks survive; \\n and \\r\\n both end lines', async (t) => {
     const s = new LineSplitter();
     const bytes = Buffer.from('héllo €uro\r\n日本\nlast', 'utf8');
     const out: string[] = [];
@@ -500,14 +500,14 @@ t.test('line splitter', async (t) => {
     t.same(s.end(), [], 'nothing left after end');
   });
 
-  t.test('several lines in one chunk, empty lines kept', async (t) => {
+  await t.test('several lines in one chunk, empty lines kept', async (t) => {
     const s = new LineSplitter();
     t.same(lines(s.push('a\n\nb\nc')), ['a', '', 'b']);
     t.same(lines(s.push('d\n')), ['cd']);
     t.same(s.end(), []);
   });
 
-  t.test('an over-long line is reported once with its length and the stream continues', async (t) => {
+  await t.test('an over-long line is reported once with its length and the stream continues', async (t) => {
     const s = new LineSplitter({ maxLineBytes: 10 });
     const out: string[] = [];
     out.push(...lines(s.push('ok\n0123456789')));
@@ -518,7 +518,7 @@ t.test('line splitter', async (t) => {
     t.same(out, ['ok', '<tooLong 20>', 'after', '0123456789', '<tooLong 16>']);
   });
 
-  t.test('default limit is 1 MiB', async (t) => {
+  await t.test('default limit is 1 MiB', async (t) => {
     const s = new LineSplitter();
     const big = 'y'.repeat(1024 * 1024);
     t.same(lines(s.push(big + '\n' + big + 'z\nnext\n')), [big, `<tooLong ${1024 * 1024 + 1}>`, 'next']);

@@ -19,12 +19,12 @@ function gated() {
   return { run, started, finish, untilStarted };
 }
 
-t.test('one item at a time per key, keys in parallel, in arrival order', async (t) => {
+await t.test('one item at a time per key, keys in parallel, in arrival order', async (t) => {
   const g = gated();
   const lanes = new SessionLanes<string, string>(g.run);
   const a1 = lanes.enqueue('a', 'a1');
   const a2 = lanes.enqueue('a', 'a2');
-  lanes.enqueue('b', 'b1');
+  void lanes.enqueue('b', 'b1');
   t.same(g.started, ['a/a1', 'b/b1']);
   t.same(g.started, ['a/a1', 'b/b1'], 'a2 waits for a1');
   g.finish('a1');
@@ -35,7 +35,7 @@ t.test('one item at a time per key, keys in parallel, in arrival order', async (
   t.equal(await a2, 'done a2');
 });
 
-t.test('a full lane refuses with session-busy and queues nothing; other keys are unaffected', async (t) => {
+await t.test('a full lane refuses with session-busy and queues nothing; other keys are unaffected', async (t) => {
   const g = gated();
   const lanes = new SessionLanes<string, string>(g.run, 2);
   void lanes.enqueue('a', 'a1');
@@ -48,7 +48,7 @@ t.test('a full lane refuses with session-busy and queues nothing; other keys are
   t.same(g.started, ['a/a1', 'b/b1', 'a/a2'], 'the refused item never ran');
 });
 
-t.test('drop answers only the matching waiting items; the running one goes on', async (t) => {
+await t.test('drop answers only the matching waiting items; the running one goes on', async (t) => {
   const g = gated();
   const lanes = new SessionLanes<string, string>(g.run);
   const running = lanes.enqueue('a', 'x1');
@@ -64,7 +64,7 @@ t.test('drop answers only the matching waiting items; the running one goes on', 
   t.equal(await kept, 'done y1');
 });
 
-t.test('failAll rejects what waits and leaves the running item to finish', async (t) => {
+await t.test('failAll rejects what waits and leaves the running item to finish', async (t) => {
   const g = gated();
   const lanes = new SessionLanes<string, string>(g.run);
   const running = lanes.enqueue('a', 'a1');
@@ -76,7 +76,7 @@ t.test('failAll rejects what waits and leaves the running item to finish', async
   t.same(g.started, ['a/a1']);
 });
 
-t.test('a run that throws rejects its item and the lane moves on', async (t) => {
+await t.test('a run that throws rejects its item and the lane moves on', async (t) => {
   const lanes = new SessionLanes<string, string>(async (item) => {
     if (item === 'bad') throw new Error('boom');
     return item;

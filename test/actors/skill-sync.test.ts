@@ -54,7 +54,7 @@ function setup(t: TT, opts: { docker?: boolean; codexHome?: string; gemini?: boo
   return { base, home, paths, bus, sync, config, facts };
 }
 
-t.test('link mode: priority, conflicts, invalid and hidden directories, CODEX_HOME, a CLI not installed', async (t) => {
+await t.test('link mode: priority, conflicts, invalid and hidden directories, CODEX_HOME, a CLI not installed', async (t) => {
   const { base, home, paths, sync, facts } = setup(t, { codexHome: 'codex-elsewhere' });
   const codexHome = join(base, 'codex-elsewhere');
   fs.mkdirSync(codexHome, { recursive: true });
@@ -86,7 +86,7 @@ t.test('link mode: priority, conflicts, invalid and hidden directories, CODEX_HO
   t.equal(facts().length, 1, 'a sync that changed nothing records nothing');
 });
 
-t.test('broken managed links are removed; links and directories that are not ours stay', async (t) => {
+await t.test('broken managed links are removed; links and directories that are not ours stay', async (t) => {
   const { base, home, paths, sync } = setup(t);
   const claudeSkills = join(home, '.claude', 'skills');
   fs.mkdirSync(claudeSkills, { recursive: true });
@@ -103,7 +103,7 @@ t.test('broken managed links are removed; links and directories that are not our
   t.ok(fs.existsSync(join(outside, 'SKILL.md')), 'nothing is followed out');
 });
 
-t.test("per-agent skills stay the agent's: mirrored into its workspace's CLI directories, never global", async (t) => {
+await t.test("per-agent skills stay the agent's: mirrored into its workspace's CLI directories, never global", async (t) => {
   const { home, paths, sync } = setup(t, { registry: [{ name: 'helper' } as SubAgentConfig] });
   const helperWs = join(paths.agentsDir, 'helper', 'workspace');
   makeSkill(join(paths.workspace, 'skills'), 'shared');
@@ -118,7 +118,7 @@ t.test("per-agent skills stay the agent's: mirrored into its workspace's CLI dir
   t.same((await listSkills(paths, 'agent', 'main')).map((s) => s.name), ['shared'], 'so the admin API still sees an override');
 });
 
-t.test('copy mode (docker): managed copies with the marker, updated, removed; unmanaged ones kept', async (t) => {
+await t.test('copy mode (docker): managed copies with the marker, updated, removed; unmanaged ones kept', async (t) => {
   const { home, paths, sync } = setup(t, { docker: true, gemini: true });
   const claudeSkills = join(home, '.claude', 'skills');
   const src = makeSkill(paths.skillsDir, 'pdf');
@@ -155,7 +155,7 @@ t.test('copy mode (docker): managed copies with the marker, updated, removed; un
   t.same(fs.readdirSync(claudeSkills), [], 'no temp directories left behind');
 });
 
-t.test('bundled skills go to the global scope', async (t) => {
+await t.test('bundled skills go to the global scope', async (t) => {
   const { base, home, paths, sync } = setup(t, { bundled: 'shipped' });
   const bundled = join(base, 'shipped');
   makeSkill(bundled, 'intro');
@@ -165,7 +165,7 @@ t.test('bundled skills go to the global scope', async (t) => {
   t.notOk(fs.existsSync(join(paths.workspace, 'skills', 'intro')), 'not per agent');
 });
 
-t.test('the watcher picks up a new skill; shutdown removes the links into svc', async (t) => {
+await t.test('the watcher picks up a new skill; shutdown removes the links into svc', async (t) => {
   const { home, paths, bus, sync, facts } = setup(t);
   const claudeSkills = join(home, '.claude', 'skills');
   makeSkill(claudeSkills, 'cl');
@@ -204,7 +204,7 @@ function filesUnder(dir: string): Map<string, string> {
   return out;
 }
 
-t.test('copy mode races: a host file never lands in a managed copy, whatever the agent swaps mid-copy', async (t) => {
+await t.test('copy mode races: a host file never lands in a managed copy, whatever the agent swaps mid-copy', async (t) => {
   // Listed in order: SKILL.md, notes.txt, scripts/run.sh. `at`: the file about to be read when the agent swaps `what`.
   const cases = [
     { what: 'notes.txt', at: 'notes.txt', abandoned: true },
@@ -213,7 +213,7 @@ t.test('copy mode races: a host file never lands in a managed copy, whatever the
     { what: 'scripts', at: 'scripts/run.sh', abandoned: false },
   ] as const;
   for (const c of cases) {
-    t.test(`${c.what} swapped for a link to the host before ${c.at} is read`, async (t) => {
+    await t.test(`${c.what} swapped for a link to the host before ${c.at} is read`, async (t) => {
       const seams: SkillSyncSeams = {};
       const { base, paths, sync } = setup(t, { docker: true, seams });
       const host = join(base, 'host');
@@ -253,7 +253,7 @@ t.test('copy mode races: a host file never lands in a managed copy, whatever the
   }
 });
 
-t.test('copy mode races: removing a managed copy is never redirected by a skills folder swapped for a link', async (t) => {
+await t.test('copy mode races: removing a managed copy is never redirected by a skills folder swapped for a link', async (t) => {
   const seams: SkillSyncSeams = {};
   const { base, paths, sync } = setup(t, { docker: true, seams });
   const src = makeSkill(join(paths.workspace, 'skills'), 'tool');

@@ -75,7 +75,7 @@ async function unavailable(p: Promise<unknown>): Promise<string> {
   return e.message;
 }
 
-t.test('pure rules: order, applicability, arguments', async (t) => {
+await t.test('pure rules: order, applicability, arguments', async (t) => {
   const s: TranscriptionSettings = { language: 'auto', model: 'small', command: '  ' };
   const none = { apiKey: false, whisper: null, whisperCpp: null, whisperCppModel: null };
   t.same(planTranscription(s, none).map((p) => [p.backend, p.run]), [['command', false], ['api', false], ['whisper', false], ['whisper-cpp', false]], 'a blank command counts as unset');
@@ -92,7 +92,7 @@ t.test('pure rules: order, applicability, arguments', async (t) => {
   t.equal(transcriptionsUrl('http://127.0.0.1:9'), 'http://127.0.0.1:9/v1/audio/transcriptions');
 });
 
-t.test('custom command: called with the path and the two env vars; its trimmed stdout is the transcript', async (t) => {
+await t.test('custom command: called with the path and the two env vars; its trimmed stdout is the transcript', async (t) => {
   const s = setup(t, { command: command('ok'), language: 'de', model: 'tiny' });
   const r = await transcribe(s.deps, s.audio);
   t.same(r, { transcript: 'heard voice note.ogg language=de model=tiny', backend: 'command', attempts: [] });
@@ -102,7 +102,7 @@ t.test('custom command: called with the path and the two env vars; its trimmed s
   t.equal((await transcribe(s.deps, s.audio)).transcript, 'heard voice note.ogg language=auto model=base');
 });
 
-t.test('a command that exits non-zero falls through to the local whisper CLI', async (t) => {
+await t.test('a command that exits non-zero falls through to the local whisper CLI', async (t) => {
   const s = setup(t, { command: command('fail'), language: 'en' });
   s.install('whisper');
   const r = await transcribe(s.deps, s.audio);
@@ -114,7 +114,7 @@ t.test('a command that exits non-zero falls through to the local whisper CLI', a
   ]);
 });
 
-t.test('a command that prints nothing falls through to whisper.cpp (stdout), model from the home', async (t) => {
+await t.test('a command that prints nothing falls through to whisper.cpp (stdout), model from the home', async (t) => {
   const s = setup(t, { command: command('empty') });
   s.install('whisper-cli');
   let r = await transcribe(s.deps, s.audio).catch((e: unknown) => e);
@@ -128,7 +128,7 @@ t.test('a command that prints nothing falls through to whisper.cpp (stdout), mod
   });
 });
 
-t.test('a command past the deadline is killed and the chain goes on', async (t) => {
+await t.test('a command past the deadline is killed and the chain goes on', async (t) => {
   const s = setup(t);
   const pidFile = join(s.dir, 'hang.pid');
   s.cfg.current.command = command('hang', pidFile);
@@ -140,7 +140,7 @@ t.test('a command past the deadline is killed and the chain goes on', async (t) 
   t.notOk(isAlive(pid), 'and is gone');
 });
 
-t.test('nothing available: one error naming every backend and how to install one', async (t) => {
+await t.test('nothing available: one error naming every backend and how to install one', async (t) => {
   const s = setup(t);
   const message = await unavailable(transcribe(s.deps, s.audio));
   for (const re of [
@@ -157,7 +157,7 @@ t.test('nothing available: one error naming every backend and how to install one
   await t.rejects(transcribe(s.deps, join(s.paths.workspace, 'missing.ogg')), { code: 'not-found' }, 'a missing file is not-found, not unavailable');
 });
 
-t.test('hosted API: only with a key; OpenAI-compatible multipart POST to OPENAI_BASE_URL', async (t) => {
+await t.test('hosted API: only with a key; OpenAI-compatible multipart POST to OPENAI_BASE_URL', async (t) => {
   const s = setup(t, { language: 'fr' });
   const seen: { path?: string; auth?: string; type?: string; body?: string }[] = [];
   let status = 200;
@@ -202,7 +202,7 @@ t.test('hosted API: only with a key; OpenAI-compatible multipart POST to OPENAI_
   t.match(failed, /hosted speech-to-text API: failed, http:\/\/127\.0\.0\.1:\d+\/v1\/audio\/transcriptions answered HTTP 401: invalid api key/);
 });
 
-t.test('the bus command: validated data, result without the attempts', async (t) => {
+await t.test('the bus command: validated data, result without the attempts', async (t) => {
   const s = setup(t, { command: command('ok') });
   const bus = new Bus({ log: new MemoryEventLog() });
   const sub = startTranscriber({ ...s.deps, bus });

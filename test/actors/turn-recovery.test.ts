@@ -29,7 +29,7 @@ function setup() {
   return { log, bus, lines };
 }
 
-t.test('a recorded pid now held by a process with another start time, or from another boot, is never touched', async (t) => {
+await t.test('a recorded pid now held by a process with another start time, or from another boot, is never touched', async (t) => {
   const { log, bus, lines } = setup();
   const stranger = groupLeader(t);
   const real = readProcStat(stranger.pid)!;
@@ -51,7 +51,7 @@ t.test('a recorded pid now held by a process with another start time, or from an
   bus.close();
 });
 
-t.test('the recorded group itself is ended, and counted', async (t) => {
+await t.test('the recorded group itself is ended, and counted', async (t) => {
   const { log, bus, lines } = setup();
   const ours = groupLeader(t);
   await recordTurn(bus, 'turn:ours', { pid: ours.pid, start_time: readProcStat(ours.pid)!.startTime, boot_id: readBootId() });
@@ -63,7 +63,7 @@ t.test('the recorded group itself is ended, and counted', async (t) => {
   bus.close();
 });
 
-t.test('what a cut-off turn owes its chat is handed out once: notices per chat, /retry of the last one, across restarts', async (t) => {
+await t.test('what a cut-off turn owes its chat is handed out once: notices per chat, /retry of the last one, across restarts', async (t) => {
   const { log, bus } = setup();
   const turn = async (stream: string, key: string, prompt: string, text: string) => {
     await bus.publish(anyEvent({ stream, type: 'turn.started', data: { agent: 'main', session_key: key, prompt } }));
@@ -101,7 +101,7 @@ t.test('what a cut-off turn owes its chat is handed out once: notices per chat, 
   bus.close();
 });
 
-t.test('a turn an older svc recorded (pid only) is still ended when /proc shows a provider CLI under that pid', async (t) => {
+await t.test('a turn an older svc recorded (pid only) is still ended when /proc shows a provider CLI under that pid', async (t) => {
   const { log, bus } = setup();
   const bin = new URL('../fixtures/bin/claude', import.meta.url).pathname;
   const cli = spawn(process.execPath, [bin, '-p', '--output-format', 'stream-json', '--', 'hi'], {
@@ -116,7 +116,7 @@ t.test('a turn an older svc recorded (pid only) is still ended when /proc shows 
   await until('the CLI to be gone', () => !alive(cli.pid), 10_000);
 });
 
-t.test('helper process groups svc tracked (transcription backends) are ended after a crash; ended or reused ones are not', async (t) => {
+await t.test('helper process groups svc tracked (transcription backends) are ended after a crash; ended or reused ones are not', async (t) => {
   const { log, bus, lines } = setup();
   // A backend that started a child of its own: both are in its group and both must go.
   const orphan = spawn(
@@ -152,7 +152,7 @@ t.test('helper process groups svc tracked (transcription backends) are ended aft
   bus.close();
 });
 
-t.test('the failure recovery records follows from the turn’s last fact and serves the turn’s request', async (t) => {
+await t.test('the failure recovery records follows from the turn’s last fact and serves the turn’s request', async (t) => {
   const { log, bus } = setup();
   await bus.publish(anyEvent({ stream: 'turn:q', type: 'turn.started', data: { agent: 'main', session_key: 'api:1', prompt: 'hi' }, correlation: 'req-9' }));
   const progressed = await bus.publish({ stream: 'turn:q', type: 'turn.progressed', data: { text: 'half' }, correlation: 'req-9' });
@@ -162,7 +162,7 @@ t.test('the failure recovery records follows from the turn’s last fact and ser
   bus.close();
 });
 
-t.test('after a restart, the turns still owing come back as actors restored from their streams, and their facts carry the asking command’s cause', async (t) => {
+await t.test('after a restart, the turns still owing come back as actors restored from their streams, and their facts carry the asking command’s cause', async (t) => {
   const { log, bus } = setup();
   await bus.publish(anyEvent({ stream: 'turn:x', type: 'turn.started', data: { agent: 'main', session_key: 'api:5', prompt: 'q' } }));
   const first = new InterruptedTurns(new ActorHost(bus));

@@ -62,7 +62,7 @@ async function scriptedTurn(stream: string) {
 const text = (s: string): TurnEvent => ({ type: 'cli.events', events: [{ kind: 'text', text: s }] });
 const exit0: TurnEvent = { type: 'cli.exited', exit: { code: 0, signal: null, killedByUs: false, errorText: '', spawnError: null } };
 
-t.test('deadline: extended while output keeps coming, up to max_extensions, then timed out', async (t) => {
+await t.test('deadline: extended while output keeps coming, up to max_extensions, then timed out', async (t) => {
   const { log, bus, clock, script, done } = await scriptedTurn('turn:t1');
   script.send(text('a'));
   clock.increment(9_500); // output 9.5 s in: recent at the 10 s deadline
@@ -86,7 +86,7 @@ t.test('deadline: extended while output keeps coming, up to max_extensions, then
   bus.close();
 });
 
-t.test('checkpoints: streamed text reaches the log a second late at most, sooner at a size cap or before a tool, never per delta', async (t) => {
+await t.test('checkpoints: streamed text reaches the log a second late at most, sooner at a size cap or before a tool, never per delta', async (t) => {
   const { log, bus, clock, script, done } = await scriptedTurn('turn:cp');
   const saved = async () => {
     await bus.publish(anyEvent({ stream: 'x', type: 'x.flush', data: {} }));
@@ -118,7 +118,7 @@ t.test('checkpoints: streamed text reaches the log a second late at most, sooner
   bus.close();
 });
 
-t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix the old answer in', async (t) => {
+await t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix the old answer in', async (t) => {
   const { log, bus, clock, script, done } = await scriptedTurn('turn:rc');
   script.send(text('first try'));
   clock.increment(1_000);
@@ -135,7 +135,7 @@ t.test('checkpoints restart with the attempt: a SIGKILL recovery does not mix th
   bus.close();
 });
 
-t.test('deadline: no output near the deadline means no extension', async (t) => {
+await t.test('deadline: no output near the deadline means no extension', async (t) => {
   const { bus, clock, script, done } = await scriptedTurn('turn:t2');
   script.send(text('early'));
   clock.increment(5_000);
@@ -144,7 +144,7 @@ t.test('deadline: no output near the deadline means no extension', async (t) => 
   bus.close();
 });
 
-t.test('abort while streaming kills, keeps the partial text; a second abort is harmless', async (t) => {
+await t.test('abort while streaming kills, keeps the partial text; a second abort is harmless', async (t) => {
   const { log, bus, script, actor, done } = await scriptedTurn('turn:t3');
   script.send(text('partial'));
   actor.send({ type: 'abort', reason: 'user' });
@@ -156,7 +156,7 @@ t.test('abort while streaming kills, keeps the partial text; a second abort is h
   bus.close();
 });
 
-t.test('exit rules: text without result completes; nothing retries without streaming; SIGKILL recovers once', async (t) => {
+await t.test('exit rules: text without result completes; nothing retries without streaming; SIGKILL recovers once', async (t) => {
   const run = async (steps: (s: { send(e: TurnEvent): void }) => Promise<void> | void, input = baseInput()) => {
     const bus = new Bus({ log: new MemoryEventLog() });
     const { script, logic } = scriptedCli();
@@ -222,7 +222,7 @@ async function runReal(t: { teardown(f: () => void): void }, adapter: ProviderAd
   return { actor, done: toPromise(actor), chunks, log, bus, tempDir };
 }
 
-t.test('real CLIs stream text, tools and status in order and record the turn', async (t) => {
+await t.test('real CLIs stream text, tools and status in order and record the turn', async (t) => {
   for (const adapter of [claudeAdapter, codexAdapter, geminiAdapter]) {
     // Codex reports each agent message whole, so it gets one; the others stream two chunks.
     const chunked = adapter.id === 'codex' ? '1' : '2';
@@ -240,7 +240,7 @@ t.test('real CLIs stream text, tools and status in order and record the turn', a
   }
 });
 
-t.test('abort mid-stream kills the whole process tree, including a grandchild that ignores SIGTERM', async (t) => {
+await t.test('abort mid-stream kills the whole process tree, including a grandchild that ignores SIGTERM', async (t) => {
   const pidFile = join(t.testdir(), 'grandchild.pid');
   const { actor, done } = await runReal(t, claudeAdapter, { FAKE_CLI_HANG: '1', FAKE_CLI_IGNORE_TERM: '1', FAKE_CLI_CHILD_PID_FILE: pidFile });
   await until('the grandchild to write its pid', () => existsSync(pidFile), 10_000);
@@ -259,7 +259,7 @@ t.test('abort mid-stream kills the whole process tree, including a grandchild th
   t.notOk(alive, 'the grandchild is gone');
 });
 
-t.test('an external SIGKILL resets the session and retries once with status recovering', async (t) => {
+await t.test('an external SIGKILL resets the session and retries once with status recovering', async (t) => {
   const { actor, done, chunks } = await runReal(t, claudeAdapter, { FAKE_CLI_DELAY_MS: '150', FAKE_CLI_CHUNKS: '3', FAKE_CLI_REPLY: 'abcdef' }, { resumeSessionId: 'prev' });
   await until('the CLI to be spawned', () => actor.getSnapshot().context.pid !== null, 10_000);
   process.kill(actor.getSnapshot().context.pid!, 'SIGKILL');
@@ -270,7 +270,7 @@ t.test('an external SIGKILL resets the session and retries once with status reco
   t.ok(chunks.some((c) => c.kind === 'status' && c.status === 'recovering'));
 });
 
-t.test('stream fallback, non-zero exit, missing binary, malformed and huge lines', async (t) => {
+await t.test('stream fallback, non-zero exit, missing binary, malformed and huge lines', async (t) => {
   let { done } = await runReal(t, claudeAdapter, { FAKE_CLI_STREAM_SILENT: '1', FAKE_CLI_REPLY: 'from one-shot' });
   let r = await done;
   t.same([r.status, r.text, r.stream_fallback], ['completed', 'from one-shot', true]);

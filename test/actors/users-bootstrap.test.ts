@@ -16,7 +16,7 @@ function config(extra: Record<string, unknown> = {}): AgentConfig {
   return r.config;
 }
 
-t.test('password hashes: self-describing scrypt, verified, salted, refusing junk', async (t) => {
+await t.test('password hashes: self-describing scrypt, verified, salted, refusing junk', async (t) => {
   const h = await hashPassword('correct horse');
   t.match(h, /^scrypt\$N=32768,r=8,p=1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
   t.ok(await verifyPassword('correct horse', h));
@@ -33,7 +33,7 @@ t.test('password hashes: self-describing scrypt, verified, salted, refusing junk
   t.match(p, /^[A-Za-z2-9]{16}$/);
 });
 
-t.test('first start: admin with a 0600 password file, ids seeded, a fact without secrets; once only', async (t) => {
+await t.test('first start: admin with a 0600 password file, ids seeded, a fact without secrets; once only', async (t) => {
   const paths = homePaths(t.testdir());
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => T0 });
@@ -81,7 +81,7 @@ t.test('first start: admin with a 0600 password file, ids seeded, a fact without
   t.equal(JSON.parse(json).bootstrap_password_unchanged, true);
 });
 
-t.test('no bootstrap when a users.json exists, new or legacy location', async (t) => {
+await t.test('no bootstrap when a users.json exists, new or legacy location', async (t) => {
   for (const where of ['secrets', 'legacy'] as const) {
     const root = t.testdir();
     const paths = homePaths(root);

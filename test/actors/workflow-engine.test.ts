@@ -136,7 +136,7 @@ async function rig(t: Test, files: Record<string, string>, opts: { log?: EventLo
   return r;
 }
 
-t.test('every step type end to end: ask_agent (fresh session, model override), notify to the chat, condition, parallel, wait_for_reply taking the next message', async (t) => {
+await t.test('every step type end to end: ask_agent (fresh session, model override), notify to the chat, condition, parallel, wait_for_reply taking the next message', async (t) => {
   const r = await rig(t, {
     'release.yaml': `
 name: Release
@@ -176,7 +176,7 @@ steps:
   t.equal(r.engine.takeReply({ transport: 'api', chat_id: 7, topic_id: null, text: 'later' }), null, 'nothing waits any more');
 });
 
-t.test('an agent failure applies on_error: retry waits its delay on the clock, then abort fails the run', async (t) => {
+await t.test('an agent failure applies on_error: retry waits its delay on the clock, then abort fails the run', async (t) => {
   const r = await rig(t, { 'flaky.yaml': `steps: [ { id: a, type: ask_agent, agent: main, prompt: "FAIL", on_error: retry, retry: { max_attempts: 2, delay_seconds: 60 } } ]` });
   const id = await r.run('flaky');
   t.equal(r.asked.length, 1);
@@ -192,7 +192,7 @@ t.test('an agent failure applies on_error: retry waits its delay on the clock, t
   t.match(view.error, /step a failed \(after 2 attempts\): agent main failed/);
 });
 
-t.test('a refused ask fails the step with the refusal; skip carries on', async (t) => {
+await t.test('a refused ask fails the step with the refusal; skip carries on', async (t) => {
   const r = await rig(t, { 'x.yaml': `steps: [ { id: a, type: ask_agent, agent: main, prompt: "REFUSE", on_error: skip }, { id: b, type: notify, message: after } ]` });
   const id = await r.run('x');
   const view = await r.status(id);
@@ -200,7 +200,7 @@ t.test('a refused ask fails the step with the refusal; skip carries on', async (
   t.match(view.steps[0]!.error, /refused the request: may not use main/);
 });
 
-t.test('a step timeout aborts that request (on the injected clock) and fails the step', async (t) => {
+await t.test('a step timeout aborts that request (on the injected clock) and fails the step', async (t) => {
   const r = await rig(t, { 'slow.yaml': `steps: [ { id: a, type: ask_agent, agent: main, prompt: "HOLD", timeout: 30 } ]` });
   const id = await r.run('slow');
   t.equal((await r.status(id)).status, 'running');
@@ -212,7 +212,7 @@ t.test('a step timeout aborts that request (on the injected clock) and fails the
   t.match(view.error, /timed out after 30 s/);
 });
 
-t.test('parallel: one branch failing stops the others (their requests aborted) and fails the block', async (t) => {
+await t.test('parallel: one branch failing stops the others (their requests aborted) and fails the block', async (t) => {
   const r = await rig(t, {
     'par.yaml': `
 steps:
@@ -230,7 +230,7 @@ steps:
   t.same(r.aborts, [r.asked.find((m) => m.text === 'HOLD slow')!.chat_id]);
 });
 
-t.test('cancel during a wait: the run is cancelled and the next message goes to the agent again', async (t) => {
+await t.test('cancel during a wait: the run is cancelled and the next message goes to the agent again', async (t) => {
   const r = await rig(t, { 'q.yaml': `steps: [ { id: q, type: wait_for_reply, message: "Proceed?" }, { id: n, type: notify, message: never } ]` });
   const id = await r.run('q');
   t.equal((await r.status(id)).status, 'waiting');
@@ -242,7 +242,7 @@ t.test('cancel during a wait: the run is cancelled and the next message goes to 
   t.same(r.said.map((s) => s.text), ['Proceed?']);
 });
 
-t.test('a reload never changes an active run: it keeps the definition it started with', async (t) => {
+await t.test('a reload never changes an active run: it keeps the definition it started with', async (t) => {
   const r = await rig(t, { 'w.yaml': `steps: [ { id: q, type: wait_for_reply, message: "v1 question" }, { id: n, type: notify, message: "v1 end" } ]` });
   const id = await r.run('w');
   writeFileSync(join(r.dir, 'w.yaml'), `steps: [ { id: other, type: notify, message: "v2" } ]`);
@@ -257,7 +257,7 @@ t.test('a reload never changes an active run: it keeps the definition it started
   t.same(r.said.map((s) => s.text), ['v1 question', 'v1 end']);
 });
 
-t.test('run refusals: unknown workflow, broken file (with its error), undeclared variable, disabled, max_parallel_runs', async (t) => {
+await t.test('run refusals: unknown workflow, broken file (with its error), undeclared variable, disabled, max_parallel_runs', async (t) => {
   const r = await rig(t, {
     'wait.yaml': `variables: { who: x }\nsteps: [ { id: q, type: wait_for_reply, message: "?" } ]`,
     'broken.yaml': `steps: [ { id: a, type: notify } ]`,
@@ -276,7 +276,7 @@ t.test('run refusals: unknown workflow, broken file (with its error), undeclared
   t.equal(list.runs.length, 1);
 });
 
-t.test('a restart resumes from the log: a waiting run keeps waiting (its question is not asked again) and then completes; a cut ask fails per on_error', async (t) => {
+await t.test('a restart resumes from the log: a waiting run keeps waiting (its question is not asked again) and then completes; a cut ask fails per on_error', async (t) => {
   const log = new MemoryEventLog();
   const dir = join(t.testdir(), 'wf');
   const files = {
@@ -302,7 +302,7 @@ t.test('a restart resumes from the log: a waiting run keeps waiting (its questio
   t.same(second.said.map((s) => s.text), ['got go']);
 });
 
-t.test('/workflow chat command: usage, list, run with --var, status, runs, cancel', async (t) => {
+await t.test('/workflow chat command: usage, list, run with --var, status, runs, cancel', async (t) => {
   const r = await rig(t, { 'greet.yaml': `name: Greeter\nvariables: { who: world }\nsteps: [ { id: q, type: wait_for_reply, message: "Hello $who" } ]` });
   const msg = (arg?: string): [Bus, AgentMessage, string | undefined] => [r.bus, { request_id: 'r', agent: 'main', transport: 'api', chat_id: 7, topic_id: null, text: `/workflow ${arg ?? ''}`, principal: ALICE, kind: 'foreground' }, arg];
   t.match(await answerWorkflowCommand(...msg('frobnicate')), { ok: false, text: /unknown subcommand "frobnicate"\.\nUsage:/ });
@@ -319,7 +319,7 @@ t.test('/workflow chat command: usage, list, run with --var, status, runs, cance
   t.match(await answerWorkflowCommand(...msg(`cancel ${runId}`)), { ok: false, text: /already ended \(cancelled\)/ });
 });
 
-t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text, the direct API a live chunk, a transport not running the admin chat with a rerouted fact', async (t) => {
+await t.test('chat.deliver: the admin chat gets a persisted chat_message of kind text, the direct API a live chunk, a transport not running the admin chat with a rerouted fact', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock: () => Date.parse('2026-11-20T08:00:00Z') });
   t.teardown(() => bus.close());

@@ -13,7 +13,7 @@ import { TEST_ADMIN } from '../fixtures/http-server.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('a real turn shows in the agent list, its metrics and history; logs and config are served', async (t) => {
+await t.test('a real turn shows in the agent list, its metrics and history; logs and config are served', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });

@@ -7,7 +7,7 @@ import { tempHome } from '../fixtures/temp-home.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
-t.test('the daemon serves the admin ops routes, and the instance name and audit log survive a restart', async (t) => {
+await t.test('the daemon serves the admin ops routes, and the instance name and audit log survive a restart', async (t) => {
   const home = tempHome(t);
   const paths = homePaths(join(home.dir, 'home'));
   mkdirSync(paths.configDir, { recursive: true });

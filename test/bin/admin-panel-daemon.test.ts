@@ -30,7 +30,7 @@ const get = (port: number, path: string, headers: Record<string, string> = {}) =
   fetch(`http://127.0.0.1:${port}${path}`, { headers: { connection: 'close', ...headers } }).then(async (r) => ({ status: r.status, text: await r.text(), headers: r.headers }));
 const refused = (port: number) => get(port, '/').then(() => false, () => true);
 
-t.test('panel.listen on: the panel and the admin API on the own port; config.json closes and reopens it while svc runs', async (t) => {
+await t.test('panel.listen on: the panel and the admin API on the own port; config.json closes and reopens it while svc runs', async (t) => {
   const { env, root } = panelEnv(t);
   const dir = freePortHome(join(root, 'home'), { panel: { listen: 'on', port: 0 } });
   const daemon = startSvc(dir, ['start'], env);
@@ -70,7 +70,7 @@ function writeConfig(dir: string, config: Record<string, unknown>): void {
   renameSync(`${file}.tmp`, file);
 }
 
-t.test('a busy panel port is one warning: the daemon runs on, and the banner says how to pick another', async (t) => {
+await t.test('a busy panel port is one warning: the daemon runs on, and the banner says how to pick another', async (t) => {
   const { env, root } = panelEnv(t);
   const blocker: Server = createServer();
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
@@ -89,7 +89,7 @@ t.test('a busy panel port is one warning: the daemon runs on, and the banner say
   t.equal(await exited(daemon), 0);
 });
 
-t.test('svc admin: setup creates and resets the admin (old sessions end), start/stop/status/open/update, --help', async (t) => {
+await t.test('svc admin: setup creates and resets the admin (old sessions end), start/stop/status/open/update, --help', async (t) => {
   const { env, root } = panelEnv(t);
   const apiPort = await freePort();
   const dir = join(root, 'home');

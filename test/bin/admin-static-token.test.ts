@@ -7,7 +7,7 @@ import { startDaemon } from '../../bin/daemon.js';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
-t.test('the generated api.token is the legacy admin from the first request', async (t) => {
+await t.test('the generated api.token is the legacy admin from the first request', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });

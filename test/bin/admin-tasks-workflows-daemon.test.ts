@@ -15,7 +15,7 @@ import { until } from './cli-helpers.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const TOKEN = 'admin-static-token-0123456789abcdef';
 
-t.test('tasks delete/answer and workflows list/run/status/cancel: roles, agent scope, bad input, out-of-order', async (t) => {
+await t.test('tasks delete/answer and workflows list/run/status/cancel: roles, agent scope, bad input, out-of-order', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);
@@ -57,7 +57,7 @@ t.test('tasks delete/answer and workflows list/run/status/cancel: roles, agent s
       body: JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
 
-  t.test('tasks', async (t) => {
+  await t.test('tasks', async (t) => {
     const a = (await call('POST', '/api/tasks', { name: 'held', agent: 'main', prompt: 'work [[hold]]' })).body.task_id as string;
     t.ok(a, 'created');
     t.match(await call('DELETE', `/api/tasks/${a}`), { status: 409, body: { code: 'task-state' } }, 'a running task is not deleted');
@@ -92,7 +92,7 @@ t.test('tasks delete/answer and workflows list/run/status/cancel: roles, agent s
     t.ok(audit.some((e) => e.action === 'POST /api/tasks/:id/answer' && e.status === 200), 'the answer is audited');
   });
 
-  t.test('workflows', async (t) => {
+  await t.test('workflows', async (t) => {
     let r = await call('GET', '/api/workflows', undefined, viewer);
     t.equal(r.status, 200);
     t.equal(r.body.enabled, true);

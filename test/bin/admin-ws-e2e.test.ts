@@ -35,7 +35,7 @@ async function socket(port: number, token: string) {
   return c;
 }
 
-t.test('a turn over /ws/admin runs the fake CLI, streams to both sockets of the legacy admin, and is stored', async (t) => {
+await t.test('a turn over /ws/admin runs the fake CLI, streams to both sockets of the legacy admin, and is stored', async (t) => {
   const { token, port, recorded } = await boot(t);
   const a = await socket(port, token);
   const b = await socket(port, token);

@@ -18,7 +18,7 @@ function freePort(): Promise<number> {
   });
 }
 
-t.test('svc ask streams a reply from the running daemon; ask_agent.py reaches a sub-agent', async (t) => {
+await t.test('svc ask streams a reply from the running daemon; ask_agent.py reaches a sub-agent', async (t) => {
   const home = join(t.testdir(), 'home');
   const port = await freePort();
   mkdirSync(join(home, 'config'), { recursive: true });

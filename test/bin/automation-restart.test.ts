@@ -49,7 +49,7 @@ async function signIn(port: number, home: string): Promise<Api> {
   };
 }
 
-t.test('cron and webhooks made through the admin API survive a kill -9 mid-run: nothing lost, nothing run twice', async (t) => {
+await t.test('cron and webhooks made through the admin API survive a kill -9 mid-run: nothing lost, nothing run twice', async (t) => {
   const scratch = tempHome(t);
   const home = join(scratch.dir, 'home');
   const record = join(scratch.dir, 'cli.jsonl');

@@ -7,7 +7,7 @@ import { SVC, svc } from './cli-helpers.js';
 
 /* What every command owes its caller: usage on --help, warnings where they are seen, a quiet end on a closed pipe. */
 
-t.test('config validate and show warn about unknown keys on stderr, and still succeed', async (t) => {
+await t.test('config validate and show warn about unknown keys on stderr, and still succeed', async (t) => {
   const home = t.testdir({ config: { 'config.json': JSON.stringify({ modle: 'x', tasks: { max_paralel: 2 } }) } });
   for (const sub of ['validate', 'show']) {
     const r = svc(home, ['config', sub]);
@@ -16,7 +16,7 @@ t.test('config validate and show warn about unknown keys on stderr, and still su
   }
 });
 
-t.test('every command and subcommand answers --help with its usage and exit 0, and changes nothing', async (t) => {
+await t.test('every command and subcommand answers --help with its usage and exit 0, and changes nothing', async (t) => {
   const home = t.testdir();
   const commands = [
     [], ['start'], ['config'], ['config', 'show'], ['config', 'validate'], ['api'], ['api', 'enable'], ['ask'],
@@ -34,7 +34,7 @@ t.test('every command and subcommand answers --help with its usage and exit 0, a
   t.notOk(existsSync(join(home, 'events.db')), 'asking for help created no event log');
 });
 
-t.test('output into a pipe the reader closed ends quietly, with no EPIPE stack trace', async (t) => {
+await t.test('output into a pipe the reader closed ends quietly, with no EPIPE stack trace', async (t) => {
   const home = t.testdir();
   const db = join(home, 'events.db');
   const log = SqliteEventLog.open(db, { projections: PROJECTIONS });

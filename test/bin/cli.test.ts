@@ -4,7 +4,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exited, freePortHome, loadGolden, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
-t.test('first start: home, config and an event log that svc events shows; SIGTERM stops cleanly', async (t) => {
+await t.test('first start: home, config and an event log that svc events shows; SIGTERM stops cleanly', async (t) => {
   const home = join(t.testdir(), 'home');
   const daemon = startSvc(home);
   const db = join(home, 'events.db');
@@ -38,7 +38,7 @@ t.test('first start: home, config and an event log that svc events shows; SIGTER
   t.match(replay.stdout, /rebuilt \d+ read models from \d+ events/);
 });
 
-t.test('a daemon killed with SIGKILL is recorded as recovered on the next start', async (t) => {
+await t.test('a daemon killed with SIGKILL is recorded as recovered on the next start', async (t) => {
   const home = freePortHome(join(t.testdir(), 'home'));
   const db = join(home, 'events.db');
   const first = startSvc(home);
@@ -60,7 +60,7 @@ t.test('a daemon killed with SIGKILL is recorded as recovered on the next start'
   ]);
 });
 
-t.test('bad config at start: one line naming file, field, value and what is allowed; nothing rewritten', async (t) => {
+await t.test('bad config at start: one line naming file, field, value and what is allowed; nothing rewritten', async (t) => {
   const home = t.testdir({ config: { 'config.json': JSON.stringify({ permission_mode: 'yolo' }) } });
   const before = readFileSync(join(home, 'config', 'config.json'), 'utf8');
   const r = svc(home, ['start']);
@@ -87,7 +87,7 @@ t.test('bad config at start: one line naming file, field, value and what is allo
   }
 });
 
-t.test('a corrupt event log is refused, named and left untouched', async (t) => {
+await t.test('a corrupt event log is refused, named and left untouched', async (t) => {
   const home = t.testdir({ 'events.db': 'this is not a database, it is a text file '.repeat(200) });
   const before = readFileSync(join(home, 'events.db'));
   const r = svc(home, ['start']);
@@ -97,7 +97,7 @@ t.test('a corrupt event log is refused, named and left untouched', async (t) => 
   t.equal(svc(home, ['events', 'tail']).code, 1);
 });
 
-t.test('config show masks secrets; api enable writes a token', async (t) => {
+await t.test('config show masks secrets; api enable writes a token', async (t) => {
   const home = t.testdir({ config: { 'config.json': JSON.stringify({ telegram_token: '123:secret', webhooks: { token: 'hook-secret' } }) } });
   const show = svc(home, ['config', 'show']);
   t.equal(show.code, 0, show.stderr);
@@ -136,7 +136,7 @@ t.test('config show masks secrets; api enable writes a token', async (t) => {
   t.equal(readFileSync(join(home, 'config', 'config.json'), 'utf8'), before, 'a refused api enable changes nothing');
 });
 
-t.test('golden event logs replay to the read models the live database holds', async (t) => {
+await t.test('golden event logs replay to the read models the live database holds', async (t) => {
   const home = t.testdir();
   const events = loadGolden('daemon-lifecycle.ndjson', join(home, 'events.db'));
   const ok = svc(home, ['events', 'replay', '--check']);
@@ -165,7 +165,7 @@ t.test('golden event logs replay to the read models the live database holds', as
   t.equal(svc(home, ['events', 'replay', '--check']).code, 0, 'and they match again');
 });
 
-t.test('usage errors: one line, non-zero exit; --help and --version', async (t) => {
+await t.test('usage errors: one line, non-zero exit; --help and --version', async (t) => {
   const home = t.testdir();
   const version = svc(home, ['--version']);
   t.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
@@ -199,7 +199,7 @@ t.test('usage errors: one line, non-zero exit; --help and --version', async (t) 
   t.match(missingCfg.stderr, /does not exist/);
 });
 
-t.test('events tail --follow prints events appended by the running daemon', async (t) => {
+await t.test('events tail --follow prints events appended by the running daemon', async (t) => {
   const home = freePortHome(join(t.testdir(), 'home'));
   const db = join(home, 'events.db');
   const daemon = startSvc(home);

@@ -8,19 +8,19 @@ import { svc } from './cli-helpers.js';
 
 const DOC = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
 
-t.test('every field of config.json and of a registry entry has a note, and no note names a field that is gone', async (t) => {
+await t.test('every field of config.json and of a registry entry has a note, and no note names a field that is gone', async (t) => {
   const paths = [...configFields(), ...registryFields()].map((r) => r.path);
   t.same(paths.filter((p) => !(p in FIELD_NOTES)), [], 'fields without a note (add one to FIELD_NOTES in bin/config-reference.ts)');
   t.same(Object.keys(FIELD_NOTES).filter((p) => !paths.includes(p)), [], 'notes for fields no schema has');
   t.equal(new Set(paths).size, paths.length, 'each path once');
 });
 
-t.test('docs/configuration.md is exactly what the generator prints (run npm run docs after a schema change)', async (t) => {
+await t.test('docs/configuration.md is exactly what the generator prints (run npm run docs after a schema change)', async (t) => {
   t.ok(existsSync(DOC), 'docs/configuration.md exists');
   t.equal(readFileSync(DOC, 'utf8'), configReference());
 });
 
-t.test('svc config reference prints the reference without reading or creating a home', async (t) => {
+await t.test('svc config reference prints the reference without reading or creating a home', async (t) => {
   const home = join(t.testdir(), 'never-created');
   const r = svc(home, ['config', 'reference']);
   t.equal(r.code, 0, r.stderr);
@@ -30,7 +30,7 @@ t.test('svc config reference prints the reference without reading or creating a 
   t.match(help.stdout, /svc config reference/);
 });
 
-t.test('the rows come from the schemas: every top-level field, its reload class, and the defaults a parse of {} gives', async (t) => {
+await t.test('the rows come from the schemas: every top-level field, its reload class, and the defaults a parse of {} gives', async (t) => {
   const rows = configFields();
   const byPath = new Map(rows.map((r) => [r.path, r]));
   const tops = new Set(rows.map((r) => r.path.split('.')[0]!.replace('[]', '')));
@@ -56,7 +56,7 @@ t.test('the rows come from the schemas: every top-level field, its reload class,
   t.match(byPath.get('max_turns')?.type, /or null$/, 'nullable fields say so');
 });
 
-t.test('registry defaults: inherited, forced or none, as the effective-config merge decides', async (t) => {
+await t.test('registry defaults: inherited, forced or none, as the effective-config merge decides', async (t) => {
   const rows = new Map(registryFields().map((r) => [r.path, r.default]));
   t.equal(rows.get('agents[].name'), 'required');
   t.equal(rows.get('agents[].model'), "main config's");
@@ -65,7 +65,7 @@ t.test('registry defaults: inherited, forced or none, as the effective-config me
   t.equal(rows.get('agents[].interagent_token'), 'none');
 });
 
-t.test('every field marked as not used yet names a field or block that exists, and marks what it names', async (t) => {
+await t.test('every field marked as not used yet names a field or block that exists, and marks what it names', async (t) => {
   const paths = configFields().map((r) => r.path);
   t.same(NOT_YET_USED.filter((p) => !paths.some((x) => x === p || x.startsWith(`${p}.`))), [], 'entries naming no field');
   t.ok(notYetUsed('docker.enabled'), 'a block marks its nested fields');

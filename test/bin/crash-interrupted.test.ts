@@ -61,7 +61,7 @@ function start(t: { teardown(f: () => unknown): void }, home: string, env: NodeJ
   return daemon;
 }
 
-t.test('kill -9 mid-stream: no process of the CLI group survives the restart, and the chat gets the partial answer and /retry', async (t) => {
+await t.test('kill -9 mid-stream: no process of the CLI group survives the restart, and the chat gets the partial answer and /retry', async (t) => {
   const dir = t.testdir();
   const home = join(dir, 'home');
   mkdirSync(join(home, 'config'), { recursive: true });
@@ -137,7 +137,7 @@ t.test('kill -9 mid-stream: no process of the CLI group survives the restart, an
   t.equal(await exited(second), 0);
 });
 
-t.test('svc stopped mid-stream (SIGTERM): the cut answer is kept, and the chat is told on the next start as after a crash', async (t) => {
+await t.test('svc stopped mid-stream (SIGTERM): the cut answer is kept, and the chat is told on the next start as after a crash', async (t) => {
   const dir = t.testdir();
   const home = join(dir, 'home');
   mkdirSync(join(home, 'config'), { recursive: true });

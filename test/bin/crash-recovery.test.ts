@@ -11,7 +11,7 @@ const TS_LOADER = import.meta.resolve('@tapjs/typescript/import');
 
 const alive = processAlive;
 
-t.test('a daemon killed mid-turn leaves no orphan after restart and the turn is recorded as failed', async (t) => {
+await t.test('a daemon killed mid-turn leaves no orphan after restart and the turn is recorded as failed', async (t) => {
   const home = join(t.testdir(), 'home');
   const child = spawn(process.execPath, [`--import=${TS_LOADER}`, FIXTURE, home], {
     env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1' },

@@ -22,7 +22,7 @@ const ADMIN: Principal = { kind: 'system', id: null, acting_for: null, role: 'ad
 
 const alive = processAlive;
 
-t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
+await t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });
@@ -93,7 +93,7 @@ t.test('run statuses through a real daemon and the fake CLIs', async (t) => {
   t.equal(done.data.status, 'success');
 });
 
-t.test('a daemon SIGKILLed during a cron run: recorded failed at restart, the fire never runs twice', async (t) => {
+await t.test('a daemon SIGKILLed during a cron run: recorded failed at restart, the fire never runs twice', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

@@ -16,7 +16,7 @@ const editJson = (file: string, edit: (c: Record<string, unknown>) => void) => {
   writeFileSync(file, JSON.stringify(c, null, 2));
 };
 
-t.test('hot reload: applied, restart-required recorded, invalid edit keeps the last good config', async (t) => {
+await t.test('hot reload: applied, restart-required recorded, invalid edit keeps the last good config', async (t) => {
   const home = tempHome(t);
   const paths = homePaths(join(home.dir, 'home'));
   const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
@@ -52,7 +52,7 @@ t.test('hot reload: applied, restart-required recorded, invalid edit keeps the l
   t.match(readFileSync(paths.configFile, 'utf8'), /^\{"model": "hai$/, 'and never rewritten');
 });
 
-t.test('unknown config keys and rejected edits are warnings in svc.log, not only events', async (t) => {
+await t.test('unknown config keys and rejected edits are warnings in svc.log, not only events', async (t) => {
   const home = tempHome(t);
   const paths = homePaths(join(home.dir, 'home'));
   mkdirSync(paths.configDir, { recursive: true });
@@ -83,7 +83,7 @@ t.test('unknown config keys and rejected edits are warnings in svc.log, not only
   await until('the new unknown key', () => /heartbeat\.intervall/.test(log()));
 });
 
-t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {
+await t.test('registry watcher reports added, changed and removed sub-agents', async (t) => {
   const home = tempHome(t);
   const paths = homePaths(join(home.dir, 'home'));
   const d = await startDaemon({ paths, watchIntervalMs: 20, logToStderr: false, internalPort: 0 });
@@ -109,7 +109,7 @@ t.test('registry watcher reports added, changed and removed sub-agents', async (
   t.same((await next).data, { name: 'research' });
 });
 
-t.test('stop flushes the last facts and releases the home', async (t) => {
+await t.test('stop flushes the last facts and releases the home', async (t) => {
   const paths = homePaths(join(tempHome(t).dir, 'home'));
   const d = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   await t.rejects(startDaemon({ paths, logToStderr: false, internalPort: 0 }), { code: 'daemon-running' });
@@ -122,7 +122,7 @@ t.test('stop flushes the last facts and releases the home', async (t) => {
   t.match(readFileSync(join(paths.logsDir, 'svc.log'), 'utf8'), /stopping \(test\)/, 'the log file records the run');
 });
 
-t.test('a home whose event log went missing or empty is refused, not started afresh', async (t) => {
+await t.test('a home whose event log went missing or empty is refused, not started afresh', async (t) => {
   const paths = homePaths(join(tempHome(t).dir, 'home'));
   const fresh = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   await fresh.stop('test');
@@ -145,7 +145,7 @@ t.test('a home whose event log went missing or empty is refused, not started afr
   await afresh.stop('test');
 });
 
-t.test('svc api enable before the first start is not mistaken for history', async (t) => {
+await t.test('svc api enable before the first start is not mistaken for history', async (t) => {
   const paths = homePaths(join(tempHome(t).dir, 'home'));
   mkdirSync(paths.configDir, { recursive: true });
   writeFileSync(paths.configFile, JSON.stringify({ api: { enabled: false } }));
@@ -154,7 +154,7 @@ t.test('svc api enable before the first start is not mistaken for history', asyn
   t.ok(existsSync(paths.eventsDb));
 });
 
-t.test('a start that fails late (the API port is taken) stops what it started and leaves a clean record', async (t) => {
+await t.test('a start that fails late (the API port is taken) stops what it started and leaves a clean record', async (t) => {
   const paths = homePaths(join(tempHome(t).dir, 'home'));
   const first = await startDaemon({ paths, logToStderr: false, internalPort: 0 });
   await first.stop('test');

@@ -35,7 +35,7 @@ async function bootApi(t: { teardown(f: () => unknown): void }, name: string, en
 
 const connect = connectDirect;
 
-t.test('the example client chats with the main agent through the encrypted API', async (t) => {
+await t.test('the example client chats with the main agent through the encrypted API', async (t) => {
   const { d, token } = await bootApi(t, 'a', { FAKE_CLI_CHUNKS: '3' });
   const child = spawn(process.execPath, [EXAMPLE, '--url', `ws://127.0.0.1:${d.apiPort}/ws`, 'hello from the example'], {
     env: { ...process.env, SVC_API_TOKEN: token },
@@ -48,7 +48,7 @@ t.test('the example client chats with the main agent through the encrypted API',
   t.match(out, /echo: hello from the example/);
 });
 
-t.test('stream, files both ways, notifications, and abort against the real runtime', async (t) => {
+await t.test('stream, files both ways, notifications, and abort against the real runtime', async (t) => {
   const { d, token, base, root } = await bootApi(t, 'b');
   const c = await connect(d.apiPort!, token);
   c.send({ type: 'message', text: 'ping' });
@@ -109,7 +109,7 @@ t.test('stream, files both ways, notifications, and abort against the real runti
   s.ws.close();
 });
 
-t.test('/stop over /ws also drops the messages queued behind the turn it kills', async (t) => {
+await t.test('/stop over /ws also drops the messages queued behind the turn it kills', async (t) => {
   const { d, token } = await bootApi(t, 'stop', { FAKE_CLI_HANG: '1' });
   const s = await connect(d.apiPort!, token);
   s.send({ type: 'message', text: 'take your time' });
@@ -129,7 +129,7 @@ t.test('/stop over /ws also drops the messages queued behind the turn it kills',
   other.ws.close();
 });
 
-t.test('a message the runtime refuses reaches the client with its own code, not internal_error', async (t) => {
+await t.test('a message the runtime refuses reaches the client with its own code, not internal_error', async (t) => {
   const { d, token } = await bootApi(t, 'refuse');
   const errors: { level: string; msg: string }[] = [];
   d.bus.transient$.subscribe((m) => {

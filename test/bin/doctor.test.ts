@@ -8,7 +8,7 @@ import { svc } from './cli-helpers.js';
 const FAKE_BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const NODE_DIR = dirname(process.execPath);
 
-t.test('svc doctor on a fresh home: what is missing and how to fix it, creating nothing', async (t) => {
+await t.test('svc doctor on a fresh home: what is missing and how to fix it, creating nothing', async (t) => {
   const root = t.testdir({ user: {} });
   const home = join(root, 'svc-home');
   const r = svc(home, ['doctor'], { HOME: join(root, 'user'), PATH: NODE_DIR });
@@ -22,7 +22,7 @@ t.test('svc doctor on a fresh home: what is missing and how to fix it, creating 
   t.notOk(existsSync(home), 'the doctor only looks');
 });
 
-t.test('svc doctor names loose permissions, a taken port and its holder, a public API, a missing login', async (t) => {
+await t.test('svc doctor names loose permissions, a taken port and its holder, a public API, a missing login', async (t) => {
   const blocker = createServer();
   await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0, exclusive: true }, resolve));
   t.teardown(() => void blocker.close());
@@ -45,7 +45,7 @@ t.test('svc doctor names loose permissions, a taken port and its holder, a publi
   t.match(r.stdout, /4 problem\(s\) to fix/);
 });
 
-t.test('svc doctor: a broken config.json is one failure, not a crash', async (t) => {
+await t.test('svc doctor: a broken config.json is one failure, not a crash', async (t) => {
   const home = t.testdir({ config: { 'config.json': '{"model": ' } });
   const r = svc(home, ['doctor'], { PATH: NODE_DIR });
   t.equal(r.code, 1);
@@ -53,7 +53,7 @@ t.test('svc doctor: a broken config.json is one failure, not a crash', async (t)
   t.equal(r.stderr, '');
 });
 
-t.test('svc doctor: the admin panel, built or not, and where this config serves it', async (t) => {
+await t.test('svc doctor: the admin panel, built or not, and where this config serves it', async (t) => {
   const root = t.testdir({ user: {}, panel: { 'index.html': '<!doctype html>', 'version.json': '{"version":"9.9.9","built_at":"2026-11-28T00:00:00Z"}' } });
   const home = join(root, 'svc-home');
   const env = { HOME: join(root, 'user'), PATH: NODE_DIR, SVC_PANEL_LISTEN: '' };

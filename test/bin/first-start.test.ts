@@ -7,7 +7,7 @@ import { exited, freePortHome, startSvc, svc, until } from './cli-helpers.js';
 
 /* Issue 12 item 7: a fresh start creates the admin, says once where its password is, and the password logs in. */
 
-t.test('first start: bootstrap admin, said once in the banner, logs in over the real API; status tracks it', async (t) => {
+await t.test('first start: bootstrap admin, said once in the banner, logs in over the real API; status tracks it', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), { allowed_user_ids: [4242], api: { enabled: true, host: '127.0.0.1', port: 0, token: 'tok-0123456789abcdef0123' } });
   const paths = homePaths(dir);
   const daemon = startSvc(dir);
@@ -55,7 +55,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-t.test('ready means ready: once /health answers 200 on a fresh home, the first-start password is there and logs in', async (t) => {
+await t.test('ready means ready: once /health answers 200 on a fresh home, the first-start password is there and logs in', async (t) => {
   // A few fresh starts: the bootstrap admin is hashed beside the later subsystems, so a /health
   // that answered before it was written would show up in one of them.
   for (let round = 1; round <= 3; round++) {

@@ -15,7 +15,7 @@ import { until } from './cli-helpers.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ANN: Principal = { kind: 'user', id: 'ann', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
 
-t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the rest, seeds the review job and stops', async (t) => {
+await t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the rest, seeds the review job and stops', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });
@@ -64,7 +64,7 @@ t.test('the daemon runs heartbeats resume-only, suppresses the ack, delivers the
   t.same(after, [], 'ten minutes later nothing ran');
 });
 
-t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the heartbeat\'s own, owed no restart notice', async (t) => {
+await t.test('svc stops at once while a heartbeat turn runs: that turn is ended as the heartbeat\'s own, owed no restart notice', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });

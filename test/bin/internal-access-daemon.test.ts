@@ -15,7 +15,7 @@ const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const BOB = 'b'.repeat(40);
 const CAROL = 'c'.repeat(40);
 
-t.test('can_call and allowed_agents refuse through the real supervisor, before any turn; an allowed call is answered', async (t) => {
+await t.test('can_call and allowed_agents refuse through the real supervisor, before any turn; an allowed call is answered', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { lastLines } from '../../bin/logs-command.js';
 import { SVC, exited, svc, until } from './cli-helpers.js';
 
-t.test('svc logs prints the last lines; -n picks how many; a missing log is one clear error', async (t) => {
+await t.test('svc logs prints the last lines; -n picks how many; a missing log is one clear error', async (t) => {
   const home = t.testdir();
   const missing = svc(home, ['logs']);
   t.equal(missing.code, 1);
@@ -25,7 +25,7 @@ t.test('svc logs prints the last lines; -n picks how many; a missing log is one 
   }
 });
 
-t.test('svc logs -f follows appends and a rotation', async (t) => {
+await t.test('svc logs -f follows appends and a rotation', async (t) => {
   const home = t.testdir({ logs: { 'svc.log': 'old line\n' } });
   const file = join(home, 'logs', 'svc.log');
   const child = spawn(process.execPath, [SVC, 'logs', '-f'], { env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -45,7 +45,7 @@ t.test('svc logs -f follows appends and a rotation', async (t) => {
   t.equal(out, 'old line\nappended line\nlast before rotation\nafter rotation\n', 'nothing skipped, nothing twice');
 });
 
-t.test('lastLines keeps a multibyte character whole where it straddles two read chunks', async (t) => {
+await t.test('lastLines keeps a multibyte character whole where it straddles two read chunks', async (t) => {
   const file = join(t.testdir(), 'svc.log');
   // 64 KiB chunks: put a 4-byte character across the boundary counted from the end.
   const tailText = 'ok\n'.repeat(10);

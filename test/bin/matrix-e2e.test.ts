@@ -30,7 +30,7 @@ function status(paths: HomePaths): string {
   return out;
 }
 
-t.test('Telegram and Matrix run at once; an encrypted Matrix room chats with the agent and gets a cron result', async (t) => {
+await t.test('Telegram and Matrix run at once; an encrypted Matrix room chats with the agent and gets a cron result', async (t) => {
   const tg = await startFakeTelegram();
   const mx = await startFakeMatrix();
   t.teardown(async () => {
@@ -87,7 +87,7 @@ t.test('Telegram and Matrix run at once; an encrypted Matrix room chats with the
   t.equal(mx.requests.filter((q) => q.path.endsWith('/login') && q.method === 'POST' && q.status === 200).length, 2, 'the bot logged in once (alice once)');
 });
 
-t.test("a sub-agent's own Matrix account runs with the agent, keeps its session under the agent's home, and answers as that agent", async (t) => {
+await t.test("a sub-agent's own Matrix account runs with the agent, keeps its session under the agent's home, and answers as that agent", async (t) => {
   const mx = await startFakeMatrix();
   t.teardown(() => mx.close());
   const mainBot = mx.registerUser('svcbot', 'bot-pw');

@@ -60,7 +60,7 @@ async function boot(t: Parameters<typeof tempHome>[0]) {
   return { d, api, internal, socket };
 }
 
-t.test('a failed task and a failed cron job each raise a critical notification that reaches an open /ws/admin socket', async (t) => {
+await t.test('a failed task and a failed cron job each raise a critical notification that reaches an open /ws/admin socket', async (t) => {
   const { d, api, internal, socket } = await boot(t);
   const direct = await connectDirect(d.apiPort!, API_TOKEN);
   t.teardown(() => direct.ws.terminate());
@@ -88,7 +88,7 @@ t.test('a failed task and a failed cron job each raise a critical notification t
   t.match(events.find((e) => e.type === 'cron_failed'), { title: /^Scheduled job failed: Cron job "Nightly build"/ });
 });
 
-t.test('nothing computed is dropped: a wake with no chat and a cron result for a Telegram chat go to the admin chat, and the log says where', async (t) => {
+await t.test('nothing computed is dropped: a wake with no chat and a cron result for a Telegram chat go to the admin chat, and the log says where', async (t) => {
   const { d, api, socket } = await boot(t);
 
   const res = await fetch(`http://127.0.0.1:${d.webhookPort}/hooks/ping`, {
@@ -124,7 +124,7 @@ t.test('nothing computed is dropped: a wake with no chat and a cron result for a
   t.match(messages.find((m) => m.meta?.source === 'cron:tg-report'), { content: /^TASK: Telegram report\n\necho: report/, meta: { rerouted_from: { transport: 'telegram', chat_id: 4242 } } }, 'so is the cron result');
 });
 
-t.test('the direct API keeps no history: a result for a chat with no connection open goes to the admin chat; an open one gets it live', async (t) => {
+await t.test('the direct API keeps no history: a result for a chat with no connection open goes to the admin chat; an open one gets it live', async (t) => {
   const { d, api } = await boot(t);
   const rerouted = () => d.log.read({ types: [CHAT_DELIVERY_EVENTS.delivery_rerouted] }).filter((e) => e.data.source === 'cron:api-report');
   const delivered = (n: number) => until(`cron delivery ${n}`, () => d.log.read({ stream: 'cron:api-report', types: [AUTOMATION_EVENTS.delivered] })[n - 1]);

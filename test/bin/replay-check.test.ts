@@ -18,7 +18,7 @@ function freePort(): Promise<number> {
 
 const FAKE_BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
+await t.test('every golden log re-drives its machines to exactly the facts it holds', async (t) => {
   for (const golden of ['daemon.ndjson', 'interrupted-turn.ndjson', 'daemon-lifecycle.ndjson', 'session.ndjson', 'agent.ndjson', 'task.ndjson', 'workflow-run.ndjson']) {
     const home = join(t.testdir(), golden);
     loadGolden(golden, join(home, 'events.db'));
@@ -28,7 +28,7 @@ t.test('every golden log re-drives its machines to exactly the facts it holds', 
   }
 });
 
-t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
+await t.test('a golden log altered against its machine fails replay --check with the fact named', async (t) => {
   const cases: [string, string, (es: AnyEnvelope[]) => AnyEnvelope[], RegExp][] = [
     [
       'daemon.ndjson',
@@ -125,7 +125,7 @@ t.test('a golden log altered against its machine fails replay --check with the f
   }
 });
 
-t.test('a daemon run’s own log passes replay --check, and every fact of its start carries one correlation', async (t) => {
+await t.test('a daemon run’s own log passes replay --check, and every fact of its start carries one correlation', async (t) => {
   const home = join(t.testdir(), 'home');
   const daemon = startSvc(home);
   const db = join(home, 'events.db');

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { NATIVE_MODULES, nativeModuleProblem, nodeVersionProblem } from '../../bin/runtime-check.js';
 
-t.test('the Node.js version svc runs on, and one line naming the one it needs otherwise', async (t) => {
+await t.test('the Node.js version svc runs on, and one line naming the one it needs otherwise', async (t) => {
   for (const ok of ['20.19.0', '20.20.2', 'v20.99.1']) t.equal(nodeVersionProblem(ok), null, ok);
   for (const bad of ['20.18.3', '18.20.0', '22.11.0', '24.0.0', 'garbage']) {
     const line = nodeVersionProblem(bad);
@@ -11,7 +11,7 @@ t.test('the Node.js version svc runs on, and one line naming the one it needs ot
   t.equal(nodeVersionProblem(process.versions.node), null, 'the Node.js running this suite is supported');
 });
 
-t.test('native modules: the real ones load here; a broken one is named in one line with the fix', async (t) => {
+await t.test('native modules: the real ones load here; a broken one is named in one line with the fix', async (t) => {
   t.equal(nativeModuleProblem(), null);
   t.equal(nativeModuleProblem(NATIVE_MODULES), null, 'node-pty too, which svc auth needs');
   const line = nativeModuleProblem([

@@ -14,7 +14,7 @@ import { tempHome } from '../fixtures/temp-home.js';
 
 const ON_HOST = 'off: docker.enabled is true, but this version of svc has no Docker sandbox yet; the agents run on the host';
 
-t.test('sandboxStatus: on the host always; docker.enabled said out loud, bypassPermissions warned about only then', async (t) => {
+await t.test('sandboxStatus: on the host always; docker.enabled said out loud, bypassPermissions warned about only then', async (t) => {
   t.same(sandboxStatus(defaultConfig()), { on: false, requested: false, why: 'off: the agents run on the host (docker.enabled is false)', warnings: [] });
   const asked = { ...defaultConfig(), docker: { ...defaultConfig().docker, enabled: true } };
   const s = sandboxStatus(asked);
@@ -25,7 +25,7 @@ t.test('sandboxStatus: on the host always; docker.enabled said out loud, bypassP
   t.same(careful.warnings, [ON_HOST], 'no bypassPermissions anywhere: only where the agents run');
 });
 
-t.test('a start with docker.enabled: warned in the log, said in the banner and by svc doctor; a public fileshare without allow_public stays off', async (t) => {
+await t.test('a start with docker.enabled: warned in the log, said in the banner and by svc doctor; a public fileshare without allow_public stays off', async (t) => {
   const home = tempHome(t);
   const paths = homePaths(join(home.dir, 'home'));
   mkdirSync(paths.configDir, { recursive: true });

@@ -7,7 +7,7 @@ import { svc } from './cli-helpers.js';
 
 const hasAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
 
-t.test('svc service install writes a user unit systemd accepts; status and uninstall', async (t) => {
+await t.test('svc service install writes a user unit systemd accepts; status and uninstall', async (t) => {
   const root = t.testdir();
   // A home with a space, a percent and a dollar: systemd would expand the last two if not escaped.
   const home = join(root, 'my home %h $USER');
@@ -52,7 +52,7 @@ t.test('svc service install writes a user unit systemd accepts; status and unins
   }
 });
 
-t.test('systemdQuote: what systemd reads back is the argument', async (t) => {
+await t.test('systemdQuote: what systemd reads back is the argument', async (t) => {
   t.equal(systemdQuote('/usr/bin/node'), '/usr/bin/node');
   t.equal(systemdQuote('a b'), '"a b"');
   t.equal(systemdQuote('50%'), '50%%');

@@ -14,7 +14,7 @@ import { TEST_ADMIN } from '../fixtures/http-server.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('skills synced at start and taken back at stop; FILESHARE_URL and FILESHARE_DOWNLOADS reach the CLI', async (t) => {
+await t.test('skills synced at start and taken back at stop; FILESHARE_URL and FILESHARE_DOWNLOADS reach the CLI', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const user = join(scratch.dir, 'user');

@@ -8,7 +8,7 @@ import { SVC, exited, freePortHome, startSvc, svc, until } from './cli-helpers.j
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-t.test('svc start says where its files are, what it listens on, which transports run and what to do next', async (t) => {
+await t.test('svc start says where its files are, what it listens on, which transports run and what to do next', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), { api: { enabled: true, host: '127.0.0.1', port: 0, token: 'tok-0123456789abcdef0123' } });
   const daemon = startSvc(dir);
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
@@ -26,7 +26,7 @@ t.test('svc start says where its files are, what it listens on, which transports
   t.equal(await exited(daemon), 0);
 });
 
-t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is left behind', async (t) => {
+await t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is left behind', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), {});
   const npm = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -48,7 +48,7 @@ t.test('SIGTERM to `npm start` stops the daemon it launched: no svc process is l
   t.pass(`daemon pid ${pid} ended with its launcher`);
 });
 
-t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); how the last run ended once stopped (exit 3)', async (t) => {
+await t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); how the last run ended once stopped (exit 3)', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), {});
   const before = svc(dir, ['status']);
   t.equal(before.code, 3);
@@ -73,7 +73,7 @@ t.test('svc status: pid, uptime, version and listeners while it runs (exit 0); h
   for (const bad of [['--jsn'], ['now']]) t.equal(svc(dir, ['status', ...bad]).code, 2, bad.join(' '));
 });
 
-t.test('svc start whose output reader goes away keeps running, and still stops cleanly', async (t) => {
+await t.test('svc start whose output reader goes away keeps running, and still stops cleanly', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), {});
   const child = spawn(process.execPath, [SVC, 'start'], { env: { ...process.env, SVC_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -88,7 +88,7 @@ t.test('svc start whose output reader goes away keeps running, and still stops c
   t.match(svc(dir, ['status']).stdout, /stopped \S+ \(SIGTERM\)/, 'the run ended with daemon.stopped');
 });
 
-t.test('started on another home with --home, the banner suggests commands that act on that home', async (t) => {
+await t.test('started on another home with --home, the banner suggests commands that act on that home', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'other home'), {});
   const daemon = startSvc(join(t.testdir(), 'unused'), ['start', '--home', dir]);
   await until('the banner', () => /\n {2}next {8}/.test(daemon.output()));
@@ -97,7 +97,7 @@ t.test('started on another home with --home, the banner suggests commands that a
   t.equal(await exited(daemon), 0);
 });
 
-t.test('a pid-only svc.pid naming a live process that is not svc is taken over and that process left alone; one naming a live svc still refuses', async (t) => {
+await t.test('a pid-only svc.pid naming a live process that is not svc is taken over and that process left alone; one naming a live svc still refuses', async (t) => {
   const dir = freePortHome(join(t.testdir(), 'home'), {});
   const other = spawn('sleep', ['60'], { stdio: 'ignore' });
   t.teardown(() => void other.kill('SIGKILL'));

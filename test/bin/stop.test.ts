@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { readProcStat } from '../../store/index.js';
 import { exited, freePortHome, readEvents, startSvc, svc, until } from './cli-helpers.js';
 
-t.test('svc stop ends the daemon of this home cleanly and waits for it; not running is not an error', async (t) => {
+await t.test('svc stop ends the daemon of this home cleanly and waits for it; not running is not an error', async (t) => {
   const home = freePortHome(join(t.testdir(), 'home'));
   const notYet = svc(home, ['stop']);
   t.equal(notYet.code, 0);
@@ -29,7 +29,7 @@ t.test('svc stop ends the daemon of this home cleanly and waits for it; not runn
   }
 });
 
-t.test('a second daemon on a taken port refuses to start with one line naming the port, its key and the holder', async (t) => {
+await t.test('a second daemon on a taken port refuses to start with one line naming the port, its key and the holder', async (t) => {
   const probe = createServer();
   await new Promise<void>((r) => probe.listen({ host: '127.0.0.1', port: 0, exclusive: true }, r));
   const port = (probe.address() as AddressInfo).port;
@@ -56,7 +56,7 @@ t.test('a second daemon on a taken port refuses to start with one line naming th
   t.equal(await exited(first), 0, 'the first daemon never lost its port and stops cleanly');
 });
 
-t.test('an old pid-only svc.pid naming a process that is not svc: stop and status leave it alone', async (t) => {
+await t.test('an old pid-only svc.pid naming a process that is not svc: stop and status leave it alone', async (t) => {
   const dir = join(t.testdir(), 'home');
   mkdirSync(dir, { recursive: true });
   const other = spawn('sleep', ['30'], { stdio: 'ignore' });

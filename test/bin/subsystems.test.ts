@@ -23,7 +23,7 @@ const part = (name: string, opts: { failStart?: boolean; failStop?: boolean; noS
   },
 });
 
-t.test('started in order, stopped in reverse order, once', async (t) => {
+await t.test('started in order, stopped in reverse order, once', async (t) => {
   const ctx: Ctx = { trail: [] };
   const started = await startSubsystems([part('lock'), part('log', { async: true }), part('bus'), part('edges', { async: true })], ctx);
   t.same(started.names, ['lock', 'log', 'bus', 'edges']);
@@ -36,13 +36,13 @@ t.test('started in order, stopped in reverse order, once', async (t) => {
   t.same(ctx.trail, ['stop edges', 'stop bus', 'stop log', 'stop lock'], 'each stops once, last started first');
 });
 
-t.test('a failed start stops those already started, in reverse, and throws the start error', async (t) => {
+await t.test('a failed start stops those already started, in reverse, and throws the start error', async (t) => {
   const ctx: Ctx = { trail: [] };
   await t.rejects(startSubsystems([part('lock'), part('config', { noStop: true }), part('log', { async: true }), part('agents', { failStart: true }), part('edges')], ctx), /agents would not start/);
   t.same(ctx.trail, ['start lock', 'start config', 'start log', 'stop log', 'stop lock'], 'edges never started; nothing left running');
 });
 
-t.test('a stop that fails is reported and the rest still stop', async (t) => {
+await t.test('a stop that fails is reported and the rest still stop', async (t) => {
   const ctx: Ctx = { trail: [] };
   const failures: string[] = [];
   const started = await startSubsystems([part('a'), part('b', { failStop: true }), part('c')], ctx, (name, e) => failures.push(`${name}: ${(e as Error).message}`));
@@ -52,7 +52,7 @@ t.test('a stop that fails is reported and the rest still stop', async (t) => {
   t.same(failures, ['b: b would not stop']);
 });
 
-t.test('a failed start whose unwinding also fails still throws the start error', async (t) => {
+await t.test('a failed start whose unwinding also fails still throws the start error', async (t) => {
   const ctx: Ctx = { trail: [] };
   const failures: string[] = [];
   await t.rejects(startSubsystems([part('a'), part('b', { failStop: true }), part('c', { failStart: true })], ctx, (name) => failures.push(name)), /c would not start/);
@@ -60,7 +60,7 @@ t.test('a failed start whose unwinding also fails still throws the start error',
   t.same(failures, ['b']);
 });
 
-t.test("the daemon's subsystems: lock first, edges last, every name once", async (t) => {
+await t.test("the daemon's subsystems: lock first, edges last, every name once", async (t) => {
   const names = DAEMON_SUBSYSTEMS.map((s) => s.name);
   t.equal(new Set(names).size, names.length);
   t.equal(names[0], 'pid-lock', 'nothing may append before the lock is held');

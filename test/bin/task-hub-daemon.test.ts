@@ -14,7 +14,7 @@ import { until } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership, delete, timeout, hostile bodies, restart', async (t) => {
+await t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership, delete, timeout, hostile bodies, restart', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const gate = join(scratch.dir, 'gate');

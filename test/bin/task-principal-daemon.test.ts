@@ -18,7 +18,7 @@ interface Spawn {
   argv: string[];
 }
 
-t.test("a token-less caller's tasks, task results and async replies run at the viewer's permission mode", async (t) => {
+await t.test("a token-less caller's tasks, task results and async replies run at the viewer's permission mode", async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const record = join(scratch.dir, 'argv.jsonl');

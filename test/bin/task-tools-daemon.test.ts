@@ -34,7 +34,7 @@ function tool(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run
   });
 }
 
-t.test('a task made by create_task.py asks its parent, is answered with resume_task.py and reports back', async (t) => {
+await t.test('a task made by create_task.py asks its parent, is answered with resume_task.py and reports back', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const gate = join(scratch.dir, 'gate');

@@ -16,7 +16,7 @@ import { until } from './cli-helpers.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const API_TOKEN = 'tasks-test-token-0123456789abcdef';
 
-t.test('/tasks: disabled, the selector, refusals, cancel, cancel_all, delete_finished; admin create and cancel; a waiting task times out; the parent reply kept', async (t) => {
+await t.test('/tasks: disabled, the selector, refusals, cancel, cancel_all, delete_finished; admin create and cancel; a waiting task times out; the parent reply kept', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

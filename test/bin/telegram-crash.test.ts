@@ -31,7 +31,7 @@ async function boot(t: Test) {
   return { fake, home, start, notices };
 }
 
-t.test('kill -9 mid-answer: the chat gets the partial answer once after the restart, and /retry asks again', async (t) => {
+await t.test('kill -9 mid-answer: the chat gets the partial answer once after the restart, and /retry asks again', async (t) => {
   const { fake, home, start, notices } = await boot(t);
 
   const words = Array.from({ length: 80 }, (_, i) => `w${i} `).join('');
@@ -63,7 +63,7 @@ t.test('kill -9 mid-answer: the chat gets the partial answer once after the rest
   t.equal(await exited(third), 0);
 });
 
-t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start tells the chat once', async (t) => {
+await t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start tells the chat once', async (t) => {
   const { fake, start, notices } = await boot(t);
   const words = Array.from({ length: 200 }, (_, i) => `w${i} `).join('');
   const first = start({ FAKE_CLI_REPLY: words, FAKE_CLI_CHUNKS: '200', FAKE_CLI_DELAY_MS: '200' });
@@ -83,7 +83,7 @@ t.test('svc stopped (SIGTERM) mid-answer: it stops at once, and the next start t
   t.equal(await exited(second), 0);
 });
 
-t.test('kill -9 after the answer was computed but before the chat had it: the next start sends it, once', async (t) => {
+await t.test('kill -9 after the answer was computed but before the chat had it: the next start sends it, once', async (t) => {
   const { fake, home, start, notices } = await boot(t);
   // Telegram holds back anything carrying the answer's last word (a 429 asking for two minutes), so svc
   // is still waiting to send it when it dies, though the agent has finished.

@@ -24,7 +24,7 @@ function status(paths: HomePaths): string {
   return out;
 }
 
-t.test('a Telegram user chats with the agent, and a cron result for their chat is said there', async (t) => {
+await t.test('a Telegram user chats with the agent, and a cron result for their chat is said there', async (t) => {
   const fake = await startFakeTelegram();
   t.teardown(() => fake.close());
   const scratch = tempHome(t);
@@ -72,7 +72,7 @@ t.test('a Telegram user chats with the agent, and a cron result for their chat i
   t.equal(fake.rateLimitReport().unanswered, 0);
 });
 
-t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, and what was for the chat goes to the admin chat', async (t) => {
+await t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, and what was for the chat goes to the admin chat', async (t) => {
   const fake = await startFakeTelegram();
   t.teardown(() => fake.close());
   const scratch = tempHome(t);
@@ -93,7 +93,7 @@ t.test('a bot token Telegram refuses: the daemon runs on, svc status says why, a
   t.equal(lines.length, 1, 'one log line, however many attempts');
 });
 
-t.test("a sub-agent's own bot runs with the agent: it answers as that agent, shows in status, and stops when the agent is removed", async (t) => {
+await t.test("a sub-agent's own bot runs with the agent: it answers as that agent, shows in status, and stops when the agent is removed", async (t) => {
   const mainBot = await startFakeTelegram();
   const coderBot = await startFakeTelegram({ token: '7000000002:CoderBotTokenForTests_abcdefghijklmnop', botUsername: 'coder_bot' });
   t.teardown(async () => {

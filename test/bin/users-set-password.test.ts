@@ -45,7 +45,7 @@ function onPty(root: string, args: string[], script: [RegExp, string][]): Promis
   });
 }
 
-t.test('sets the password: twice, no echo, token_version bumped, bootstrap file gone, password never shown', async (t) => {
+await t.test('sets the password: twice, no echo, token_version bumped, bootstrap file gone, password never shown', async (t) => {
   const { root, paths } = await home(t);
   const r = await onPty(root, ['users', 'set-password'], [[/New password for admin: /, 'brand-new-secret\r'], [/Repeat it: /, 'brand-new-secret\r']]);
   t.equal(r.code, 0, r.output);
@@ -58,7 +58,7 @@ t.test('sets the password: twice, no echo, token_version bumped, bootstrap file 
   t.notOk(readFileSync(paths.usersFile, 'utf8').includes('brand-new-secret'));
 });
 
-t.test('another user keeps the bootstrap file; backspace edits; short or different passwords change nothing', async (t) => {
+await t.test('another user keeps the bootstrap file; backspace edits; short or different passwords change nothing', async (t) => {
   const { root, paths } = await home(t);
   const before = readFileSync(paths.usersFile, 'utf8');
   const short = await onPty(root, ['users', 'set-password', 'bob'], [[/New password for bob: /, 'short\r']]);
@@ -78,7 +78,7 @@ t.test('another user keeps the bootstrap file; backspace edits; short or differe
   t.match(ghost.output, /no user "ghost"/);
 });
 
-t.test('2FA: asked whether to keep it, or dropped with --disable-2fa', async (t) => {
+await t.test('2FA: asked whether to keep it, or dropped with --disable-2fa', async (t) => {
   const keep = await home(t, true);
   const r1 = await onPty(keep.root, ['users', 'set-password'], [[/New password/, 'new-password-1\r'], [/Repeat it: /, 'new-password-1\r'], [/Keep 2FA \(TOTP\) for admin\? \[Y\/n\] /, '\r']]);
   t.equal(r1.code, 0, r1.output);
@@ -92,7 +92,7 @@ t.test('2FA: asked whether to keep it, or dropped with --disable-2fa', async (t)
   t.match(loadUsers(drop.paths)[0], { totp_enabled: false, token_version: 4 });
 });
 
-t.test('without a terminal it refuses and changes nothing; --help', async (t) => {
+await t.test('without a terminal it refuses and changes nothing; --help', async (t) => {
   const { root, paths } = await home(t);
   const before = readFileSync(paths.usersFile, 'utf8');
   const r = svc(root, ['users', 'set-password']);

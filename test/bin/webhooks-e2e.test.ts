@@ -11,7 +11,7 @@ import { until } from '../fixtures/until.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('webhooks.enabled: a generated token saved once, and a wake call reaching the CLI', async (t) => {
+await t.test('webhooks.enabled: a generated token saved once, and a wake call reaching the CLI', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const record = join(scratch.dir, 'cli.jsonl');

@@ -86,7 +86,7 @@ function api(port: number, token: string) {
   };
 }
 
-t.test('a run asks the agent, asks the chat, takes its next plain message as the reply while /stop still works, and survives a restart while waiting', async (t) => {
+await t.test('a run asks the agent, asks the chat, takes its next plain message as the reply while /stop still works, and survives a restart while waiting', async (t) => {
   const { root, scratch } = home(t, 'a');
   let { d, token, main } = await boot(root);
   scratch.beforeRemove(() => d.stop('test'));
@@ -134,7 +134,7 @@ t.test('a run asks the agent, asks the chat, takes its next plain message as the
   t.same([replay.streams, replay.diffs], [2, []], 'both runs, restart included, re-drive to exactly their facts');
 });
 
-t.test('parallel checks, a condition and a reply awaited across a daemon restart run to completion', async (t) => {
+await t.test('parallel checks, a condition and a reply awaited across a daemon restart run to completion', async (t) => {
   const { root, scratch } = home(t, 'r');
   writeFileSync(join(root, 'workflows', 'release.yaml'), RELEASE);
   let { d, token, main } = await boot(root);
@@ -160,7 +160,7 @@ t.test('parallel checks, a condition and a reply awaited across a daemon restart
   t.same([replay.streams, replay.diffs], [1, []], 'the run, restart included, re-drives to exactly its facts');
 });
 
-t.test('the workflows folder is watched: a new file is runnable and a broken one is listed with its error, within 5 s', async (t) => {
+await t.test('the workflows folder is watched: a new file is runnable and a broken one is listed with its error, within 5 s', async (t) => {
   const { root, scratch } = home(t, 'b');
   const { d, main } = await boot(root);
   scratch.beforeRemove(() => d.stop('test'));
@@ -183,7 +183,7 @@ t.test('the workflows folder is watched: a new file is runnable and a broken one
   t.match(list.definitions.find((x) => x.id === 'bad')!.error, /^bad\.yaml:1:\d+: steps\[0\]/);
 });
 
-t.test('/workflows/* refuse hostile, malformed and oversized input with a clear 4xx and change nothing', async (t) => {
+await t.test('/workflows/* refuse hostile, malformed and oversized input with a clear 4xx and change nothing', async (t) => {
   const { root, scratch } = home(t, 'c');
   const { d, main } = await boot(root);
   scratch.beforeRemove(() => d.stop('test'));

@@ -51,7 +51,7 @@ function setup(t: { teardown(f: () => void): void }) {
   return { bus, received, release };
 }
 
-t.test('accepted, then chunks merged once and in order, then the outcome; the principal rides along', async (t) => {
+await t.test('accepted, then chunks merged once and in order, then the outcome; the principal rides along', async (t) => {
   const { bus, received } = setup(t);
   const asked = agentsOf(bus).ask({ ...ASK, text: 'hi' }, WHO, { requestId: 'r1' });
   const chunks = lastValueFrom(asked.chunks$.pipe(toArray()));
@@ -66,7 +66,7 @@ t.test('accepted, then chunks merged once and in order, then the outcome; the pr
   t.same((await agentsOf(bus).list(WHO)).map((a) => a.name), ['ann']);
 });
 
-t.test('a burst is merged into frames of at most MAX_MERGED_DELTA_CHARS', async (t) => {
+await t.test('a burst is merged into frames of at most MAX_MERGED_DELTA_CHARS', async (t) => {
   const { bus } = setup(t);
   const asked = agentsOf(bus).ask({ ...ASK, text: 'burst' }, WHO);
   const chunks = lastValueFrom(asked.chunks$.pipe(toArray()));
@@ -76,7 +76,7 @@ t.test('a burst is merged into frames of at most MAX_MERGED_DELTA_CHARS', async 
   t.ok(texts.every((x) => x.length <= MAX_MERGED_DELTA_CHARS) && texts.length <= 5, `${texts.length} chunks for 1,000`);
 });
 
-t.test('refusals: an accepted step, not a race; no chunks; the outcome rejects with the same code', async (t) => {
+await t.test('refusals: an accepted step, not a race; no chunks; the outcome rejects with the same code', async (t) => {
   const { bus, received } = setup(t);
   const refused = agentsOf(bus).ask({ ...ASK, text: 'refuse' }, WHO);
   t.same(await refused.accepted, { accepted: false, code: 'empty', message: 'nothing to ask' });
@@ -98,7 +98,7 @@ t.test('refusals: an accepted step, not a race; no chunks; the outcome rejects w
   t.match(await none.accepted, { accepted: false, code: 'no-handler' });
 });
 
-t.test('after acceptance: a failure rejects the outcome; a deadline gives command-timeout and stops routing', async (t) => {
+await t.test('after acceptance: a failure rejects the outcome; a deadline gives command-timeout and stops routing', async (t) => {
   const { bus, release } = setup(t);
   const failed = agentsOf(bus).ask({ ...ASK, text: 'fail later' }, WHO);
   t.same(await failed.accepted, { accepted: true });
@@ -115,7 +115,7 @@ t.test('after acceptance: a failure rejects the outcome; a deadline gives comman
   t.same(late, [], 'the late turn reaches no one');
 });
 
-t.test('closing the bus ends what still waits, with bus-closed', async (t) => {
+await t.test('closing the bus ends what still waits, with bus-closed', async (t) => {
   const { bus } = setup(t);
   const held = agentsOf(bus).ask({ ...ASK, text: 'hold' }, WHO);
   t.same(await held.accepted, { accepted: true });
@@ -123,7 +123,7 @@ t.test('closing the bus ends what still waits, with bus-closed', async (t) => {
   await t.rejects(held.outcome, { code: 'bus-closed' });
 });
 
-t.test('a second request under an id still running is refused and leaves the first one whole', async (t) => {
+await t.test('a second request under an id still running is refused and leaves the first one whole', async (t) => {
   const { bus, received, release } = setup(t);
   const first = agentsOf(bus).ask({ ...ASK, text: 'hold' }, WHO, { requestId: 'same' });
   t.same(await first.accepted, { accepted: true });

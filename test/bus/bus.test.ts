@@ -9,7 +9,7 @@ import { anyChunk, anyEvent, rawCommand } from '../fixtures/any-event.js';
 const clock = () => Date.parse('2026-11-22T10:00:00.000Z');
 const ev = (type: string, stream = 's:1', data: Record<string, string | number> = {}): NewEvent => anyEvent({ stream, type, data });
 
-t.test('publish appends before delivering, in order, with one transaction per tick', async (t) => {
+await t.test('publish appends before delivering, in order, with one transaction per tick', async (t) => {
   const log = new MemoryEventLog();
   const appends: number[] = [];
   const counting: EventLog = {
@@ -38,7 +38,7 @@ t.test('publish appends before delivering, in order, with one transaction per ti
   bus.close();
 });
 
-t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
+await t.test('a failed append rejects every publish of the batch and delivers none of it', async (t) => {
   const log = new MemoryEventLog();
   const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full' as ErrorCode, 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
@@ -53,7 +53,7 @@ t.test('a failed append rejects every publish of the batch and delivers none of 
   bus.close();
 });
 
-t.test('a throwing subscriber is isolated and reported as an event', async (t) => {
+await t.test('a throwing subscriber is isolated and reported as an event', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const good: string[] = [];
   bus.subscribe('bad', (e) => {
@@ -74,7 +74,7 @@ t.test('a throwing subscriber is isolated and reported as an event', async (t) =
   bus.close();
 });
 
-t.test('a raw events$ observer that throws does not crash the process', async (t) => {
+await t.test('a raw events$ observer that throws does not crash the process', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   bus.events$.pipe(filter((e) => (e.type as string) === 'x.raw')).subscribe(() => {
     throw new Error('raw observer broke');
@@ -86,7 +86,7 @@ t.test('a raw events$ observer that throws does not crash the process', async (t
   bus.close();
 });
 
-t.test('send: request/reply by correlation id, rejections, no handler, timeout', async (t) => {
+await t.test('send: request/reply by correlation id, rejections, no handler, timeout', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const double = defineCommand('math.double', v.object({ n: v.number() }), v.number());
   bus.handle(double, 'doubler', async ({ data }) => {
@@ -110,7 +110,7 @@ t.test('send: request/reply by correlation id, rejections, no handler, timeout',
   await t.rejects(bus.publish(ev('a.late')), { code: 'bus-closed' });
 });
 
-t.test('transient messages reach listeners and never the log', async (t) => {
+await t.test('transient messages reach listeners and never the log', async (t) => {
   const log = new MemoryEventLog();
   const bus = new Bus({ log, clock });
   const got = firstValueFrom(bus.transient$.pipe(filter((m) => m.type === 'turn.text_delta')));
@@ -120,7 +120,7 @@ t.test('transient messages reach listeners and never the log', async (t) => {
   bus.close();
 });
 
-t.test('ofStream matches exact names and prefixes', async (t) => {
+await t.test('ofStream matches exact names and prefixes', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const tasks = firstValueFrom(bus.events$.pipe(ofStream('task:'), take(2), toArray()));
   const one = firstValueFrom(bus.events$.pipe(ofStream('task:2')));
@@ -130,7 +130,7 @@ t.test('ofStream matches exact names and prefixes', async (t) => {
   bus.close();
 });
 
-t.test('publish with an expected version: a stale publisher alone gets the conflict, the tick still commits', async (t) => {
+await t.test('publish with an expected version: a stale publisher alone gets the conflict, the tick still commits', async (t) => {
   const log = new MemoryEventLog();
   const appends: number[] = [];
   const counting: EventLog = {
@@ -174,7 +174,7 @@ t.test('publish with an expected version: a stale publisher alone gets the confl
   bus.close();
 });
 
-t.test('publish with an expected version: a broken log still rejects every publish of the tick', async (t) => {
+await t.test('publish with an expected version: a broken log still rejects every publish of the tick', async (t) => {
   const log = new MemoryEventLog();
   const broken: EventLog = { ...log, append: () => { throw new SvcError('disk-full' as ErrorCode, 'no space'); }, read: (q) => log.read(q), version: () => 0, lastSeq: () => 0, close: () => {} };
   const bus = new Bus({ log: broken, clock });
@@ -184,7 +184,7 @@ t.test('publish with an expected version: a broken log still rejects every publi
   bus.close();
 });
 
-t.test('handle parses the data with the declaration: a refused payload never reaches the handler', async (t) => {
+await t.test('handle parses the data with the declaration: a refused payload never reaches the handler', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   const seen: unknown[] = [];
   const greet = defineCommand('greet.someone', v.strictObject({ name: v.pipe(v.string(), v.trim(), v.minLength(1)) }), v.string());
@@ -203,7 +203,7 @@ t.test('handle parses the data with the declaration: a refused payload never rea
   bus.close();
 });
 
-t.test('the compiler refuses an undeclared event type, a wrong payload and a wrong command payload', async (t) => {
+await t.test('the compiler refuses an undeclared event type, a wrong payload and a wrong command payload', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog(), clock });
   // Never called: these lines are here for `tsc`, which fails the build if any of them compiles.
   const neverCalled = () => {

@@ -194,7 +194,7 @@ const ASKER: Principal = { kind: 'user', id: null, acting_for: null, role: 'admi
  */
 type Req = { path: string; body?: unknown; form?: FormData; shows?: string };
 
-t.test('every admin route × role × allowed_agents answers as SPEC.md says, and a refusal changes nothing', async (t) => {
+await t.test('every admin route × role × allowed_agents answers as SPEC.md says, and a refusal changes nothing', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

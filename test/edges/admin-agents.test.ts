@@ -104,7 +104,7 @@ async function serve(t: TT) {
 
 const registryFile = (paths: { agentsRegistry: string }) => readFileSync(paths.agentsRegistry, 'utf8');
 
-t.test('GET /api/agents and /api/agents/{name}: WIRE.md shape, live status, registry fields, has_avatar', async (t) => {
+await t.test('GET /api/agents and /api/agents/{name}: WIRE.md shape, live status, registry fields, has_avatar', async (t) => {
   const s = await serve(t);
   mkdirSync(avatarsDir(s.paths), { recursive: true });
   writeFileSync(join(avatarsDir(s.paths), 'coder.png'), PNG);
@@ -145,7 +145,7 @@ t.test('GET /api/agents and /api/agents/{name}: WIRE.md shape, live status, regi
   t.same(one, { status: 200, body: list[1] });
 });
 
-t.test('agents: every role reads; allowed_agents filters the list and hides the rest as 404', async (t) => {
+await t.test('agents: every role reads; allowed_agents filters the list and hides the rest as 404', async (t) => {
   const s = await serve(t);
   for (const as of ['admin', 'operator', 'viewer', 'star']) t.equal((await s.call('/api/agents', { as })).status, 200, as);
   t.same(((await s.call('/api/agents', { as: 'rviewer' })).body as { name: string }[]).map((a) => a.name), ['coder']);
@@ -157,7 +157,7 @@ t.test('agents: every role reads; allowed_agents filters the list and hides the 
   t.equal((await s.call('/api/agents', { as: null })).status, 401);
 });
 
-t.test('PUT /api/agents/{name}: validated, de-duplicated, written to the registry or config.json', async (t) => {
+await t.test('PUT /api/agents/{name}: validated, de-duplicated, written to the registry or config.json', async (t) => {
   const s = await serve(t);
   const a = join(s.extra, 'a');
   const b = join(s.extra, 'b');
@@ -178,7 +178,7 @@ t.test('PUT /api/agents/{name}: validated, de-duplicated, written to the registr
   t.same((r.body as { additional_directories: string[] }).additional_directories, []);
 });
 
-t.test('PUT refuses bad input, lesser roles and hidden agents with a clear 4xx and changes nothing', async (t) => {
+await t.test('PUT refuses bad input, lesser roles and hidden agents with a clear 4xx and changes nothing', async (t) => {
   const s = await serve(t);
   const a = join(s.extra, 'a');
   const before = registryFile(s.paths);
@@ -228,7 +228,7 @@ function multipart(parts: { field: string; filename?: string; type?: string; dat
   return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
 }
 
-t.test('avatar upload and delete: admin only, images only, capped, one file per agent', async (t) => {
+await t.test('avatar upload and delete: admin only, images only, capped, one file per agent', async (t) => {
   const s = await serve(t);
   const dir = avatarsDir(s.paths);
   mkdirSync(dir, { recursive: true });
@@ -281,7 +281,7 @@ function bodyOf(m: { body: Buffer; type: string }) {
   return { raw: m.body, type: m.type };
 }
 
-t.test('avatar upload does not write through an avatars/ symlink', async (t) => {
+await t.test('avatar upload does not write through an avatars/ symlink', async (t) => {
   const s = await serve(t);
   const elsewhere = join(s.dir, 'elsewhere');
   mkdirSync(elsewhere);
@@ -292,7 +292,7 @@ t.test('avatar upload does not write through an avatars/ symlink', async (t) => 
   t.same(readdirSync(elsewhere), []);
 });
 
-t.test('metrics and history: from the turn facts, per period, rebuilt by replay', async (t) => {
+await t.test('metrics and history: from the turn facts, per period, rebuilt by replay', async (t) => {
   const s = await serve(t);
   // Two days ago: only in 7d.
   await s.turn('main', 'completed', 4000);
@@ -343,7 +343,7 @@ t.test('metrics and history: from the turn facts, per period, rebuilt by replay'
   scratch.close();
 });
 
-t.test('GET /api/providers/available: the listing with the main agent defaults', async (t) => {
+await t.test('GET /api/providers/available: the listing with the main agent defaults', async (t) => {
   const s = await serve(t);
   const r = await s.call('/api/providers/available', { as: 'viewer' });
   t.equal(r.status, 200);
@@ -355,7 +355,7 @@ t.test('GET /api/providers/available: the listing with the main agent defaults',
   t.equal((await s.call('/api/providers/available', { as: null })).status, 401);
 });
 
-t.test("an admin restricted to some agents cannot hand one of them svc's home (or what contains it)", async (t) => {
+await t.test("an admin restricted to some agents cannot hand one of them svc's home (or what contains it)", async (t) => {
   const s = await serve(t);
   const before = registryFile(s.paths);
   for (const dir of ['/', s.paths.root, join(s.paths.root, 'workspace'), join(s.paths.root, '..')]) {

@@ -16,7 +16,7 @@ import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('logout and a reused refresh token end the access token at once: REST and a new /ws/admin auth', async (t) => {
+await t.test('logout and a reused refresh token end the access token at once: REST and a new /ws/admin auth', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);
@@ -89,7 +89,7 @@ t.test('logout and a reused refresh token end the access token at once: REST and
   t.equal((await call('GET', '/api/auth/me', { bearer: fresh.access_token })).status, 200, 'a replayed dead refresh token ends nothing');
 });
 
-t.test("profile's old_password: wrong ones count toward the account's lockout, then 429 even for the right one", async (t) => {
+await t.test("profile's old_password: wrong ones count toward the account's lockout, then 429 even for the right one", async (t) => {
   // Every call from its own address: the per-account lock is what is tested here.
   const s = await adminStand(t, { distinctClients: true });
   const token = (await s.login('bob', 'bob-password')).json.access_token as string;
@@ -108,7 +108,7 @@ t.test("profile's old_password: wrong ones count toward the account's lockout, t
   t.match(await s.call('PUT', '/api/auth/profile', { bearer: later, body: { old_password: 'bob-password', new_password: 'new-password-123' } }), { status: 200 }, 'after the lock, the right password changes it');
 });
 
-t.test("profile's old_password and 2FA disable are under the login's per-address limit", async (t) => {
+await t.test("profile's old_password and 2FA disable are under the login's per-address limit", async (t) => {
   const s = await adminStand(t);
   const token = (await s.login('bob', 'bob-password')).json.access_token as string;
   // The login above was one attempt from this address; four more of any kind, then 429.
@@ -118,7 +118,7 @@ t.test("profile's old_password and 2FA disable are under the login's per-address
   t.equal((await s.call('PUT', '/api/auth/profile', { bearer: token, body: { display_name: 'Bob' } })).status, 200, 'a profile change without a password is no attempt');
 });
 
-t.test('2FA disable: one answer for a wrong password and a wrong code, and the same lockout', async (t) => {
+await t.test('2FA disable: one answer for a wrong password and a wrong code, and the same lockout', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const token = (await s.login('alice', 'alice-password')).json.access_token as string;
   const setup = await s.call('POST', '/api/auth/2fa/setup', { bearer: token });

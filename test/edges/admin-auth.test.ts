@@ -9,7 +9,7 @@ import { API_TOKEN, JWT_SECRET, T0, adminStand, cookieHeader, cookieJar, userRow
 const key = new TextEncoder().encode(JWT_SECRET);
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
-t.test('login: tokens, UserInfo, cookies; me by bearer and by cookie; wrong name and wrong password look alike', async (t) => {
+await t.test('login: tokens, UserInfo, cookies; me by bearer and by cookie; wrong name and wrong password look alike', async (t) => {
   const s = await adminStand(t);
   const r = await s.login('alice', 'alice-password');
   t.equal(r.status, 200);
@@ -43,7 +43,7 @@ t.test('login: tokens, UserInfo, cookies; me by bearer and by cookie; wrong name
   t.notOk(readFileSync(s.paths.refreshTokensFile, 'utf8').includes(r.json.refresh_token.split('.')[1]), 'refresh state holds hashes, not tokens');
 });
 
-t.test('bad access tokens are refused: alg none, another alg, expired, wrong typ, tampered, wrong secret', async (t) => {
+await t.test('bad access tokens are refused: alg none, another alg, expired, wrong typ, tampered, wrong secret', async (t) => {
   const s = await adminStand(t);
   const good = (await s.login('alice', 'alice-password')).json;
   const [h, p, sig] = good.access_token.split('.');
@@ -67,7 +67,7 @@ t.test('bad access tokens are refused: alg none, another alg, expired, wrong typ
   t.equal(await principalFromAccessToken('x'.repeat(10_000), deps), null);
 });
 
-t.test('refresh rotates; a rotated token coming back revokes the family; logout revokes; state survives a restart', async (t) => {
+await t.test('refresh rotates; a rotated token coming back revokes the family; logout revokes; state survives a restart', async (t) => {
   const s = await adminStand(t);
   const first = (await s.login('alice', 'alice-password')).json;
   const refresh = (token: string) => s.call('POST', '/api/auth/refresh', { body: { refresh_token: token } });
@@ -98,7 +98,7 @@ t.test('refresh rotates; a rotated token coming back revokes the family; logout 
   t.equal((await s.call('POST', '/api/auth/refresh', { body: {} })).status, 401);
 });
 
-t.test('refresh re-reads the row: new role, inactive user refused everywhere, token_version bump ends old tokens', async (t) => {
+await t.test('refresh re-reads the row: new role, inactive user refused everywhere, token_version bump ends old tokens', async (t) => {
   const s = await adminStand(t);
   const bob = (await s.login('bob', 'bob-password')).json;
   t.equal(bob.user.role, 'viewer');
@@ -121,7 +121,7 @@ t.test('refresh re-reads the row: new role, inactive user refused everywhere, to
   t.equal(loadUsers(s.paths).find((u) => u.username === 'bob')!.token_version, 2, 'bumped by the deactivation and by the reset');
 });
 
-t.test('cookie sessions need the CSRF header on writes; bearer requests do not', async (t) => {
+await t.test('cookie sessions need the CSRF header on writes; bearer requests do not', async (t) => {
   const s = await adminStand(t);
   const r = await s.login('alice', 'alice-password');
   const jar = cookieJar(r.cookies);
@@ -145,7 +145,7 @@ t.test('cookie sessions need the CSRF header on writes; bearer requests do not',
   t.equal((await s.call('POST', '/api/auth/refresh', { headers: { cookie, 'x-csrf-token': jar.svc_csrf! } })).status, 200);
 });
 
-t.test('the static api.token is the legacy admin: me, token login, 400 on errors-ack, dies with the token', async (t) => {
+await t.test('the static api.token is the legacy admin: me, token login, 400 on errors-ack, dies with the token', async (t) => {
   const s = await adminStand(t);
   t.match((await s.call('GET', '/api/auth/me', { bearer: API_TOKEN })).json, { username: 'api-token', role: 'admin' });
   const ack = await s.call('POST', '/api/dashboard/errors/ack', { bearer: API_TOKEN });
@@ -162,7 +162,7 @@ t.test('the static api.token is the legacy admin: me, token login, 400 on errors
   t.equal((await s.call('POST', '/api/auth/refresh', { body: { refresh_token: refreshed.json.refresh_token } })).status, 401);
 });
 
-t.test('5 login attempts per minute per IP, then 429; X-Forwarded-For only from a trusted proxy', async (t) => {
+await t.test('5 login attempts per minute per IP, then 429; X-Forwarded-For only from a trusted proxy', async (t) => {
   const s = await adminStand(t);
   for (let i = 0; i < 5; i++) t.not((await s.login('alice', i === 4 ? 'alice-password' : 'wrong-pass')).status, 429);
   const over = await s.login('alice', 'alice-password');
@@ -181,7 +181,7 @@ t.test('5 login attempts per minute per IP, then 429; X-Forwarded-For only from 
   t.equal((await s.login('alice', 'alice-password', { 'x-forwarded-for': '203.0.113.2' })).status, 200, 'another client behind the proxy is not');
 });
 
-t.test('per-account lockout after 10 failures in 15 min, for any name; lifted after 15 min', async (t) => {
+await t.test('per-account lockout after 10 failures in 15 min, for any name; lifted after 15 min', async (t) => {
   const s = await adminStand(t, { config: { trusted_proxies: ['127.0.0.1'] } });
   // Ten addresses, so the per-IP limit is never what stops them.
   for (let i = 0; i < 10; i++) {
@@ -198,7 +198,7 @@ t.test('per-account lockout after 10 failures in 15 min, for any name; lifted af
   t.equal((await s.login('alice', 'alice-password', { 'x-forwarded-for': '198.51.100.203' })).status, 200);
 });
 
-t.test('CORS: only api.cors_origins, with credentials; preflight answered', async (t) => {
+await t.test('CORS: only api.cors_origins, with credentials; preflight answered', async (t) => {
   const s = await adminStand(t, { config: { cors_origins: ['https://panel.example'] } });
   const pre = await s.call('OPTIONS', '/api/auth/login', { headers: { origin: 'https://panel.example', 'access-control-request-method': 'POST' } });
   t.equal(pre.status, 204);
@@ -213,7 +213,7 @@ t.test('CORS: only api.cors_origins, with credentials; preflight answered', asyn
   t.equal((await s.call('GET', '/api/auth/me', { bearer: API_TOKEN, headers: { origin: 'http://panel.example' } })).headers.get('access-control-allow-origin'), null, 'exact origin only');
 });
 
-t.test('malformed, oversized and unknown-field bodies: a clear 4xx, nothing changed', async (t) => {
+await t.test('malformed, oversized and unknown-field bodies: a clear 4xx, nothing changed', async (t) => {
   const s = await adminStand(t);
   const before = readFileSync(s.paths.usersFile, 'utf8');
   const cases: [unknown, number, RegExp][] = [
@@ -239,7 +239,7 @@ t.test('malformed, oversized and unknown-field bodies: a clear 4xx, nothing chan
   t.notOk(s.log.read().some((e) => e.type === USER_EVENTS.updated));
 });
 
-t.test('a user whose row disappears or whose users.json is replaced is refused at once', async (t) => {
+await t.test('a user whose row disappears or whose users.json is replaced is refused at once', async (t) => {
   const s = await adminStand(t);
   const token = (await s.login('bob', 'bob-password')).json.access_token;
   saveUsers(s.paths, parseUsers([await userRow('alice', 'admin', 'alice-password')]));

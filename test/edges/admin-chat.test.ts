@@ -7,7 +7,7 @@ import { serveAdminChat } from '../fixtures/admin-chat.js';
 
 const msg = (id: string, sender = 'agent', content = id) => ({ id, sender, content, timestamp: '2026-11-22T10:00:00.000Z' });
 
-t.test('sessions list with read state, archive, provider, delete; messages paging, overwrite, merge; read markers', async (t) => {
+await t.test('sessions list with read state, archive, provider, delete; messages paging, overwrite, merge; read markers', async (t) => {
   const s = await serveAdminChat(t);
   t.equal((await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } })).status, 201, 'created through the shared route with an admin credential');
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'coder' } });
@@ -54,7 +54,7 @@ t.test('sessions list with read state, archive, provider, delete; messages pagin
   t.same(JSON.parse(readFileSync(s.paths.chatReadsFile, 'utf8')), {}, 'markers of the deleted session are gone');
 });
 
-t.test('send: POST /api/chat/{agent} runs a turn and stores both sides; the override becomes @model', async (t) => {
+await t.test('send: POST /api/chat/{agent} runs a turn and stores both sides; the override becomes @model', async (t) => {
   const s = await serveAdminChat(t);
   let r = await s.call('/api/chat/main', { method: 'POST', body: { message: 'hello' } });
   t.same(r, { status: 200, body: { response: 'echo: hello', session_id: 's1', files: [], status: 'completed' } });
@@ -68,7 +68,7 @@ t.test('send: POST /api/chat/{agent} runs a turn and stores both sides; the over
   t.equal(s.rt.calls[0]!.chat_id, s.rt.calls[1]!.chat_id, 'one runtime chat per session');
 });
 
-t.test('commands list matches what the chat understands', async (t) => {
+await t.test('commands list matches what the chat understands', async (t) => {
   const s = await serveAdminChat(t);
   const r = await s.call('/api/commands', { as: 'viewer' });
   t.equal(r.status, 200);
@@ -77,7 +77,7 @@ t.test('commands list matches what the chat understands', async (t) => {
   t.same(r.body.multiagent.map((c: any) => c.command), MULTIAGENT_COMMANDS.map((c) => `/${c}`));
 });
 
-t.test('roles: viewers read chat sessions (SPEC.md: read-only on sessions) and write none; no credential is 401', async (t) => {
+await t.test('roles: viewers read chat sessions (SPEC.md: read-only on sessions) and write none; no credential is 401', async (t) => {
   const s = await serveAdminChat(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   const seq = s.log.lastSeq();
@@ -98,7 +98,7 @@ t.test('roles: viewers read chat sessions (SPEC.md: read-only on sessions) and w
   t.equal(s.rt.calls.length, 0);
 });
 
-t.test('allowed_agents: a restricted operator sees only its agents and cannot act on others', async (t) => {
+await t.test('allowed_agents: a restricted operator sees only its agents and cannot act on others', async (t) => {
   const s = await serveAdminChat(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'coder' }, as: 'anna' });
@@ -120,7 +120,7 @@ t.test('allowed_agents: a restricted operator sees only its agents and cannot ac
   t.equal((await s.call('/api/chat/coder', { method: 'POST', as: 'anna', body: { message: 'ok' } })).status, 200, 'its own agent works');
 });
 
-t.test('bad input: clear 4xx, nothing changed', async (t) => {
+await t.test('bad input: clear 4xx, nothing changed', async (t) => {
   const s = await serveAdminChat(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   await s.call('/api/chat/sessions/s1/messages', { method: 'PUT', body: [msg('a1')] });

@@ -8,7 +8,7 @@ import { LoginRateLimit, attemptLimitKey } from '../../edges/index.js';
 import { homePaths, loadUsers, makeUserDir, removeUserFile } from '../../store/index.js';
 import { adminStand, userRow } from '../fixtures/admin-auth-stand.js';
 
-t.test('an admin limited by allowed_agents manages no users (it could lift its own limit)', async (t) => {
+await t.test('an admin limited by allowed_agents manages no users (it could lift its own limit)', async (t) => {
   const s = await adminStand(t, { distinctClients: true, users: [await userRow('root', 'admin', 'root-password'), await userRow('ria', 'admin', 'ria-password', { allowed_agents: ['a'] })] });
   const ria = (await s.login('ria', 'ria-password')).json.access_token as string;
   const before = JSON.stringify(loadUsers(s.paths));
@@ -26,7 +26,7 @@ t.test('an admin limited by allowed_agents manages no users (it could lift its o
   t.equal((await s.call('PUT', '/api/users/ria', { bearer: root, body: { display_name: 'Ria' } })).status, 200, 'an unrestricted admin still can');
 });
 
-t.test('a deleted user recreated under the same name does not inherit its sessions; a disabled one loses them', async (t) => {
+await t.test('a deleted user recreated under the same name does not inherit its sessions; a disabled one loses them', async (t) => {
   const s = await adminStand(t, { distinctClients: true, users: [await userRow('root', 'admin', 'root-password'), await userRow('bob', 'operator', 'bob-password')] });
   const root = (await s.login('root', 'root-password')).json.access_token as string;
   const old = (await s.login('bob', 'bob-password')).json as { access_token: string; refresh_token: string };
@@ -42,14 +42,14 @@ t.test('a deleted user recreated under the same name does not inherit its sessio
   t.equal((await s.call('POST', '/api/auth/refresh', { body: { refresh_token: fresh.refresh_token } })).status, 401, 'nor the refresh token');
 });
 
-t.test('two refreshes with one token: one rotates it, the other is refused', async (t) => {
+await t.test('two refreshes with one token: one rotates it, the other is refused', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const { refresh_token } = (await s.login('alice', 'alice-password')).json as { refresh_token: string };
   const both = await Promise.all([1, 2].map(() => s.call('POST', '/api/auth/refresh', { body: { refresh_token } })));
   t.same(both.map((r) => r.status).sort(), [200, 401]);
 });
 
-t.test('the password step of a 2FA login does not reset the failures that lock the account', async (t) => {
+await t.test('the password step of a 2FA login does not reset the failures that lock the account', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const token = (await s.login('alice', 'alice-password')).json.access_token as string;
   const { secret } = (await s.call('POST', '/api/auth/2fa/setup', { bearer: token })).json as { secret: string };
@@ -67,7 +67,7 @@ t.test('the password step of a 2FA login does not reset the failures that lock t
   t.ok(locked, 'wrong codes lock the account although the password keeps being right');
 });
 
-t.test('every address of this machine, and every address of one IPv6 /64, is one client to the login limit', async (t) => {
+await t.test('every address of this machine, and every address of one IPv6 /64, is one client to the login limit', async (t) => {
   t.equal(attemptLimitKey('127.0.0.1'), attemptLimitKey('127.200.3.4'));
   t.equal(attemptLimitKey('::ffff:127.0.0.9'), attemptLimitKey('127.0.0.1'));
   t.equal(attemptLimitKey('0000:0000:0000:0000:0000:ffff:7f00:0009'), attemptLimitKey('127.0.0.1'), 'as a dual-stack listener reports it');
@@ -81,7 +81,7 @@ t.test('every address of this machine, and every address of one IPv6 /64, is one
   t.same(waits.map((w) => w > 0), [false, false, false, false, false, true]);
 });
 
-t.test("the file manager does not touch the CLIs' settings folders (the sandbox hook lives in .claude/)", async (t) => {
+await t.test("the file manager does not touch the CLIs' settings folders (the sandbox hook lives in .claude/)", async (t) => {
   const paths = homePaths(t.testdir());
   for (const p of ['.claude/hooks/sandbox_hook.py', '.claude', 'x/.CODEX/config.toml', '.gemini/settings.json']) {
     await t.rejects(removeUserFile(paths, 'main', p), { code: 'forbidden' }, `delete ${p}`);

@@ -38,7 +38,7 @@ async function panelDaemon(t: Test) {
 
 const ok = (t: Test, r: { status: number; body: Json }, what: string) => t.ok(r.status >= 200 && r.status < 300, `${what}: ${r.status} ${JSON.stringify(r.body)}`);
 
-t.test("the webhooks page's edit form sends the whole hook back, url and method included", async (t) => {
+await t.test("the webhooks page's edit form sends the whole hook back, url and method included", async (t) => {
   const { call } = await panelDaemon(t);
   // handleCreate: {id, name, url, method, agent, description}, secret only when typed.
   ok(t, await call('POST', '/api/webhooks', { id: 'deploys', name: 'Deploys', url: '/hooks/deploys', method: 'POST', agent: 'main', description: '', secret: 'first-secret-123' }), 'create');
@@ -75,7 +75,7 @@ t.test("the webhooks page's edit form sends the whole hook back, url and method 
   t.notOk('url' in stored || 'method' in stored, 'url and method were never stored');
 });
 
-t.test("the cron page's create, edit and pause bodies", async (t) => {
+await t.test("the cron page's create, edit and pause bodies", async (t) => {
   const { call } = await panelDaemon(t);
   // createCronJob: {id, title, schedule, agent, description, enabled} (name is renamed to title).
   ok(t, await call('POST', '/api/cron', { id: 'morning-digest', title: 'Morning digest', schedule: '0 9 * * *', agent: 'main', description: '', enabled: true }), 'create');
@@ -84,7 +84,7 @@ t.test("the cron page's create, edit and pause bodies", async (t) => {
   t.match(r, { status: 200, body: { id: 'morning-digest', title: 'Morning digest 2', status: 'paused' } }, 'pause');
 });
 
-t.test("the profile page's remove-avatar and the other pages' bodies and queries", async (t) => {
+await t.test("the profile page's remove-avatar and the other pages' bodies and queries", async (t) => {
   const { call, paths } = await panelDaemon(t);
   // profile/page.tsx removeAvatar: {avatar: ""}.
   t.match(await call('PUT', '/api/auth/profile', { avatar: '' }), { status: 200, body: { username: 'admin', avatar: null } }, 'avatar removed');
@@ -145,7 +145,7 @@ t.test("the profile page's remove-avatar and the other pages' bodies and queries
 });
 
 // Query parameters the panel sends to the routes whose query schemas live in edges/admin/*.routes.ts.
-t.test('panel queries declared inside route files', async (t) => {
+await t.test('panel queries declared inside route files', async (t) => {
   const { call } = await panelDaemon(t);
   const made = await call('POST', '/api/chat/sessions', { agent: 'main', title: 'old thread' });
   await call('POST', '/api/chat/sessions', { agent: 'main', title: 'current thread' });

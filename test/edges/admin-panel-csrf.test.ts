@@ -15,7 +15,7 @@ import { tempHome } from '../fixtures/temp-home.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const PANEL = 'http://panel.example.test';
 
-t.test('the panel writes with its cookie session, the sygen_csrf double submit and its Origin', async (t) => {
+await t.test('the panel writes with its cookie session, the sygen_csrf double submit and its Origin', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

@@ -79,7 +79,7 @@ async function adminSocket(port: number, browser: Browser) {
   return { ...c, ok };
 }
 
-t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, a viewer who changes nothing', async (t) => {
+await t.test('the admin panel walk: 2FA login and refresh, every page, streamed chat, a viewer who changes nothing', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

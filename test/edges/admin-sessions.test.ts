@@ -42,7 +42,7 @@ async function boot(t: Parameters<typeof tempHome>[0], env: Record<string, strin
   return { d, call, ask };
 }
 
-t.test('sessions are listed with their chat and size; a viewer may look, only an admin may end one', async (t) => {
+await t.test('sessions are listed with their chat and size; a viewer may look, only an admin may end one', async (t) => {
   const { d, call, ask } = await boot(t);
   await ask('hello').outcome;
   await ask('again').outcome;
@@ -70,7 +70,7 @@ t.test('sessions are listed with their chat and size; a viewer may look, only an
   t.match(await call('DELETE', '/api/sessions/main:api:1'), { status: 200 }, 'the fresh one can be ended too');
 });
 
-t.test('ending a session kills its running turn and cancels what waits behind it', async (t) => {
+await t.test('ending a session kills its running turn and cancels what waits behind it', async (t) => {
   const { call, ask } = await boot(t, { FAKE_CLI_HANG: '1' });
   const running = ask('never ends');
   const waiting = ask('behind it');
@@ -90,7 +90,7 @@ t.test('ending a session kills its running turn and cancels what waits behind it
   t.same((await call('GET', '/api/sessions')).body, []);
 });
 
-t.test('allowed_agents: a restricted user neither sees nor ends sessions of other agents', async (t) => {
+await t.test('allowed_agents: a restricted user neither sees nor ends sessions of other agents', async (t) => {
   const { call, ask } = await boot(t);
   await ask('hello').outcome;
   t.same(await call('GET', '/api/sessions', 'rita'), { status: 200, body: [] });
@@ -98,7 +98,7 @@ t.test('allowed_agents: a restricted user neither sees nor ends sessions of othe
   t.equal(((await call('GET', '/api/sessions')).body as unknown[]).length, 1, 'it is still there');
 });
 
-t.test('ids that name no session are 404, credentials are checked first', async (t) => {
+await t.test('ids that name no session are 404, credentials are checked first', async (t) => {
   const { call, ask } = await boot(t);
   await ask('hello').outcome;
   for (const id of ['nocolon', 'main:', ':api:1', 'ghost:api:1', 'main:api:99', '..%2F..%2Fetc', 'main:api:1%00']) {
@@ -110,7 +110,7 @@ t.test('ids that name no session are 404, credentials are checked first', async 
   t.equal(((await call('GET', '/api/sessions')).body as unknown[]).length, 1);
 });
 
-t.test('a /stop while a session end waits behind the killed turn does not cancel the end', async (t) => {
+await t.test('a /stop while a session end waits behind the killed turn does not cancel the end', async (t) => {
   const { mkdirSync, writeFileSync, rmSync, readdirSync } = await import('node:fs');
   const gate = join(tempHome(t).dir, 'gate');
   mkdirSync(gate, { recursive: true });

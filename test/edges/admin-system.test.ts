@@ -57,7 +57,7 @@ async function serve(t: TT) {
   return { dir, paths, config, call, write, file };
 }
 
-t.test('GET /api/config: the configuration with every credential masked; operator and up', async (t) => {
+await t.test('GET /api/config: the configuration with every credential masked; operator and up', async (t) => {
   const s = await serve(t);
   const r = await s.call('/api/config');
   t.equal(r.status, 200);
@@ -69,7 +69,7 @@ t.test('GET /api/config: the configuration with every credential masked; operato
   t.equal((await s.call('/api/config', null)).status, 401);
 });
 
-t.test('maskSecrets: nested values, lists and numbers under a credential key; plural and env-style names', async (t) => {
+await t.test('maskSecrets: nested values, lists and numbers under a credential key; plural and env-style names', async (t) => {
   t.same(
     maskSecrets({
       token: { value: 'a', nested: { deep: 'b' } },
@@ -96,7 +96,7 @@ t.test('maskSecrets: nested values, lists and numbers under a credential key; pl
   );
 });
 
-t.test('GET /api/logs: the newest lines, per agent, across rotation, capped, never outside logs/', async (t) => {
+await t.test('GET /api/logs: the newest lines, per agent, across rotation, capped, never outside logs/', async (t) => {
   const s = await serve(t);
   const rotated = join(s.paths.logsDir, 'svc.log.1');
   s.write(1, 'old daemon line', {}, rotated);
@@ -140,7 +140,7 @@ t.test('GET /api/logs: the newest lines, per agent, across rotation, capped, nev
   t.equal((r.body as { lines: string[] }).lines.length, 3);
 });
 
-t.test('GET /api/logs/poll: new lines after the cursor it returned; survives rotation', async (t) => {
+await t.test('GET /api/logs/poll: new lines after the cursor it returned; survives rotation', async (t) => {
   const s = await serve(t);
   s.write(1, 'one');
   s.write(2, 'two', { agent: 'coder' });
@@ -174,7 +174,7 @@ t.test('GET /api/logs/poll: new lines after the cursor it returned; survives rot
   }
 });
 
-t.test('logs: no log file yet is an empty list, not an error', async (t) => {
+await t.test('logs: no log file yet is an empty list, not an error', async (t) => {
   const s = await serve(t);
   t.same(await s.call('/api/logs'), { status: 200, body: { agent: 'main', lines: [] } });
   t.same(await s.call('/api/logs/poll?after=12.5'), { status: 200, body: { agent: 'main', lines: [], timestamp: 12.5 } });

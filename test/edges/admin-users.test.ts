@@ -7,7 +7,7 @@ import { adminStand } from '../fixtures/admin-auth-stand.js';
 
 const row = (s: { paths: Parameters<typeof loadUsers>[0] }, name: string) => loadUsers(s.paths).find((u) => u.username === name);
 
-t.test('TOTP: setup, verify, login in two steps, a code is good once, disable with code and password', async (t) => {
+await t.test('TOTP: setup, verify, login in two steps, a code is good once, disable with code and password', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const token = (await s.login('alice', 'alice-password')).json.access_token;
   const setup = await s.call('POST', '/api/auth/2fa/setup', { bearer: token });
@@ -59,7 +59,7 @@ t.test('TOTP: setup, verify, login in two steps, a code is good once, disable wi
   t.equal((await s.call('POST', '/api/auth/2fa/setup', { bearer: 'static-api-token-0123456789' })).json.code, 'legacy-admin');
 });
 
-t.test('profile: display name, avatar, password change needs the old one and ends other sessions', async (t) => {
+await t.test('profile: display name, avatar, password change needs the old one and ends other sessions', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const token = (await s.login('bob', 'bob-password')).json.access_token;
   const r = await s.call('PUT', '/api/auth/profile', { bearer: token, body: { display_name: 'Bob B', avatar: 'bob.png' } });
@@ -77,7 +77,7 @@ t.test('profile: display name, avatar, password change needs the old one and end
   t.notOk(JSON.stringify(s.log.read()).includes('bob-new-password'));
 });
 
-t.test('users CRUD: admin only, UserInfo rows, field-named errors, last active admin kept', async (t) => {
+await t.test('users CRUD: admin only, UserInfo rows, field-named errors, last active admin kept', async (t) => {
   const s = await adminStand(t, { distinctClients: true });
   const admin = (await s.login('alice', 'alice-password')).json.access_token;
   const viewer = (await s.login('bob', 'bob-password')).json.access_token;

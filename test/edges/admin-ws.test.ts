@@ -34,7 +34,7 @@ async function setup(t: TT, limits?: Partial<AdminSocketLimits>) {
 
 const resultOf = (c: Client) => c.next((f) => f.type === 'result');
 
-t.test('upgrade: 401 without credentials; auth_ok with agents and role; auth_error then close on a bad token', async (t) => {
+await t.test('upgrade: 401 without credentials; auth_ok with agents and role; auth_error then close on a bad token', async (t) => {
   const s = await setup(t);
   await t.rejects(open(s.port, {}), { message: 'HTTP 401' }, 'no credentials: plain HTTP 401');
   await t.rejects(open(s.port, { authorization: 'Bearer wrong' }), { message: 'HTTP 401' });
@@ -70,14 +70,14 @@ t.test('upgrade: 401 without credentials; auth_ok with agents and role; auth_err
   t.equal(s.rt.calls.length, 0, 'nothing ran');
 });
 
-t.test('auth timeout closes a socket that never authenticates', async (t) => {
+await t.test('auth timeout closes a socket that never authenticates', async (t) => {
   const s = await setup(t, { authTimeoutMs: 50 });
   const c = await s.open({ authorization: 'Bearer as:admin' });
   t.match(await c.next((f) => f.type === 'auth_error'), { message: /no auth frame/ });
   t.equal(await c.closed, 1008);
 });
 
-t.test("two sockets of one user see each other's streams once; another user's socket sees nothing", async (t) => {
+await t.test("two sockets of one user see each other's streams once; another user's socket sees nothing", async (t) => {
   const s = await setup(t);
   const a = await s.login('operator');
   const b = await s.login('operator');
@@ -102,7 +102,7 @@ t.test("two sockets of one user see each other's streams once; another user's so
   t.same(other.frames.map((f) => f.type), ['auth_ok']);
 });
 
-t.test('a viewer cannot send; a restricted user cannot use other agents; abort ends its own turn', async (t) => {
+await t.test('a viewer cannot send; a restricted user cannot use other agents; abort ends its own turn', async (t) => {
   const s = await setup(t);
   const viewer = await s.login('viewer');
   viewer.send({ type: 'message', agent: 'main', text: 'hi' });
@@ -129,7 +129,7 @@ t.test('a viewer cannot send; a restricted user cannot use other agents; abort e
   t.same(viewer.frames.filter((f) => f.agent === 'coder'), [], "the viewer is another user: none of anna's frames");
 });
 
-t.test('malformed, oversized, unknown, out-of-order and too many frames: an error frame each, nothing else changes', async (t) => {
+await t.test('malformed, oversized, unknown, out-of-order and too many frames: an error frame each, nothing else changes', async (t) => {
   const s = await setup(t, { maxFrameBytes: 4096, maxFrames: 12, windowMs: 1000 });
   const c = await s.login('admin');
   const seq = s.log.lastSeq();
@@ -168,7 +168,7 @@ t.test('malformed, oversized, unknown, out-of-order and too many frames: an erro
   t.equal(s.rt.calls.length, 0);
 });
 
-t.test('the rate window lets a client go on once it has passed; a good frame still works after refusals', async (t) => {
+await t.test('the rate window lets a client go on once it has passed; a good frame still works after refusals', async (t) => {
   const s = await setup(t, { maxFrames: 3, windowMs: 60_000 });
   const c = await s.login('admin');
   c.send({ type: 'dance' });
@@ -183,7 +183,7 @@ t.test('the rate window lets a client go on once it has passed; a good frame sti
   t.match(await c.next((f) => f.type === 'result' && f.text === 'echo: new window'), { session_id: 's1' });
 });
 
-t.test("chat.read goes to the marker owner's sockets only; notifications and envelopes under each socket's ACL", async (t) => {
+await t.test("chat.read goes to the marker owner's sockets only; notifications and envelopes under each socket's ACL", async (t) => {
   const s = await setup(t);
   const a = await s.login('operator');
   const b = await s.login('operator');
@@ -220,7 +220,7 @@ t.test("chat.read goes to the marker owner's sockets only; notifications and env
   t.match(vera.frames.filter((f) => f.type === 'chat_message'), [{ kind: 'interagent', agent: 'main' }], 'a viewer reads chat sessions (read-only): their envelopes too');
 });
 
-t.test("a token_version bump, deactivation or deletion closes that user's sockets and no one else's", async (t) => {
+await t.test("a token_version bump, deactivation or deletion closes that user's sockets and no one else's", async (t) => {
   const s = await setup(t);
   const a = await s.login('operator');
   const b = await s.login('operator');

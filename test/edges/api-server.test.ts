@@ -71,13 +71,13 @@ async function serve(t: Test, opts: { directEnabled: boolean; admin: boolean; ph
   return { server, call, logs, log };
 }
 
-t.test('no surface that needs the server: nothing listens', async (t) => {
+await t.test('no surface that needs the server: nothing listens', async (t) => {
   const { server, logs } = await serve(t, { directEnabled: false, admin: false });
   t.equal(server, null, 'the shared /api routes alone are no reason to listen');
   t.same(logs, []);
 });
 
-t.test('direct API disabled, another surface running: /health, public avatars and the admin credential; no /ws, /files, /upload', async (t) => {
+await t.test('direct API disabled, another surface running: /health, public avatars and the admin credential; no /ws, /files, /upload', async (t) => {
   const { call, logs, log } = await serve(t, { directEnabled: false, admin: true });
   t.match(logs, [/^admin API listening on 127\.0\.0\.1:\d+$/]);
   t.notOk(logs.some((l) => /direct API/.test(l)));
@@ -98,7 +98,7 @@ t.test('direct API disabled, another surface running: /health, public avatars an
   t.equal(log.lastSeq(), 0, 'nothing was recorded');
 });
 
-t.test('direct API enabled beside the admin stand-in: the shared routes take either credential, /files only the direct token', async (t) => {
+await t.test('direct API enabled beside the admin stand-in: the shared routes take either credential, /files only the direct token', async (t) => {
   const { call, logs } = await serve(t, { directEnabled: true, admin: true });
   t.match(logs, [/^direct API listening on 127\.0\.0\.1:\d+$/, /^admin API listening on 127\.0\.0\.1:\d+$/]);
   t.same(await call('/health'), { status: 200, body: { status: 'ok', connections: 0 } });
@@ -110,7 +110,7 @@ t.test('direct API enabled beside the admin stand-in: the shared routes take eit
   t.same((await call('/api/chat/sessions/s1', { method: 'PUT', bearer: API_TOKEN, body: { title: 'x' } })).body.code, 'no-handler', "api.token is the owner's: operator routes let it through");
 });
 
-t.test('/health answers 503 {"status":"starting"} until the daemon says it is up, then 200 with what the surfaces report, and 503 stopping once a stop begins', async (t) => {
+await t.test('/health answers 503 {"status":"starting"} until the daemon says it is up, then 200 with what the surfaces report, and 503 stopping once a stop begins', async (t) => {
   let phase: DaemonPhase = 'starting';
   const { call } = await serve(t, { directEnabled: true, admin: false, phase: () => phase });
   t.same(await call('/health'), { status: 503, body: { status: 'starting' } }, 'listening is not ready');

@@ -50,7 +50,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-t.test('ask_agent.py and ask_agent_async.py', async (t) => {
+await t.test('ask_agent.py and ask_agent_async.py', async (t) => {
   const { port, rt, bus } = await serveInternal(t);
   const env = (agent: string, token: string, extra: NodeJS.ProcessEnv = {}) => ({
     PATH: process.env.PATH,
@@ -129,7 +129,7 @@ t.test('ask_agent.py and ask_agent_async.py', async (t) => {
   t.equal(bus.log.read({ types: ['interagent.requested'] }).length, before, 'usage errors send nothing');
 });
 
-t.test('svc ask streams the answer and reports the outcome in its exit code', async (t) => {
+await t.test('svc ask streams the answer and reports the outcome in its exit code', async (t) => {
   const { port, rt } = await serveInternal(t);
   const paths = homePaths(join(t.testdir(), 'home'));
   fs.mkdirSync(paths.configDir, { recursive: true });
@@ -210,7 +210,7 @@ async function recordingServer(t: Test, reply: (method: string, url: string, bod
   return { port: (server.address() as { port: number }).port, seen };
 }
 
-t.test('task tools: create, resume, ask_parent, list, cancel, delete send what WIRE.md §3 names and print the answer', async (t) => {
+await t.test('task tools: create, resume, ask_parent, list, cancel, delete send what WIRE.md §3 names and print the answer', async (t) => {
   const srv = await recordingServer(t, (_method, url, body) => {
     const b = body as Record<string, unknown> | null;
     if (url === '/tasks/create') return [200, { success: true, task_id: 't-42' }];
@@ -286,7 +286,7 @@ t.test('task tools: create, resume, ask_parent, list, cancel, delete send what W
   t.match(r.stdout, /^Start a background task/);
 });
 
-t.test('task tools against the internal API with no task hub: the refusal reaches the agent', async (t) => {
+await t.test('task tools against the internal API with no task hub: the refusal reaches the agent', async (t) => {
   const { port } = await serveInternal(t);
   const e = { PATH: process.env.PATH, SVC_INTERAGENT_PORT: String(port), SVC_AGENT_NAME: 'main', SVC_INTERAGENT_TOKEN: MAIN_TOKEN };
   const r = await run('/usr/bin/python3', [join(TOOLS, 'create_task.py'), 'x'], { env: e });

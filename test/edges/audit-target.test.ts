@@ -13,7 +13,7 @@ const req = (over: Partial<HttpRequest> & { json?: unknown }): HttpRequest => ({
   ...over,
 });
 
-t.test('the target: path, then the identifying fields of the answer or the body, then the query, then the settings set', async (t) => {
+await t.test('the target: path, then the identifying fields of the answer or the body, then the query, then the settings set', async (t) => {
   t.same(auditTarget(req({ params: { username: 'bob' } }), undefined), { target: 'bob', detail: null });
   t.same(auditTarget(req({ json: { username: 'vera', password: 'p4ssw0rd!', role: 'viewer' } }), { status: 201, json: { username: 'vera' } }), { target: 'vera', detail: { fields: 'password,role,username' } });
   t.same(auditTarget(req({ json: { title: 'T', agent: 'main' } }), { status: 201, json: { id: 'c1', secret: 'whsec' } }), { target: 'c1', detail: { agent: 'main', fields: 'agent,title' } });
@@ -22,7 +22,7 @@ t.test('the target: path, then the identifying fields of the answer or the body,
   t.same(auditTarget(req({ json: { id: 'x' } }), { status: 409, json: { id: 'someone-else', error: 'exists' } }), { target: 'x', detail: { fields: 'id' } }, "an error's body names nothing");
 });
 
-t.test('never a secret: only identifying values are copied, of the rest only key names', async (t) => {
+await t.test('never a secret: only identifying values are copied, of the rest only key names', async (t) => {
   const secrets = { password: 'pw-SECRET-1', token: 'tok-SECRET-2', secret: 'sec-SECRET-3', hmac_secret: 'h-SECRET-4', totp_secret: 'JBSWY3SECRET5', password_hash: 'scrypt$SECRET6' };
   const r = auditTarget(req({ json: secrets, query: new URLSearchParams('token=q-SECRET-7') }), { status: 200, json: { ...secrets, access_token: 'a-SECRET-8' } });
   t.notMatch(JSON.stringify(r), /SECRET/, JSON.stringify(r));

@@ -42,7 +42,7 @@ async function serve(t: TT) {
   return { paths, get, internal };
 }
 
-t.test('served without any Authorization header, with the content type of the file found first', async (t) => {
+await t.test('served without any Authorization header, with the content type of the file found first', async (t) => {
   const s = await serve(t);
   const r = await s.get('/api/agents/main/avatar');
   t.equal(r.status, 200);
@@ -61,7 +61,7 @@ t.test('served without any Authorization header, with the content type of the fi
   t.same(s.internal, []);
 });
 
-t.test('names that could leave the folder are 400; no avatar is 404', async (t) => {
+await t.test('names that could leave the folder are 400; no avatar is 404', async (t) => {
   const s = await serve(t);
   for (const path of [
     '/api/agents/%2e%2e/avatar',
@@ -91,7 +91,7 @@ t.test('names that could leave the folder are 400; no avatar is 404', async (t) 
   t.same(s.internal, []);
 });
 
-t.test('a symlink in avatars/ is never followed, whatever it points at; only raster images are served', async (t) => {
+await t.test('a symlink in avatars/ is never followed, whatever it points at; only raster images are served', async (t) => {
   const s = await serve(t);
   const dir = avatarsDir(s.paths);
   symlinkSync('/etc/passwd', join(dir, 'evil.png'));

@@ -52,7 +52,7 @@ const wire = (over: Record<string, unknown>) => ({
   ...over,
 });
 
-t.test('POST creates (201), PUT renames (200) in the WIRE.md session shape', async (t) => {
+await t.test('POST creates (201), PUT renames (200) in the WIRE.md session shape', async (t) => {
   const s = await serve(t);
   let r = await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main' } });
   t.same(r, { status: 201, body: wire({}) });
@@ -69,7 +69,7 @@ t.test('POST creates (201), PUT renames (200) in the WIRE.md session shape', asy
   t.same(s.internal, []);
 });
 
-t.test('rename: unknown id 404; bad titles, bad JSON and oversized bodies 400/413 and change nothing', async (t) => {
+await t.test('rename: unknown id 404; bad titles, bad JSON and oversized bodies 400/413 and change nothing', async (t) => {
   const s = await serve(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main', title: 'Original' } });
   const seq = s.log.lastSeq();
@@ -122,7 +122,7 @@ t.test('rename: unknown id 404; bad titles, bad JSON and oversized bodies 400/41
   t.same(s.internal, []);
 });
 
-t.test('401 without the right bearer token, and nothing changes', async (t) => {
+await t.test('401 without the right bearer token, and nothing changes', async (t) => {
   const s = await serve(t);
   await s.call('/api/chat/sessions', { method: 'POST', body: { agent: 'main', title: 'Original' } });
   const seq = s.log.lastSeq();
@@ -141,7 +141,7 @@ t.test('401 without the right bearer token, and nothing changes', async (t) => {
   t.equal(listChatSessions(s.log.projectionDb()).length, 1);
 });
 
-t.test('replay of what the HTTP calls recorded equals the live read model', async (t) => {
+await t.test('replay of what the HTTP calls recorded equals the live read model', async (t) => {
   const s = await serve(t);
   for (const agent of ['main', 'coder', 'main']) {
     await s.call('/api/chat/sessions', { method: 'POST', body: { agent } });

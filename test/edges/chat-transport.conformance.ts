@@ -22,8 +22,8 @@ export interface ConformanceRig {
   stop?(): Promise<void>;
 }
 
-export function chatTransportConformance(t: Test, name: string, open: (t: Test) => Promise<ConformanceRig>): void {
-  t.test(`${name}: conforms to the chat-transport contract`, async (t) => {
+export async function chatTransportConformance(t: Test, name: string, open: (t: Test) => Promise<ConformanceRig>): Promise<void> {
+  await t.test(`${name}: conforms to the chat-transport contract`, async (t) => {
     const rig = await open(t);
     const { transport, address } = rig;
     t.equal(transport.name, name);

@@ -19,7 +19,7 @@ import { botSays, matrixRig, matrixWorld, ready } from '../fixtures/matrix-rig.j
 
 const TOKEN = 'conformance-token-0123456789abcdef';
 
-chatTransportConformance(t, 'api', async (t) => {
+await chatTransportConformance(t, 'api', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   const agent = scriptedAgent(bus);
   const cfg = defaultConfig();
@@ -45,7 +45,7 @@ chatTransportConformance(t, 'api', async (t) => {
   };
 });
 
-chatTransportConformance(t, 'admin', async (t) => {
+await chatTransportConformance(t, 'admin', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   const agent = scriptedAgent(bus);
   const kept: string[] = [];
@@ -66,7 +66,7 @@ chatTransportConformance(t, 'admin', async (t) => {
   };
 });
 
-chatTransportConformance(t, 'telegram', async (t) => {
+await chatTransportConformance(t, 'telegram', async (t) => {
   const fake = await startFakeTelegram();
   const bus = new Bus({ log: new MemoryEventLog() });
   const agent = scriptedAgent(bus);
@@ -89,7 +89,7 @@ chatTransportConformance(t, 'telegram', async (t) => {
   };
 });
 
-chatTransportConformance(t, 'matrix', async (t) => {
+await chatTransportConformance(t, 'matrix', async (t) => {
   t.teardown(quietSdkConsole());
   t.teardown(unrefSdkRequestTimers());
   const w = await matrixWorld(t);

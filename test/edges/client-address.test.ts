@@ -24,7 +24,7 @@ import { adminStand } from '../fixtures/admin-auth-stand.js';
 
 const MAPPED_LOCALHOST = '0000:0000:0000:0000:0000:ffff:7f00:0001';
 
-t.test('parseAddress: any spelling of an address is one canonical text; anything else is null', async (t) => {
+await t.test('parseAddress: any spelling of an address is one canonical text; anything else is null', async (t) => {
   const cases: [string, string | null][] = [
     // IPv4
     ['10.0.0.1', '10.0.0.1'],
@@ -68,7 +68,7 @@ t.test('parseAddress: any spelling of an address is one canonical text; anything
   t.equal(clientAddress('nonsense'), 'unknown', 'facts and logs say unknown for no address');
 });
 
-t.test('comparing addresses and the keys the limits count them under', async (t) => {
+await t.test('comparing addresses and the keys the limits count them under', async (t) => {
   t.ok(sameAddress(MAPPED_LOCALHOST, '127.0.0.1'));
   t.ok(sameAddress('::ffff:7f00:1', '[::FFFF:127.0.0.1]'));
   t.ok(sameAddress('2001:0db8::0001', '2001:db8:0:0:0:0:0:1'));
@@ -100,7 +100,7 @@ t.test('comparing addresses and the keys the limits count them under', async (t)
   t.not(rateLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0001'), rateLimitKey('0000:0000:0000:0000:0000:ffff:c0a8:0002'), 'IPv4 clients on a dual-stack listener are not one IPv6 /64');
 });
 
-t.test('the client behind a request: X-Forwarded-For counts only from a trusted proxy, matched in any spelling', async (t) => {
+await t.test('the client behind a request: X-Forwarded-For counts only from a trusted proxy, matched in any spelling', async (t) => {
   const req = (remoteAddress: string, xff?: string) => ({ remoteAddress, headers: (xff === undefined ? {} : { 'x-forwarded-for': xff }) as Record<string, string> });
   t.equal(clientIp(req(MAPPED_LOCALHOST), []), '127.0.0.1', 'the peer, canonical');
   t.equal(clientIp(req(MAPPED_LOCALHOST, '203.0.113.9'), []), '127.0.0.1', 'a forwarded-for header from an untrusted peer is ignored');
@@ -149,7 +149,7 @@ async function dualStackUnavailable(): Promise<string | null> {
 const unavailable = await dualStackUnavailable();
 const dualStackSkip = unavailable ? { skip: `needs a dual-stack :: listener: ${unavailable}` } : {};
 
-t.test('on a :: listener, IPv4 logins are limited and recorded by their IPv4 address, and an IPv4 trusted proxy matches', dualStackSkip, async (t) => {
+await t.test('on a :: listener, IPv4 logins are limited and recorded by their IPv4 address, and an IPv4 trusted proxy matches', dualStackSkip, async (t) => {
   const s = await adminStand(t, { host: '::' });
   const port = s.srv.port;
   // Raw sockets from a chosen source address, one request each (fetch cannot pick the source).

@@ -107,7 +107,7 @@ const MP = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
 
 const filesIn = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String) : []);
 
-t.test('/files follows file_access, by real path', async (t) => {
+await t.test('/files follows file_access, by real path', async (t) => {
   const env = await serve(t);
   const { paths, outside } = env;
   const get = (p: string, headers: Record<string, string> = AUTH) => call(`${env.base}/files?path=${encodeURIComponent(p)}`, { headers });
@@ -170,7 +170,7 @@ t.test('/files follows file_access, by real path', async (t) => {
   t.equal((await call(`${env.base}/files?path=a.txt`, { method: 'POST', headers: AUTH })).status, 405);
 });
 
-t.test('/upload streams the file into a dated folder', async (t) => {
+await t.test('/upload streams the file into a dated folder', async (t) => {
   const env = await serve(t);
   const dayDir = join(env.paths.workspace, 'api_files', '2024-03-06');
   const bytes = randomBytes(700 * 1024 + 13);
@@ -205,7 +205,7 @@ t.test('/upload streams the file into a dated folder', async (t) => {
   t.notMatch(evil.prompt, /\n/, 'no caption, one line');
 });
 
-t.test('/upload refusals leave nothing behind', async (t) => {
+await t.test('/upload refusals leave nothing behind', async (t) => {
   const env = await serve(t, { maxUploadBytes: 8 * 1024 });
   const apiFiles = join(env.paths.workspace, 'api_files');
   const post = (body: Buffer | string, headers: Record<string, string> = { ...AUTH, ...MP }) => call(`${env.base}/upload`, { method: 'POST', headers, body });
@@ -255,7 +255,7 @@ t.test('/upload refusals leave nothing behind', async (t) => {
   t.equal(r.status, 200, 'the server is still fine');
 });
 
-t.test('startDirectApi: only when enabled, token generated once, public bind warned', async (t) => {
+await t.test('startDirectApi: only when enabled, token generated once, public bind warned', async (t) => {
   const dir = t.testdir({});
   const paths = homePaths(dir);
   mkdirSync(paths.configDir, { recursive: true });
@@ -289,7 +289,7 @@ t.test('startDirectApi: only when enabled, token generated once, public bind war
   t.notOk(logs.some((l) => l.level === 'warn'), 'loopback does not warn');
 });
 
-t.test('/files under a symlink-swap race never serves what the link reaches outside the root', async (t) => {
+await t.test('/files under a symlink-swap race never serves what the link reaches outside the root', async (t) => {
   const env = await serve(t);
   env.cfg.file_access = 'workspace';
   const ws = env.paths.workspace;
@@ -328,7 +328,7 @@ t.test('/files under a symlink-swap race never serves what the link reaches outs
   t.same([...statuses.keys()].filter((s) => s !== 200 && s !== 403 && s !== 404), [], 'nothing but 200, 403 or 404');
 });
 
-t.test('the service secrets are refused in every file_access mode, through links too', async (t) => {
+await t.test('the service secrets are refused in every file_access mode, through links too', async (t) => {
   const env = await serve(t);
   const { paths } = env;
   mkdirSync(paths.secretsDir, { recursive: true });
@@ -402,7 +402,7 @@ function download(url: string, onResponse: (res: IncomingMessage) => void | Prom
   });
 }
 
-t.test('a file whose size is not what stat said ends its response at once', async (t) => {
+await t.test('a file whose size is not what stat said ends its response at once', async (t) => {
   const env = await serve(t);
   env.cfg.file_access = 'all';
   const url = (p: string) => `${env.base}/files?path=${encodeURIComponent(p)}`;
@@ -457,7 +457,7 @@ t.test('a file whose size is not what stat said ends its response at once', asyn
   t.equal(after.body.toString(), 'alpha', 'the server is fine afterwards');
 });
 
-t.test('served files: type from mime-types, RFC 6266 disposition with an ASCII fallback', async (t) => {
+await t.test('served files: type from mime-types, RFC 6266 disposition with an ASCII fallback', async (t) => {
   const env = await serve(t);
   const name = 'naïve "q" (1)*\\%.json';
   writeFileSync(join(env.paths.workspace, name), '{}');
@@ -472,7 +472,7 @@ t.test('served files: type from mime-types, RFC 6266 disposition with an ASCII f
   t.equal(r.headers['x-content-type-options'], 'nosniff');
 });
 
-t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) => {
+await t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) => {
   const env = await serve(t, { maxUploadBytes: 64 * 1024 });
   const apiFiles = join(env.paths.workspace, 'api_files');
   const post = (body: Buffer | string, contentType = MP['content-type']) => call(`${env.base}/upload`, { method: 'POST', headers: { ...AUTH, 'content-type': contentType }, body });
@@ -514,7 +514,7 @@ t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) =>
   }
 });
 
-t.test('stored upload names: no separator, NUL, leading dot or overlong name survives', async (t) => {
+await t.test('stored upload names: no separator, NUL, leading dot or overlong name survives', async (t) => {
   const env = await serve(t);
   const cases: [string, RegExp][] = [
     ['..\\\\..\\\\.hidden', /^[0-9a-f]{8}_hidden$/],
@@ -532,7 +532,7 @@ t.test('stored upload names: no separator, NUL, leading dot or overlong name sur
   }
 });
 
-t.test('receiveUpload settles once when busboy reports an error and then a finish', async (t) => {
+await t.test('receiveUpload settles once when busboy reports an error and then a finish', async (t) => {
   const dir = t.testdir({});
   const opts = { baseDir: dir, day: '2024-01-01', maxFileBytes: 1024 };
   const body = multipart([{ name: 'file', filename: 'a.txt', data: 'abcdef'.repeat(50) }]);
@@ -567,7 +567,7 @@ t.test('receiveUpload settles once when busboy reports an error and then a finis
   t.equal(readFileSync(ok.path, 'utf8'), 'fine');
 });
 
-t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
+await t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
   const env = await serve(t);
   env.cfg.file_access = 'all';
   const fifo = join(env.paths.workspace, 'pipe.txt');
@@ -578,24 +578,25 @@ t.test('a FIFO or a device is refused at once, not waited on', async (t) => {
   }
 });
 
-t.test('/upload: a body still arriving after the answer is dropped, and a body without a length is capped', async (t) => {
+await t.test('/upload: a body still arriving after the answer is dropped, and a body without a length is capped', async (t) => {
   let env = await serve(t);
   const port = Number(new URL(env.base).port);
   // No token, a declared 4 MiB, sent in full although the 401 comes first: the server must neither
   // crash nor buffer it (it once paused a finished response and died on uWS's assertion).
   const declared = 4 * 1024 * 1024;
   const head = `POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${declared}\r\n\r\n`;
-  const answer = await new Promise<string>((resolve) => {
+  const answer = await new Promise<string>((resolve, reject) => {
     const sock = connect(port, '127.0.0.1');
     let text = '';
-    sock.on('connect', async () => {
+    const send = async () => {
       sock.write(head);
       const chunk = Buffer.alloc(256 * 1024, 0x61);
       for (let sent = 0; sent < declared && !sock.destroyed; sent += chunk.length) {
         if (!sock.write(chunk)) await new Promise((r) => sock.once('drain', r));
       }
       sock.end();
-    });
+    };
+    sock.on('connect', () => void send().catch(reject));
     sock.on('data', (d) => (text += d.toString('latin1')));
     sock.on('error', () => undefined);
     sock.on('close', () => resolve(text));

@@ -5,7 +5,7 @@ import { ServerFrameSchema } from '../../schemas/index.js';
 
 const payload = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'));
 
-t.test('client frames are parsed by ClientFrameSchema with the same answers as before', async (t) => {
+await t.test('client frames are parsed by ClientFrameSchema with the same answers as before', async (t) => {
   const table: [string, unknown][] = [
     ['{"type":"message","text":"hi"}', { kind: 'message', text: 'hi' }],
     ['{"type":"message","text":"hi","extra":[1]}', { kind: 'message', text: 'hi' }],
@@ -32,7 +32,7 @@ t.test('client frames are parsed by ClientFrameSchema with the same answers as b
   for (const [raw, want] of table) t.match(classifyClientPayload(payload(raw)), want as object, raw.slice(0, 60));
 });
 
-t.test('ServerFrameSchema describes what the edge sends and refuses what it must not', async (t) => {
+await t.test('ServerFrameSchema describes what the edge sends and refuses what it must not', async (t) => {
   const good = [
     { type: 'auth_ok', chat_id: 1, e2e_pk: 'k', providers: [{ id: 'claude', name: 'Claude', models: ['opus'] }], active_provider: 'claude', active_model: 'opus' },
     { type: 'text_delta', data: 'x' },

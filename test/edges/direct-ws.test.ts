@@ -276,7 +276,7 @@ const pk = (c: Client) => Buffer.from(c.keys.publicKey).toString('base64');
 
 // ------------------------------------------------------------------ tests
 
-t.test('handshake, streamed turn in order, facts without contents', async (t) => {
+await t.test('handshake, streamed turn in order, facts without contents', async (t) => {
   const env = await serve(t);
   const c = await Client.open(env.url);
   c.sendPlain({ type: 'auth', token: TOKEN, e2e_pk: pk(c), chat_id: 5, channel_id: 9 });
@@ -315,7 +315,7 @@ t.test('handshake, streamed turn in order, facts without contents', async (t) =>
   t.same(await h2.json(), { status: 'ok', connections: 0 });
 });
 
-t.test('chat_id and channel_id fall back per SPEC; bad values are ignored', async (t) => {
+await t.test('chat_id and channel_id fall back per SPEC; bad values are ignored', async (t) => {
   const env = await serve(t);
   for (const [extra, chat, channel] of [
     [{}, 4242, undefined],
@@ -334,7 +334,7 @@ t.test('chat_id and channel_id fall back per SPEC; bad values are ignored', asyn
   c.close();
 });
 
-t.test('every authentication rejection is a plaintext error followed by a close, and writes nothing', async (t) => {
+await t.test('every authentication rejection is a plaintext error followed by a close, and writes nothing', async (t) => {
   const env = await serve(t, { limits: { authTimeoutMs: 150, authFailuresPerWindow: 100 } });
   const expectReject = async (c: Client, code: string) => {
     const closed = await c.closed;
@@ -380,7 +380,7 @@ t.test('every authentication rejection is a plaintext error followed by a close,
   t.equal(env.rt!.calls.length, 0);
 });
 
-t.test('failed authentications are limited per address: past the limit failures are answered late with 1013, the right token still gets in', async (t) => {
+await t.test('failed authentications are limited per address: past the limit failures are answered late with 1013, the right token still gets in', async (t) => {
   let now = 1_000_000;
   const env = await serve(t, { limits: { authFailuresPerWindow: 3, authFailureWindowMs: 60_000, authFailureDelayMs: 1000 }, now: () => now });
   const failing = async () => {
@@ -405,7 +405,7 @@ t.test('failed authentications are limited per address: past the limit failures 
   t.same(env.log.read().map((e) => e.type), ['connection.authenticated', 'connection.closed'], 'only the authenticated connection left facts');
 });
 
-t.test('sockets waiting to authenticate are capped per address: past the cap the oldest waiting one is closed, and the token always gets in', async (t) => {
+await t.test('sockets waiting to authenticate are capped per address: past the cap the oldest waiting one is closed, and the token always gets in', async (t) => {
   const env = await serve(t, { limits: { maxPendingPerAddress: 3 } });
   const silent = [await Client.open(env.url), await Client.open(env.url), await Client.open(env.url)];
   const owner = await Client.authed(env.url);
@@ -424,7 +424,7 @@ t.test('sockets waiting to authenticate are capped per address: past the cap the
   t.same(env.log.read().map((e) => e.type), ['connection.authenticated', 'connection.closed'], 'only the owner left facts');
 });
 
-t.test('the server-wide cap on waiting sockets closes the oldest too', async (t) => {
+await t.test('the server-wide cap on waiting sockets closes the oldest too', async (t) => {
   const env = await serve(t, { limits: { maxPendingTotal: 2 } });
   const first = await Client.open(env.url);
   await Client.open(env.url);
@@ -432,7 +432,7 @@ t.test('the server-wide cap on waiting sockets closes the oldest too', async (t)
   t.equal((await first.closed).code, 1013);
 });
 
-t.test('auth-failure limit: given/when/then over the per-address rule', async (t) => {
+await t.test('auth-failure limit: given/when/then over the per-address rule', async (t) => {
   const limit = new AuthFailureLimit({ maxFailures: 2, windowMs: 1000, maxAddresses: 3 });
   t.equal(limit.fail('a', 0), 0, 'given no failures, when a fails once, then it may retry');
   t.equal(limit.fail('a', 10), 0);
@@ -461,7 +461,7 @@ t.test('auth-failure limit: given/when/then over the per-address rule', async (t
   t.equal(attemptLimitKey('10.0.0.1'), '10.0.0.1');
 });
 
-t.test('session errors are encrypted and leave the session usable', async (t) => {
+await t.test('session errors are encrypted and leave the session usable', async (t) => {
   const env = await serve(t);
   const c = await Client.authed(env.url, { chat_id: 3 });
   const errorAfter = async (send: () => void) => {
@@ -505,7 +505,7 @@ t.test('session errors are encrypted and leave the session usable', async (t) =>
   t.ok(env.logs.some((l) => l.level === 'error' && /runtime exploded/.test(l.msg)));
 });
 
-t.test('no runtime attached → no_handler for messages and aborts', async (t) => {
+await t.test('no runtime attached → no_handler for messages and aborts', async (t) => {
   const env = await serve(t, { runtime: false });
   const c = await Client.authed(env.url);
   c.sendSealed({ type: 'message', text: 'anyone?' });
@@ -515,7 +515,7 @@ t.test('no runtime attached → no_handler for messages and aborts', async (t) =
   t.match(await c.next((f) => f.type === 'error', from), { code: 'no_handler' });
 });
 
-t.test('oversized frames: refused with an error, or closed by uWS above the hard cap', async (t) => {
+await t.test('oversized frames: refused with an error, or closed by uWS above the hard cap', async (t) => {
   const env = await serve(t, { limits: { maxFrameBytes: 64 * 1024, hardFrameBytes: 128 * 1024 } });
   const c = await Client.authed(env.url);
   c.sendSealed({ type: 'message', text: 'y'.repeat(80 * 1024) });
@@ -529,7 +529,7 @@ t.test('oversized frames: refused with an error, or closed by uWS above the hard
   t.equal(env.rt!.calls.length, 1);
 });
 
-t.test('a burst of chunks arrives whole and in order, merged into frames of at most 64 KiB of text', async (t) => {
+await t.test('a burst of chunks arrives whole and in order, merged into frames of at most 64 KiB of text', async (t) => {
   const env = await serve(t);
   const c = await Client.authed(env.url, { chat_id: 3 });
   c.sendSealed({ type: 'message', text: 'burst' });
@@ -540,7 +540,7 @@ t.test('a burst of chunks arrives whole and in order, merged into frames of at m
   t.ok(deltas.every((d) => d.length <= 64 * 1024), 'no frame above the merge cap');
 });
 
-t.test('abort and /stop are chat-scoped and not queued behind the turn they stop', async (t) => {
+await t.test('abort and /stop are chat-scoped and not queued behind the turn they stop', async (t) => {
   const env = await serve(t);
   const a = await Client.authed(env.url, { chat_id: 5, channel_id: 1 });
   const b = await Client.authed(env.url, { chat_id: 5, channel_id: 2 });
@@ -573,7 +573,7 @@ t.test('abort and /stop are chat-scoped and not queued behind the turn they stop
 // fake runtime queues by key on its own; what the edge must do is hand every message on at once, in the
 // order its socket sent it, under the session key the chat and channel name, and send each result back
 // to the socket that asked.
-t.test('messages of one chat reach the runtime at once, in order, under one session key, across connections; each result returns to its sender', async (t) => {
+await t.test('messages of one chat reach the runtime at once, in order, under one session key, across connections; each result returns to its sender', async (t) => {
   const env = await serve(t);
   const c1 = await Client.authed(env.url, { chat_id: 8 });
   const c2 = await Client.authed(env.url, { chat_id: 8 });
@@ -593,7 +593,7 @@ t.test('messages of one chat reach the runtime at once, in order, under one sess
   t.same(c2.frames.filter((f) => f.type === 'result').map((f) => f.text), ['echo: m3'], 'each result to the socket that asked');
 });
 
-t.test('a client that disconnects mid-turn does not cancel it', async (t) => {
+await t.test('a client that disconnects mid-turn does not cancel it', async (t) => {
   const env = await serve(t);
   const c = await Client.authed(env.url, { chat_id: 9 });
   c.sendSealed({ type: 'message', text: 'hold me' });
@@ -608,7 +608,7 @@ t.test('a client that disconnects mid-turn does not cancel it', async (t) => {
   t.match(await d.next((f) => f.type === 'result'), { text: 'echo: after' });
 });
 
-t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', async (t) => {
+await t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', async (t) => {
   // All from 127.0.0.1 with the default limits: the failures go past the per-address limit, and the
   // healthy client from the same address must still get in.
   const env = await serve(t);
@@ -641,7 +641,7 @@ t.test('2,000 malformed frames, 50 bad handshakes, then a healthy new client', a
   t.match(await c.next((f) => f.type === 'result'), { text: 'echo: old one too' });
 });
 
-t.test('a client that never reads is dropped once its send buffer passes the cap', async (t) => {
+await t.test('a client that never reads is dropped once its send buffer passes the cap', async (t) => {
   const limit = 512 * 1024;
   const env = await serve(t, { limits: { maxBufferedBytes: limit } });
   const c = await Client.authed(env.url, { chat_id: 11 });
@@ -661,7 +661,7 @@ t.test('a client that never reads is dropped once its send buffer passes the cap
   t.match(await d.next((f) => f.type === 'result'), { text: 'echo: next' });
 });
 
-t.test('notifications are pushed to authenticated connections only', async (t) => {
+await t.test('notifications are pushed to authenticated connections only', async (t) => {
   const env = await serve(t);
   const a = await Client.authed(env.url, { chat_id: 1 });
   const b = await Client.authed(env.url, { chat_id: 2, channel_id: 3 });
@@ -676,7 +676,7 @@ t.test('notifications are pushed to authenticated connections only', async (t) =
   t.equal(pending.frames.length, 1);
 });
 
-t.test('nonce budget: past the cap the connection is closed with decrypt_failed', async (t) => {
+await t.test('nonce budget: past the cap the connection is closed with decrypt_failed', async (t) => {
   const env = await serve(t, { limits: { nonceCap: 3 } });
   const c = await Client.authed(env.url);
   for (let i = 0; i < 3; i++) c.sendSealed({ type: 'message', text: `n${i}` });
@@ -689,7 +689,7 @@ t.test('nonce budget: past the cap the connection is closed with decrypt_failed'
   t.match(facts(env).find((e) => e.type === 'connection.closed')!.data, { reason: 'nonce_limit' });
 });
 
-t.test('shutdown closes live connections with 1001', async (t) => {
+await t.test('shutdown closes live connections with 1001', async (t) => {
   const env = await serve(t);
   const c = await Client.authed(env.url);
   const p = await Client.open(env.url);
@@ -698,7 +698,7 @@ t.test('shutdown closes live connections with 1001', async (t) => {
   t.equal((await p.closed).code, 1001);
 });
 
-t.test('a connection whose machine fails is dropped and logged; the server and other clients carry on', async (t) => {
+await t.test('a connection whose machine fails is dropped and logged; the server and other clients carry on', async (t) => {
   // A machine bug, provoked: the rejection action throws. Actors share the hub's root, which
   // receives the failure instead of an uncaught exception.
   const failing = connectionMachine.provide({
@@ -719,7 +719,7 @@ t.test('a connection whose machine fails is dropped and logged; the server and o
   t.equal(env.server.hub.connectionCount, 1, 'the dropped connection is gone from the hub');
 });
 
-t.test('connection machine, driven by events', async (t) => {
+await t.test('connection machine, driven by events', async (t) => {
   const drive = (events: Parameters<ReturnType<typeof createActor<typeof connectionMachine>>['send']>[0][], nonceCap?: number) => {
     const actor = createActor(connectionMachine, { input: { ...(nonceCap ? { nonceCap } : {}) } });
     const out: ConnectionFact[] = [];
@@ -755,7 +755,7 @@ t.test('connection machine, driven by events', async (t) => {
   t.same(r.out[1], { type: 'connection.closed', data: { reason: 'backpressure', code: 1006 } });
 });
 
-t.test('an answer a restart cut off reaches its chat once: on its next connection, or at once to connections already open', async (t) => {
+await t.test('an answer a restart cut off reaches its chat once: on its next connection, or at once to connections already open', async (t) => {
   const { bus, url } = await serve(t);
   const owed = new Map<string, string[]>([['api:7', ['part one\n\n[cut off]']]]);
   const asked: string[] = [];

@@ -17,7 +17,7 @@ const unpack = (frame: string) => {
   return { nonce: raw.subarray(0, 24), box: raw.subarray(24) };
 };
 
-t.test('server frames open with the client key; nonces share a random prefix and count up, carrying across bytes', async (t) => {
+await t.test('server frames open with the client key; nonces share a random prefix and count up, carrying across bytes', async (t) => {
   const { session, clientShared } = pair();
   const nonces: Buffer[] = [];
   for (let i = 0; i < 300; i++) {
@@ -30,7 +30,7 @@ t.test('server frames open with the client key; nonces share a random prefix and
   t.not(pair().session.seal(Buffer.from('x')).slice(0, 20), session.seal(Buffer.from('x')).slice(0, 20), 'prefixes differ between connections');
 });
 
-t.test('client frames open; reflected, tampered, short and non-base64 frames do not', async (t) => {
+await t.test('client frames open; reflected, tampered, short and non-base64 frames do not', async (t) => {
   const { session, clientShared } = pair();
   const nonce = nacl.randomBytes(24);
   const good = Buffer.concat([nonce, nacl.box.after(Buffer.from('{"type":"abort"}'), nonce, clientShared)]).toString('base64');

@@ -5,7 +5,7 @@ import { json, type Route } from '../../edges/index.js';
 import { SvcError, pickLanguage } from '../../schemas/index.js';
 import { serveSurfaces, testBearer } from '../fixtures/http-server.js';
 
-t.test('the language is the best-ranked one we speak, else Russian', async (t) => {
+await t.test('the language is the best-ranked one we speak, else Russian', async (t) => {
   const cases: [string | undefined, string][] = [
     [undefined, 'ru'],
     ['', 'ru'],
@@ -25,7 +25,7 @@ t.test('the language is the best-ranked one we speak, else Russian', async (t) =
   for (const [header, want] of cases) t.equal(pickLanguage(header), want, String(header).slice(0, 40));
 });
 
-t.test('a localised surface answers errors in Russian by default and in English when asked; others stay English', async (t) => {
+await t.test('a localised surface answers errors in Russian by default and in English when asked; others stay English', async (t) => {
   const boom: Route = { method: 'POST', pattern: '/api/thing', auth: { accepts: ['direct-token'] }, maxBodyBytes: 16, handler: () => { throw new SvcError('invalid-body', 'body.name: expected a string'); } };
   const plain: Route = { method: 'GET', pattern: '/plain', auth: { accepts: ['direct-token'] }, handler: () => json(200, {}) };
   const { port } = await serveSurfaces(t, [

@@ -7,7 +7,7 @@ import { rawRequest } from '../fixtures/raw-http.js';
 
 // The fileshare listener (SPEC.md FileshareConfig): read-only files of ~/.svc/fileshare, nothing else.
 
-t.test('serves the folder, and nothing outside it', async (t) => {
+await t.test('serves the folder, and nothing outside it', async (t) => {
   const base = t.testdir();
   const paths = homePaths(join(base, 'home'));
   const dir = paths.fileshareDir;
@@ -82,7 +82,7 @@ t.test('serves the folder, and nothing outside it', async (t) => {
   t.ok(logs.some((l) => l.includes('fileshare serving')));
 });
 
-t.test('a link inside the folder leading to a dotfile or into a dot-folder is not served either', async (t) => {
+await t.test('a link inside the folder leading to a dotfile or into a dot-folder is not served either', async (t) => {
   const base = t.testdir();
   const paths = homePaths(join(base, 'home'));
   const dir = paths.fileshareDir;

@@ -40,7 +40,7 @@ function call(port: number, path: string, init: { method?: string; auth?: string
   }).then(async (r) => ({ status: r.status, body: (await r.json()) as { code?: string; error?: string; id?: string | null; role?: string | null } }));
 }
 
-t.test('routes get the principal their declared credentials yield; 401 and 403 never reach the handler', async (t) => {
+await t.test('routes get the principal their declared credentials yield; 401 and 403 never reach the handler', async (t) => {
   const calls: string[] = [];
   const echo = (name: string) => (_req: unknown, p: Principal) => {
     calls.push(name);
@@ -85,7 +85,7 @@ t.test('routes get the principal their declared credentials yield; 401 and 403 n
   t.same(internal, []);
 });
 
-t.test('an authenticator that breaks is an internal error, logged, with nothing shown', async (t) => {
+await t.test('an authenticator that breaks is an internal error, logged, with nothing shown', async (t) => {
   const broken: Authenticator = {
     credential: 'admin-jwt',
     hint: 'anything',
@@ -103,7 +103,7 @@ t.test('an authenticator that breaks is an internal error, logged, with nothing 
   t.match(String(internal[0]), /secret key material/);
 });
 
-t.test('each surface maps its errors through its own table', async (t) => {
+await t.test('each surface maps its errors through its own table', async (t) => {
   const thrower = (code: ErrorCode): Route => ({ method: 'GET', pattern: `/${code}`, auth: 'public', handler: () => { throw new SvcError(code, `${code} happened`); } });
   const { port, internal } = await serveSurfaces(t, [
     { name: 'tea', statuses: { 'file-missing': 418 }, routes: [thrower('file-missing')] },
@@ -117,7 +117,7 @@ t.test('each surface maps its errors through its own table', async (t) => {
   t.same((await call(port, '/nowhere')).body.code, 'not-found', 'a path no surface mounted');
 });
 
-t.test('start-up conflicts are refused, naming them', async (t) => {
+await t.test('start-up conflicts are refused, naming them', async (t) => {
   const route = (pattern: string, method: Route['method'] = 'GET'): Route => ({ method, pattern, auth: 'public', handler: () => json(200, {}) });
   const mountAll = (surfaces: Surface[]) => {
     const server = new HttpServer({ onInternalError: () => undefined });
@@ -158,7 +158,7 @@ t.test('start-up conflicts are refused, naming them', async (t) => {
   t.ok(isSvcError(thrown(() => server.mount({ name: 'late', statuses: {}, routes: [] })), 'server-started'), 'no mounting once listening');
 });
 
-t.test('closing closes the surfaces in reverse order of mounting, once', async (t) => {
+await t.test('closing closes the surfaces in reverse order of mounting, once', async (t) => {
   const closed: string[] = [];
   const server = new HttpServer({ onInternalError: () => undefined });
   for (const name of ['a', 'b', 'c']) server.mount({ name, statuses: {}, routes: [], close: () => closed.push(name) });
@@ -168,7 +168,7 @@ t.test('closing closes the surfaces in reverse order of mounting, once', async (
   t.same(closed, ['c', 'b', 'a']);
 });
 
-t.test('a refused surface mounts nothing: the server goes on with what it had', async (t) => {
+await t.test('a refused surface mounts nothing: the server goes on with what it had', async (t) => {
   const server = new HttpServer({ onInternalError: () => undefined });
   t.teardown(() => server.close());
   const ok = (pattern: string): Route => ({ method: 'GET', pattern, auth: 'public', handler: () => json(200, { pattern }) });

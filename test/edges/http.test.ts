@@ -25,7 +25,7 @@ async function serve(t: T, routes: Omit<PublicRoute, 'auth'>[]) {
   return { call, internal, port: srv.port };
 }
 
-t.test('routing, params, JSON bodies and the error table', async (t) => {
+await t.test('routing, params, JSON bodies and the error table', async (t) => {
   const { call, internal } = await serve(t, [
     { method: 'GET', pattern: '/items/:id', handler: (r) => json(200, { id: r.params.id, q: r.query.get('q'), h: r.headers['x-h'] }) },
     { method: 'POST', pattern: '/items', maxBodyBytes: 64, handler: (r) => json(201, parseJsonBody(r, Body)) },
@@ -57,7 +57,7 @@ t.test('routing, params, JSON bodies and the error table', async (t) => {
   t.match(String(internal[0]), /secret internals/);
 });
 
-t.test('an oversized chunked body is refused without buffering it whole', async (t) => {
+await t.test('an oversized chunked body is refused without buffering it whole', async (t) => {
   const { port } = await serve(t, [{ method: 'POST', pattern: '/small', maxBodyBytes: 1024, handler: () => json(200, {}) }]);
   const status = await new Promise<number>((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: '/small', method: 'POST', headers: { 'transfer-encoding': 'chunked', connection: 'close' } }, (res) => {
@@ -71,7 +71,7 @@ t.test('an oversized chunked body is refused without buffering it whole', async 
   t.equal(status, 413);
 });
 
-t.test('streamed request bodies and streamed files arrive intact', async (t) => {
+await t.test('streamed request bodies and streamed files arrive intact', async (t) => {
   const dir = t.testdir();
   const big = Buffer.alloc(5 * 1024 * 1024 + 7);
   for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
@@ -107,7 +107,7 @@ t.test('streamed request bodies and streamed files arrive intact', async (t) => 
   t.equal((await call('/unreadable')).status, 500);
 });
 
-t.test('streamed replies: chunks in order, held back by a slow reader, stopped when the client leaves', async (t) => {
+await t.test('streamed replies: chunks in order, held back by a slow reader, stopped when the client leaves', async (t) => {
   const CHUNK = 'y'.repeat(1024 * 1024 - 1) + '\n';
   const TOTAL = 64;
   const seen = { pulled: 0, stopped: false, infinitePulled: 0 };
@@ -203,7 +203,7 @@ t.test('streamed replies: chunks in order, held back by a slow reader, stopped w
   t.ok(seen.stopped, 'the producer was stopped (its finally ran) after the client left');
 });
 
-t.test('a literal segment wins over a :param at the same depth, whatever the order routes were added in', async (t) => {
+await t.test('a literal segment wins over a :param at the same depth, whatever the order routes were added in', async (t) => {
   const literal = { method: 'POST', pattern: '/api/chat/sessions' } as const;
   const param = { method: 'POST', pattern: '/api/chat/:agentId' } as const;
   const deeper = { method: 'GET', pattern: '/api/:x/sessions' } as const;

@@ -18,7 +18,7 @@ function request(method: string, opts: { token?: string; user?: string; body?: u
 
 const origin = { transport: 'internal', chat_id: null, topic_id: null };
 
-t.test('agent-token: the agent named by from, acting for the caller user', async (t) => {
+await t.test('agent-token: the agent named by from, acting for the caller user', async (t) => {
   const warnings: string[] = [];
   const auth = agentTokenAuthenticator(dir, (m) => warnings.push(m));
   t.same(await auth.authenticate(request('POST', { token: BOB_TOKEN, user: 'vic', body: { from: 'bob' } })), {
@@ -60,7 +60,7 @@ t.test('agent-token: the agent named by from, acting for the caller user', async
   }
 });
 
-t.test('owner-token: the main agent token is the home owner, an admin', async (t) => {
+await t.test('owner-token: the main agent token is the home owner, an admin', async (t) => {
   const auth = ownerTokenAuthenticator(dir);
   t.same(await auth.authenticate(request('POST', { token: MAIN_TOKEN })), {
     kind: 'user', id: null, acting_for: null, role: 'admin', allowed_agents: [], origin: { ...origin, transport: 'cli' },
@@ -68,7 +68,7 @@ t.test('owner-token: the main agent token is the home owner, an admin', async (t
   t.throws(() => auth.authenticate(request('POST', { token: BOB_TOKEN })), { code: 'unauthorized' });
 });
 
-t.test('a caller user gone between authentication and the handler is refused, never run as the framework (admin)', async (t) => {
+await t.test('a caller user gone between authentication and the handler is refused, never run as the framework (admin)', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   t.teardown(() => bus.close());
   const rt = attachFakeRuntime(bus);

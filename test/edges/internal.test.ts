@@ -6,7 +6,7 @@ import { until } from '../fixtures/until.js';
 type Json = Record<string, unknown>;
 const body = async (r: Response) => [r.status, (await r.json()) as Json] as const;
 
-t.test('POST /interagent/send: main and sub-agents ask, with and without a caller user', async (t) => {
+await t.test('POST /interagent/send: main and sub-agents ask, with and without a caller user', async (t) => {
   const { call, rt, logs } = await serveInternal(t);
   let [status, reply] = await body(await call('/interagent/send', { token: MAIN_TOKEN, body: { from: 'main', to: 'bob', message: 'ping' } }));
   t.equal(status, 200);
@@ -31,7 +31,7 @@ t.test('POST /interagent/send: main and sub-agents ask, with and without a calle
   t.same([status, reply], [200, { sender: 'carol', text: 'carol heard: please FAIL', success: false, error: 'turn failed (exit-code)' }]);
 });
 
-t.test('legacy token-less agents are let through with warnings', async (t) => {
+await t.test('legacy token-less agents are let through with warnings', async (t) => {
   const { call, rt, logs } = await serveInternal(t);
   const [status, reply] = await body(await call('/interagent/send', { body: { from: 'dave', to: 'carol', message: 'old style' } }));
   t.same([status, reply.success], [200, true]);
@@ -40,7 +40,7 @@ t.test('legacy token-less agents are let through with warnings', async (t) => {
   t.match(warnings, [/without a token \(legacy mode\)/], "the edge's own warning (the supervisor's can_call one: internal-access-daemon)");
 });
 
-t.test('authentication and authorisation failures send nothing', async (t) => {
+await t.test('authentication and authorisation failures send nothing', async (t) => {
   const { call, rt } = await serveInternal(t);
   const send = (b: Json, token?: string, user?: string) =>
     call('/interagent/send', { body: b, ...(token ? { token } : {}), ...(user ? { headers: { 'x-svc-caller-user-id': user } } : {}) }).then(body);
@@ -64,7 +64,7 @@ t.test('authentication and authorisation failures send nothing', async (t) => {
   t.equal(rt!.received.length, 0, 'nothing reached the runtime');
 });
 
-t.test('bad input is refused with a message naming the field, and nothing is sent', async (t) => {
+await t.test('bad input is refused with a message naming the field, and nothing is sent', async (t) => {
   const { call, rt, port } = await serveInternal(t);
   const post = (raw: string) => call('/interagent/send', { token: MAIN_TOKEN, body: raw, headers: { 'content-type': 'application/json' } }).then(body);
   const ok = { from: 'main', to: 'bob', message: 'x' };
@@ -95,7 +95,7 @@ t.test('bad input is refused with a message naming the field, and nothing is sen
   t.ok(port > 0);
 });
 
-t.test('timeouts and a missing runtime', async (t) => {
+await t.test('timeouts and a missing runtime', async (t) => {
   const { call, timeouts } = await serveInternal(t);
   timeouts.sync_timeout = 0.2;
   const [status, reply] = await body(await call('/interagent/send', { token: MAIN_TOKEN, body: { from: 'main', to: 'bob', message: 'HOLD' } }));
@@ -108,7 +108,7 @@ t.test('timeouts and a missing runtime', async (t) => {
   t.equal((await bare.call('/interagent/agents', { token: MAIN_TOKEN })).status, 503);
 });
 
-t.test('POST /interagent/send_async answers at once and records the result as events', async (t) => {
+await t.test('POST /interagent/send_async answers at once and records the result as events', async (t) => {
   const { call, bus, rt } = await serveInternal(t);
   const [status, reply] = await body(await call('/interagent/send_async', { token: BOB_TOKEN, headers: { 'x-svc-caller-user-id': 'alice' }, body: { from: 'bob', to: 'dave', message: 'HOLD then answer' } }));
   t.equal(status, 200);
@@ -128,7 +128,7 @@ t.test('POST /interagent/send_async answers at once and records the result as ev
   t.equal(bus.log.read({ types: ['interagent.requested'] }).length, 1, 'a refused request records nothing');
 });
 
-t.test('GET /interagent/agents lists what the caller may reach', async (t) => {
+await t.test('GET /interagent/agents lists what the caller may reach', async (t) => {
   const { call } = await serveInternal(t);
   const names = async (r: Response) => [r.status, ((await r.json()) as { name: string }[]).map?.((a) => a.name)] as const;
   t.same(await names(await call('/interagent/agents', { token: MAIN_TOKEN })), [200, ['bob', 'carol', 'dave']]);
@@ -143,7 +143,7 @@ t.test('GET /interagent/agents lists what the caller may reach', async (t) => {
   t.same([s, b.code], [403, 'unknown-user']);
 });
 
-t.test('POST /ask streams the turn as NDJSON, in order, then the result', async (t) => {
+await t.test('POST /ask streams the turn as NDJSON, in order, then the result', async (t) => {
   const { call, rt } = await serveInternal(t);
   const r = await call('/ask', { token: MAIN_TOKEN, body: { text: 'hello there' } });
   t.equal(r.status, 200);
@@ -177,7 +177,7 @@ t.test('POST /ask streams the turn as NDJSON, in order, then the result', async 
   t.equal(rt!.received.length, 2, 'refused asks sent nothing');
 });
 
-t.test('/tasks answers SPEC gives while no task hub is attached, to the agent whose token it is', async (t) => {
+await t.test('/tasks answers SPEC gives while no task hub is attached, to the agent whose token it is', async (t) => {
   const { call } = await serveInternal(t);
   t.same(await body(await call('/tasks/list?from=bob', { token: BOB_TOKEN })), [200, []]);
   t.same(await body(await call('/tasks/list', { token: MAIN_TOKEN })), [200, []]);

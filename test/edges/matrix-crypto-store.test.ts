@@ -36,7 +36,7 @@ async function tempDir(t: Test): Promise<string> {
   return dir;
 }
 
-t.test('a bot restarted from its store file is the same device and reads what was sent while it was down', async (t) => {
+await t.test('a bot restarted from its store file is the same device and reads what was sent while it was down', async (t) => {
   const t0 = Date.now();
   const fake = await startFakeMatrix();
   const clients: MatrixClient[] = [];
@@ -101,7 +101,7 @@ t.test('a bot restarted from its store file is the same device and reads what wa
   t.comment(`restart scenario in ${Date.now() - t0} ms`);
 });
 
-t.test('a snapshot that cannot be read is refused, naming the file', async (t) => {
+await t.test('a snapshot that cannot be read is refused, naming the file', async (t) => {
   const dir = await tempDir(t);
   const garbage = join(dir, 'garbage.bin');
   await writeFile(garbage, 'this is not a v8 serialization');
@@ -111,7 +111,7 @@ t.test('a snapshot that cannot be read is refused, naming the file', async (t) =
   await t.rejects(MatrixCryptoStore.open(other), { code: 'corrupt-file', message: new RegExp(`${other.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*not a crypto snapshot`) });
 });
 
-t.test('two bots in one process keep separate stores; the IndexedDB globals are only borrowed', async (t) => {
+await t.test('two bots in one process keep separate stores; the IndexedDB globals are only borrowed', async (t) => {
   const t0 = Date.now();
   const fake = await startFakeMatrix();
   const clients: MatrixClient[] = [];
@@ -165,7 +165,7 @@ t.test('two bots in one process keep separate stores; the IndexedDB globals are 
   t.comment(`two-bot scenario in ${Date.now() - t0} ms`);
 });
 
-t.test('concurrent saves coalesce and each leaves a whole file', async (t) => {
+await t.test('concurrent saves coalesce and each leaves a whole file', async (t) => {
   const dir = await tempDir(t);
   const file = join(dir, 'empty.bin');
   const store = await MatrixCryptoStore.open(file, { saveDelayMs: 10 });
@@ -181,7 +181,7 @@ t.test('concurrent saves coalesce and each leaves a whole file', async (t) => {
   await t.rejects(stat(`${file}.tmp`), { code: 'ENOENT' }, 'no temporary file left behind');
 });
 
-t.test('close says when the file is not up to date: a failed write is kept until one succeeds', async (t) => {
+await t.test('close says when the file is not up to date: a failed write is kept until one succeeds', async (t) => {
   const dir = await tempDir(t);
   const lost = await MatrixCryptoStore.open(join(dir, 'a', 'crypto.bin'));
   const healed = await MatrixCryptoStore.open(join(dir, 'b', 'crypto.bin'));

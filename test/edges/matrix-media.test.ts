@@ -39,7 +39,7 @@ const mediaOrFail = (content: unknown): MatrixMedia => {
   return m;
 };
 
-t.test('a plain upload comes back byte-identical, fetched from the authenticated endpoint', async (t) => {
+await t.test('a plain upload comes back byte-identical, fetched from the authenticated endpoint', async (t) => {
   const content = await uploadFile(client, source, { encrypted: false, isImage: false, name: 'plan.pdf' });
   t.match(content, { msgtype: 'm.file', body: 'plan.pdf', info: { mimetype: 'application/pdf', size: PLAIN.length }, url: /^mxc:\/\/localhost\// });
   const media = mediaOrFail(content);
@@ -51,7 +51,7 @@ t.test('a plain upload comes back byte-identical, fetched from the authenticated
   t.match(last, { path: /^\/_matrix\/client\/v1\/media\/download\//, userId: creds.user_id, status: 200 });
 });
 
-t.test('an encrypted upload leaves only ciphertext on the server and decrypts to the original', async (t) => {
+await t.test('an encrypted upload leaves only ciphertext on the server and decrypts to the original', async (t) => {
   const content = await uploadFile(client, source, { encrypted: true, isImage: true, name: 'plan.png' });
   t.match(content, { msgtype: 'm.image', body: 'plan.png', info: { mimetype: 'image/png', size: PLAIN.length }, file: { v: 'v2', url: /^mxc:/ } });
   t.notOk('url' in content, 'no plain url beside the encrypted file');
@@ -71,7 +71,7 @@ t.test('an encrypted upload leaves only ciphertext on the server and decrypts to
   t.ok(readFileSync(await downloadMedia(client, media, dest)).equals(PLAIN));
 });
 
-t.test('a ciphertext that does not match its hash is refused and leaves nothing', async (t) => {
+await t.test('a ciphertext that does not match its hash is refused and leaves nothing', async (t) => {
   const content = await uploadFile(client, source, { encrypted: true, isImage: false, name: 'plan.pdf' });
   const file = (content as { file: EncryptedFile }).file;
   const tampered = { ...content, file: { ...file, hashes: { sha256: Buffer.alloc(32, 7).toString('base64').replace(/=+$/, '') } } };
@@ -80,7 +80,7 @@ t.test('a ciphertext that does not match its hash is refused and leaves nothing'
   t.same(left(), []);
 });
 
-t.test('a declared size over the cap is refused before anything is fetched', async (t) => {
+await t.test('a declared size over the cap is refused before anything is fetched', async (t) => {
   const content = await uploadFile(client, source, { encrypted: false, isImage: false, name: 'plan.pdf' });
   const before = downloads();
   const { dest, left } = destination();
@@ -89,7 +89,7 @@ t.test('a declared size over the cap is refused before anything is fetched', asy
   t.same(left(), []);
 });
 
-t.test('bytes beyond the cap are refused whatever the message declared, and leave nothing', async (t) => {
+await t.test('bytes beyond the cap are refused whatever the message declared, and leave nothing', async (t) => {
   for (const encrypted of [false, true]) {
     const content = await uploadFile(client, source, { encrypted, isImage: false, name: 'plan.pdf' });
     for (const info of [{ size: 10 }, undefined]) {
@@ -101,7 +101,7 @@ t.test('bytes beyond the cap are refused whatever the message declared, and leav
   }
 });
 
-t.test('uploads are refused beyond the limit and for a missing file', async (t) => {
+await t.test('uploads are refused beyond the limit and for a missing file', async (t) => {
   const big = join(scratch, 'big.bin');
   writeFileSync(big, '');
   // Sparse: the size is what counts, and it is refused before a byte is read.
@@ -110,7 +110,7 @@ t.test('uploads are refused beyond the limit and for a missing file', async (t) 
   await t.rejects(uploadFile(client, join(scratch, 'absent'), { encrypted: false, isImage: false, name: 'absent' }), { code: 'file-missing' });
 });
 
-t.test('mediaOf: kinds, voice and names', async (t) => {
+await t.test('mediaOf: kinds, voice and names', async (t) => {
   const url = 'mxc://example.org/abc_DEF-1';
   t.match(mediaOf({ msgtype: 'm.image', body: 'cat.jpg', url, info: { mimetype: 'image/jpeg', size: 5 } }), { kind: 'photo', name: 'cat.jpg', size: 5, mime: 'image/jpeg', source: { url } });
   t.match(mediaOf({ msgtype: 'm.video', body: 'clip.mp4', url }), { kind: 'video', size: null, mime: null });
@@ -123,7 +123,7 @@ t.test('mediaOf: kinds, voice and names', async (t) => {
   t.match(mediaOf({ msgtype: 'm.image', body: ' ', url }), { name: 'photo.bin' }, 'a blank name gets one');
 });
 
-t.test('mediaOf: malformed contents are null, never a throw', async (t) => {
+await t.test('mediaOf: malformed contents are null, never a throw', async (t) => {
   const url = 'mxc://example.org/abc';
   const file: EncryptedFile = {
     url,

@@ -14,7 +14,7 @@ import { until } from '../fixtures/until.js';
 t.teardown(quietSdkConsole());
 t.teardown(unrefSdkRequestTimers());
 
-t.test('an encrypted direct message is asked as the sender, streams into one message by m.replace edits, and ends as the whole answer', async (t) => {
+await t.test('an encrypted direct message is asked as the sender, streams into one message by m.replace edits, and ends as the whole answer', async (t) => {
   const w = await world(t);
   const r = await rig(t, w);
   await ready(w, r);
@@ -43,7 +43,7 @@ t.test('an encrypted direct message is asked as the sender, streams into one mes
   t.ok(await roomMessage(w.aliceClient, w.dm, () => true, 'anything'), 'sanity');
 });
 
-t.test('strangers, unlisted rooms and invites from strangers get nothing; an allowed room with mention-only answers mentions from anyone in it', async (t) => {
+await t.test('strangers, unlisted rooms and invites from strangers get nothing; an allowed room with mention-only answers mentions from anyone in it', async (t) => {
   const w = await world(t);
   const mallory = `@mallory:${w.fake.serverName}`;
   const team = w.fake.createRoom(w.alice, { encrypted: false, members: [w.alice, w.bot, mallory], name: 'team' });
@@ -66,7 +66,7 @@ t.test('strangers, unlisted rooms and invites from strangers get nothing; an all
   t.ok(r.logs.some((l) => l.includes(elsewhere) && l.includes('not in matrix.allowed_rooms')), 'the unlisted room is logged');
 });
 
-t.test('buttons become numbered options; replying with a number presses one', async (t) => {
+await t.test('buttons become numbered options; replying with a number presses one', async (t) => {
   const w = await world(t);
   const r = await rig(t, w);
   await ready(w, r);
@@ -82,7 +82,7 @@ t.test('buttons become numbered options; replying with a number presses one', as
   t.equal((await r.agent.next()).msg.text, '2', 'once pressed, a number is just a number');
 });
 
-t.test('attachments both ways, encrypted in an encrypted room', async (t) => {
+await t.test('attachments both ways, encrypted in an encrypted room', async (t) => {
   const w = await world(t);
   const r = await rig(t, w);
   await ready(w, r);
@@ -104,7 +104,7 @@ t.test('attachments both ways, encrypted in an encrypted room', async (t) => {
   t.notOk(image.getContent().url, 'no plain URL in an encrypted room');
 });
 
-t.test('a restart keeps the device and its keys: no second login, a message sent while down is answered once, nothing twice', async (t) => {
+await t.test('a restart keeps the device and its keys: no second login, a message sent while down is answered once, nothing twice', async (t) => {
   const w = await world(t);
   const log = new MemoryEventLog();
   const storeDir = join(t.testdir(), 'kept_store');
@@ -128,7 +128,7 @@ t.test('a restart keeps the device and its keys: no second login, a message sent
   t.equal(w.fake.requests.filter((q) => q.path.endsWith('/keys/upload') && q.userId === w.bot && !!(q.body as { device_keys?: unknown })?.device_keys).length, 1, 'device keys uploaded once');
 });
 
-t.test('a refused login retries with why, logged once; deliveries say where they can go', async (t) => {
+await t.test('a refused login retries with why, logged once; deliveries say where they can go', async (t) => {
   const w = await world(t);
   const r = await rig(t, w, { matrix: { password: 'wrong' } });
   await until('a few login attempts', () => w.fake.requests.filter((q) => q.path.endsWith('/login') && q.status === 403).length >= 3, 20_000);
@@ -149,7 +149,7 @@ t.test('a refused login retries with why, logged once; deliveries say where they
   t.notOk(r.mx.reaches({ chat_id: matrixChatId('@mallory:localhost'), topic_id: null }), 'not anyone\'s');
 });
 
-t.test('edits of a message and notices are not requests', async (t) => {
+await t.test('edits of a message and notices are not requests', async (t) => {
   const w = await world(t);
   const r = await rig(t, w);
   await ready(w, r);
@@ -162,7 +162,7 @@ t.test('edits of a message and notices are not requests', async (t) => {
   t.equal(r.agent.calls.length, 2);
 });
 
-t.test('what a room held before the account\'s first start is history, not requests', async (t) => {
+await t.test('what a room held before the account\'s first start is history, not requests', async (t) => {
   const w = await world(t);
   const plain = w.fake.createRoom(w.alice, { members: [w.alice, w.bot], name: 'plain dm' });
   await until('alice to see the room', () => w.aliceClient.getRoom(plain), 20_000);

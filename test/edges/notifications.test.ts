@@ -58,7 +58,7 @@ async function seed(s: Awaited<ReturnType<typeof serve>>) {
 
 const idsOf = (body: unknown) => (body as Notification[]).map((n) => n.id);
 
-t.test('GET /api/notifications with each filter', async (t) => {
+await t.test('GET /api/notifications with each filter', async (t) => {
   const s = await serve(t);
   await seed(s);
   let r = await s.call('/api/notifications');
@@ -92,7 +92,7 @@ t.test('GET /api/notifications with each filter', async (t) => {
   t.same(idsOf((await s.call('/api/notifications?unread_only=true&severity=critical,warning,info&limit=1')).body), ['n3']);
 });
 
-t.test('bad filters are 400 naming the field, and change nothing', async (t) => {
+await t.test('bad filters are 400 naming the field, and change nothing', async (t) => {
   const s = await serve(t);
   await seed(s);
   const seq = s.log.lastSeq();
@@ -123,7 +123,7 @@ t.test('bad filters are 400 naming the field, and change nothing', async (t) => 
   t.same(s.internal, []);
 });
 
-t.test('unread count excludes silent; read one, unknown, twice, read-all', async (t) => {
+await t.test('unread count excludes silent; read one, unknown, twice, read-all', async (t) => {
   const s = await serve(t);
   t.same((await s.call('/api/notifications/unread-count')).body, { count: 0 });
   await seed(s);
@@ -170,7 +170,7 @@ t.test('unread count excludes silent; read one, unknown, twice, read-all', async
   t.same(s.internal, []);
 });
 
-t.test('every endpoint is 401 without the right bearer token, and changes nothing', async (t) => {
+await t.test('every endpoint is 401 without the right bearer token, and changes nothing', async (t) => {
   const s = await serve(t);
   await seed(s);
   const seq = s.log.lastSeq();
@@ -193,7 +193,7 @@ t.test('every endpoint is 401 without the right bearer token, and changes nothin
   t.same((await s.call('/api/notifications/unread-count')).body, { count: 3 });
 });
 
-t.test('a user limited to some agents sees only notifications about them or about no agent', async (t) => {
+await t.test('a user limited to some agents sees only notifications about them or about no agent', async (t) => {
   const s = await serve(t);
   await s.create({ source: 'cron', outcome: 'failed', title: 'main failed', body: 'x', agent: 'main', source_id: 'cron:a', status: 'failed' });
   await s.create({ source: 'cron', outcome: 'failed', title: 'ops failed', body: 'x', agent: 'ops', source_id: 'cron:b', status: 'failed' });

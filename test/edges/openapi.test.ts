@@ -29,7 +29,7 @@ const NO_BODY = new Set([
   'POST /api/dashboard/errors/ack',
 ]);
 
-t.test('the description matches the mounted routes one for one, bodies and queries included', async (t) => {
+await t.test('the description matches the mounted routes one for one, bodies and queries included', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   mkdirSync(join(root, 'config'), { recursive: true });
@@ -68,7 +68,7 @@ t.test('the description matches the mounted routes one for one, bodies and queri
   t.match(doc.paths['/files']!.get!.parameters, [{ name: 'path', in: 'query' }]);
 });
 
-t.test('withBody and withQuery parse with the schema they declare', async (t) => {
+await t.test('withBody and withQuery parse with the schema they declare', async (t) => {
   const Body = v.strictObject({ n: v.number() });
   const Query = v.object({ q: v.string() });
   const route = { method: 'POST', pattern: '/x/:id', auth: 'public', surface: 'test', statuses: {}, ...withBody(Body, (body) => ({ status: 200, json: body })) } as MountedRoute;

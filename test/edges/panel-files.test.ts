@@ -52,7 +52,7 @@ function securityHeaders(t: Test, r: Response, what: string) {
   for (const [k, v] of Object.entries(PANEL_SECURITY_HEADERS)) t.equal(r.headers.get(k), v, `${what}: ${k}`);
 }
 
-t.test('hashed assets: a year immutable, their type, compressed for a client that takes it', async (t) => {
+await t.test('hashed assets: a year immutable, their type, compressed for a client that takes it', async (t) => {
   const { dir } = builtPanel(t);
   const { port } = await serve(t, dir);
 
@@ -85,7 +85,7 @@ t.test('hashed assets: a year immutable, their type, compressed for a client tha
   t.equal(icon.headers.get('cache-control'), 'no-cache', 'a name without a hash is revalidated');
 });
 
-t.test('index.html for / and the SPA routes; the API keeps its JSON 404s; missing assets are a plain 404', async (t) => {
+await t.test('index.html for / and the SPA routes; the API keeps its JSON 404s; missing assets are a plain 404', async (t) => {
   const { dir } = builtPanel(t);
   const { port } = await serve(t, dir);
   for (const path of ['/', '/index.html', '/agents/main', '/chat', '/settings/users?tab=2']) {
@@ -118,7 +118,7 @@ t.test('index.html for / and the SPA routes; the API keeps its JSON 404s; missin
   t.not(await (await get(port, '/.hidden')).text(), 'not served');
 });
 
-t.test('HEAD answers as GET without the body', async (t) => {
+await t.test('HEAD answers as GET without the body', async (t) => {
   const { dir } = builtPanel(t);
   const { port } = await serve(t, dir);
   const r = await rawRequest(port, 'HEAD /agents/main HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
@@ -128,7 +128,7 @@ t.test('HEAD answers as GET without the body', async (t) => {
   t.equal(r.text.slice(r.text.indexOf('\r\n\r\n') + 4), '', 'no body');
 });
 
-t.test('nothing outside the directory is read: dot segments, encoded or not, NUL, backslashes, links out', async (t) => {
+await t.test('nothing outside the directory is read: dot segments, encoded or not, NUL, backslashes, links out', async (t) => {
   const { dir, secret } = builtPanel(t);
   const { port } = await serve(t, dir);
   const attempts = [
@@ -157,7 +157,7 @@ t.test('nothing outside the directory is read: dot segments, encoded or not, NUL
   t.equal(panelPathOf('/agents/main'), '/agents/main');
 });
 
-t.test('no built panel: / explains how to build it with a 503, and the API is unaffected', async (t) => {
+await t.test('no built panel: / explains how to build it with a 503, and the API is unaffected', async (t) => {
   const dir = join(t.testdir(), 'dist', 'panel');
   const { port } = await serve(t, dir);
   for (const path of ['/', '/chat']) {

@@ -9,7 +9,7 @@ import { MemoryEventLog, homePaths } from '../../store/index.js';
 
 type Line = { level: string; msg: string };
 
-t.test('the webhook server on 0.0.0.0 or :: says what the API says about a public address; on loopback or a private address it does not', async (t) => {
+await t.test('the webhook server on 0.0.0.0 or :: says what the API says about a public address; on loopback or a private address it does not', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   t.teardown(() => bus.close());
   for (const [host, warned] of [['0.0.0.0', true], ['::', true], ['127.0.0.1', false]] as const) {
@@ -26,7 +26,7 @@ t.test('the webhook server on 0.0.0.0 or :: says what the API says about a publi
   t.equal(publicBindWarning('the webhook server', '192.168.1.5', null), null, 'a private address is not public');
 });
 
-t.test('fileshare beyond loopback: refused without allow_public, with one line saying how; allowed and warned about with it', async (t) => {
+await t.test('fileshare beyond loopback: refused without allow_public, with one line saying how; allowed and warned about with it', async (t) => {
   const paths = homePaths(t.testdir({}));
   mkdirSync(paths.fileshareDir, { recursive: true });
   for (const host of ['0.0.0.0', '::', '192.168.1.5']) {

@@ -26,7 +26,7 @@ async function serve(t: Test) {
 
 const SMUGGLED = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
 
-t.test('two different Content-Length headers: the connection is closed, nothing after the head is parsed as a request', async (t) => {
+await t.test('two different Content-Length headers: the connection is closed, nothing after the head is parsed as a request', async (t) => {
   const { port, hits } = await serve(t);
   for (const [name, head] of [
     ['short first', `Content-Length: 0\r\nContent-Length: ${SMUGGLED.length}\r\n`],

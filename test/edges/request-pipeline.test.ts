@@ -15,7 +15,7 @@ import { tempHome } from '../fixtures/temp-home.js';
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 const ODD = 'zz_unknown_field';
 
-t.test('a real daemon: unknown and mistyped fields on every schema route are 400 naming them and change nothing; the panel bodies pass', async (t) => {
+await t.test('a real daemon: unknown and mistyped fields on every schema route are 400 naming them and change nothing; the panel bodies pass', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const paths = homePaths(root);

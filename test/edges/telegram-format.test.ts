@@ -48,7 +48,7 @@ function checkChunks(t: Test, chunks: TelegramChunk[], limit = TELEGRAM_TEXT_LIM
   return chunks;
 }
 
-t.test('the tag checker itself catches what Telegram refuses', async (t) => {
+await t.test('the tag checker itself catches what Telegram refuses', async (t) => {
   t.same(htmlProblems('<b>x <i>y</i></b> &amp; <a href="https://a">z</a>'), []);
   t.equal(htmlProblems('<b><i>x</b></i>').length, 2);
   t.equal(htmlProblems('<b>x').length, 1);
@@ -57,7 +57,7 @@ t.test('the tag checker itself catches what Telegram refuses', async (t) => {
   t.equal(htmlProblems('<div>x</div>').length, 2);
 });
 
-t.test('given text with <, > and &, when rendered, then they are escaped in text, code and links', async (t) => {
+await t.test('given text with <, > and &, when rendered, then they are escaped in text, code and links', async (t) => {
   t.equal(markdownToTelegramHtml('a < b && c > d'), 'a &lt; b &amp;&amp; c &gt; d');
   t.equal(markdownToTelegramHtml('run `if (a < b && c > d)` now'), 'run <code>if (a &lt; b &amp;&amp; c &gt; d)</code> now');
   t.equal(markdownToTelegramHtml('```\n<div>&nbsp;</div>\n```'), '<pre>&lt;div&gt;&amp;nbsp;&lt;/div&gt;</pre>');
@@ -68,7 +68,7 @@ t.test('given text with <, > and &, when rendered, then they are escaped in text
   t.equal(markdownToTelegramHtml('<script>alert(1)</script>'), '&lt;script&gt;alert(1)&lt;/script&gt;');
 });
 
-t.test('given fenced code with a language, when rendered, then it is a pre/code block of that language', async (t) => {
+await t.test('given fenced code with a language, when rendered, then it is a pre/code block of that language', async (t) => {
   t.equal(markdownToTelegramHtml('Look:\n```ts\nconst a = 1;\n  b();\n```\ndone'), 'Look:\n<pre><code class="language-ts">const a = 1;\n  b();</code></pre>\ndone');
   t.equal(markdownToTelegramHtml('~~~python\nprint(1)\n~~~'), '<pre><code class="language-python">print(1)</code></pre>');
   t.equal(markdownToTelegramHtml('```\nplain **not bold**\n```'), '<pre>plain **not bold**</pre>');
@@ -78,7 +78,7 @@ t.test('given fenced code with a language, when rendered, then it is a pre/code 
   t.notMatch(hostile, /<b>/);
 });
 
-t.test('given nested emphasis, when rendered, then bold and italic nest', async (t) => {
+await t.test('given nested emphasis, when rendered, then bold and italic nest', async (t) => {
   t.equal(markdownToTelegramHtml('**bold *both* bold**'), '<b>bold <i>both</i> bold</b>');
   t.equal(markdownToTelegramHtml('*it **both** it*'), '<i>it <b>both</b> it</i>');
   t.equal(markdownToTelegramHtml('***both***'), '<b><i>both</i></b>');
@@ -86,7 +86,7 @@ t.test('given nested emphasis, when rendered, then bold and italic nest', async 
   t.equal(markdownToTelegramHtml('**a `*x*` b**'), '<b>a <code>*x*</code> b</b>');
 });
 
-t.test('given markdown that does not balance, when rendered, then it stays literal and the HTML still parses', async (t) => {
+await t.test('given markdown that does not balance, when rendered, then it stays literal and the HTML still parses', async (t) => {
   t.equal(markdownToTelegramHtml('this is **not closed'), 'this is **not closed');
   t.equal(markdownToTelegramHtml('2 * 3 * 4 and a ** b'), '2 * 3 * 4 and a ** b');
   t.equal(markdownToTelegramHtml('snake_case_name'), 'snake_case_name');
@@ -112,7 +112,7 @@ t.test('given markdown that does not balance, when rendered, then it stays liter
   for (const md of ugly) t.same(htmlProblems(markdownToTelegramHtml(md)), [], md.slice(0, 40));
 });
 
-t.test('given links, when rendered, then only http(s), tg and mailto become links', async (t) => {
+await t.test('given links, when rendered, then only http(s), tg and mailto become links', async (t) => {
   t.equal(markdownToTelegramHtml('[click](javascript:alert(1))'), '[click](javascript:alert(1))');
   t.equal(markdownToTelegramHtml('[x](JavaScript:alert(1))'), '[x](JavaScript:alert(1))');
   t.equal(markdownToTelegramHtml('[img](data:text/html,hi)'), '[img](data:text/html,hi)');
@@ -123,30 +123,30 @@ t.test('given links, when rendered, then only http(s), tg and mailto become link
   t.equal(markdownToTelegramHtml('[**b**](http://a.test "title")'), '<a href="http://a.test"><b>b</b></a>');
 });
 
-t.test('given headings, lists and quotes, when rendered, then they become bold lines, bullets and blockquotes', async (t) => {
+await t.test('given headings, lists and quotes, when rendered, then they become bold lines, bullets and blockquotes', async (t) => {
   t.equal(markdownToTelegramHtml('## Plan ##\n- one\n* two\n  + three\n1. four'), '<b>Plan</b>\n• one\n• two\n  • three\n1. four');
   t.equal(markdownToTelegramHtml('> first *x*\n> - item\nafter'), '<blockquote>first <i>x</i>\n• item</blockquote>\nafter');
   t.equal(markdownToTelegramHtml('#hashtag'), '#hashtag');
   t.equal(markdownToTelegramHtml('a\n\n---\nb'), 'a\n\n———\nb');
 });
 
-t.test('visibleLength counts what Telegram counts: decoded text, no tags, UTF-16 units', async (t) => {
+await t.test('visibleLength counts what Telegram counts: decoded text, no tags, UTF-16 units', async (t) => {
   t.equal(visibleLength('<b>a&lt;b</b> &amp; <a href="https://x">c</a>'), 7);
   t.equal(visibleLength('😀'), 2);
   t.equal(visibleLength('<pre><code class="language-ts">x</code></pre>'), 1);
 });
 
-t.test('given empty or blank input, when split, then there is no message', async (t) => {
+await t.test('given empty or blank input, when split, then there is no message', async (t) => {
   t.same(splitForTelegram(''), []);
   t.same(splitForTelegram(' \n\n\t \n'), []);
 });
 
-t.test('given a short answer, when split, then it is one message of the whole text', async (t) => {
+await t.test('given a short answer, when split, then it is one message of the whole text', async (t) => {
   const md = 'Hello **there**\n\n```js\nx()\n```';
   t.same(splitForTelegram(md), [{ html: markdownToTelegramHtml(md), plain: md }]);
 });
 
-t.test('given a 10 000-char answer of paragraphs, when split, then it is cut at blank lines and nothing is lost', async (t) => {
+await t.test('given a 10 000-char answer of paragraphs, when split, then it is cut at blank lines and nothing is lost', async (t) => {
   const paragraphs: string[] = [];
   for (let i = 0; paragraphs.join('\n\n').length < 10_000; i++) {
     // Line breaks inside paragraphs too, so a cut at any line end would not pass for a paragraph break.
@@ -162,7 +162,7 @@ t.test('given a 10 000-char answer of paragraphs, when split, then it is cut at 
   t.ok(chunks.every((c) => c.plain.length > TELEGRAM_TEXT_LIMIT / 4), 'no tiny messages');
 });
 
-t.test('given one long paragraph, when split, then it is cut at sentence ends', async (t) => {
+await t.test('given one long paragraph, when split, then it is cut at sentence ends', async (t) => {
   const md = 'This sentence is short. And this one ends too! '.repeat(150).trim();
   const chunks = checkChunks(t, splitForTelegram(md));
   t.ok(chunks.length >= 2);
@@ -170,14 +170,14 @@ t.test('given one long paragraph, when split, then it is cut at sentence ends', 
   t.equal(squash(chunks.map((c) => c.plain).join('')), squash(md));
 });
 
-t.test('given lines without blank lines, when split, then it is cut at line ends', async (t) => {
+await t.test('given lines without blank lines, when split, then it is cut at line ends', async (t) => {
   const md = Array.from({ length: 300 }, (_, i) => `line ${i} of the log, no full stop here`).join('\n');
   const chunks = checkChunks(t, splitForTelegram(md, 1000));
   for (const c of chunks) t.match(c.plain, /^line \d+ of the log, no full stop here$/m);
   t.same(chunks.flatMap((c) => c.plain.split('\n')), md.split('\n'));
 });
 
-t.test('given a 9 000-char code block, when split, then each piece is its own fenced block rendering as code', async (t) => {
+await t.test('given a 9 000-char code block, when split, then each piece is its own fenced block rendering as code', async (t) => {
   const lines = Array.from({ length: 200 }, (_, i) => `  const v${i} = compute(${i}) < limit && ok; // <note> ${'x'.repeat(i % 9)}`);
   const body = lines.join('\n');
   t.ok(body.length >= 9000, `${body.length} chars`);
@@ -194,7 +194,7 @@ t.test('given a 9 000-char code block, when split, then each piece is its own fe
   t.equal(chunks.at(-1)!.plain, 'That is all.');
 });
 
-t.test('given a code block that fits, when split, then it is never cut inside', async (t) => {
+await t.test('given a code block that fits, when split, then it is never cut inside', async (t) => {
   const intro = 'Intro words here. '.repeat(20);
   const block = '```sh\n' + Array.from({ length: 20 }, (_, i) => `echo step ${i}`).join('\n') + '\n```';
   const md = `${intro}\n\n${block}\n\nafter the block.`;
@@ -203,7 +203,7 @@ t.test('given a code block that fits, when split, then it is never cut inside', 
   t.ok(chunks.some((c) => c.plain.includes(block)), 'the block is whole in one message');
 });
 
-t.test('given a single 5 000-char word, when split, then it is hard-cut', async (t) => {
+await t.test('given a single 5 000-char word, when split, then it is hard-cut', async (t) => {
   const word = 'a'.repeat(5000);
   const chunks = checkChunks(t, splitForTelegram(word));
   t.same(
@@ -213,7 +213,7 @@ t.test('given a single 5 000-char word, when split, then it is hard-cut', async 
   t.equal(chunks.map((c) => c.plain).join(''), word);
 });
 
-t.test('given emoji, when cut anywhere, then no surrogate pair or emoji sequence is split', async (t) => {
+await t.test('given emoji, when cut anywhere, then no surrogate pair or emoji sequence is split', async (t) => {
   for (const md of ['😀'.repeat(3000), 'a' + '😀'.repeat(3000), 'ab' + '👍🏽'.repeat(1500), 'x' + '👨‍👩‍👧'.repeat(900)]) {
     for (const limit of [4096, 101, 7]) {
       const chunks = checkChunks(t, splitForTelegram(md, limit), limit);
@@ -225,7 +225,7 @@ t.test('given emoji, when cut anywhere, then no surrogate pair or emoji sequence
   t.ok(preview.plain.endsWith('…'));
 });
 
-t.test('given 3 000 "<", when split, then the visible length counts, not the escaped HTML', async (t) => {
+await t.test('given 3 000 "<", when split, then the visible length counts, not the escaped HTML', async (t) => {
   const chunks = checkChunks(t, splitForTelegram('<'.repeat(3000)));
   t.equal(chunks.length, 1);
   t.equal(visibleLength(chunks[0]!.html), 3000);
@@ -238,7 +238,7 @@ t.test('given 3 000 "<", when split, then the visible length counts, not the esc
   );
 });
 
-t.test('given a partial answer with an open fence, when previewed, then the fence is closed', async (t) => {
+await t.test('given a partial answer with an open fence, when previewed, then the fence is closed', async (t) => {
   const p = streamingPreview('Working on it:\n```py\nfor x in xs:\n    print(x <');
   t.equal(p.plain, 'Working on it:\n```py\nfor x in xs:\n    print(x <\n```');
   t.equal(p.html, 'Working on it:\n<pre><code class="language-py">for x in xs:\n    print(x &lt;</code></pre>');
@@ -247,7 +247,7 @@ t.test('given a partial answer with an open fence, when previewed, then the fenc
   t.equal(done.plain, 'a\n```\nb\n```\n', 'a closed fence is left alone');
 });
 
-t.test('given a partial answer too long for one message, when previewed, then the beginning is kept and ends with …', async (t) => {
+await t.test('given a partial answer too long for one message, when previewed, then the beginning is kept and ends with …', async (t) => {
   const md = Array.from({ length: 800 }, (_, i) => `word${i}`).join(' ');
   const p = streamingPreview(md);
   t.ok(p.plain.length <= TELEGRAM_TEXT_LIMIT && visibleLength(p.html) <= TELEGRAM_TEXT_LIMIT);

@@ -4,13 +4,13 @@ import { admit, type GateConfig, type InboundMessage } from '../../edges/index.j
 const CFG: GateConfig = { allowed_user_ids: [1], allowed_group_ids: [-100], group_mention_only: false };
 const msg = (over: Partial<InboundMessage>): InboundMessage => ({ chatType: 'private', chatId: 1, senderId: 1, text: 'hi', botUsername: 'svc_bot', repliesToBot: false, ...over });
 
-t.test('private chats: only listed users; an empty list admits nobody', async (t) => {
+await t.test('private chats: only listed users; an empty list admits nobody', async (t) => {
   t.same(admit(msg({}), CFG), { admit: true, text: 'hi' });
   t.match(admit(msg({ senderId: 2, chatId: 2 }), CFG), { admit: false, why: /user 2 is not in allowed_user_ids/ });
   t.match(admit(msg({}), { ...CFG, allowed_user_ids: [] }), { admit: false }, 'a fresh bot answers no one');
 });
 
-t.test('groups need both lists; mention-only admits mentions, replies and commands, and strips the leading mention', async (t) => {
+await t.test('groups need both lists; mention-only admits mentions, replies and commands, and strips the leading mention', async (t) => {
   const group = (over: Partial<InboundMessage>) => msg({ chatType: 'supergroup', chatId: -100, ...over });
   t.same(admit(group({}), CFG), { admit: true, text: 'hi' });
   t.match(admit(group({ chatId: -200 }), CFG), { admit: false, why: /group -200 is not in allowed_group_ids/ });
@@ -24,7 +24,7 @@ t.test('groups need both lists; mention-only admits mentions, replies and comman
   t.same(admit(group({ text: '/tasks' }), only), { admit: true, text: '/tasks' });
 });
 
-t.test('a command addressed to another bot is not ours, anywhere; channels never', async (t) => {
+await t.test('a command addressed to another bot is not ours, anywhere; channels never', async (t) => {
   t.match(admit(msg({ text: '/new@other_bot' }), CFG), { admit: false, why: 'a command for @other_bot' });
   t.match(admit(msg({ chatType: 'supergroup', chatId: -100, text: '/stop@other_bot' }), CFG), { admit: false });
   t.same(admit(msg({ text: '/new@svc_bot' }), CFG), { admit: true, text: '/new@svc_bot' });

@@ -86,7 +86,7 @@ async function shown(fake: FakeTelegram, chatId: number, text: string) {
   return fake.chatMessages(chatId);
 }
 
-t.test('a private message is asked as the sender, streams into one message by edits, and ends as the whole answer', async (t) => {
+await t.test('a private message is asked as the sender, streams into one message by edits, and ends as the whole answer', async (t) => {
   const s = await rig(t);
   s.fake.userMessage({ from: { id: ALICE, first_name: 'Alice' }, text: 'hello' });
   const turn = await s.agent.next();
@@ -106,7 +106,7 @@ t.test('a private message is asked as the sender, streams into one message by ed
   t.equal(s.fake.rateLimitReport().given, 0, 'never faster than Telegram allows');
 });
 
-t.test('strangers, unlisted groups and channels get nothing, and each is logged once; groups answer mentions when mention-only', async (t) => {
+await t.test('strangers, unlisted groups and channels get nothing, and each is logged once; groups answer mentions when mention-only', async (t) => {
   const s = await rig(t, { config: { allowed_group_ids: [GROUP], group_mention_only: true } });
   s.fake.userMessage({ from: { id: STRANGER }, text: 'let me in' });
   s.fake.userMessage({ from: { id: STRANGER }, text: 'please' });
@@ -126,7 +126,7 @@ t.test('strangers, unlisted groups and channels get nothing, and each is logged 
   t.ok(s.logs.some((l) => l.includes('group_mention_only')));
 });
 
-t.test('a forum topic is its own session, and the answer goes to that topic', async (t) => {
+await t.test('a forum topic is its own session, and the answer goes to that topic', async (t) => {
   const s = await rig(t, { config: { allowed_group_ids: [GROUP] } });
   s.fake.userMessage({ from: { id: ALICE }, chat: { id: GROUP, type: 'supergroup', is_forum: true, title: 'forum' }, message_thread_id: 42, text: 'status?' });
   const turn = await s.agent.next();
@@ -136,7 +136,7 @@ t.test('a forum topic is its own session, and the answer goes to that topic', as
   t.equal(msgs.at(-1)!.message_thread_id, 42);
 });
 
-t.test('an update Telegram hands out again after a crash runs once', async (t) => {
+await t.test('an update Telegram hands out again after a crash runs once', async (t) => {
   const fake = await startFakeTelegram();
   t.teardown(() => fake.close());
   const log = new MemoryEventLog();
@@ -158,7 +158,7 @@ t.test('an update Telegram hands out again after a crash runs once', async (t) =
   await shown(fake, ALICE, 'ok');
 });
 
-t.test('a long answer is cut at paragraphs into messages Telegram accepts; buttons ride on the last; a pressed one is the next message', async (t) => {
+await t.test('a long answer is cut at paragraphs into messages Telegram accepts; buttons ride on the last; a pressed one is the next message', async (t) => {
   const s = await rig(t);
   s.fake.userMessage({ from: { id: ALICE }, text: '/tasks' });
   const turn = await s.agent.next();
@@ -181,7 +181,7 @@ t.test('a long answer is cut at paragraphs into messages Telegram accepts; butto
   t.equal(s.agent.calls.length, 2, "a stranger's press of the same button reached nothing");
 });
 
-t.test('429s with retry_after are waited out, and the final text still arrives', async (t) => {
+await t.test('429s with retry_after are waited out, and the final text still arrives', async (t) => {
   const s = await rig(t);
   s.fake.rateLimitNext((m) => m === 'sendMessage', 1, 2);
   s.fake.userMessage({ from: { id: ALICE }, text: 'go' });
@@ -192,7 +192,7 @@ t.test('429s with retry_after are waited out, and the final text still arrives',
   t.equal(s.fake.rateLimitReport().honoured, 2, 'each retry came after retry_after');
 });
 
-t.test('ten answers streaming at once in ten chats: no 429 at all, every final text delivered once', async (t) => {
+await t.test('ten answers streaming at once in ten chats: no 429 at all, every final text delivered once', async (t) => {
   const users = Array.from({ length: 10 }, (_, i) => 500 + i);
   const s = await rig(t, { config: { allowed_user_ids: users } });
   for (const u of users) s.fake.userMessage({ from: { id: u }, text: `job ${u}` });
@@ -212,7 +212,7 @@ t.test('ten answers streaming at once in ten chats: no 429 at all, every final t
   t.ok(edits < 10 * 20, `${edits} edits for 200 deltas: coalesced`);
 });
 
-t.test('deliver sends what svc says outside a turn into the chat and topic; a bad token is retried, said once, and never thrown', async (t) => {
+await t.test('deliver sends what svc says outside a turn into the chat and topic; a bad token is retried, said once, and never thrown', async (t) => {
   const s = await rig(t, { config: { allowed_group_ids: [GROUP] } });
   t.equal(s.tg.health().state, 'running');
   t.ok(s.tg.reaches({ chat_id: GROUP, topic_id: 7 }));
@@ -236,7 +236,7 @@ t.test('deliver sends what svc says outside a turn into the chat and topic; a ba
   t.equal(broken.health().state, 'stopped');
 });
 
-t.test('hostile input: captions-only media, empty text, edited messages and bots are not asked; a command for another bot is passed as text', async (t) => {
+await t.test('hostile input: captions-only media, empty text, edited messages and bots are not asked; a command for another bot is passed as text', async (t) => {
   const s = await rig(t);
   s.fake.pushUpdate({ edited_message: { message_id: 9, date: 1, chat: { id: ALICE, type: 'private' }, from: { id: ALICE, is_bot: false, first_name: 'A' }, text: 'sneaky edit' } });
   s.fake.pushUpdate({ message: { message_id: 10, date: 1, chat: { id: ALICE, type: 'private' }, from: { id: ALICE, is_bot: false, first_name: 'A' }, text: '   ' } });
@@ -250,7 +250,7 @@ t.test('hostile input: captions-only media, empty text, edited messages and bots
 });
 
 
-t.test('a voice note is transcribed, a photo normalised, a document saved; the agent is told where each is', async (t) => {
+await t.test('a voice note is transcribed, a photo normalised, a document saved; the agent is told where each is', async (t) => {
   const s = await rig(t);
   s.fake.userMessage({ from: { id: ALICE }, voice: { bytes: Buffer.from('OggS fake voice note'), duration: 2 } });
   const voice = await s.agent.next();
@@ -278,7 +278,7 @@ t.test('a voice note is transcribed, a photo normalised, a document saved; the a
   await shown(s.fake, ALICE, 'done');
 });
 
-t.test('a voice note no backend can transcribe, and a file over the Bot API limit, are answered with why; the agent is not asked', async (t) => {
+await t.test('a voice note no backend can transcribe, and a file over the Bot API limit, are answered with why; the agent is not asked', async (t) => {
   const s = await rig(t);
   s.fake.userMessage({ from: { id: ALICE }, voice: { bytes: Buffer.from('mumble mumble') } });
   await shown(s.fake, ALICE, 'pip install openai-whisper');
@@ -290,7 +290,7 @@ t.test('a voice note no backend can transcribe, and a file over the Bot API limi
   t.same(readdirSync(s.mediaDir).filter((f) => f.startsWith('.')), [], 'nothing half-written is left');
 });
 
-t.test('scene.reaction_style: seen marks the message 👀; detailed also shows ✍ while written and 👍 when done; off nothing', async (t) => {
+await t.test('scene.reaction_style: seen marks the message 👀; detailed also shows ✍ while written and 👍 when done; off nothing', async (t) => {
   const reactionsOn = (fake: FakeTelegram) => fake.callsOf('setMessageReaction').map((c) => (c.params.reaction as { emoji: string }[])[0]!.emoji);
   for (const [style, expected] of [['seen', ['👀']], ['detailed', ['👀', '✍', '👍']], ['off', []]] as const) {
     const base = defaultConfig();
@@ -306,7 +306,7 @@ t.test('scene.reaction_style: seen marks the message 👀; detailed also shows �
   }
 });
 
-t.test('a Bot API that cannot be reached is retried with why; one that never answers does not hold up stop', async (t) => {
+await t.test('a Bot API that cannot be reached is retried with why; one that never answers does not hold up stop', async (t) => {
   const bus = new Bus({ log: new MemoryEventLog() });
   t.teardown(() => bus.close());
   const sockets = new Set<Socket>();

@@ -49,7 +49,7 @@ async function serve(t: TT, principal = TEST_ADMIN) {
   return { dir, paths, audio, cfg, access, call, internal };
 }
 
-t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t) => {
+await t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t) => {
   const s = await serve(t);
   const expected = { status: 200, body: { transcript: 'heard note.ogg language=auto model=small' } };
   t.same(await s.call({ file_path: s.audio }), expected);
@@ -60,7 +60,7 @@ t.test('POST /api/transcribe: {file_path} or {path} → {transcript}', async (t)
   t.same(s.internal, []);
 });
 
-t.test('where the file is: outside the home 403, missing 404, not a file 400', async (t) => {
+await t.test('where the file is: outside the home 403, missing 404, not a file 400', async (t) => {
   const s = await serve(t);
   const outside = join(s.dir, 'outside.ogg');
   symlinkSync(outside, join(s.paths.workspace, 'link.ogg'));
@@ -82,7 +82,7 @@ t.test('where the file is: outside the home 403, missing 404, not a file 400', a
   }
 });
 
-t.test('bad bodies 400, no token 401', async (t) => {
+await t.test('bad bodies 400, no token 401', async (t) => {
   const s = await serve(t);
   for (const [body, message] of [
     [{}, /needs file_path \(or its alias path\)/],
@@ -104,7 +104,7 @@ t.test('bad bodies 400, no token 401', async (t) => {
   }
 });
 
-t.test('every backend failing is 503 with what was tried and install hints', async (t) => {
+await t.test('every backend failing is 503 with what was tried and install hints', async (t) => {
   const s = await serve(t);
   s.cfg.current = { ...s.cfg.current, command: command('fail') };
   let r = await s.call({ file_path: s.audio });
@@ -123,7 +123,7 @@ t.test('every backend failing is 503 with what was tried and install hints', asy
   t.same(s.internal, []);
 });
 
-t.test('file_access decides like /files; secrets are refused even under all', async (t) => {
+await t.test('file_access decides like /files; secrets are refused even under all', async (t) => {
   const s = await serve(t);
   const inHome = join(s.paths.root, 'voice.ogg');
   writeFileSync(inHome, 'OggS');
@@ -153,7 +153,7 @@ t.test('file_access decides like /files; secrets are refused even under all', as
   }
 });
 
-t.test('the backend gets a private copy read from the checked descriptor, removed afterwards', async (t) => {
+await t.test('the backend gets a private copy read from the checked descriptor, removed afterwards', async (t) => {
   const s = await serve(t);
   writeFileSync(s.audio, 'the audio bytes');
   s.cfg.current = { ...s.cfg.current, command: command('where') };
@@ -166,7 +166,7 @@ t.test('the backend gets a private copy read from the checked descriptor, remove
   t.notOk(existsSync(dirname(seen.path)), 'the copy is gone once answered');
 });
 
-t.test("POST /api/transcribe: a caller restricted by allowed_agents reads only its agents' workspaces", async (t) => {
+await t.test("POST /api/transcribe: a caller restricted by allowed_agents reads only its agents' workspaces", async (t) => {
   const coderOnly = { ...TEST_ADMIN, id: 'co', role: 'operator' as const, allowed_agents: ['coder'] };
   const s = await serve(t, coderOnly);
   const coderWs = join(s.paths.agentsDir, 'coder', 'workspace');

@@ -114,7 +114,7 @@ async function serve(t: Test) {
   return { paths, outside, coderWs, port, login, cookieLogin, upload, audited, home: join(dir, 'home') };
 }
 
-t.test('/upload with the admin session places the file in the agent folder; the direct token is unchanged', async (t) => {
+await t.test('/upload with the admin session places the file in the agent folder; the direct token is unchanged', async (t) => {
   const env = await serve(t);
   const jar = await env.cookieLogin();
   t.ok(jar.svc_access && jar.svc_csrf, 'login set the access and CSRF cookies');
@@ -156,7 +156,7 @@ t.test('/upload with the admin session places the file in the agent folder; the 
 });
 
 
-t.test('/upload refusals for the admin session write nothing', async (t) => {
+await t.test('/upload refusals for the admin session write nothing', async (t) => {
   const env = await serve(t);
   const [viewer, operator, cora, alice] = [await env.login('vera'), await env.login('olga'), await env.login('cora'), await env.login('alice')];
   const jar = await env.cookieLogin();
@@ -197,7 +197,7 @@ t.test('/upload refusals for the admin session write nothing', async (t) => {
   t.equal(r.status, 200, 'an operator attaches a file to a chat (files.upload)');
 });
 
-t.test("/upload without ?agent= stores into main's workspace: refused for a user not allowed main", async (t) => {
+await t.test("/upload without ?agent= stores into main's workspace: refused for a user not allowed main", async (t) => {
   const env = await serve(t);
   const cora = { authorization: `Bearer ${await env.login('cora')}` };
   const r = await env.upload('', cora);

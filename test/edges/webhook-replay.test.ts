@@ -57,7 +57,7 @@ async function serve(t: { testdir(): string; teardown(fn: () => void): void }, l
 
 const github = (body: string) => 'sha256=' + createHmac('sha256', GH_SECRET).update(body).digest('hex');
 
-t.test('GitHub: the same signed call twice is 202 then 409, the agent runs once; a new delivery is 202; after the window it is accepted again', async (t) => {
+await t.test('GitHub: the same signed call twice is 202 then 409, the agent runs once; a new delivery is 202; after the window it is accepted again', async (t) => {
   const s = await serve(t);
   const body = JSON.stringify({ action: 'opened', number: 1 });
   const sig = github(body);
@@ -84,7 +84,7 @@ t.test('GitHub: the same signed call twice is 202 then 409, the agent runs once;
   t.equal(s.rt.received.length, 3);
 });
 
-t.test('Stripe: a repeat inside its timestamp window is 409, with or without an extra bogus candidate', async (t) => {
+await t.test('Stripe: a repeat inside its timestamp window is 409, with or without an extra bogus candidate', async (t) => {
   const s = await serve(t);
   const body = JSON.stringify({ type: 'charge.succeeded' });
   const ts = Math.floor(s.now() / 1000);
@@ -101,7 +101,7 @@ t.test('Stripe: a repeat inside its timestamp window is 409, with or without an 
   t.equal(s.rt.received.length, 2);
 });
 
-t.test('bearer calls are not remembered: the token binds nothing about one call', async (t) => {
+await t.test('bearer calls are not remembered: the token binds nothing about one call', async (t) => {
   const s = await serve(t);
   const body = JSON.stringify({ x: 1 });
   t.equal((await s.post('plain', body, { authorization: `Bearer ${GLOBAL}` })).status, 202);
@@ -109,7 +109,7 @@ t.test('bearer calls are not remembered: the token binds nothing about one call'
   await s.allSettled(2);
 });
 
-t.test('the memory is bounded per hook and expires by window on the injected clock', async (t) => {
+await t.test('the memory is bounded per hook and expires by window on the injected clock', async (t) => {
   let now = 0;
   const memory = new WebhookReplayMemory(() => now, 3);
   for (const k of ['a', 'b', 'c']) t.ok(memory.admit('h', k, 1000), `${k} fresh`);
@@ -122,7 +122,7 @@ t.test('the memory is bounded per hook and expires by window on the injected clo
   t.ok(memory.admit('h', 'd', 1000), 'after its window d is fresh again');
 });
 
-t.test('a signed call that was not accepted after all (its fact could not be recorded) is no replay when the sender redelivers it', async (t) => {
+await t.test('a signed call that was not accepted after all (its fact could not be recorded) is no replay when the sender redelivers it', async (t) => {
   // An event log whose disk fails once, on the call's `webhook.triggered`: an in-memory store, not a mock.
   class FailingOnce extends MemoryEventLog {
     failures = 1;

@@ -71,7 +71,7 @@ async function webhookServer(t: TT, fileText: string) {
   return { post, logs, rt, paths };
 }
 
-t.test("ductor's {hooks: [...]} file: its bearer token and its HMAC fields authenticate real calls; its regex fields are refused with a clear line", async (t) => {
+await t.test("ductor's {hooks: [...]} file: its bearer token and its HMAC fields authenticate real calls; its regex fields are refused with a clear line", async (t) => {
   const s = await webhookServer(t, JSON.stringify(DUCTOR_FILE));
   const body = JSON.stringify({ status: 'green' });
   t.same(await s.post('ci', body, { authorization: `Bearer ${SECRETS[0]}` }), { status: 202, body: { accepted: true, hook_id: 'ci' } }, "ductor's per-hook token");
@@ -85,7 +85,7 @@ t.test("ductor's {hooks: [...]} file: its bearer token and its HMAC fields authe
   t.ok(s.logs.some((l) => l.level === 'warn' && /stripe: .*hmac_sig_regex, hmac_payload_prefix_regex .*not supported by svc.*set signature instead/.test(l.msg)), 'with a line naming the fields and the fix');
 });
 
-t.test('a webhooks.json svc cannot read refuses calls with 503 and one clear log line, not 500', async (t) => {
+await t.test('a webhooks.json svc cannot read refuses calls with 503 and one clear log line, not 500', async (t) => {
   for (const [what, text] of [
     ['bad JSON', '{"hooks": [ {"id": '],
     ['wrong shape', JSON.stringify({ hooks: 'none' })],
@@ -103,7 +103,7 @@ t.test('a webhooks.json svc cannot read refuses calls with 503 and one clear log
   }
 });
 
-t.test('admin listings mask every credential-named field: webhooks (ductor and hand-edited), cron jobs, export', async (t) => {
+await t.test('admin listings mask every credential-named field: webhooks (ductor and hand-edited), cron jobs, export', async (t) => {
   const s = await serveOps(t);
   const handEdited = {
     id: 'hand', agent: 'main', enabled: true, description: '', secret: SECRETS[5], mode: 'wake',

@@ -57,7 +57,7 @@ const task = (over: Partial<TaskRecord>): TaskRecord => ({
   ...over,
 });
 
-t.test('Accept-Language: ru default, en, uk as ru, q-values, garbage', async (t) => {
+await t.test('Accept-Language: ru default, en, uk as ru, q-values, garbage', async (t) => {
   const cases: [string | undefined, string][] = [
     [undefined, 'ru'],
     ['', 'ru'],
@@ -74,7 +74,7 @@ t.test('Accept-Language: ru default, en, uk as ru, q-values, garbage', async (t)
   for (const [header, lang] of cases) t.equal(pickLanguage(header), lang, JSON.stringify(header));
 });
 
-t.test('titles: localised per type, fallback for unknown types, machine codes never shown', async (t) => {
+await t.test('titles: localised per type, fallback for unknown types, machine codes never shown', async (t) => {
   t.equal(activityTitle({ type: 'task_completed', subject: 'Deploy' }, 'en'), 'Task completed: Deploy');
   t.equal(activityTitle({ type: 'task_completed', subject: 'Deploy' }, 'ru'), 'Задача выполнена: Deploy');
   t.equal(activityTitle({ type: 'brand_new_type', subject: null }, 'ru'), 'Событие');
@@ -87,7 +87,7 @@ t.test('titles: localised per type, fallback for unknown types, machine codes ne
   t.equal(activityTitle({ type: 'cron_fired', subject: 'x'.repeat(500) }, 'en').length, 'Scheduled job ran: '.length + 200, 'subjects are capped');
 });
 
-t.test('relative time and uptime in ru and en', async (t) => {
+await t.test('relative time and uptime in ru and en', async (t) => {
   t.equal(relativeTime(NOW - 5_000, NOW, 'ru'), 'только что');
   t.equal(relativeTime(NOW + 5_000, NOW, 'en'), 'just now', 'a clock skew into the future is "now"');
   t.equal(relativeTime(NOW - 5 * 60_000, NOW, 'en'), '5 min ago');
@@ -103,7 +103,7 @@ t.test('relative time and uptime in ru and en', async (t) => {
   t.notOk('raw' in e);
 });
 
-t.test('sources: tasks, cron jobs, notifications and sign-ins become events; duplicates and undated records are dropped', async (t) => {
+await t.test('sources: tasks, cron jobs, notifications and sign-ins become events; duplicates and undated records are dropped', async (t) => {
   t.match(activityFromTask(task({ status: 'failed', elapsed_seconds: 40 })), { type: 'task_failed', severity: 'error', at: NOW - 60_000 });
   t.match(activityFromTask(task({ status: 'cancelled', finished_at: NOW / 1000 })), { type: 'task_failed', severity: 'warning', at: NOW });
   t.equal(activityFromTask(task({ status: 'running' })), null, 'a running task is a counter, not an event');
@@ -125,7 +125,7 @@ t.test('sources: tasks, cron jobs, notifications and sign-ins become events; dup
   t.same(all.map((i) => i.id), ['tasks:t2', 'notifications:n1'], 'newest first; t1 is reported by its notification; an undated notification is dropped');
 });
 
-t.test('visibility, severity filter with the ack cutoff, failed_last_24h', async (t) => {
+await t.test('visibility, severity filter with the ack cutoff, failed_last_24h', async (t) => {
   const coder = item({ agent: 'coder' });
   const none = item({ agent: null });
   const signIn = item({ source: 'audit', agent: null });
@@ -148,7 +148,7 @@ t.test('visibility, severity filter with the ack cutoff, failed_last_24h', async
   t.equal(failedSince(items, NOW, (NOW - 40 * 3_600_000) / 1000), 1, 'an older ack does not widen the window');
 });
 
-t.test('the feed shows webhook_called (from webhook notifications), agent_started and agent_stopped, with localised titles', async (t) => {
+await t.test('the feed shows webhook_called (from webhook notifications), agent_started and agent_stopped, with localised titles', async (t) => {
   const started = { seq: 11, type: 'agent.started', at: new Date(NOW - 2000).toISOString(), data: { name: 'coder', is_main: false, provider: 'claude', model: 'opus', workspace: '/w' } };
   const stopped = { seq: 12, type: 'agent.stopped', at: new Date(NOW - 1000).toISOString(), data: { name: 'coder', reason: 'removed' } };
   t.match(activityFromAgentFact(started), { id: 'agents:11', type: 'agent_started', agent: 'coder', severity: 'info', source: 'agents', at: NOW - 2000 });

@@ -14,7 +14,7 @@ function drive(...events: AdminConnectionEvent[]) {
 const ok = { type: 'auth', ok: true, role: 'operator' } as const;
 const frame = (kind: Extract<AdminConnectionEvent, { type: 'frame' }>['kind'], at = 0) => ({ type: 'frame', kind, at }) as const;
 
-t.test('before auth: only an auth frame; anything else, a failure or the timer closes with its rejection', async (t) => {
+await t.test('before auth: only an auth frame; anything else, a failure or the timer closes with its rejection', async (t) => {
   t.match(drive(ok), { value: 'open', role: 'operator', rejection: null });
   t.match(drive({ type: 'auth', ok: false, role: null }), { value: 'closing', rejection: 'auth_failed', closeReason: 'auth_failed' });
   t.match(drive(frame('message')), { value: 'closing', rejection: 'auth_required' });
@@ -24,7 +24,7 @@ t.test('before auth: only an auth frame; anything else, a failure or the timer c
   t.match(drive({ type: 'close', code: 1006 }), { value: 'closed', closeReason: 'client' });
 });
 
-t.test('open: verdict per frame kind, a second auth is out of order, nothing closes the connection but a drop', async (t) => {
+await t.test('open: verdict per frame kind, a second auth is out of order, nothing closes the connection but a drop', async (t) => {
   t.match(drive(ok, frame('message')), { value: 'open', lastFrame: 'accepted' });
   t.match(drive(ok, frame('abort')), { lastFrame: 'accepted' });
   t.match(drive(ok, frame('auth')), { value: 'open', lastFrame: 'out_of_order' });
@@ -35,7 +35,7 @@ t.test('open: verdict per frame kind, a second auth is out of order, nothing clo
   t.match(drive(ok, { type: 'drop', reason: 'backpressure' }, { type: 'close', code: 1006 }), { value: 'closed', closeReason: 'backpressure' });
 });
 
-t.test('rate: every frame counts, the one past the window limit is refused, a new window starts afresh', async (t) => {
+await t.test('rate: every frame counts, the one past the window limit is refused, a new window starts afresh', async (t) => {
   t.match(drive(ok, frame('message', 0), frame('invalid', 10), frame('message', 20)), { lastFrame: 'accepted', windowCount: 3 });
   t.match(drive(ok, frame('message', 0), frame('message', 10), frame('message', 20), frame('message', 30)), { value: 'open', lastFrame: 'rate_limited' });
   t.match(drive(ok, frame('message', 0), frame('message', 10), frame('message', 20), frame('message', 30), frame('message', 1000)), { lastFrame: 'accepted', windowCount: 1, windowStart: 1000 });

@@ -28,7 +28,7 @@ const entries = (raw: unknown[]): SubAgentConfig[] => {
 };
 const TOKEN = 'x'.repeat(40);
 
-t.test('parseConfig: ok with normalised config, or errors naming file, field, value and rule', async (t) => {
+await t.test('parseConfig: ok with normalised config, or errors naming file, field, value and rule', async (t) => {
   const ok = parseConfig({ gemini_api_key: 'none', cli_timeout: 900 }, 'config.json');
   t.match(ok, { ok: true, config: { gemini_api_key: null, timeouts: { normal: 900 } } });
   t.same(parseConfig({ permission_mode: 'yolo' }, 'config.json'), {
@@ -42,7 +42,7 @@ t.test('parseConfig: ok with normalised config, or errors naming file, field, va
   t.equal(normaliseConfig(defaultConfig()).transport, 'telegram');
 });
 
-t.test('parseConfigText: JSON errors, schema errors and directories the caller did not find', async (t) => {
+await t.test('parseConfigText: JSON errors, schema errors and directories the caller did not find', async (t) => {
   t.match(parseConfigText('{"model": ', 'config.json', []), { ok: false, errors: [/^config\.json: not valid JSON at line 1 column 11/] });
   t.match(parseConfigText('{"max_turns": 0}', 'config.json', []), { ok: false, errors: ['config.json: max_turns = 0 is not allowed (a whole number >= 1)'] });
   t.same(parseConfigText('{"additional_directories": ["/a", "/b"]}', 'config.json', ['/a']), {
@@ -52,7 +52,7 @@ t.test('parseConfigText: JSON errors, schema errors and directories the caller d
   t.match(parseConfigText('{"additional_directories": ["/a"]}', 'config.json', ['/a']), { ok: true });
 });
 
-t.test('diffConfig classifies changed top-level fields per SPEC "Hot reload"', async (t) => {
+await t.test('diffConfig classifies changed top-level fields per SPEC "Hot reload"', async (t) => {
   const old = defaultConfig();
   t.same(diffConfig(old, defaultConfig()), { hot: [], restart: [] });
   const next = cfg({
@@ -83,7 +83,7 @@ t.test('diffConfig classifies changed top-level fields per SPEC "Hot reload"', a
   t.same(diffConfig(old, cfg({ transports: ['matrix'] })), { hot: [], restart: ['transport', 'transports'] });
 });
 
-t.test('effectiveSubAgentConfig: main, then own config, then registry, then forced fields', async (t) => {
+await t.test('effectiveSubAgentConfig: main, then own config, then registry, then forced fields', async (t) => {
   const main = cfg({
     model: 'opus',
     reasoning_effort: 'high',
@@ -153,7 +153,7 @@ t.test('effectiveSubAgentConfig: main, then own config, then registry, then forc
   t.match((caught as Error).message, /^agents\.json entry "plain" .*: permission_mode = "yolo" is not allowed/);
 });
 
-t.test('diffRegistry reports added, removed and changed agents, restart only for identity changes', async (t) => {
+await t.test('diffRegistry reports added, removed and changed agents, restart only for identity changes', async (t) => {
   const before = entries([
     { name: 'a', telegram_token: 't1', model: 'opus' },
     { name: 'b', telegram_token: 't2' },
@@ -182,7 +182,7 @@ t.test('diffRegistry reports added, removed and changed agents, restart only for
   t.same(diffRegistry(before, before), { added: [], removed: [], changed: [] });
 });
 
-t.test('resolveProvider per SPEC model resolution', async (t) => {
+await t.test('resolveProvider per SPEC model resolution', async (t) => {
   for (const m of ['haiku', 'sonnet', 'opus', 'Opus']) t.equal(resolveProvider(m, []), 'claude', m);
   for (const m of ['auto', 'pro', 'flash', 'flash-lite', 'gemini-2.5-pro', 'auto-gemini-3', 'my-discovered']) {
     t.equal(resolveProvider(m, ['my-discovered']), 'gemini', m);
@@ -190,7 +190,7 @@ t.test('resolveProvider per SPEC model resolution', async (t) => {
   for (const m of ['gpt-5-codex', 'o3', 'my-discovered']) t.equal(resolveProvider(m, []), 'codex', m);
 });
 
-t.test('deepEqual ignores key order', async (t) => {
+await t.test('deepEqual ignores key order', async (t) => {
   t.ok(deepEqual({ a: 1, b: [1, { c: 2 }] }, { b: [1, { c: 2 }], a: 1 }));
   t.notOk(deepEqual({ a: 1 }, { a: 1, b: 2 }));
   t.notOk(deepEqual([1, 2], [2, 1]));
@@ -204,7 +204,7 @@ function runConfig(config: AgentConfig) {
   return { actor, facts };
 }
 
-t.test('config machine: a valid edit applies hot fields and reports it', async (t) => {
+await t.test('config machine: a valid edit applies hot fields and reports it', async (t) => {
   const { actor, facts } = runConfig(defaultConfig());
   actor.send({ type: 'file.changed', text: JSON.stringify({ model: 'sonnet', streaming: { enabled: false } }), existingDirs: [] });
   t.same(facts, [{ type: 'config.reloaded', data: { hot_applied: ['model', 'streaming'], restart_required: [] } }]);
@@ -224,7 +224,7 @@ t.test('config machine: a valid edit applies hot fields and reports it', async (
   t.equal(facts.length, 2, 'the same unknown keys again: no new event');
 });
 
-t.test('config machine: an invalid edit is rejected and the last good config kept', async (t) => {
+await t.test('config machine: an invalid edit is rejected and the last good config kept', async (t) => {
   const { actor, facts } = runConfig(cfg({ model: 'haiku' }));
   const before = actor.getSnapshot().context;
   actor.send({ type: 'file.changed', text: '{"model": "sonnet", ', existingDirs: [] });
@@ -244,7 +244,7 @@ t.test('config machine: an invalid edit is rejected and the last good config kep
   t.same(facts[4], { type: 'config.reloaded', data: { hot_applied: ['model'], restart_required: ['additional_directories'] } });
 });
 
-t.test('config machine: restart-required fields are recorded, not applied', async (t) => {
+await t.test('config machine: restart-required fields are recorded, not applied', async (t) => {
   const start = cfg({ telegram_token: 'old', log_level: 'INFO' });
   const { actor, facts } = runConfig(start);
   actor.send({ type: 'file.changed', text: JSON.stringify({ telegram_token: 'new', log_level: 'DEBUG', model: 'haiku', timeouts: { background: 5 } }), existingDirs: [] });
@@ -270,7 +270,7 @@ t.test('config machine: restart-required fields are recorded, not applied', asyn
   t.same(actor.getSnapshot().context.pendingRestart, ['log_level', 'timeouts']);
 });
 
-t.test('registry machine: added, removed, changed, rejected', async (t) => {
+await t.test('registry machine: added, removed, changed, rejected', async (t) => {
   const initial = entries([{ name: 'a', telegram_token: 't1' }, { name: 'b', telegram_token: 't2' }]);
   const actor = createActor(registryMachine, { input: { entries: initial, file: '/h/_secrets/agents.json' } });
   const facts: RegistryFact[] = [];

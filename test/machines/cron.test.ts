@@ -31,7 +31,7 @@ const sched = (expr: string, zone = 'UTC'): CompiledSchedule => {
 const next = (expr: string, zone: string, after: string) => iso(nextFireAfter(sched(expr, zone), at(after)));
 const fires = (expr: string, zone: string, from: string, to: string) => firesBetween(sched(expr, zone), at(from), at(to)).map((x) => iso(x));
 
-t.test('expressions: fields, names, ranges, steps, macros; bad ones say why', async (t) => {
+await t.test('expressions: fields, names, ranges, steps, macros; bad ones say why', async (t) => {
   t.equal(next('0 9 * * MON-FRI', 'UTC', '2026-11-27T12:00:00Z'), '2026-11-30T09:00:00.000Z', 'Friday afternoon → Monday 09:00');
   t.equal(next('*/15 * * * *', 'UTC', '2026-01-01T00:07:00Z'), '2026-01-01T00:15:00.000Z', 'step');
   t.equal(next('0 8-10 * * *', 'UTC', '2026-01-01T10:30:00Z'), '2026-01-02T08:00:00.000Z', 'range');
@@ -48,7 +48,7 @@ t.test('expressions: fields, names, ranges, steps, macros; bad ones say why', as
   t.equal(scheduleProblem('@MIDNIGHT', 'UTC'), null, 'macros in any case');
 });
 
-t.test('standard cron only: a seconds field (6 fields) is refused, so nothing fires every second', async (t) => {
+await t.test('standard cron only: a seconds field (6 fields) is refused, so nothing fires every second', async (t) => {
   for (const expr of ['* * * * * *', '*/5 * * * * *', '0 0 9 * * 1-5', '  30 * * * * *  ']) {
     t.match(scheduleProblem(expr, 'UTC'), /exactly 5 fields .*not 6 \(a seconds field is not accepted\)/, expr);
     t.match(compileSchedule(expr, 'UTC'), { error: /seconds/ }, `${expr}: the scheduler cannot compile it either`);
@@ -57,7 +57,7 @@ t.test('standard cron only: a seconds field (6 fields) is refused, so nothing fi
   t.match(scheduleProblem('* * * * *', 'Nowhere/Atlantis'), /timezone/i);
 });
 
-t.test('zone resolution: job → user_timezone → TZ → host → UTC', async (t) => {
+await t.test('zone resolution: job → user_timezone → TZ → host → UTC', async (t) => {
   t.equal(cronTimeZone('Europe/Berlin', 'Asia/Tokyo', 'UTC', null), 'Europe/Berlin');
   t.equal(cronTimeZone(null, 'Asia/Tokyo', 'Europe/Paris', null), 'Asia/Tokyo');
   t.equal(cronTimeZone('Bad/Zone', null, ':Europe/Paris', null), 'Europe/Paris');
@@ -65,7 +65,7 @@ t.test('zone resolution: job → user_timezone → TZ → host → UTC', async (
   t.equal(cronTimeZone(null, null, null, null), 'UTC');
 });
 
-t.test('DST: spring forward runs a 02:30 job once (at 03:00); fall back runs it once', async (t) => {
+await t.test('DST: spring forward runs a 02:30 job once (at 03:00); fall back runs it once', async (t) => {
   // Europe/Berlin: 2026-03-29 02:00 CET → 03:00 CEST; 2026-10-25 03:00 CEST → 02:00 CET.
   t.same(fires('30 2 * * *', 'Europe/Berlin', '2026-03-28T00:00:00Z', '2026-03-30T23:59:00Z'), [
     '2026-03-28T01:30:00.000Z',
@@ -83,7 +83,7 @@ t.test('DST: spring forward runs a 02:30 job once (at 03:00); fall back runs it 
   t.equal(fires('0 * * * *', 'Europe/Berlin', '2026-10-24T22:00:00Z', '2026-10-25T04:00:00Z').length, 6, 'an hourly job still fires every real hour across the repeat');
 });
 
-t.test('quiet hours: only when the job sets both ends; wrapping windows; in the job zone', async (t) => {
+await t.test('quiet hours: only when the job sets both ends; wrapping windows; in the job zone', async (t) => {
   const utc = (h: string) => at(`2026-06-01T${h}:00Z`);
   t.notOk(jobInQuietHours(null, '08:00', utc('03:00'), 'UTC'), 'one end is no window');
   t.notOk(jobInQuietHours('21:00', '21:00', utc('21:00'), 'UTC'), 'equal ends are no window');
@@ -95,7 +95,7 @@ t.test('quiet hours: only when the job sets both ends; wrapping windows; in the 
   t.ok(jobInQuietHours('21:00', '08:00', utc('19:30'), 'Europe/Moscow'), '19:30 UTC is 22:30 in Moscow');
 });
 
-t.test('missed fires at start-up: the newest within an hour runs once, the older are skipped', async (t) => {
+await t.test('missed fires at start-up: the newest within an hour runs once, the older are skipped', async (t) => {
   const hourly = sched('0 * * * *');
   const m = missedFires(hourly, at('2026-01-01T06:00:00Z'), at('2026-01-01T09:20:00Z'));
   t.equal(iso(m.run), '2026-01-01T09:00:00.000Z');
@@ -111,7 +111,7 @@ t.test('missed fires at start-up: the newest within an hour runs once, the older
   t.equal(minutely.skippedTotal, 1439, 'the rest are counted');
 });
 
-t.test('ids, statuses, averages, delivery text', async (t) => {
+await t.test('ids, statuses, averages, delivery text', async (t) => {
   t.equal(fireIdOf('nightly', at('2026-01-01T03:00:00Z')), 'nightly@2026-01-01T03:00:00.000Z');
   const o = (x: Partial<TurnOutcome>): TurnOutcome => ({
     request_id: 'r', turn_id: 't', agent: 'main', session_key: 'k', status: 'completed', text: '', is_error: false, stream_fallback: false, files: [],
@@ -128,7 +128,7 @@ t.test('ids, statuses, averages, delivery text', async (t) => {
   t.match(cronDeliveryText('Digest', 'error:exit_1', 'boom'), /^TASK: Digest\n\n\(run ended error:exit_1\)\n\nboom$/);
 });
 
-t.test('the log: handled fires, unfinished fires, undelivered results, unfinished one-shot runs', async (t) => {
+await t.test('the log: handled fires, unfinished fires, undelivered results, unfinished one-shot runs', async (t) => {
   let seq = 0;
   const e = (type: string, data: Record<string, unknown>, correlation?: string): AnyEnvelope =>
     ({ seq: ++seq, at: '2026-01-01T00:00:00.000Z', stream: `cron:${String(data.id ?? data.run_id)}`, type, data, ...(correlation ? { correlation } : {}) }) as AnyEnvelope;

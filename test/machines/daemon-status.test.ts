@@ -6,7 +6,7 @@ let seq = 0;
 const at = (s: number) => new Date(Date.UTC(2026, 10, 25, 2, 0, s)).toISOString();
 const e = (stream: string, type: string, data: Record<string, unknown>): AnyEnvelope => ({ seq: ++seq, at: at(seq), stream, type, data: data as AnyEnvelope['data'] });
 
-t.test('the last run, folded from its facts: listeners, agents, turns still running, the last error', async (t) => {
+await t.test('the last run, folded from its facts: listeners, agents, turns still running, the last error', async (t) => {
   const run = runStatus([
     e('turn:old', 'turn.started', { agent: 'main', session_key: 'api:1' }), // a previous run's: ignored
     e('daemon', 'daemon.started', { pid: 42, version: '1.2.3', home: '/h', node: 'v20' }),
@@ -31,7 +31,7 @@ t.test('the last run, folded from its facts: listeners, agents, turns still runn
   });
 });
 
-t.test('a stopped run has no running turns; no run at all is null', async (t) => {
+await t.test('a stopped run has no running turns; no run at all is null', async (t) => {
   const run = runStatus([
     e('daemon', 'daemon.started', { pid: 7, version: '1', home: '/h', node: 'v20' }),
     e('turn:x', 'turn.started', { agent: 'main', session_key: 'api:1' }),

@@ -25,7 +25,7 @@ const LONG = 'Ten or more characters';
 /** An answer whose first preview is showing, its send back at 0. */
 const previewed = (more: Step[] = []) => [text(LONG, 0), started(0), sent(LONG, 0), ...more];
 
-t.test('nothing is sent until min_chars are there or idle_ms passed since the last delta', async (t) => {
+await t.test('nothing is sent until min_chars are there or idle_ms passed since the last delta', async (t) => {
   t.same(given([text('short', 0)]).when(100), { kind: 'wait', until: 500 }, 'too short, still coming: wait for a pause');
   t.same(given([text('short', 0)]).when(500), { kind: 'send', text: 'short' }, 'a pause: the short text goes out');
   t.same(given([text('sh', 0), text('short', 400)]).when(600), { kind: 'wait', until: 900 }, 'the pause counts from the last delta');
@@ -34,12 +34,12 @@ t.test('nothing is sent until min_chars are there or idle_ms passed since the la
   t.same(given([]).when(10_000), { kind: 'none' }, 'nothing said yet');
 });
 
-t.test('the first request is a send, every later one an edit of that message', async (t) => {
+await t.test('the first request is a send, every later one an edit of that message', async (t) => {
   t.match(given([text(LONG, 0)], { min_chars: 0 }).when(0), { kind: 'send' });
   t.same(given(previewed([text(`${LONG} and more`, 100)])).when(1000), { kind: 'edit', text: `${LONG} and more` });
 });
 
-t.test('never two requests in flight: while one runs, nothing, however much time or text passes', async (t) => {
+await t.test('never two requests in flight: while one runs, nothing, however much time or text passes', async (t) => {
   t.same(given([text(LONG, 0), started(0), text(`${LONG}!`, 10)]).when(60_000), { kind: 'none' }, 'the send has not come back');
   t.same(given(previewed([text(`${LONG} more`, 100), started(1000), text(`${LONG} more still`, 1100)])).when(60_000), { kind: 'none' }, 'the edit has not come back');
   t.same(given(previewed([text(`${LONG} more`, 100), started(1000), edited(`${LONG} more`, 1200), text(`${LONG} more still`, 1300)])).when(2200), {
@@ -48,7 +48,7 @@ t.test('never two requests in flight: while one runs, nothing, however much time
   }, 'back: the latest text goes next');
 });
 
-t.test('an edit starts no sooner than edit_interval_seconds after the previous request came back', async (t) => {
+await t.test('an edit starts no sooner than edit_interval_seconds after the previous request came back', async (t) => {
   const g = given(previewed([text(`${LONG} more`, 100)]));
   t.same(g.when(100), { kind: 'wait', until: 1000 });
   t.same(g.when(999), { kind: 'wait', until: 1000 });
@@ -59,7 +59,7 @@ t.test('an edit starts no sooner than edit_interval_seconds after the previous r
   t.same(fractional.when(100), { kind: 'wait', until: 300 });
 });
 
-t.test('sentence_break: an edit waits for a sentence or line to end, but at most one interval more', async (t) => {
+await t.test('sentence_break: an edit waits for a sentence or line to end, but at most one interval more', async (t) => {
   const rules = { sentence_break: true, idle_ms: 5000 };
   const midSentence = given(previewed([text(`${LONG}, and then the`, 100)]), rules);
   t.same(midSentence.when(1000), { kind: 'wait', until: 2000 }, 'paced, but mid-sentence');
@@ -74,13 +74,13 @@ t.test('sentence_break: an edit waits for a sentence or line to end, but at most
   t.same(given(previewed([text(`${LONG}, and then the`, 100)])).when(1000), { kind: 'edit', text: `${LONG}, and then the` }, 'off: mid-sentence is fine');
 });
 
-t.test('the text the message shows already is never sent again', async (t) => {
+await t.test('the text the message shows already is never sent again', async (t) => {
   t.same(given(previewed()).when(60_000), { kind: 'none' });
   t.same(given(previewed([text(LONG, 2000)])).when(60_000), { kind: 'none' }, 'a delta that changed nothing');
   t.same(given(previewed([text(`${LONG}!`, 100), started(1000), edited(`${LONG}!`, 1100)])).when(60_000), { kind: 'none' });
 });
 
-t.test('failed edits count; max_edit_failures in a row turns editing off; a success resets the count', async (t) => {
+await t.test('failed edits count; max_edit_failures in a row turns editing off; a success resets the count', async (t) => {
   const more = (n: number) => `${LONG}${'.'.repeat(n)}`;
   const fails = (from: number, n: number) => Array.from({ length: n }, (_, i) => [started(from + i * 1000), edited(more(1), from + i * 1000 + 10, false)]).flat();
   const twice = given(previewed([text(more(1), 100), ...fails(1000, 2)]));
@@ -96,19 +96,19 @@ t.test('failed edits count; max_edit_failures in a row turns editing off; a succ
   t.match(given(previewed([text(more(1), 100), ...fails(1000, 1)]), { max_edit_failures: 0 }).state, { off: true }, '0 gives up at the first failure too');
 });
 
-t.test('a first send that fails turns streaming off: the final text goes out whole instead', async (t) => {
+await t.test('a first send that fails turns streaming off: the final text goes out whole instead', async (t) => {
   const g = given([text(LONG, 0), started(0), sent(LONG, 50, false), text(`${LONG} more`, 100)]);
   t.match(g.state, { off: true, shown: null });
   t.same(g.when(60_000), { kind: 'none' });
 });
 
-t.test('enabled: false never sends', async (t) => {
+await t.test('enabled: false never sends', async (t) => {
   const g = given([text(LONG, 0), text(`${LONG} and a sentence.`, 100)], { enabled: false });
   t.match(g.state, { off: true });
   for (const now of [0, 1000, 60_000]) t.same(g.when(now), { kind: 'none' });
 });
 
-t.test('the driver: 100 updates within 1 s make at most ceil(1000 / (interval + latency)) + 1 requests, one at a time; finish waits for the one in flight', async (t) => {
+await t.test('the driver: 100 updates within 1 s make at most ceil(1000 / (interval + latency)) + 1 requests, one at a time; finish waits for the one in flight', async (t) => {
   const clock = new SimulatedClock();
   const rules: EditStreamRules = { ...RULES, min_chars: 1, edit_interval_seconds: 0.25 };
   const LATENCY = 50;

@@ -14,7 +14,7 @@ function drive(context: InterruptedTurnContext, events: Parameters<ReturnType<ty
   return { facts, status: actor.getSnapshot().status, context: actor.getSnapshot().context };
 }
 
-t.test('given an owing turn, when the notice and the retry are taken, then one fact each and the actor ends', async (t) => {
+await t.test('given an owing turn, when the notice and the retry are taken, then one fact each and the actor ends', async (t) => {
   const r = drive(owing, [
     { type: 'notice.take', session_key: 'api:7' },
     { type: 'notice.take', session_key: 'api:7' },
@@ -28,14 +28,14 @@ t.test('given an owing turn, when the notice and the retry are taken, then one f
   t.equal(r.status, 'done');
 });
 
-t.test('given an owing turn, when a newer cut supersedes its retry, then no fact, and the notice alone settles it', async (t) => {
+await t.test('given an owing turn, when a newer cut supersedes its retry, then no fact, and the notice alone settles it', async (t) => {
   const r = drive(owing, [{ type: 'retry.superseded' }, { type: 'retry.take', request_id: 'r1' }]);
   t.same(r.facts, [], 'superseding is not a fact of this turn, and it can no longer be retried');
   t.equal(r.status, 'active');
   t.equal(drive({ ...owing, retried: true }, [{ type: 'notice.take', session_key: 'api:7' }]).status, 'done');
 });
 
-t.test('the restore fold: only a cut turn with a prompt that still owes something comes back', async (t) => {
+await t.test('the restore fold: only a cut turn with a prompt that still owes something comes back', async (t) => {
   const env = (seq: number, type: string, data: Record<string, unknown>): AnyEnvelope => ({ seq, at: '2026-11-21T07:00:00.000Z', stream: 'turn:a', type, data: data as AnyEnvelope['data'] });
   const started = env(1, 'turn.started', { agent: 'main', session_key: 'api:7', prompt: 'q' });
   const cut = env(2, 'turn.failed', { reason: 'daemon-restarted', text: 'half' });

@@ -16,7 +16,7 @@ const ev = (stream: string, type: string, data: Record<string, unknown> = {}): E
 const started = (stream: string, prompt: string | null = 'q', key = 'api:7') =>
   ev(stream, 'turn.started', { agent: 'main', session_key: key, ...(prompt === null ? {} : { prompt }) });
 
-t.test('given turns in every state, when traced, then only open ones and interrupted ones still owing remain', async (t) => {
+await t.test('given turns in every state, when traced, then only open ones and interrupted ones still owing remain', async (t) => {
   const { open, owing } = traceTurns([
     started('turn:done'),
     ev('turn:done', 'turn.spawned', { pid: 10, start_time: 5, boot_id: 'b' }),
@@ -44,7 +44,7 @@ t.test('given turns in every state, when traced, then only open ones and interru
   t.same(owing.map((x) => [x.stream, x.interrupted?.text, x.noticeDelivered, x.retried]), [['turn:cut', 'half', false, false], ['turn:shown', '', true, false]]);
 });
 
-t.test('given two cut-off turns in one chat, then only the later can be retried, but both notices are owed', async (t) => {
+await t.test('given two cut-off turns in one chat, then only the later can be retried, but both notices are owed', async (t) => {
   const { owing } = traceTurns([
     started('turn:1', 'older'),
     ev('turn:1', 'turn.failed', { reason: 'daemon-restarted', text: '' }),
@@ -56,7 +56,7 @@ t.test('given two cut-off turns in one chat, then only the later can be retried,
   t.same(owing.map((x) => [x.prompt, x.retried]), [['older', true], ['newer', false], ['elsewhere', false]]);
 });
 
-t.test('given turns aborted by svc stopping and by the user, then only the stop owes the chat', async (t) => {
+await t.test('given turns aborted by svc stopping and by the user, then only the stop owes the chat', async (t) => {
   const { owing } = traceTurns([
     started('turn:stop', 'q1', 'api:1'),
     ev('turn:stop', 'turn.aborted', { reason: 'aborted', cause: 'shutdown', text: 'so far' }),
@@ -68,20 +68,20 @@ t.test('given turns aborted by svc stopping and by the user, then only the stop 
   t.same(owing.map((x) => [x.stream, x.interrupted?.text]), [['turn:stop', 'so far']]);
 });
 
-t.test('given an older svc recorded the spawn without identity or with junk, then the group has nulls, and junk pids are dropped', async (t) => {
+await t.test('given an older svc recorded the spawn without identity or with junk, then the group has nulls, and junk pids are dropped', async (t) => {
   const { open } = traceTurns([started('turn:a'), ev('turn:a', 'turn.spawned', { pid: 20 }), ev('turn:a', 'turn.spawned', { pid: '21; rm -rf' }), ev('turn:a', 'turn.spawned', { pid: -1 })]);
   t.same(open[0]!.groups, [{ pgid: 20, startTime: null, bootId: null }]);
   t.equal(open[0]!.prompt, 'q');
 });
 
-t.test('given checkpoints across a recovery, then the partial text is the current attempt only', async (t) => {
+await t.test('given checkpoints across a recovery, then the partial text is the current attempt only', async (t) => {
   t.equal(partialText([ev('s', 'turn.progressed', { text: 'ab' }), ev('s', 'turn.progressed', { text: 'c' })]), 'abc');
   t.equal(partialText([ev('s', 'turn.progressed', { text: 'old' }), ev('s', 'turn.recovering'), ev('s', 'turn.progressed', { text: 'new' })]), 'new');
   t.equal(partialText([ev('s', 'turn.progressed', { text: 42 })]), '', 'a non-string checkpoint adds nothing');
   t.equal(partialText([]), '');
 });
 
-t.test('given a partial answer, then the chat reads it with a clear end and the way to retry', async (t) => {
+await t.test('given a partial answer, then the chat reads it with a clear end and the way to retry', async (t) => {
   t.equal(interruptedReplyText('Once upon'), 'Once upon\n\n[This answer was cut off by a restart of svc; send /retry to ask again.]');
   t.match(interruptedReplyText('  \n'), /^\[Your message got no answer: svc restarted while working on it; send \/retry to ask again\.\]$/);
   const long = 'x'.repeat(NOTICE_QUOTE_CHARS + 50);
@@ -92,7 +92,7 @@ t.test('given a partial answer, then the chat reads it with a clear end and the 
   t.match(interruptedNotification({ agent: 'main', sessionKey: 'api:7' }, '').body, /nothing had arrived yet/);
 });
 
-t.test('checkpointDue: nothing new, later, or now at the size cap or when a tool follows text', async (t) => {
+await t.test('checkpointDue: nothing new, later, or now at the size cap or when a tool follows text', async (t) => {
   t.equal(checkpointDue(0, []), 'none');
   t.equal(checkpointDue(0, [{ kind: 'tool', name: 'Bash' }]), 'none');
   t.equal(checkpointDue(0, [{ kind: 'tool', name: 'Bash' }, { kind: 'text', text: 'a' }]), 'later', 'text after a tool waits');

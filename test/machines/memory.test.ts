@@ -39,11 +39,11 @@ Text after the table ends it.
 | other.md | a later table is not the Always Load table |
 `;
 
-t.test('alwaysLoadModules reads the Module column of the Always Load table', async (t) => {
+await t.test('alwaysLoadModules reads the Module column of the Always Load table', async (t) => {
   t.same(alwaysLoadModules(MAIN), ['modules/projects.md', 'modules/people/alice.md', 'SHAREDMEMORY.md', 'modules/servers.md']);
 });
 
-t.test('alwaysLoadModules: no heading, no table, empty or malformed table', async (t) => {
+await t.test('alwaysLoadModules: no heading, no table, empty or malformed table', async (t) => {
   t.same(alwaysLoadModules(''), []);
   t.same(alwaysLoadModules('| Module | Why |\n|---|---|\n| a.md | x |\n'), [], 'a table without the heading is ignored');
   t.same(alwaysLoadModules('## Always Load\n\nnothing here\n\n## Next\n| Module | Why |\n|---|---|\n| a.md | x |\n'), [], 'table under the next heading');
@@ -55,7 +55,7 @@ t.test('alwaysLoadModules: no heading, no table, empty or malformed table', asyn
   t.same(alwaysLoadModules('## Always Load\n| Module | Why |\n|---|---|\n| a\\|b.md | pipe |\n| c.md |\n'), ['modules/a|b.md', 'modules/c.md'], 'escaped pipe and short rows');
 });
 
-t.test('normalizeModuleRef', async (t) => {
+await t.test('normalizeModuleRef', async (t) => {
   t.equal(normalizeModuleRef('projects'), 'modules/projects.md');
   t.equal(normalizeModuleRef('./memory_system/modules/x.md'), 'modules/x.md');
   t.equal(normalizeModuleRef('MAINMEMORY.md'), 'MAINMEMORY.md');
@@ -73,7 +73,7 @@ const ALL = [
   { filename: 'modules/unlisted.md' },
 ];
 
-t.test('selectModules: Always Load entries that exist, in table order', async (t) => {
+await t.test('selectModules: Always Load entries that exist, in table order', async (t) => {
   t.same(
     selectModules(ALL, MAIN, false).map((m) => m.filename),
     ['modules/projects.md', 'modules/people/alice.md', 'SHAREDMEMORY.md'],
@@ -85,14 +85,14 @@ t.test('selectModules: Always Load entries that exist, in table order', async (t
   t.equal(selectModules(withData, MAIN, false)[0], withData[0], 'returns the caller’s own objects');
 });
 
-t.test('selectModules: injectAll takes every module under modules/', async (t) => {
+await t.test('selectModules: injectAll takes every module under modules/', async (t) => {
   t.same(
     selectModules(ALL, '', true).map((m) => m.filename),
     ['modules/people/alice.md', 'modules/projects.md', 'modules/unlisted.md'],
   );
 });
 
-t.test('buildInjection: full text at session start', async (t) => {
+await t.test('buildInjection: full text at session start', async (t) => {
   const text = buildInjection([
     { filename: 'modules/a.md', text: 'line 1\nline 2\n\n' },
     { filename: 'SHAREDMEMORY.md', text: 'shared\r\nfact\r\n' },
@@ -107,7 +107,7 @@ t.test('buildInjection: full text at session start', async (t) => {
   t.equal(buildInjection([], { compactLines: 5 }), '');
 });
 
-t.test('buildInjection: reminder truncates each module to compactLines', async (t) => {
+await t.test('buildInjection: reminder truncates each module to compactLines', async (t) => {
   const long = Array.from({ length: 30 }, (_, i) => `fact ${i + 1}`).join('\n');
   const text = buildInjection(
     [
@@ -134,7 +134,7 @@ t.test('buildInjection: reminder truncates each module to compactLines', async (
   t.match(buildInjection([{ filename: 'modules/x.md', text: 'a\nb\nc' }], { compactLines: 1.9 }), `a\n${TRUNCATED_MARKER} 2 more lines`, 'fractions round down');
 });
 
-t.test('overLimit names modules over the soft limit', async (t) => {
+await t.test('overLimit names modules over the soft limit', async (t) => {
   const mods = [
     { filename: 'modules/a.md', lines: 80 },
     { filename: 'modules/b.md', lines: 81 },

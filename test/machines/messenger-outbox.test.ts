@@ -12,7 +12,7 @@ const delivered = (request_id: string) => fact(BOT, 'messenger.answer_delivered'
 const started = (turn: string, request_id: string) => fact(`turn:${turn}`, 'turn.started', { request_id });
 const completed = (turn: string, text: string) => fact(`turn:${turn}`, 'turn.completed', { text });
 
-t.test('only a completed, undelivered answer is owed, with its chat', async (t) => {
+await t.test('only a completed, undelivered answer is owed, with its chat', async (t) => {
   const bot = [accepted(undefined), accepted('r-done'), accepted('r-owed', 7), accepted('r-cut'), accepted('r-running'), accepted('r-empty'), delivered('r-done')];
   const pending = pendingAnswers(bot);
   t.same(pending.map((p) => p.request_id), ['r-owed', 'r-cut', 'r-running', 'r-empty'], 'an update from before request ids, and a delivered one, owe nothing');
@@ -27,7 +27,7 @@ t.test('only a completed, undelivered answer is owed, with its chat', async (t) 
   t.same(owedAnswers(pending, turns), [{ request_id: 'r-owed', chat_id: 7, topic_id: null, agent: 'main', text: 'the answer' }]);
 });
 
-t.test('once delivered, nothing is owed any more', async (t) => {
+await t.test('once delivered, nothing is owed any more', async (t) => {
   const bot = [accepted('r1'), delivered('r1')];
   t.same(pendingAnswers(bot), []);
   t.same(owedAnswers(pendingAnswers(bot), [started('x', 'r1'), completed('x', 'hi')]), []);

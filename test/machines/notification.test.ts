@@ -15,7 +15,7 @@ import {
 } from '../../machines/index.js';
 import { NOTIFICATION_SEVERITIES, SvcError, type Severity } from '../../schemas/index.js';
 
-t.test('the severity table, row by row', async (t) => {
+await t.test('the severity table, row by row', async (t) => {
   const rows: [NotificationOccurrence, ReturnType<typeof classify>][] = [
     [{ source: 'cron', outcome: 'success', body: '' }, { persist: false }],
     [{ source: 'cron', outcome: 'success', body: 'disk at 91%, rotated logs' }, { persist: true, severity: 'silent', type: 'cron' }],
@@ -31,7 +31,7 @@ t.test('the severity table, row by row', async (t) => {
   for (const [occ, want] of rows) t.same(classify(occ), want, `${occ.source} ${occ.outcome} ${JSON.stringify(occ.body)}`);
 });
 
-t.test('every empty-body spelling, any case, trimmed, for cron and task', async (t) => {
+await t.test('every empty-body spelling, any case, trimmed, for cron and task', async (t) => {
   const spellings = [
     '', '   ', '\n\t', 'done', 'DONE', 'Done', ' done\n', 'ok', 'OK', 'Ok', '  ok  ', 'success', 'Success', 'SUCCESS\n',
     'completed', 'Completed', '\tCOMPLETED ',
@@ -50,7 +50,7 @@ t.test('every empty-body spelling, any case, trimmed, for cron and task', async 
   t.notOk(isEmptyBody('okay'));
 });
 
-t.test('rows SPEC.md leaves out: other failure spellings and system notifications', async (t) => {
+await t.test('rows SPEC.md leaves out: other failure spellings and system notifications', async (t) => {
   t.same(classify({ source: 'cron', outcome: 'error' }), { persist: true, severity: 'critical', type: 'cron' });
   t.same(classify({ source: 'task', outcome: 'error' }), { persist: true, severity: 'critical', type: 'task' });
   t.same(classify({ source: 'webhook', outcome: 'failed' }), { persist: true, severity: 'warning', type: 'webhook' });
@@ -59,13 +59,13 @@ t.test('rows SPEC.md leaves out: other failure spellings and system notification
   t.same(classify({ source: 'system', outcome: 'error' }), { persist: true, severity: 'warning', type: 'system' });
 });
 
-t.test('classify refuses what is not in the table', async (t) => {
+await t.test('classify refuses what is not in the table', async (t) => {
   t.throws(() => classify({ source: 'mail', outcome: 'success' } as never), new SvcError('invalid-notification', 'notification source "mail" is not one of cron, task, webhook, system'));
   t.throws(() => classify({ source: 'cron', outcome: 'ok' } as never), { code: 'invalid-notification', message: /outcome "ok"/ });
   t.throws(() => classify({ source: undefined, outcome: 'success' } as never), { code: 'invalid-notification' });
 });
 
-t.test('unread: critical, warning and info count while unread; silent never', async (t) => {
+await t.test('unread: critical, warning and info count while unread; silent never', async (t) => {
   const want: Record<Severity, boolean> = { critical: true, warning: true, info: true, silent: false };
   for (const severity of NOTIFICATION_SEVERITIES) {
     t.equal(countsAsUnread({ read: false, severity }), want[severity], `${severity} unread`);
@@ -73,11 +73,11 @@ t.test('unread: critical, warning and info count while unread; silent never', as
   }
 });
 
-t.test('throttle windows', async (t) => {
+await t.test('throttle windows', async (t) => {
   const t0 = 1_700_000_000_000;
   t.equal(THROTTLE_WINDOW_MS, 60_000);
 
-  t.test('warning and info: throttled inside 60 s, not at 60 s', async (t) => {
+  await t.test('warning and info: throttled inside 60 s, not at 60 s', async (t) => {
     for (const severity of ['warning', 'info'] as const) {
       const first = shouldThrottle(EMPTY_THROTTLE_STATE, 'hook-1', severity, t0);
       t.equal(first.throttled, false, `${severity}: first sighting`);
@@ -91,7 +91,7 @@ t.test('throttle windows', async (t) => {
     t.equal(shouldThrottle(w.state, 'hook-1', 'info', t0 + 10_000).throttled, true);
   });
 
-  t.test('a throttled sighting still counts as seen', async (t) => {
+  await t.test('a throttled sighting still counts as seen', async (t) => {
     let s = shouldThrottle(EMPTY_THROTTLE_STATE, 'h', 'info', t0).state;
     const mid = shouldThrottle(s, 'h', 'info', t0 + 50_000);
     t.equal(mid.throttled, true);
@@ -100,7 +100,7 @@ t.test('throttle windows', async (t) => {
     t.equal(shouldThrottle(s, 'h', 'info', t0 + 110_000).throttled, false, '60 s after the last sighting');
   });
 
-  t.test('critical never, silent always, neither touches the memory', async (t) => {
+  await t.test('critical never, silent always, neither touches the memory', async (t) => {
     const seen = shouldThrottle(EMPTY_THROTTLE_STATE, 'job', 'warning', t0).state;
     for (const at of [t0, t0 + 1, t0 + 59_900, t0 + 60_000]) {
       const c = shouldThrottle(seen, 'job', 'critical', at);
@@ -112,7 +112,7 @@ t.test('throttle windows', async (t) => {
     }
   });
 
-  t.test('pure: input state is never changed; old entries are pruned', async (t) => {
+  await t.test('pure: input state is never changed; old entries are pruned', async (t) => {
     const a = shouldThrottle(EMPTY_THROTTLE_STATE, 'a', 'info', t0).state;
     t.equal(EMPTY_THROTTLE_STATE.size, 0);
     const b = shouldThrottle(a, 'b', 'info', t0 + 30_000).state;
@@ -122,7 +122,7 @@ t.test('throttle windows', async (t) => {
     t.same([...c.keys()].sort(), ['b', 'c'], 'a is older than the window and dropped');
   });
 
-  t.test('no source id: nothing to match, never throttled, nothing remembered', async (t) => {
+  await t.test('no source id: nothing to match, never throttled, nothing remembered', async (t) => {
     for (const id of [null, undefined, '']) {
       const r = shouldThrottle(EMPTY_THROTTLE_STATE, id, 'warning', t0);
       t.equal(r.throttled, false);
@@ -131,7 +131,7 @@ t.test('throttle windows', async (t) => {
     }
   });
 
-  t.test('out-of-order and bad input', async (t) => {
+  await t.test('out-of-order and bad input', async (t) => {
     const s = shouldThrottle(EMPTY_THROTTLE_STATE, 'h', 'info', t0).state;
     t.equal(shouldThrottle(s, 'h', 'info', t0 - 5_000).throttled, true, 'a clock that stepped back still counts as just seen');
     t.equal(shouldThrottle(s, 'h', 'info', t0 - 5_000).state.get('h'), t0, 'and does not move the last sighting back');
@@ -141,7 +141,7 @@ t.test('throttle windows', async (t) => {
   });
 });
 
-t.test('oversized bodies are cut to the cap with a mark', async (t) => {
+await t.test('oversized bodies are cut to the cap with a mark', async (t) => {
   t.equal(truncateBody('short'), 'short');
   const exact = 'x'.repeat(MAX_NOTIFICATION_BODY_CHARS);
   t.equal(truncateBody(exact), exact);
@@ -150,7 +150,7 @@ t.test('oversized bodies are cut to the cap with a mark', async (t) => {
   t.ok(cut.endsWith(TRUNCATION_MARK));
 });
 
-t.test('outcomeNotification: each outcome fact of SPEC.md severity table becomes a notification naming what ended and its id', async (t) => {
+await t.test('outcomeNotification: each outcome fact of SPEC.md severity table becomes a notification naming what ended and its id', async (t) => {
   const task = { name: 'Nightly report', agent: 'coder' };
   const done = outcomeNotification({ type: 'task.completed', stream: 'task:t1', data: { result: 'all green', at: 1 } }, task);
   t.same(done, { source: 'task', outcome: 'success', title: 'Task "Nightly report" (t1) finished', body: 'all green', agent: 'coder', source_id: 't1', status: 'done' });

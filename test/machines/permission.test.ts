@@ -30,7 +30,7 @@ const config = (over: Partial<AgentConfig> = {}): AgentConfig => ({
   ...over,
 });
 
-t.test('resolvePermissionMode: role in the map wins, else permission_mode; {} is legacy', async (t) => {
+await t.test('resolvePermissionMode: role in the map wins, else permission_mode; {} is legacy', async (t) => {
   const rows: Array<[string, Partial<AgentConfig>, Parameters<typeof resolvePermissionMode>[1], string]> = [
     ['admin in map', {}, 'admin', 'bypassPermissions'],
     ['operator in map', {}, 'operator', 'acceptEdits'],
@@ -47,13 +47,13 @@ t.test('resolvePermissionMode: role in the map wins, else permission_mode; {} is
   for (const [name, over, role, want] of rows) t.equal(resolvePermissionMode(config(over), role), want, name);
 });
 
-t.test('the defaults of a fresh config follow SPEC', async (t) => {
+await t.test('the defaults of a fresh config follow SPEC', async (t) => {
   const c = defaultConfig();
   t.equal(resolvePermissionMode(c, 'viewer'), 'default');
   t.equal(resolvePermissionMode(c, null), 'bypassPermissions');
 });
 
-t.test('role-sources table: every row of SPEC "CLI permission mode by role"', async (t) => {
+await t.test('role-sources table: every row of SPEC "CLI permission mode by role"', async (t) => {
   const rows: Array<[string, PermissionSource, string]> = [
     // REST / admin WebSocket: role claim of the access token, fallback permission_mode
     ['token admin', { kind: 'token', role: 'admin' }, 'bypassPermissions'],
@@ -88,7 +88,7 @@ t.test('role-sources table: every row of SPEC "CLI permission mode by role"', as
   t.equal(SYSTEM_ROLE, 'admin');
 });
 
-t.test('with {} every source runs in permission_mode', async (t) => {
+await t.test('with {} every source runs in permission_mode', async (t) => {
   const legacy = config({ permission_mode_by_role: {} });
   for (const source of [
     { kind: 'token', role: 'admin' },
@@ -101,7 +101,7 @@ t.test('with {} every source runs in permission_mode', async (t) => {
   }
 });
 
-t.test('roleForMessengerSender: active records only; a shared id gives the least privileged role', async (t) => {
+await t.test('roleForMessengerSender: active records only; a shared id gives the least privileged role', async (t) => {
   t.equal(roleForMessengerSender(USERS, 100), 'admin');
   t.equal(roleForMessengerSender(USERS, 400), null, 'inactive ignored');
   t.equal(roleForMessengerSender([], 100), null);
@@ -113,7 +113,7 @@ t.test('roleForMessengerSender: active records only; a shared id gives the least
   t.equal(roleForMessengerSender(shared, '99999999999999999999'), null, 'oversized id');
 });
 
-t.test('roleForCaller: username match on active users', async (t) => {
+await t.test('roleForCaller: username match on active users', async (t) => {
   t.equal(roleForCaller(USERS, 'olga'), 'operator');
   t.equal(roleForCaller(USERS, 'OLGA'), null, 'case-sensitive primary key');
   t.equal(roleForCaller(USERS, 'gone'), null);
@@ -125,7 +125,7 @@ t.test('roleForCaller: username match on active users', async (t) => {
   t.equal(asRole('toString'), null);
 });
 
-t.test('agentAllowed: empty list or * is unrestricted; inactive users get nothing', async (t) => {
+await t.test('agentAllowed: empty list or * is unrestricted; inactive users get nothing', async (t) => {
   const rows: Array<[string, string[], boolean, string, boolean]> = [
     ['empty list', [], true, 'any', true],
     ['star', ['*'], true, 'any', true],
@@ -139,7 +139,7 @@ t.test('agentAllowed: empty list or * is unrestricted; inactive users get nothin
   }
 });
 
-t.test('users.json: defaults, both shapes, and bad input', async (t) => {
+await t.test('users.json: defaults, both shapes, and bad input', async (t) => {
   const ok = validateUsers([{ username: 'admin', role: 'admin' }], 'users.json');
   t.ok(ok.ok);
   if (ok.ok) {

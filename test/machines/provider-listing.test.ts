@@ -10,7 +10,7 @@ function detected(over: Partial<Record<DetectedProvider['id'], Partial<DetectedP
   return base.map((d) => ({ ...d, ...over[d.id] }));
 }
 
-t.test('SPEC listing: every provider, usable ones authenticated, agent defaults', async (t) => {
+await t.test('SPEC listing: every provider, usable ones authenticated, agent defaults', async (t) => {
   const listing = providerListing(detected(), { model: 'sonnet', provider: 'claude' });
   t.same(listing, {
     providers: [
@@ -23,7 +23,7 @@ t.test('SPEC listing: every provider, usable ones authenticated, agent defaults'
   });
 });
 
-t.test('agent provider derived from the model when absent (registry entries)', async (t) => {
+await t.test('agent provider derived from the model when absent (registry entries)', async (t) => {
   t.equal(providerListing(detected(), { model: 'gpt-b' }).agent_default_provider, 'codex');
   t.equal(providerListing(detected(), { model: 'gemini-x-1', provider: null }).agent_default_provider, 'gemini');
   t.equal(providerListing(detected(), { model: 'x-discovered-only' }).agent_default_provider, 'codex');
@@ -34,7 +34,7 @@ t.test('agent provider derived from the model when absent (registry entries)', a
   t.equal(l.providers[0]!.default_model, 'opus');
 });
 
-t.test('providers missing from detection are still listed, unauthenticated, in fixed order', async (t) => {
+await t.test('providers missing from detection are still listed, unauthenticated, in fixed order', async (t) => {
   const only = detected().filter((d) => d.id === 'codex');
   const l = providerListing(only, { model: 'opus', provider: 'claude' });
   t.same(l.providers.map((p) => [p.name, p.authenticated]), [['claude', false], ['codex', false], ['gemini', false]]);
@@ -46,7 +46,7 @@ t.test('providers missing from detection are still listed, unauthenticated, in f
   t.equal(empty.agent_default_provider, 'claude');
 });
 
-t.test('auth_ok providers: installed and authenticated only, WIRE shape', async (t) => {
+await t.test('auth_ok providers: installed and authenticated only, WIRE shape', async (t) => {
   t.same(authOkProviders(detected()), [{ id: 'claude', name: 'Claude Code', models: ['haiku', 'sonnet', 'opus'] }]);
   const all = detected({ codex: { authenticated: true }, gemini: { installed: true } });
   t.same(authOkProviders(all).map((p) => p.id), ['claude', 'codex', 'gemini']);
@@ -56,7 +56,7 @@ t.test('auth_ok providers: installed and authenticated only, WIRE shape', async 
   t.same(authOkProviders(reversed).map((p) => p.id), ['claude', 'codex', 'gemini'], 'order does not depend on input order');
 });
 
-t.test('outputs do not share arrays with the input', async (t) => {
+await t.test('outputs do not share arrays with the input', async (t) => {
   const input = detected();
   const l = providerListing(input, { model: 'opus' });
   l.providers[0]!.models.push('mutated');
@@ -64,7 +64,7 @@ t.test('outputs do not share arrays with the input', async (t) => {
   t.same(input[0]!.models, ['haiku', 'sonnet', 'opus']);
 });
 
-t.test('bad input: clear errors', async (t) => {
+await t.test('bad input: clear errors', async (t) => {
   t.throws(() => providerListing(detected(), { model: '' }), { code: 'invalid-model', message: /agent model = "" is not allowed \(a non-empty model id\)/ });
   t.throws(() => providerListing(detected(), { model: '   ' }), { code: 'invalid-model' });
   t.throws(() => providerListing(detected(), { model: 5 as never }), { code: 'invalid-model' });

@@ -22,7 +22,7 @@ function boot() {
   return { log, bus, host, spawn, session, send };
 }
 
-t.test('a session command creates the session child; its facts go to the session stream with the sender’s correlation', async (t) => {
+await t.test('a session command creates the session child; its facts go to the session stream with the sender’s correlation', async (t) => {
   const { log, host, spawn, session, send } = boot();
   spawn();
   await send('api:1', { type: 'begin-turn', where: where('api:1'), freshAsked: false, rules: { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 4, timezone: 'UTC', maxSessionMessages: 0 }, now: 10 }, 'req-a');
@@ -39,7 +39,7 @@ t.test('a session command creates the session child; its facts go to the session
   t.same(log.read({ streamPrefix: 'agent:' }).map((e) => e.type), ['agent.started'], 'the agent stream holds only the agent’s own facts');
 });
 
-t.test('a refused command is answered on the child and records nothing', async (t) => {
+await t.test('a refused command is answered on the child and records nothing', async (t) => {
   const { log, spawn, session, send } = boot();
   spawn();
   await send('api:9', record(5));
@@ -47,7 +47,7 @@ t.test('a refused command is answered on the child and records nothing', async (
   t.same(log.read({ streamPrefix: 'session:' }), []);
 });
 
-t.test('after a restart the sessions come back as children with the state their streams fold to, emitting nothing', async (t) => {
+await t.test('after a restart the sessions come back as children with the state their streams fold to, emitting nothing', async (t) => {
   const first = boot();
   first.spawn();
   await first.send('api:1', { type: 'reset', where: where('api:1'), reason: 'reset', now: 1 });
@@ -74,7 +74,7 @@ t.test('after a restart the sessions come back as children with the state their 
   t.same(first.log.read({}).slice(before).map((e) => e.type), ['agent.started', 'session.turn_recorded'], 'restoring recorded nothing');
 });
 
-t.test('stopping the agent stops its sessions', async (t) => {
+await t.test('stopping the agent stops its sessions', async (t) => {
   const { host, spawn, session, send } = boot();
   spawn();
   await send('api:1', { type: 'reset', where: where('api:1'), reason: 'new', now: 1 });
@@ -83,7 +83,7 @@ t.test('stopping the agent stops its sessions', async (t) => {
   t.equal(child.getSnapshot().status, 'stopped');
 });
 
-t.test('sendAndCommit rejects when a fact it caused could not be recorded, and only for that send', async (t) => {
+await t.test('sendAndCommit rejects when a fact it caused could not be recorded, and only for that send', async (t) => {
   const { log, spawn, send } = boot();
   spawn();
   await send('api:0', { type: 'reset', where: where('api:0'), reason: 'new', now: 0 });

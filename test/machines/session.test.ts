@@ -31,7 +31,7 @@ const code = (c: string) => ({ name: 'SvcError', code: c });
 
 // ---------------------------------------------------------------- keys
 
-t.test('session keys: render and parse back', async (t) => {
+await t.test('session keys: render and parse back', async (t) => {
   const rows: Array<[string, number, number | null | undefined, string]> = [
     ['api', 5, undefined, 'api:5'],
     ['api', 5, 7, 'api:5:7'],
@@ -46,7 +46,7 @@ t.test('session keys: render and parse back', async (t) => {
   t.not(sessionKey('api', 5, 7), sessionKey('api', 5, 8), 'channels of one chat are isolated');
 });
 
-t.test('session keys: bad input is rejected with invalid-session-key', async (t) => {
+await t.test('session keys: bad input is rejected with invalid-session-key', async (t) => {
   for (const [transport, chat, topic] of [
     ['API', 5, null], ['', 5, null], ['a:b', 5, null], ['api', 1.5, null], ['api', Number.NaN, null],
     ['api', 5, 2 ** 60], ['api', '5', null], ['x'.repeat(33), 1, null],
@@ -58,7 +58,7 @@ t.test('session keys: bad input is rejected with invalid-session-key', async (t)
   }
 });
 
-t.test('direct API chat and topic (SPEC "Session key (direct API)")', async (t) => {
+await t.test('direct API chat and topic (SPEC "Session key (direct API)")', async (t) => {
   const rows: Array<[string, Parameters<typeof apiSessionTarget>[0], { chatId: number; topicId: number | null }]> = [
     ['frame chat_id wins', { authChatId: 9, configChatId: 3, allowedUserIds: [7] }, { chatId: 9, topicId: null }],
     ['config chat_id', { configChatId: 3, allowedUserIds: [7] }, { chatId: 3, topicId: null }],
@@ -73,7 +73,7 @@ t.test('direct API chat and topic (SPEC "Session key (direct API)")', async (t) 
 
 // ---------------------------------------------------------------- timezone
 
-t.test('resolveTimezone: first valid IANA name, else UTC', async (t) => {
+await t.test('resolveTimezone: first valid IANA name, else UTC', async (t) => {
   const rows: Array<[string, string | null | undefined, string | null | undefined, string | null | undefined, string]> = [
     ['configured wins', 'Europe/Berlin', 'America/New_York', 'Asia/Tokyo', 'Europe/Berlin'],
     ['empty configured -> TZ', '', 'America/New_York', 'Asia/Tokyo', 'America/New_York'],
@@ -98,7 +98,7 @@ const rules = (over: Partial<ExpiryRules> = {}): ExpiryRules => ({
 });
 const session = (lastActiveAt: number, messageCount = 1) => ({ createdAt: lastActiveAt - HOUR, lastActiveAt, messageCount });
 
-t.test('idle expiry: at exactly the limit, not a ms before; 0 disables', async (t) => {
+await t.test('idle expiry: at exactly the limit, not a ms before; 0 disables', async (t) => {
   const last = utc(2024, 1, 10, 12);
   const rows: Array<[string, number, number, string | null]> = [
     ['one ms before the limit', 60, last + 60 * MIN - 1, null],
@@ -111,7 +111,7 @@ t.test('idle expiry: at exactly the limit, not a ms before; 0 disables', async (
   for (const [name, idle, now, want] of rows) t.equal(shouldExpire(session(last), now, rules({ idleTimeoutMinutes: idle })), want, name);
 });
 
-t.test('daily reset: a boundary in (lastActiveAt, now]', async (t) => {
+await t.test('daily reset: a boundary in (lastActiveAt, now]', async (t) => {
   type Row = [string, Partial<ExpiryRules>, number, number, string | null];
   const berlin = { dailyResetEnabled: true, timezone: 'Europe/Berlin', dailyResetHour: 4 };
   const ny = { dailyResetEnabled: true, timezone: 'America/New_York' };
@@ -156,7 +156,7 @@ t.test('daily reset: a boundary in (lastActiveAt, now]', async (t) => {
   for (const [name, over, last, now, want] of rows) t.equal(shouldExpire(session(last), now, rules(over)), want, name);
 });
 
-t.test('latestDailyBoundary lands on the local hour across DST', async (t) => {
+await t.test('latestDailyBoundary lands on the local hour across DST', async (t) => {
   t.equal(latestDailyBoundary(utc(2024, 3, 31, 12), 4, 'Europe/Berlin'), utc(2024, 3, 31, 2));
   t.equal(latestDailyBoundary(utc(2024, 3, 31, 1), 4, 'Europe/Berlin'), utc(2024, 3, 30, 3), 'previous day when today is not reached');
   t.equal(latestDailyBoundary(utc(2024, 11, 3, 12), 1, 'America/New_York'), utc(2024, 11, 3, 5));
@@ -164,7 +164,7 @@ t.test('latestDailyBoundary lands on the local hour across DST', async (t) => {
   t.equal(latestDailyBoundary(utc(2024, 3, 1, 0, 30), 4, 'UTC'), utc(2024, 2, 29, 4), 'leap day');
 });
 
-t.test('max messages, order of reasons, and config mapping', async (t) => {
+await t.test('max messages, order of reasons, and config mapping', async (t) => {
   const last = utc(2024, 1, 15, 12);
   const rows: Array<[string, number, number | null, string | null]> = [
     ['below the cap', 9, 10, null],
@@ -179,7 +179,7 @@ t.test('max messages, order of reasons, and config mapping', async (t) => {
   t.same(r, { idleTimeoutMinutes: 1440, dailyResetEnabled: true, dailyResetHour: 4, timezone: 'Europe/Berlin', maxSessionMessages: 3 });
 });
 
-t.test('shouldExpire: bad input is a clear error', async (t) => {
+await t.test('shouldExpire: bad input is a clear error', async (t) => {
   const s = session(utc(2024, 1, 1));
   t.throws(() => shouldExpire(s, Number.NaN, rules()), code('invalid-time'));
   t.throws(() => shouldExpire({ ...s, lastActiveAt: '1' as never }, 0, rules()), code('invalid-time'));
@@ -193,7 +193,7 @@ t.test('shouldExpire: bad input is a clear error', async (t) => {
 
 // ---------------------------------------------------------------- cadences
 
-t.test('age warning: first message at 12 h, then every 10 messages after it', async (t) => {
+await t.test('age warning: first message at 12 h, then every 10 messages after it', async (t) => {
   const created = utc(2024, 1, 1);
   const rows: Array<[string, number, number, number | null | undefined, number, boolean]> = [
     // [name, age ms, messageCount, countAtThreshold, hours, due]
@@ -218,7 +218,7 @@ t.test('age warning: first message at 12 h, then every 10 messages after it', as
   t.throws(() => ageWarningDue({ createdAt: created, messageCount: 1 }, Number.POSITIVE_INFINITY, 12), code('invalid-time'));
 });
 
-t.test('memory hook every 6 messages', async (t) => {
+await t.test('memory hook every 6 messages', async (t) => {
   t.same([0, 1, 5, 6, 7, 12, 18, 19].map(memoryHookDue), [false, false, false, true, false, true, true, false]);
   t.throws(() => memoryHookDue(2.5), code('invalid-message-count'));
   t.throws(() => memoryHookDue(-6), code('invalid-message-count'));
@@ -226,7 +226,7 @@ t.test('memory hook every 6 messages', async (t) => {
 
 // ---------------------------------------------------------------- directives and commands
 
-t.test('parseDirective', async (t) => {
+await t.test('parseDirective', async (t) => {
   const long = 'a'.repeat(129);
   const rows: Array<[string, string, { model?: string; rest: string }]> = [
     ['model and text', '@sonnet explain this', { model: 'sonnet', rest: 'explain this' }],
@@ -254,7 +254,7 @@ t.test('parseDirective', async (t) => {
   t.throws(() => parseDirective(undefined as never), code('invalid-text'));
 });
 
-t.test('parseChatCommand', async (t) => {
+await t.test('parseChatCommand', async (t) => {
   const rows: Array<[string, string, ReturnType<typeof parseChatCommand>]> = [
     ['new', '/new', { cmd: 'new' }],
     ['reset', '/reset', { cmd: 'reset' }],
@@ -293,7 +293,7 @@ t.test('parseChatCommand', async (t) => {
 
 // ---------------------------------------------------------------- model and effort
 
-t.test('resolveModel priority: @directive, session override, topic default, model', async (t) => {
+await t.test('resolveModel priority: @directive, session override, topic default, model', async (t) => {
   const topicDefaults = { '7': { model: 'flash' }, '8': { model: '  ' } };
   const override = { provider: 'codex', model: 'gpt-5.1-codex' };
   const rows: Array<[string, Parameters<typeof resolveModel>[0], { model: string; source: string }]> = [
@@ -311,7 +311,7 @@ t.test('resolveModel priority: @directive, session override, topic default, mode
   t.throws(() => resolveModel({ configModel: ' ' }), code('invalid-model'));
 });
 
-t.test('resolveProviderForModel delegates to the config resolver', async (t) => {
+await t.test('resolveProviderForModel delegates to the config resolver', async (t) => {
   const rows: Array<[string, string]> = [
     ['opus', 'claude'], ['sonnet', 'claude'], ['flash', 'gemini'], ['gemini-2.5-pro', 'gemini'],
     ['auto-gemini-2.5', 'gemini'], ['gpt-5.1-codex', 'codex'], ['o3', 'codex'],
@@ -320,7 +320,7 @@ t.test('resolveProviderForModel delegates to the config resolver', async (t) => 
   t.equal(resolveProviderForModel('my-local-gem', ['my-local-gem']), 'gemini', 'discovered gemini model');
 });
 
-t.test('effortFor: claude all four, gemini none, codex when the model supports it', async (t) => {
+await t.test('effortFor: claude all four, gemini none, codex when the model supports it', async (t) => {
   const rows: Array<[string, 'claude' | 'codex' | 'gemini', string | undefined, string | null | undefined, string | null]> = [
     ['claude low', 'claude', 'opus', 'low', 'low'],
     ['claude xhigh', 'claude', 'sonnet', 'xhigh', 'xhigh'],
@@ -343,7 +343,7 @@ t.test('effortFor: claude all four, gemini none, codex when the model supports i
 
 // ---------------------------------------------------------------- provider sessions
 
-t.test('per-provider session ids: switching provider keeps the other id', async (t) => {
+await t.test('per-provider session ids: switching provider keeps the other id', async (t) => {
   let s: ProviderSessions = {};
   t.equal(sessionIdFor(s, 'claude'), null);
   s = withSessionId(s, 'claude', 's-1');

@@ -20,7 +20,7 @@ function domain(g: SkillRootEntry[], c: SkillRootEntry[] = [], x: SkillRootEntry
   };
 }
 
-t.test('a skill in one root is linked into every other root; a second run plans nothing', async (t) => {
+await t.test('a skill in one root is linked into every other root; a second run plans nothing', async (t) => {
   const plan = planSkillSync(domain([skill('pdf')]), 'link');
   t.same(plan.actions, [
     { type: 'link', dir: '/h/.claude/skills', name: 'pdf', target: '/h/.svc/skills/pdf' },
@@ -36,7 +36,7 @@ t.test('a skill in one root is linked into every other root; a second run plans 
   t.equal(again.unchanged, 3);
 });
 
-t.test('the same name in several roots: svc first, then claude, codex, gemini; the others keep their own', async (t) => {
+await t.test('the same name in several roots: svc first, then claude, codex, gemini; the others keep their own', async (t) => {
   const plan = planSkillSync(domain([], [skill('x')], [skill('x')], []), 'link');
   t.same(plan.actions, [
     { type: 'link', dir: '/h/.svc/skills', name: 'x', target: '/h/.claude/skills/x' },
@@ -53,7 +53,7 @@ t.test('the same name in several roots: svc first, then claude, codex, gemini; t
   );
 });
 
-t.test('a managed link is never a source: when the source goes, its links go', async (t) => {
+await t.test('a managed link is never a source: when the source goes, its links go', async (t) => {
   const plan = planSkillSync(domain([], [link('gone', '/h/.svc/skills/gone', true)], [link('gone', '/h/.svc/skills/gone', true)]), 'link');
   t.same(plan.actions, [
     { type: 'remove', dir: '/h/.claude/skills', name: 'gone', expect: { link: '/h/.svc/skills/gone' }, reason: 'broken' },
@@ -62,7 +62,7 @@ t.test('a managed link is never a source: when the source goes, its links go', a
   t.equal(plan.skills, 0);
 });
 
-t.test("the user's own link to a skill elsewhere is a source; a link to nothing is reported and kept", async (t) => {
+await t.test("the user's own link to a skill elsewhere is a source; a link to nothing is reported and kept", async (t) => {
   const plan = planSkillSync(domain([], [link('mine', '/home/me/src/mine'), link('dead', '/nowhere/dead', true)]), 'link');
   t.same(
     plan.actions.map((a) => [a.type, a.dir, a.name]),
@@ -75,7 +75,7 @@ t.test("the user's own link to a skill elsewhere is a source; a link to nothing 
   t.same(plan.invalid, ['claude/dead: a link to no valid skill']);
 });
 
-t.test('invalid and unmanaged entries are never touched, and block nothing else', async (t) => {
+await t.test('invalid and unmanaged entries are never touched, and block nothing else', async (t) => {
   const plan = planSkillSync(domain([skill('a')], [{ name: 'a', state: 'invalid', reason: 'no SKILL.md' }], [{ name: 'b', state: 'invalid', reason: 'not a directory' }]), 'link');
   t.same(
     plan.actions.map((a) => [a.type, a.dir, a.name]),
@@ -87,7 +87,7 @@ t.test('invalid and unmanaged entries are never touched, and block nothing else'
   t.same(plan.invalid, ['claude/a: no SKILL.md', 'codex/b: not a directory']);
 });
 
-t.test('a stale managed link (pointing at a lower-priority copy) is replaced', async (t) => {
+await t.test('a stale managed link (pointing at a lower-priority copy) is replaced', async (t) => {
   const plan = planSkillSync(domain([skill('s')], [skill('s')], [link('s', '/h/.claude/skills/s')]), 'link');
   t.same(plan.actions.slice(0, 2), [
     { type: 'remove', dir: '/h/.codex/skills', name: 's', expect: { link: '/h/.claude/skills/s' }, reason: 'stale' },
@@ -95,7 +95,7 @@ t.test('a stale managed link (pointing at a lower-priority copy) is replaced', a
   ]);
 });
 
-t.test('copy mode: managed copies, updated when the source changed, replacing links; unmanaged ones kept', async (t) => {
+await t.test('copy mode: managed copies, updated when the source changed, replacing links; unmanaged ones kept', async (t) => {
   const copy = (name: string, source: string, stamp: string): SkillRootEntry => ({ name, state: 'copy', source, stamp });
   const plan = planSkillSync(
     domain([skill('s', 'v2')], [copy('s', '/h/.svc/skills/s', 'v1')], [copy('s', '/h/.svc/skills/s', 'v2')], [link('s', '/h/.svc/skills/s')]),
@@ -112,7 +112,7 @@ t.test('copy mode: managed copies, updated when the source changed, replacing li
   t.same(orphan.actions, [{ type: 'remove', dir: '/h/.claude/skills', name: 'old', expect: { copy: true }, reason: 'orphaned' }]);
 });
 
-t.test('bundled skills reach the global scope, and the CLIs through it', async (t) => {
+await t.test('bundled skills reach the global scope, and the CLIs through it', async (t) => {
   const plan = planSkillSync(domain([], [], [], [], { bundled: [skill('intro')] }), 'link');
   t.same(plan.actions, [
     { type: 'link', dir: '/h/.svc/skills', name: 'intro', target: '/opt/svc/skills/intro' },
@@ -127,12 +127,12 @@ t.test('bundled skills reach the global scope, and the CLIs through it', async (
   );
 });
 
-t.test('a CLI that is not installed gets nothing mirrored', async (t) => {
+await t.test('a CLI that is not installed gets nothing mirrored', async (t) => {
   const plan = planSkillSync(domain([skill('a')], [], [], [], { codexWritable: false }), 'link');
   t.notOk(plan.actions.some((a) => a.dir === '/h/.codex/skills'));
 });
 
-t.test("shutdown removes managed links in the CLIs' directories that lead into svc's roots, only those", async (t) => {
+await t.test("shutdown removes managed links in the CLIs' directories that lead into svc's roots, only those", async (t) => {
   const dm = domain(
     [skill('a'), link('c', '/h/.claude/skills/c')],
     [link('a', '/h/.svc/skills/a'), skill('c'), link('u', '/home/me/u')],

@@ -24,14 +24,14 @@ function drive(events: TaskMachineEvent[], from?: TaskState) {
 
 const types = (facts: Fact[]) => facts.map((f) => f.type);
 
-t.test('given a new task, when it starts, then task.created with its input and status running', async (t) => {
+await t.test('given a new task, when it starts, then task.created with its input and status running', async (t) => {
   const r = drive([]);
   t.same(r.facts, [{ type: 'task.created', data: created }]);
   t.equal(r.context.status, 'running');
   t.equal(r.context.runs, 1);
 });
 
-t.test('ask_parent round trip: running → waiting → running → done, each a fact, and the record follows', async (t) => {
+await t.test('ask_parent round trip: running → waiting → running → done, each a fact, and the record follows', async (t) => {
   const r = drive([
     { type: 'ask', question: 'Which year?', now: 1010 },
     { type: 'ask', question: 'again?', now: 1011 },
@@ -48,13 +48,13 @@ t.test('ask_parent round trip: running → waiting → running → done, each a 
   t.match(r.context, { status: 'done', result: 'Done', provider: 'claude', model: 'opus', session_id: 's-1', finished_at: 1030, question: null });
 });
 
-t.test('the provider and model a run resolved are persisted; a run that never started keeps the overrides', async (t) => {
+await t.test('the provider and model a run resolved are persisted; a run that never started keeps the overrides', async (t) => {
   const r = drive([{ type: 'fail', reason: 'timeout', result: 'partial', provider: null, model: null, session_id: null, now: 5 }]);
   t.match(r.context, { status: 'failed', reason: 'timeout', result: 'partial', provider: null, session_id: null });
   t.same(types(r.facts), ['task.created', 'task.failed']);
 });
 
-t.test('resume: from done, failed, cancelled and waiting with a stored session; refused without one or while running', async (t) => {
+await t.test('resume: from done, failed, cancelled and waiting with a stored session; refused without one or while running', async (t) => {
   for (const end of [
     { type: 'complete', result: 'ok', ...run, now: 2 },
     { type: 'fail', reason: 'exit-code', result: '', ...run, now: 2 },
@@ -77,19 +77,19 @@ t.test('resume: from done, failed, cancelled and waiting with a stored session; 
   t.equal(noSession.value, 'failed');
 });
 
-t.test('cancel: from running and waiting, never from a finished state', async (t) => {
+await t.test('cancel: from running and waiting, never from a finished state', async (t) => {
   t.same(types(drive([{ type: 'cancel', now: 2 }, { type: 'complete', result: 'late', ...run, now: 3 }]).facts), ['task.created', 'task.cancelled'], 'a run ending after the cancel changes nothing');
   t.same(types(drive([{ type: 'ask', question: 'q', now: 2 }, { type: 'cancel', now: 3 }]).facts), ['task.created', 'task.question_asked', 'task.cancelled']);
   t.same(types(drive([{ type: 'complete', result: 'ok', ...run, now: 2 }, { type: 'cancel', now: 3 }]).facts), ['task.created', 'task.completed']);
 });
 
-t.test('a waiting task whose run ends on its own (deadline, error) finishes with that run', async (t) => {
+await t.test('a waiting task whose run ends on its own (deadline, error) finishes with that run', async (t) => {
   const r = drive([{ type: 'ask', question: 'q', now: 2 }, { type: 'fail', reason: 'timeout', result: '', ...run, now: 3 }]);
   t.same(types(r.facts), ['task.created', 'task.question_asked', 'task.failed']);
   t.match(r.context, { status: 'failed', question: null, session_id: 's-1' });
 });
 
-t.test('delete: only a finished task, and then the actor ends', async (t) => {
+await t.test('delete: only a finished task, and then the actor ends', async (t) => {
   t.same(types(drive([{ type: 'delete', now: 2 }]).facts), ['task.created'], 'a running task is not deleted');
   t.same(types(drive([{ type: 'ask', question: 'q', now: 2 }, { type: 'delete', now: 3 }]).facts), ['task.created', 'task.question_asked'], 'nor a waiting one');
   const r = drive([{ type: 'cancel', now: 2 }, { type: 'delete', now: 3 }]);
@@ -98,7 +98,7 @@ t.test('delete: only a finished task, and then the actor ends', async (t) => {
   t.equal(r.context.deleted, true);
 });
 
-t.test('the fold of the facts is the machine context; a restore lands where the facts left the task', async (t) => {
+await t.test('the fold of the facts is the machine context; a restore lands where the facts left the task', async (t) => {
   const r = drive([{ type: 'ask', question: 'q', now: 2 }, { type: 'answer', answer: 'a', now: 3 }, { type: 'complete', result: 'ok', ...run, now: 4 }, { type: 'resume', prompt: 'p', now: 5 }]);
   t.same(foldTask(r.facts), r.context);
   const restored = taskMachineState(r.context)!;
@@ -114,7 +114,7 @@ t.test('the fold of the facts is the machine context; a restore lands where the 
 
 // ---------------------------------------------------------------- the /tasks selector
 
-t.test('parseTaskAction: the four callbacks, and a clear refusal for anything else', async (t) => {
+await t.test('parseTaskAction: the four callbacks, and a clear refusal for anything else', async (t) => {
   t.same(parseTaskAction(undefined), { kind: 'refresh' });
   t.same(parseTaskAction('tsc:refresh'), { kind: 'refresh' });
   t.same(parseTaskAction(' tsc:cancel_all '), { kind: 'cancel_all' });
@@ -128,7 +128,7 @@ t.test('parseTaskAction: the four callbacks, and a clear refusal for anything el
   }
 });
 
-t.test('renderTaskSelector: sections with id, name, status, age; buttons as callback data', async (t) => {
+await t.test('renderTaskSelector: sections with id, name, status, age; buttons as callback data', async (t) => {
   const now = 10_000;
   const tasks = [
     { task_id: 'r1', name: 'research', status: 'running', created_at: now - 125 },

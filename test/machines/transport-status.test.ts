@@ -5,7 +5,7 @@ import { defaultConfig } from '../../schemas/index.js';
 const TOKEN = `123456789:${'A'.repeat(35)}`;
 const cfg = (over: Record<string, unknown>) => ({ ...defaultConfig(), ...over }) as ReturnType<typeof defaultConfig>;
 
-t.test('both messengers are built; one a build would leave out is off for that reason alone, with nothing to fix', async (t) => {
+await t.test('both messengers are built; one a build would leave out is off for that reason alone, with nothing to fix', async (t) => {
   t.same(transportStatuses(cfg({ telegram_token: TOKEN })), [
     { name: 'telegram', on: true, why: 'bot token set', fix: null },
     { name: 'matrix', on: false, why: 'not listed in transports', fix: 'add "matrix" to transports in config.json' },
@@ -13,7 +13,7 @@ t.test('both messengers are built; one a build would leave out is off for that r
   t.same(transportStatuses(cfg({ telegram_token: TOKEN }), ['telegram'])[1], { name: 'matrix', on: false, why: 'not included in this version of svc yet', fix: null });
 });
 
-t.test('once built: on with credentials, otherwise off naming what is missing and how to fix it', async (t) => {
+await t.test('once built: on with credentials, otherwise off naming what is missing and how to fix it', async (t) => {
   const both = ['telegram', 'matrix'] as const;
   const [tg, mx] = transportStatuses(cfg({}), both);
   t.match(tg, { name: 'telegram', on: false, why: 'no telegram_token in config.json', fix: /@BotFather/ });
@@ -29,7 +29,7 @@ t.test('once built: on with credentials, otherwise off naming what is missing an
   }
 });
 
-t.test('deliveryRoute: a running transport that reaches the chat gets it; otherwise the admin chat, with why', async (t) => {
+await t.test('deliveryRoute: a running transport that reaches the chat gets it; otherwise the admin chat, with why', async (t) => {
   const running = (name: string) => ({ name, state: 'running' as const, detail: 'up' });
   t.same(deliveryRoute('api', running('api'), true), { kind: 'origin' });
   t.same(deliveryRoute('telegram', running('telegram'), true), { kind: 'origin' }, 'a running telegram transport gets its chats');

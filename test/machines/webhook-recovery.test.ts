@@ -11,7 +11,7 @@ const fact = (stream: string, type: string, data: Record<string, unknown>, corre
 const triggered = (id: string, mode: string, request_id: string, prompt?: string) =>
   fact(`webhook:${id}`, 'webhook.triggered', { id, agent: 'main', mode, request_id, client: '127.0.0.1', body_bytes: 2, keys: [], ...(prompt === undefined ? {} : { prompt }) }, request_id);
 
-t.test('given triggered calls, only those with no settling fact are open, oldest first', async (t) => {
+await t.test('given triggered calls, only those with no settling fact are open, oldest first', async (t) => {
   const events = [
     triggered('a', 'wake', 'r1'),
     triggered('b', 'cron_task', 'r2'),
@@ -36,21 +36,21 @@ function cut(calls: AnyEnvelope[]) {
   return (rid: string) => recoverCutWebhookCall(open.find((c) => c.request_id === rid)!, evidence.get(rid)!);
 }
 
-t.test('when a call was cut after the agent or the runner had it, then it is settled from the log, never asked again', async (t) => {
+await t.test('when a call was cut after the agent or the runner had it, then it is settled from the log, never asked again', async (t) => {
   const next = cut([triggered('w', 'wake', 'started', 'P'), triggered('w', 'wake', 'done', 'P'), triggered('c', 'cron_task', 'queued', 'P')]);
   t.match(next('started'), { action: 'settle', result: { ok: false, reason: 'interrupted', error: /turn T1 was running/ } }, 'a started turn is turn recovery\'s, not asked twice');
   t.same(next('done'), { action: 'settle', result: { ok: true, status: 'completed', turn_id: 'T2', task_id: null } });
   t.same(next('queued'), { action: 'settle', result: { ok: true, status: 'started', turn_id: null, task_id: 'R1' } }, "a queued run is the runner's to restart or end");
 });
 
-t.test('when a call was cut before the agent saw it, then it is dispatched from the prompt its fact holds', async (t) => {
+await t.test('when a call was cut before the agent saw it, then it is dispatched from the prompt its fact holds', async (t) => {
   const prompt = '[Webhook "w" (id w) was called.]\n<<<WEBHOOK-PAYLOAD-0123456789abcdef\nhi\nWEBHOOK-PAYLOAD-0123456789abcdef>>>';
   const next = cut([triggered('w', 'wake', 'never', prompt), triggered('c', 'cron_task', 'lost', prompt)]);
   t.same(next('never'), { action: 'dispatch', prompt }, 'the wake is asked after the restart, fenced as it was at the 202');
   t.same(next('lost'), { action: 'dispatch', prompt }, 'the one-shot run is queued after the restart');
 });
 
-t.test('when a call an older svc accepted (no prompt kept) was cut before the agent saw it, then it is recorded failed, naming why', async (t) => {
+await t.test('when a call an older svc accepted (no prompt kept) was cut before the agent saw it, then it is recorded failed, naming why', async (t) => {
   const next = cut([triggered('w', 'wake', 'never'), triggered('c', 'cron_task', 'lost'), triggered('w', 'wake', 'started')]);
   t.match(next('never'), { action: 'settle', result: { ok: false, reason: 'interrupted', error: /before the agent was asked; its prompt was not kept/ } });
   t.match(next('lost'), { action: 'settle', result: { ok: false, reason: 'interrupted', error: /before its one-shot run was queued; its prompt was not kept/ } });

@@ -48,7 +48,7 @@ function given(scope: WorkflowScope = SCOPE) {
   };
 }
 
-t.test('literals: strings in either quote with escapes, numbers, true/false/none', async (t) => {
+await t.test('literals: strings in either quote with escapes, numbers, true/false/none', async (t) => {
   const rows: Array<[string, WorkflowValue]> = [
     [`'single'`, 'single'],
     [`"double"`, 'double'],
@@ -74,7 +74,7 @@ t.test('literals: strings in either quote with escapes, numbers, true/false/none
   for (const [src, want] of rows) t.same(given().when(src).value(), want, src);
 });
 
-t.test('== and != compare values; text and a plain decimal number compare as numbers', async (t) => {
+await t.test('== and != compare values; text and a plain decimal number compare as numbers', async (t) => {
   const rows: Array<[string, boolean]> = [
     ['"a" == "a"', true],
     ['"a" == "A"', false],
@@ -98,7 +98,7 @@ t.test('== and != compare values; text and a plain decimal number compare as num
   for (const [src, want] of rows) t.equal(given().when(src).value(), want, src);
 });
 
-t.test('in and not in look for text inside text; numbers count as their digits', async (t) => {
+await t.test('in and not in look for text inside text; numbers count as their digits', async (t) => {
   const rows: Array<[string, boolean]> = [
     ['"ship" in $steps.review.output', true],
     ['"SHIP" in $steps.review.output', false],
@@ -113,7 +113,7 @@ t.test('in and not in look for text inside text; numbers count as their digits',
   t.match(given().when('"a" not in true').error(), /column 5: the right side of not in must be text, not true\/false/);
 });
 
-t.test('and, or, not: truthiness as in Python, short-circuit, results are true/false', async (t) => {
+await t.test('and, or, not: truthiness as in Python, short-circuit, results are true/false', async (t) => {
   const rows: Array<[string, boolean]> = [
     ['true and true', true],
     ['true and false', false],
@@ -135,7 +135,7 @@ t.test('and, or, not: truthiness as in Python, short-circuit, results are true/f
   t.match(given().when('true and $missing == "x"').error(), /unknown variable \$missing/);
 });
 
-t.test('precedence: or < and < not < comparison < method call; parentheses override', async (t) => {
+await t.test('precedence: or < and < not < comparison < method call; parentheses override', async (t) => {
   const rows: Array<[string, boolean]> = [
     ['true or true and false', true],
     ['(true or true) and false', false],
@@ -151,7 +151,7 @@ t.test('precedence: or < and < not < comparison < method call; parentheses overr
   for (const [src, want] of rows) t.equal(given().when(src).value(), want, src);
 });
 
-t.test('text methods: the whitelist, each one', async (t) => {
+await t.test('text methods: the whitelist, each one', async (t) => {
   const rows: Array<[string, WorkflowValue]> = [
     ['"MiXed".lower()', 'mixed'],
     ['"MiXed".upper()', 'MIXED'],
@@ -172,7 +172,7 @@ t.test('text methods: the whitelist, each one', async (t) => {
   for (const [src, want] of rows) t.same(given().when(src).value(), want, src);
 });
 
-t.test('outside the whitelist: attribute access, other calls, indexing, assignment, unknown names', async (t) => {
+await t.test('outside the whitelist: attribute access, other calls, indexing, assignment, unknown names', async (t) => {
   const rows: Array<[string, RegExp]> = [
     ['"a".constructor()', /^column 5: constructor is not an allowed method \(allowed: lower, upper/],
     ['"a".__proto__', /^column 5: __proto__ is not an allowed method/],
@@ -216,7 +216,7 @@ t.test('outside the whitelist: attribute access, other calls, indexing, assignme
   t.match(given().when('"a".contains(none)').error(), /the argument of contains\(\) must be text, not none/);
 });
 
-t.test('references: bare ones are values; inside quotes they fill the string; unknown bare ones are errors', async (t) => {
+await t.test('references: bare ones are values; inside quotes they fill the string; unknown bare ones are errors', async (t) => {
   t.equal(given().when('$name').value(), 'Bob');
   t.equal(given().when('$variables.name').value(), 'Bob');
   t.equal(given().when('$steps.review.output').value(), 'Approved, ship it');
@@ -233,7 +233,7 @@ t.test('references: bare ones are values; inside quotes they fill the string; un
   t.match(given({ variables: {}, outputs: {} }).when('$toString').error(), /unknown variable/);
 });
 
-t.test('injection: a substituted value is always one text value, never expression source', async (t) => {
+await t.test('injection: a substituted value is always one text value, never expression source', async (t) => {
   const hostile = [
     'yes" or "1"=="1',
     "yes' or '1'=='1",
@@ -256,7 +256,7 @@ t.test('injection: a substituted value is always one text value, never expressio
   }
 });
 
-t.test('bounds: length, tokens, depth and built text are capped, and fail fast', async (t) => {
+await t.test('bounds: length, tokens, depth and built text are capped, and fail fast', async (t) => {
   t.match(given().when(`"${'a'.repeat(MAX_EXPRESSION_CHARS)}"`).error(), /^column 1: expression too long/);
   t.match(given().when('"a" == "a"'.padEnd(1024 * 1024, ' ')).error(), /expression too long/, '1 MB of spaces');
   t.match(given().when(Array.from({ length: 300 }, () => 'true').join(' or ')).error(), new RegExp(`too many tokens \\(at most ${MAX_EXPRESSION_TOKENS}\\)`));
@@ -276,7 +276,7 @@ t.test('bounds: length, tokens, depth and built text are capped, and fail fast',
   t.match(given(growing).when('$s.upper()').error(), /text too long/, 'upper() may grow text (ß → SS): still capped');
 });
 
-t.test('evaluateWorkflowCondition and checkWorkflowExpression: the two entry points the engine and loader use', async (t) => {
+await t.test('evaluateWorkflowCondition and checkWorkflowExpression: the two entry points the engine and loader use', async (t) => {
   t.same(evaluateWorkflowCondition('$answer.strip().lower() == "yes"', SCOPE), { ok: true, value: true });
   t.same(evaluateWorkflowCondition('$steps.check.output', SCOPE), { ok: true, value: true }, 'non-empty text is true');
   t.same(evaluateWorkflowCondition('$empty', SCOPE), { ok: true, value: false });
@@ -291,7 +291,7 @@ t.test('evaluateWorkflowCondition and checkWorkflowExpression: the two entry poi
   }
 });
 
-t.test('substitution in prompts and messages', async (t) => {
+await t.test('substitution in prompts and messages', async (t) => {
   const rows: Array<[string, string]> = [
     ['Hello $name', 'Hello Bob'],
     ['Hello $variables.name', 'Hello Bob'],
@@ -321,7 +321,7 @@ t.test('substitution in prompts and messages', async (t) => {
   t.match(substituteWorkflowText('$big'.repeat(5000), { variables: { big: 'x'.repeat(1024 * 1024) }, outputs: {} }), { ok: false }, 'stops at the cap, not after 5 GB');
 });
 
-t.test('the reference grammar the loader and the engine share', async (t) => {
+await t.test('the reference grammar the loader and the engine share', async (t) => {
   t.same(matchWorkflowReference('x $steps.a-1.output y', 2), { ref: { kind: 'output', step: 'a-1' }, end: 19 });
   t.same(matchWorkflowReference('$variables.v', 0), { ref: { kind: 'variable', name: 'v' }, end: 12 });
   t.same(matchWorkflowReference('$steps', 0), { ref: { kind: 'variable', name: 'steps' }, end: 6 });

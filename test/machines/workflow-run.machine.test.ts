@@ -82,7 +82,7 @@ function given(yaml: string, opts: { variables?: Record<string, string>; max?: n
   return api;
 }
 
-t.test('steps run in file order; outputs and variables are substituted into later texts; the last step completes the run', async (t) => {
+await t.test('steps run in file order; outputs and variables are substituted into later texts; the last step completes the run', async (t) => {
   const r = given(`
 variables: { topic: cats }
 steps:
@@ -102,7 +102,7 @@ steps:
   t.same(view.steps.map((s) => [s.id, s.status, s.attempts]), [['ask', 'completed', 1], ['tell', 'completed', 1]]);
 });
 
-t.test('goto skips the steps in between; a condition goes to then or else, a missing one meaning the next step', async (t) => {
+await t.test('goto skips the steps in between; a condition goes to then or else, a missing one meaning the next step', async (t) => {
   const yaml = `
 variables: { answer: "yes" }
 steps:
@@ -126,7 +126,7 @@ steps:
   t.equal(no.value(), 'completed');
 });
 
-t.test('wait_for_reply: the run waits, a reply completes the step with the text, and a reply while running changes nothing', async (t) => {
+await t.test('wait_for_reply: the run waits, a reply completes the step with the text, and a reply while running changes nothing', async (t) => {
   const r = given(`
 steps:
   - { id: q, type: wait_for_reply, message: "Deploy?" }
@@ -145,7 +145,7 @@ steps:
   t.same(runningEffects(r.run()).map((e) => e.text), ['You said ship it']);
 });
 
-t.test('cancel during a wait ends the run cancelled; nothing after it changes the run', async (t) => {
+await t.test('cancel during a wait ends the run cancelled; nothing after it changes the run', async (t) => {
   const r = given(`steps: [ { id: q, type: wait_for_reply, message: "?" }, { id: n, type: notify, message: x } ]`);
   r.send({ type: 'cancel', by: 'alice' });
   t.equal(r.value(), 'cancelled');
@@ -155,14 +155,14 @@ t.test('cancel during a wait ends the run cancelled; nothing after it changes th
   t.same(runningEffects(r.run()), [], 'a cancelled run performs nothing');
 });
 
-t.test('on_error abort (the default) fails the run with the step and its error', async (t) => {
+await t.test('on_error abort (the default) fails the run with the step and its error', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p }, { id: b, type: notify, message: m } ]`);
   r.fail('a', 'exit code 1');
   t.equal(r.value(), 'failed');
   t.same(r.facts.at(-1)!.data, { step: 'a', error: 'step a failed: exit code 1', at_ms: r.run().ended_at });
 });
 
-t.test('on_error retry: a delay is scheduled (never slept), the due retry runs the next attempt, and spent attempts abort', async (t) => {
+await t.test('on_error retry: a delay is scheduled (never slept), the due retry runs the next attempt, and spent attempts abort', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p, on_error: retry, retry: { max_attempts: 3, delay_seconds: 30 } } ]`);
   r.send({ type: 'step.failed', step: 'a', n: 2, error: 'about another attempt' });
   t.equal(r.run().steps.a!.status, 'running', 'a failure of another execution is ignored');
@@ -183,7 +183,7 @@ t.test('on_error retry: a delay is scheduled (never slept), the due retry runs t
   t.equal(r.run().executions, 3);
 });
 
-t.test('on_error retry without a block: three attempts back to back, then success carries on', async (t) => {
+await t.test('on_error retry without a block: three attempts back to back, then success carries on', async (t) => {
   const r = given(`steps: [ { id: a, type: notify, message: m, on_error: retry }, { id: b, type: notify, message: n } ]`);
   r.fail('a').fail('a');
   t.equal(r.run().steps.a!.attempts, 3);
@@ -191,7 +191,7 @@ t.test('on_error retry without a block: three attempts back to back, then succes
   t.same(runningEffects(r.run()).map((e) => e.step), ['b']);
 });
 
-t.test('on_error fallback goes to its step; skip carries on with the next step in the file', async (t) => {
+await t.test('on_error fallback goes to its step; skip carries on with the next step in the file', async (t) => {
   const r = given(`
 steps:
   - { id: a, type: ask_agent, agent: main, prompt: p, on_error: fallback, fallback: { goto: rescue }, goto: end }
@@ -217,7 +217,7 @@ steps:
   t.same(runningEffects(s.run()).map((e) => e.step), ['next'], 'skip is not completion: goto is not taken');
 });
 
-t.test('a step timeout: the deadline is in the state, the timer input fails the attempt, a late answer is ignored', async (t) => {
+await t.test('a step timeout: the deadline is in the state, the timer input fails the attempt, a late answer is ignored', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p, timeout: 5, on_error: skip }, { id: b, type: notify, message: m } ]`);
   const [timer] = runTimers(r.run());
   t.equal(timer!.at, r.run().started_at + 5000);
@@ -230,12 +230,12 @@ t.test('a step timeout: the deadline is in the state, the timer input fails the 
   t.same(runTimers(r.run()), [], 'notify has no default timeout');
 });
 
-t.test('ask_agent takes the run\'s default step timeout when it sets none', async (t) => {
+await t.test('ask_agent takes the run\'s default step timeout when it sets none', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p } ]`);
   t.equal(r.run().steps.a!.deadline_ms, r.run().started_at + 3600 * 1000);
 });
 
-t.test('parallel: branches start together, the block completes when all have, outputs are addressable', async (t) => {
+await t.test('parallel: branches start together, the block completes when all have, outputs are addressable', async (t) => {
   const r = given(`
 steps:
   - id: fan
@@ -253,7 +253,7 @@ steps:
   t.same(runningEffects(r.run()).map((e) => e.text), ['X says']);
 });
 
-t.test('parallel fails fast: a branch that fails for good stops its siblings (skipped) and fails the block; its on_error applies', async (t) => {
+await t.test('parallel fails fast: a branch that fails for good stops its siblings (skipped) and fails the block; its on_error applies', async (t) => {
   const yaml = (onError: string) => `
 steps:
   - id: fan
@@ -286,7 +286,7 @@ steps:
   t.equal(retry.run().steps.fan!.attempts, 2);
 });
 
-t.test('a branch that skips counts as settled', async (t) => {
+await t.test('a branch that skips counts as settled', async (t) => {
   const r = given(`
 steps:
   - id: fan
@@ -299,7 +299,7 @@ steps:
   t.equal(r.value(), 'completed');
 });
 
-t.test('goto loops are bounded by the cap on step executions', async (t) => {
+await t.test('goto loops are bounded by the cap on step executions', async (t) => {
   const r = given(`steps: [ { id: again, type: notify, message: tick, goto: again } ]`);
   for (let i = 0; i < MAX_STEP_EXECUTIONS; i++) r.done('again');
   t.equal(r.value(), 'failed');
@@ -307,7 +307,7 @@ t.test('goto loops are bounded by the cap on step executions', async (t) => {
   t.match(r.run().error!, /cap of 1000 step executions/);
 });
 
-t.test('a condition that cannot be evaluated and a text over the cap are errors of that step', async (t) => {
+await t.test('a condition that cannot be evaluated and a text over the cap are errors of that step', async (t) => {
   const bad = given(`steps: [ { id: c, type: condition, if: "$nope == 'x'", then: c, on_error: skip }, { id: n, type: notify, message: ok } ]`);
   t.equal(bad.run().steps.c!.status, 'skipped');
   t.match(bad.run().steps.c!.error!, /condition/);
@@ -316,7 +316,7 @@ t.test('a condition that cannot be evaluated and a text over the cap are errors 
   t.match(big.run().error!, /over 262144 characters/);
 });
 
-t.test('a run folded from its facts is the run that wrote them, and resumes where it was', async (t) => {
+await t.test('a run folded from its facts is the run that wrote them, and resumes where it was', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p }, { id: q, type: wait_for_reply, message: "?" }, { id: b, type: notify, message: "$steps.q.output" } ]`);
   r.done('a', 'answer');
   t.same(foldWorkflowRun(r.facts), r.run());

@@ -10,7 +10,7 @@ type Rec = Record<string, unknown> & { id: string };
 
 if (SKIP_REASON) t.plan(0, SKIP_REASON);
 else {
-  t.test('cron jobs and webhooks through the UI; a viewer reads them without write controls', async (t) => {
+  await t.test('cron jobs and webhooks through the UI; a viewer reads them without write controls', async (t) => {
     const stand = await panelStand(t);
     const browser = await openBrowser(t);
     const find = async (path: string, key: string, value: string): Promise<Rec | undefined> => ((await stand.api('GET', path)).body as Rec[]).find((r) => r[key] === value);

@@ -43,7 +43,7 @@ if (SKIP_REASON) {
   t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
   const record = join(scratch, 'cli-record.jsonl');
 
-  t.test('chat: sessions, streaming, second tab, history, read marker, attachment, abort, viewer', async (t) => {
+  await t.test('chat: sessions, streaming, second tab, history, read marker, attachment, abort, viewer', async (t) => {
     const stand = await panelStand(t, { env: { FAKE_CLI_REPLY: REPLY, FAKE_CLI_CHUNKS: '4', FAKE_CLI_DELAY_MS: '500', FAKE_CLI_RECORD: record } });
     const browser = await openBrowser(t);
     const { page, context, problems } = await openPage(browser, stand);

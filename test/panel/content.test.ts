@@ -10,7 +10,7 @@ const enc = encodeURIComponent;
 
 if (SKIP_REASON) t.plan(0, SKIP_REASON);
 else {
-  t.test('memory, skills and files through the UI; a viewer has none of them', async (t) => {
+  await t.test('memory, skills and files through the UI; a viewer has none of them', async (t) => {
     const stand = await panelStand(t);
     const browser = await openBrowser(t);
     const moduleText = async (filename: string) => ((await stand.api('GET', `/api/memory/modules/${enc(filename)}`)).body as { content: string }).content;

@@ -43,7 +43,7 @@ const fits = (page: Page) => page.evaluate('document.documentElement.scrollWidth
 if (SKIP_REASON) {
   t.plan(0, SKIP_REASON);
 } else {
-  t.test('dashboard, agents, agent detail and notifications', async (t) => {
+  await t.test('dashboard, agents, agent detail and notifications', async (t) => {
     const stand = await panelStand(t);
     const browser = await openBrowser(t);
 

@@ -27,7 +27,7 @@ function freePort(): Promise<number> {
 
 if (SKIP_REASON) t.plan(0, SKIP_REASON);
 else {
-  t.test('fresh start to a viewer who cannot change anything', async (t) => {
+  await t.test('fresh start to a viewer who cannot change anything', async (t) => {
     const scratch = tempHome(t);
     const home = join(scratch.dir, 'home');
     // The embedded defaults (the API off), but the panel's own port free for this test.

@@ -6,7 +6,7 @@ import { SKIP_REASON, logIn, openBrowser, openPage, panelStand, seriousViolation
 
 if (SKIP_REASON) t.plan(0, SKIP_REASON);
 else {
-  t.test('log in, move around, switch language and theme, log out', async (t) => {
+  await t.test('log in, move around, switch language and theme, log out', async (t) => {
     const stand = await panelStand(t);
     const browser = await openBrowser(t);
     const { page, problems } = await openPage(browser, stand);
@@ -52,7 +52,7 @@ else {
     t.equal(me, 401, 'logged out on the server too');
   });
 
-  t.test('phone width: the navigation is a drawer and nothing overflows', async (t) => {
+  await t.test('phone width: the navigation is a drawer and nothing overflows', async (t) => {
     const stand = await panelStand(t);
     const browser = await openBrowser(t);
     const { page, problems } = await openPage(browser, stand, { viewport: { width: 375, height: 800 } });
@@ -66,7 +66,7 @@ else {
     t.same(problems, []);
   });
 
-  t.test('what the daemon serves with the panel', async (t) => {
+  await t.test('what the daemon serves with the panel', async (t) => {
     const stand = await panelStand(t);
     const index = await fetch(`${stand.url}/`);
     const csp = index.headers.get('content-security-policy') ?? '';

@@ -16,7 +16,7 @@ const BROKEN = 'name: Broken\nsteps: [ {id: x, type: nonsense} ]\n';
 if (SKIP_REASON) {
   t.plan(0, SKIP_REASON);
 } else {
-  t.test('tasks and workflows pages: create, finish, cancel, delete, answer; definitions, load errors, runs; viewer; phone; axe', async (t) => {
+  await t.test('tasks and workflows pages: create, finish, cancel, delete, answer; definitions, load errors, runs; viewer; phone; axe', async (t) => {
     const stand = await panelStand(t, { config: { tasks: { max_parallel: 4 } } });
     const dir = join(stand.root, 'workflows');
     mkdirSync(dir, { recursive: true });
@@ -34,7 +34,7 @@ if (SKIP_REASON) {
     const taskNamed = async (name: string) => ((await stand.api('GET', '/api/tasks?limit=200')).body as { task_id: string; name: string; status: string }[]).find((x) => x.name === name);
     const browser = await openBrowser(t);
 
-    t.test('admin: tasks', async (t) => {
+    await t.test('admin: tasks', async (t) => {
       const { page, problems } = await openPage(browser, stand);
       await logIn(page, 'admin', stand.adminPassword);
       await page.goto('/tasks');
@@ -100,7 +100,7 @@ if (SKIP_REASON) {
       await page.context().close();
     });
 
-    t.test('admin: workflows', async (t) => {
+    await t.test('admin: workflows', async (t) => {
       const { page, problems } = await openPage(browser, stand);
       await logIn(page, 'admin', stand.adminPassword);
       await page.goto('/workflows');
@@ -138,7 +138,7 @@ if (SKIP_REASON) {
       await page.context().close();
     });
 
-    t.test('viewer: sees both pages, no write control', async (t) => {
+    await t.test('viewer: sees both pages, no write control', async (t) => {
       t.equal((await stand.api('POST', '/api/users', { username: 'vic', password: 'password-123', role: 'viewer' })).status, 201);
       const held = (await stand.api('POST', '/api/tasks', { name: 'held', agent: 'main', prompt: 'hold on [[hold]]' })).body.task_id as string;
       const asking = askParent(held, 'Shall I?');

@@ -26,7 +26,7 @@ const errorsOf = (raw: unknown): string[] => {
   return r.errors;
 };
 
-t.test('constants name the providers, models and field classes', async (t) => {
+await t.test('constants name the providers, models and field classes', async (t) => {
   t.same(PROVIDERS, ['claude', 'codex', 'gemini']);
   t.equal(DEFAULT_PROVIDER, 'claude');
   t.same(CLAUDE_MODELS, ['haiku', 'sonnet', 'opus']);
@@ -37,7 +37,7 @@ t.test('constants name the providers, models and field classes', async (t) => {
   t.same(HOT_RELOADABLE_FIELDS.filter((f) => (RESTART_REQUIRED_FIELDS as readonly string[]).includes(f)), []);
 });
 
-t.test('{} parses to every default of SPEC.md', async (t) => {
+await t.test('{} parses to every default of SPEC.md', async (t) => {
   const c = v.parse(AgentConfigSchema, {});
   t.match(c, {
     log_level: 'INFO', provider: 'claude', model: 'opus', svc_home: '~/.svc', idle_timeout_minutes: 1440,
@@ -79,7 +79,7 @@ t.test('{} parses to every default of SPEC.md', async (t) => {
   t.equal(defaultConfig().streaming.enabled, true);
 });
 
-t.test('a partial config keeps what it sets and fills the rest, sub-configs key by key', async (t) => {
+await t.test('a partial config keeps what it sets and fills the rest, sub-configs key by key', async (t) => {
   const c = v.parse(AgentConfigSchema, {
     model: 'sonnet',
     streaming: { enabled: false },
@@ -98,7 +98,7 @@ t.test('a partial config keeps what it sets and fills the rest, sub-configs key 
   t.same(v.parse(AgentConfigSchema, { permission_mode_by_role: {} }).permission_mode_by_role, {}, '{} restores legacy behaviour');
 });
 
-t.test('every enum rejects a bad value naming field, value and what is allowed', async (t) => {
+await t.test('every enum rejects a bad value naming field, value and what is allowed', async (t) => {
   t.same(errorsOf({ permission_mode: 'yolo' }), [
     'config.json: permission_mode = "yolo" is not allowed (one of acceptEdits, auto, bypassPermissions, default, dontAsk, plan)',
   ]);
@@ -121,7 +121,7 @@ t.test('every enum rejects a bad value naming field, value and what is allowed',
   for (const mode of PERMISSION_MODES) t.ok(validateConfig({ permission_mode: mode }, 'c').ok, mode);
 });
 
-t.test('wrong types and out-of-range values are rejected, all at once', async (t) => {
+await t.test('wrong types and out-of-range values are rejected, all at once', async (t) => {
   const errors = errorsOf({
     idle_timeout_minutes: '60',
     daily_reset_enabled: 'yes',
@@ -155,7 +155,7 @@ t.test('wrong types and out-of-range values are rejected, all at once', async (t
   t.ok(long!.length < 160, 'an oversized value is shown truncated');
 });
 
-t.test('heartbeat intervals are capped at one week: a longer one would overflow setTimeout and fire at once, in a tight loop', async (t) => {
+await t.test('heartbeat intervals are capped at one week: a longer one would overflow setTimeout and fire at once, in a tight loop', async (t) => {
   t.equal(MAX_HEARTBEAT_INTERVAL_MINUTES, 10_080);
   t.ok(validateConfig({ heartbeat: { interval_minutes: 10_080, group_targets: [{ chat_id: 1, interval_minutes: 10_080 }] } }, 'c').ok, 'one week is allowed');
   t.same(errorsOf({ heartbeat: { interval_minutes: 35_792, group_targets: [{ chat_id: 1, interval_minutes: 10_081 }] } }).sort(), [
@@ -164,7 +164,7 @@ t.test('heartbeat intervals are capped at one week: a longer one would overflow 
   ]);
 });
 
-t.test('max_concurrent_cli: a positive integer, 8 by default, hot-reloadable', async (t) => {
+await t.test('max_concurrent_cli: a positive integer, 8 by default, hot-reloadable', async (t) => {
   const r = validateConfig({}, 'c');
   t.equal(r.ok && r.config.max_concurrent_cli, 8);
   for (const bad of [0, -1, 1.5, '4', null]) t.match(errorsOf({ max_concurrent_cli: bad }), [/^config\.json: max_concurrent_cli = /], JSON.stringify(bad));
@@ -173,7 +173,7 @@ t.test('max_concurrent_cli: a positive integer, 8 by default, hot-reloadable', a
   t.ok((HOT_RELOADABLE_FIELDS as readonly string[]).includes('max_concurrent_cli'));
 });
 
-t.test('additional_directories must be absolute', async (t) => {
+await t.test('additional_directories must be absolute', async (t) => {
   t.same(errorsOf({ additional_directories: ['/srv/data', 'relative/dir', '~/x'] }), [
     'config.json: additional_directories[1] = "relative/dir" is not allowed (an absolute path (relative paths and ~ are not accepted))',
     'config.json: additional_directories[2] = "~/x" is not allowed (an absolute path (relative paths and ~ are not accepted))',
@@ -181,7 +181,7 @@ t.test('additional_directories must be absolute', async (t) => {
   t.ok(validateConfig({ additional_directories: ['/srv/data', 'C:\\data'] }, 'c').ok);
 });
 
-t.test('runtime rules: provider_c key, cli_timeout into timeouts.normal, transports', async (t) => {
+await t.test('runtime rules: provider_c key, cli_timeout into timeouts.normal, transports', async (t) => {
   for (const s of ['', 'null', 'none', 'NULL', ' None ']) {
     t.equal(v.parse(AgentConfigSchema, { gemini_api_key: s }).gemini_api_key, null, JSON.stringify(s));
   }
@@ -207,7 +207,7 @@ t.test('runtime rules: provider_c key, cli_timeout into timeouts.normal, transpo
   t.same(v.parse(AgentConfigSchema, once), once, 're-parsing a normalised config changes nothing');
 });
 
-t.test('configFileDefaults: the file form persists the provider_c key as "null" and has no api block', async (t) => {
+await t.test('configFileDefaults: the file form persists the provider_c key as "null" and has no api block', async (t) => {
   const d = configFileDefaults();
   t.equal(d.gemini_api_key, 'null');
   t.notOk('api' in d);
@@ -215,7 +215,7 @@ t.test('configFileDefaults: the file form persists the provider_c key as "null" 
   t.same(v.parse(AgentConfigSchema, d), { ...defaultConfig() });
 });
 
-t.test('registry schema: entries, names, tokens, unknown keys', async (t) => {
+await t.test('registry schema: entries, names, tokens, unknown keys', async (t) => {
   const token = 'a'.repeat(32);
   const ok = validateRegistry(
     [
@@ -260,7 +260,7 @@ t.test('registry schema: entries, names, tokens, unknown keys', async (t) => {
   t.same(v.parse(RegistrySchema, []), []);
 });
 
-t.test('parseJsonText names file, line and column of malformed or truncated JSON', async (t) => {
+await t.test('parseJsonText names file, line and column of malformed or truncated JSON', async (t) => {
   t.same(parseJsonText('{"a": [1, 2]}', 'f.json'), { ok: true, value: { a: [1, 2] } });
   const cases: [string, RegExp][] = [
     ['', /^f\.json: not valid JSON at line 1 column 1 \(unexpected end of file, it looks truncated\); fix the file by hand, it was not changed$/],

@@ -27,14 +27,14 @@ function nonconforming(events: readonly AnyEnvelope[]): string[] {
   return bad;
 }
 
-t.test('the golden log: every fact is a declared type and fits its payload schema', async (t) => {
+await t.test('the golden log: every fact is a declared type and fits its payload schema', async (t) => {
   const file = fileURLToPath(new URL('../fixtures/golden/daemon-lifecycle.ndjson', import.meta.url));
   const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AnyEnvelope);
   t.ok(events.length > 10);
   t.same(nonconforming(events), []);
 });
 
-t.test('what a real daemon publishes over turns, /new, an abort and a stop fits the declared schemas', async (t) => {
+await t.test('what a real daemon publishes over turns, /new, an abort and a stop fits the declared schemas', async (t) => {
   const home = tempHome(t);
   const root = join(home.dir, 'home');
   const d = await startDaemon({
@@ -65,7 +65,7 @@ t.test('what a real daemon publishes over turns, /new, an abort and a stop fits 
   t.same(nonconforming(events), []);
 });
 
-t.test('a payload that does not fit is reported, so the check above can fail', async (t) => {
+await t.test('a payload that does not fit is reported, so the check above can fail', async (t) => {
   const at = '2026-11-22T10:00:00.000Z';
   t.same(nonconforming([
     { seq: 1, at, stream: 'registry', type: 'registry.agent_added', data: { name: 5 } },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { cpuPercent, homePaths, loadCronJobs, loadTasks, loadWebhooks, patchWebhookRecord, readCpuTimes, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
 import type { WebhookRecord } from '../../schemas/index.js';
 
-t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a broken file is refused untouched', async (t) => {
+await t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a broken file is refused untouched', async (t) => {
   const paths = homePaths(t.testdir());
   t.same(loadTasks(paths), []);
   const rec = { status: 'running', parent_agent: 'main', created_at: 1, extra: { kept: true } };
@@ -18,7 +18,7 @@ t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a
   t.throws(() => loadTasks(paths), { code: 'corrupt-file' });
 });
 
-t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and traversal ids refused', async (t) => {
+await t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and traversal ids refused', async (t) => {
   const paths = homePaths(t.testdir());
   mkdirSync(paths.root, { recursive: true });
   t.same(loadCronJobs(paths), []);
@@ -32,7 +32,7 @@ t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and trave
   t.match(loadWebhooks(paths), [{ id: 'h', secret: null, enabled: true }]);
 });
 
-t.test('host metrics: percentages in range from /proc and statfs; cpu from the difference of two samples', async (t) => {
+await t.test('host metrics: percentages in range from /proc and statfs; cpu from the difference of two samples', async (t) => {
   t.equal(cpuPercent(null, { idle: 300, total: 400 }), 25, 'first sample: since boot');
   t.equal(cpuPercent({ idle: 300, total: 400 }, { idle: 350, total: 600 }), 75, 'busy share between samples');
   t.equal(cpuPercent({ idle: 300, total: 400 }, { idle: 300, total: 400 }), null, 'no time passed: no new figure');
@@ -47,7 +47,7 @@ t.test('host metrics: percentages in range from /proc and statfs; cpu from the d
   t.equal(readDiskPercent(join(t.testdir(), 'no', 'such', 'dir')), null, 'a missing path is no figure, not an error');
 });
 
-t.test('webhooks.json run fields: patches made together are one write, seen at once, merged over an admin save, never resurrect a deleted hook', async (t) => {
+await t.test('webhooks.json run fields: patches made together are one write, seen at once, merged over an admin save, never resurrect a deleted hook', async (t) => {
   const paths = homePaths(t.testdir());
   const hook = (id: string) => ({ id, agent: 'main', enabled: true, name: id }) as unknown as WebhookRecord;
   saveWebhooks(paths, [hook('a'), hook('b'), hook('gone')]);

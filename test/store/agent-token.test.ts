@@ -15,7 +15,7 @@ function codeOf(fn: () => unknown): string {
   return 'no error';
 }
 
-t.test('ensureMainAgentToken creates the file once, private, and keeps it', async (t) => {
+await t.test('ensureMainAgentToken creates the file once, private, and keeps it', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   t.equal(readMainAgentToken(paths), null, 'missing file: no token yet');
   let calls = 0;
@@ -35,7 +35,7 @@ t.test('ensureMainAgentToken creates the file once, private, and keeps it', asyn
   t.equal(mode(paths.secretsDir), 0o700, 'a loosened directory is tightened');
 });
 
-t.test('a malformed token file is an error and is never rewritten', async (t) => {
+await t.test('a malformed token file is an error and is never rewritten', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   fs.mkdirSync(paths.secretsDir, { recursive: true, mode: 0o700 });
   for (const bad of ['{"token":', '[]', '{"token": 5}', '{"token": "short"}', `{"token": "${'a'.repeat(20)} ${'b'.repeat(20)}"}`]) {

@@ -19,7 +19,7 @@ import { configFileDefaults, defaultConfig, type SubAgentConfig } from '../../sc
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
 
-t.test('the shipped example is the file form of the defaults', async (t) => {
+await t.test('the shipped example is the file form of the defaults', async (t) => {
   const example = findExampleConfig();
   t.ok(example, 'found from source');
   const parsed = JSON.parse(fs.readFileSync(example!, 'utf8'));
@@ -28,7 +28,7 @@ t.test('the shipped example is the file form of the defaults', async (t) => {
   t.notOk('api' in parsed, 'no api block');
 });
 
-t.test('first start creates home, config dir and config.json from the example', async (t) => {
+await t.test('first start creates home, config dir and config.json from the example', async (t) => {
   const root = join(t.testdir(), 'home');
   const paths = homePaths(root);
   const loaded = loadConfig(paths);
@@ -45,7 +45,7 @@ t.test('first start creates home, config dir and config.json from the example', 
   t.equal(again.created, false);
 });
 
-t.test('first start without an example falls back to the schema defaults', async (t) => {
+await t.test('first start without an example falls back to the schema defaults', async (t) => {
   const paths = homePaths(join(t.testdir(), 'h'));
   const loaded = loadConfig(paths, { exampleFile: null });
   t.equal(loaded.created, true);
@@ -54,7 +54,7 @@ t.test('first start without an example falls back to the schema defaults', async
   t.same((loadConfig(missingExample, { exampleFile: '/nonexistent/example.json' })).config, defaultConfig());
 });
 
-t.test('write-back happens only when keys were added, keeps user keys, never adds api', async (t) => {
+await t.test('write-back happens only when keys were added, keeps user keys, never adds api', async (t) => {
   const paths = homePaths(t.testdir({ config: { 'config.json': JSON.stringify({ model: 'sonnet', streaming: { enabled: false }, permission_mode_by_role: { admin: 'plan' }, my_key: [1] }) } }));
   const first = loadConfig(paths);
   t.equal(first.created, false);
@@ -84,14 +84,14 @@ t.test('write-back happens only when keys were added, keeps user keys, never add
   t.equal(fs.readFileSync(paths.configFile, 'utf8'), text);
 });
 
-t.test('fillConfigDefaults completes an existing api block but adds none', async (t) => {
+await t.test('fillConfigDefaults completes an existing api block but adds none', async (t) => {
   t.notOk('api' in fillConfigDefaults({}).merged);
   const { merged, keysAdded } = fillConfigDefaults({ api: { enabled: true, token: 't' } });
   t.same(merged.api, { enabled: true, token: 't', host: '0.0.0.0', port: 8741, chat_id: 0, allow_public: false, jwt_secret: '', cors_origins: [] });
   t.ok(keysAdded.includes('api.cors_origins'));
 });
 
-t.test('a bad file is reported and never rewritten', async (t) => {
+await t.test('a bad file is reported and never rewritten', async (t) => {
   const cases: [string, RegExp][] = [
     ['{"model": "opus",\n  "streaming": {"enabled": false,\n', /config\.json: not valid JSON at line 3 column 1 \(unexpected end of file, it looks truncated\)/],
     ['{"model": "opus",, }', /config\.json: not valid JSON at line 1 column 18/],
@@ -116,7 +116,7 @@ t.test('a bad file is reported and never rewritten', async (t) => {
   t.throws(() => loadConfig(paths), { name: 'SvcError', code: 'config-invalid', message: /file\.txt" is not allowed \(an existing directory/ });
 });
 
-t.test('enableApi writes the api block with generated secrets and keeps the rest', async (t) => {
+await t.test('enableApi writes the api block with generated secrets and keeps the rest', async (t) => {
   const paths = homePaths(t.testdir({ config: { 'config.json': JSON.stringify({ model: 'haiku', my_key: 'kept' }) } }));
   let n = 0;
   const { token, host } = enableApi(paths, () => `generated-${++n}`);
@@ -147,7 +147,7 @@ t.test('enableApi writes the api block with generated secrets and keeps the rest
   t.equal(fs.readFileSync(bad.configFile, 'utf8'), '{"api": ');
 });
 
-t.test('registry: legacy location read, writes go to _secrets with 0700/0600', async (t) => {
+await t.test('registry: legacy location read, writes go to _secrets with 0700/0600', async (t) => {
   const empty = homePaths(t.testdir());
   t.same(loadRegistry(empty), []);
   t.equal(registryLocation(empty), null);
@@ -182,7 +182,7 @@ t.test('registry: legacy location read, writes go to _secrets with 0700/0600', a
   t.throws(() => loadRegistry(paths), { name: 'SvcError', code: 'registry-invalid', message: /duplicated: x/ });
 });
 
-t.test('dotenv: standard syntax', async (t) => {
+await t.test('dotenv: standard syntax', async (t) => {
   const env = parseDotEnv(
     [
       '# a comment',
@@ -218,7 +218,7 @@ t.test('dotenv: standard syntax', async (t) => {
   });
 });
 
-t.test('dotenv: read with an mtime cache, missing file is empty', async (t) => {
+await t.test('dotenv: read with an mtime cache, missing file is empty', async (t) => {
   const dir = t.testdir({ '.env': 'A=1\n' });
   const file = join(dir, '.env');
   t.same(readDotEnv(join(dir, 'missing.env')), {});
@@ -239,7 +239,7 @@ t.test('dotenv: read with an mtime cache, missing file is empty', async (t) => {
   t.same(readDotEnv(file), { A: '2' }, 'callers cannot corrupt the cache');
 });
 
-t.test('child env priority: host, then provider config, then .env', async (t) => {
+await t.test('child env priority: host, then provider config, then .env', async (t) => {
   const env = buildChildEnv(
     { PATH: '/bin', HOST_ONLY: 'h', SHARED: 'host', EMPTY_HOST: '', UNSET: undefined },
     { SHARED: 'provider', PROVIDER_ONLY: 'p', BOTH: 'provider', EMPTY_HOST: 'provider' },
@@ -249,7 +249,7 @@ t.test('child env priority: host, then provider config, then .env', async (t) =>
   t.notOk('UNSET' in env);
 });
 
-t.test('the timeouts rule reads the same before and after defaults are written back (DESIGN.md §10)', async (t) => {
+await t.test('the timeouts rule reads the same before and after defaults are written back (DESIGN.md §10)', async (t) => {
   const cases: [string, Record<string, unknown>, number][] = [
     ['untouched file', {}, 600],
     ['cli_timeout set, normal not', { cli_timeout: 900 }, 900],

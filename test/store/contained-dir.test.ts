@@ -17,7 +17,7 @@ function tree(base: string) {
   return { root, outside };
 }
 
-t.test('a link is never opened as a directory, neither as the start nor below it', async (t) => {
+await t.test('a link is never opened as a directory, neither as the start nor below it', async (t) => {
   const { root, outside } = tree(t.testdir());
   fs.symlinkSync(outside, join(root, 'link'));
   t.throws(() => OpenedDir.open(join(root, 'link')), { code: /^(ELOOP|ENOTDIR)$/ });
@@ -32,7 +32,7 @@ t.test('a link is never opened as a directory, neither as the start nor below it
   t.throws(() => dir.at('..'), /not one entry name/);
 });
 
-t.test('openPath walks and creates one component at a time', async (t) => {
+await t.test('openPath walks and creates one component at a time', async (t) => {
   const { root } = tree(t.testdir());
   const dir = OpenedDir.open(root);
   t.teardown(() => dir.close());
@@ -45,7 +45,7 @@ t.test('openPath walks and creates one component at a time', async (t) => {
   same.close();
 });
 
-t.test('the directory stays bound to its descriptor when its name is swapped for a link', async (t) => {
+await t.test('the directory stays bound to its descriptor when its name is swapped for a link', async (t) => {
   const { root, outside } = tree(t.testdir());
   const dir = OpenedDir.open(root);
   t.teardown(() => dir.close());
@@ -61,7 +61,7 @@ t.test('the directory stays bound to its descriptor when its name is swapped for
   t.ok(fs.lstatSync(join(root, 'a')).isSymbolicLink());
 });
 
-t.test('removeTree never goes through a directory swapped for a link while it is removed', async (t) => {
+await t.test('removeTree never goes through a directory swapped for a link while it is removed', async (t) => {
   const { root, outside } = tree(t.testdir());
   const dir = OpenedDir.open(root);
   t.teardown(() => dir.close());
@@ -84,7 +84,7 @@ t.test('removeTree never goes through a directory swapped for a link while it is
   t.notOk(dir.removeTree('missing'));
 });
 
-t.test('removeTree leaves an entry that is not the one expected', async (t) => {
+await t.test('removeTree leaves an entry that is not the one expected', async (t) => {
   const { root } = tree(t.testdir());
   const dir = OpenedDir.open(root);
   t.teardown(() => dir.close());

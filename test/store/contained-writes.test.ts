@@ -24,7 +24,7 @@ async function home(t: { testdir(): string }) {
 
 const listing = (dir: string) => fs.readdirSync(dir).sort();
 
-t.test('writeContainedFile: atomic replace, parents made inside, never into secrets, through links or over the limit', async (t) => {
+await t.test('writeContainedFile: atomic replace, parents made inside, never into secrets, through links or over the limit', async (t) => {
   const h = await home(t);
   const r = await writeContainedFile('workspace/a/b/c.md', h.rules, 'hello', { maxBytes: 10, createParents: true });
   t.match(r, { size: 5, created: true });
@@ -63,7 +63,7 @@ t.test('writeContainedFile: atomic replace, parents made inside, never into secr
   t.equal(fs.readFileSync(h.paths.envFile, 'utf8'), 'KEY=1');
 });
 
-t.test('makeContainedDir and removeContained: inside only, never the root, the secrets or a link leading out', async (t) => {
+await t.test('makeContainedDir and removeContained: inside only, never the root, the secrets or a link leading out', async (t) => {
   const h = await home(t);
   await makeContainedDir('workspace/x/y', h.rules);
   t.ok(fs.statSync(join(h.paths.workspace, 'x', 'y')).isDirectory());
@@ -84,7 +84,7 @@ t.test('makeContainedDir and removeContained: inside only, never the root, the s
   t.notOk(fs.existsSync(join(h.paths.workspace, 'x')));
 });
 
-t.test('listContainedDir: secrets and links leading out are not shown, nor listable', async (t) => {
+await t.test('listContainedDir: secrets and links leading out are not shown, nor listable', async (t) => {
   const h = await home(t);
   fs.symlinkSync(h.outside, join(h.paths.workspace, 'out'));
   fs.symlinkSync(h.paths.configDir, join(h.paths.workspace, 'cfg'));

@@ -27,8 +27,8 @@ function throwsCode(t: T, fn: () => unknown, code: ErrorCode, msg: string, match
  * The EventLog contract, run against every implementation. `make` opens a log in a fresh
  * directory; `reopen` (durable implementations only) opens the same directory again.
  */
-export function conformance(t: T, name: string, make: (dir: string) => EventLog, reopen?: (dir: string) => EventLog): void {
-  t.test(`${name}: appends get consecutive seqs across batches, in order`, async (t) => {
+export async function conformance(t: T, name: string, make: (dir: string) => EventLog, reopen?: (dir: string) => EventLog): Promise<void> {
+  await t.test(`${name}: appends get consecutive seqs across batches, in order`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     t.equal(log.lastSeq(), 0, 'empty log');
@@ -44,7 +44,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.same(Object.keys(a[0]!).sort(), ['at', 'data', 'seq', 'stream', 'type']);
   });
 
-  t.test(`${name}: every ReadQuery field filters, alone and combined`, async (t) => {
+  await t.test(`${name}: every ReadQuery field filters, alone and combined`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     const streams = ['task:1', 'task:2', 'Task:3', 'task_x', 'tas%', 'agent:a', 'task:10', 'tasé:1'];
@@ -84,7 +84,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.same(seqs(log.read({ stream: 'task:1', after: 1, limit: 1 })), expect((e) => e.stream === 'task:1' && e.seq > 1).slice(0, 1), 'stream paging');
   });
 
-  t.test(`${name}: bad queries are rejected clearly`, async (t) => {
+  await t.test(`${name}: bad queries are rejected clearly`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     log.append([ev('a:1', 'a.done')], AT);
@@ -96,7 +96,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     throwsCode(t, () => log.read({ stream: 5 as unknown as string }), 'invalid-query', 'numeric stream');
   });
 
-  t.test(`${name}: an empty batch commits nothing`, async (t) => {
+  await t.test(`${name}: an empty batch commits nothing`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     log.append([ev('a:1', 'a.done')], AT);
@@ -105,7 +105,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.same(log.append([ev('a:1', 'a.done')], at(2)).map((e) => e.seq), [2], 'no seq was used up');
   });
 
-  t.test(`${name}: data and optional fields round-trip exactly`, async (t) => {
+  await t.test(`${name}: data and optional fields round-trip exactly`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     const data = {
@@ -131,7 +131,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.notOk('causation' in plain! || 'correlation' in plain! || 'by' in plain!, 'absent optionals stay absent');
   });
 
-  t.test(`${name}: a bad event anywhere in a batch rejects the whole batch`, async (t) => {
+  await t.test(`${name}: a bad event anywhere in a batch rejects the whole batch`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     log.append([ev('a:1', 'a.done', { ok: 1 })], AT);
@@ -167,7 +167,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.same(log.append([good], at(2)).map((e) => e.seq), [2], 'no seq was used up by the failures');
   });
 
-  t.test(`${name}: 20 interleaved producers lose nothing and keep their order`, async (t) => {
+  await t.test(`${name}: 20 interleaved producers lose nothing and keep their order`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     const returned: AnyEnvelope[] = [];
@@ -204,7 +204,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.ok(contiguous, 'each batch occupies consecutive seqs');
   });
 
-  t.test(`${name}: a stream's version is the seq of its last event, 0 before any`, async (t) => {
+  await t.test(`${name}: a stream's version is the seq of its last event, 0 before any`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     t.equal(log.version('task:1'), 0, 'no events yet');
@@ -215,7 +215,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.equal(log.version('TASK:1'), 0, 'stream names are case-sensitive');
   });
 
-  t.test(`${name}: an append that expects the current version commits; a stale one conflicts and commits nothing`, async (t) => {
+  await t.test(`${name}: an append that expects the current version commits; a stale one conflicts and commits nothing`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     const [created] = log.append([ev('task:1', 'task.created')], AT, new Map([['task:1', 0]]));
@@ -236,7 +236,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.same(log.append([ev('task:1', 'task.finished')], at(4)).map((e) => e.seq), [4], 'an append without expectation still works, and no seq was used up');
   });
 
-  t.test(`${name}: a batch over several streams commits only when every expectation holds`, async (t) => {
+  await t.test(`${name}: a batch over several streams commits only when every expectation holds`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     log.append([ev('a:1', 'a.made'), ev('b:1', 'b.made')], AT);
@@ -251,7 +251,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     throwsCode(t, () => log.append([], at(3), new Map([['a:1', 5]])), 'version-conflict', 'an empty batch still checks its expectation');
   });
 
-  t.test(`${name}: malformed expectations are refused before anything is written`, async (t) => {
+  await t.test(`${name}: malformed expectations are refused before anything is written`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     log.append([ev('a:1', 'a.made')], AT);
@@ -270,7 +270,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.equal(log.lastSeq(), 1, 'nothing was committed');
   });
 
-  t.test(`${name}: concurrent writers that decided on the same version: exactly one wins per round`, async (t) => {
+  await t.test(`${name}: concurrent writers that decided on the same version: exactly one wins per round`, async (t) => {
     const log = make(t.testdir());
     t.teardown(() => log.close());
     // Each writer reads the version, yields (as a real decider awaiting I/O would), then appends
@@ -305,7 +305,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.ok(chained, 'each committed event was decided on the version right before it: no lost update');
   });
 
-  t.test(`${name}: appendRaw imports envelopes keeping seq and at`, async (t) => {
+  await t.test(`${name}: appendRaw imports envelopes keeping seq and at`, async (t) => {
     const log = make(t.testdir()) as WithRaw;
     t.teardown(() => log.close());
     if (!log.appendRaw) {
@@ -328,7 +328,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
     t.equal(log.read().length, 3);
   });
 
-  t.test(`${name}: a closed log refuses work`, async (t) => {
+  await t.test(`${name}: a closed log refuses work`, async (t) => {
     const log = make(t.testdir());
     log.close();
     log.close();
@@ -338,7 +338,7 @@ export function conformance(t: T, name: string, make: (dir: string) => EventLog,
   });
 
   if (reopen) {
-    t.test(`${name}: reopening after close keeps everything`, async (t) => {
+    await t.test(`${name}: reopening after close keeps everything`, async (t) => {
       const dir = t.testdir();
       const log = make(dir);
       const first = [...log.append([ev('a:1', 'a.done', { x: 'ü' }), ev('b:1', 'b.done')], AT), ...log.append([ev('a:1', 'a.redone')], at(1))];

@@ -23,8 +23,8 @@ import { until } from '../fixtures/until.js';
 const dbIn = (dir: string) => join(dir, 'events.db');
 const openIn = (dir: string) => SqliteEventLog.open(dbIn(dir), { projections: [streamHeadsProjection] });
 
-conformance(t, 'memory', () => new MemoryEventLog());
-conformance(t, 'sqlite', openIn, openIn);
+await conformance(t, 'memory', () => new MemoryEventLog());
+await conformance(t, 'sqlite', openIn, openIn);
 
 const AT = '2024-05-01T12:00:00.000Z';
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
@@ -51,7 +51,7 @@ function errorOf(fn: () => unknown): Error {
 const tsLoader = import.meta.resolve('@tapjs/typescript/import');
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
-t.test('sqlite: a file created by the log is private and in WAL mode', async (t) => {
+await t.test('sqlite: a file created by the log is private and in WAL mode', async (t) => {
   const dir = t.testdir();
   const log = openIn(dir);
   t.teardown(() => log.close());
@@ -60,7 +60,7 @@ t.test('sqlite: a file created by the log is private and in WAL mode', async (t)
   t.equal(log.projectionDb().pragma('synchronous', { simple: true }), 1, 'synchronous=NORMAL (WAL: atomic, crash-durable, no fsync stall per commit)');
 });
 
-t.test('sqlite: stream_heads follows the log and a rebuild from the log matches it', async (t) => {
+await t.test('sqlite: stream_heads follows the log and a rebuild from the log matches it', async (t) => {
   const log = openIn(t.testdir());
   t.teardown(() => log.close());
   log.append([{ stream: 'task:1', type: 'task.created', data: {} }, { stream: 'task:2', type: 'task.created', data: {} }], AT);
@@ -78,7 +78,7 @@ t.test('sqlite: stream_heads follows the log and a rebuild from the log matches 
   t.same(diffProjections(log.projectionDb(), scratch, [streamHeadsProjection]), []);
 });
 
-t.test('sqlite: readStreamHeads by prefix is exactly the streams that start with it, in order', async (t) => {
+await t.test('sqlite: readStreamHeads by prefix is exactly the streams that start with it, in order', async (t) => {
   const log = openIn(t.testdir());
   t.teardown(() => log.close());
   // Neighbours of the range's bounds: `agent;` is the successor of `agent:`, `agent` and `agen` sort before it.
@@ -98,7 +98,7 @@ t.test('sqlite: readStreamHeads by prefix is exactly the streams that start with
   }
 });
 
-t.test('diffProjections names missing, extra and changed rows and caps each table', async (t) => {
+await t.test('diffProjections names missing, extra and changed rows and caps each table', async (t) => {
   const live = new Database(':memory:');
   const scratch = new Database(':memory:');
   t.teardown(() => (live.close(), scratch.close()));
@@ -124,7 +124,7 @@ t.test('diffProjections names missing, extra and changed rows and caps each tabl
   t.match(diffProjections(empty, scratch, [streamHeadsProjection])[0]?.lines, [/missing from the live database/]);
 });
 
-t.test('sqlite: a projection that throws rolls the whole batch back', async (t) => {
+await t.test('sqlite: a projection that throws rolls the whole batch back', async (t) => {
   const picky: Projection = {
     name: 'picky',
     tables: ['picky_seen'],
@@ -150,7 +150,7 @@ t.test('sqlite: a projection that throws rolls the whole batch back', async (t) 
   t.equal(svcCode(() => SqliteEventLog.open(dbIn(t.testdir()), { projections: [streamHeadsProjection, streamHeadsProjection] })), 'invalid-projection', 'duplicate projections refused');
 });
 
-t.test('sqlite: damaged or foreign files are reported, never reset', async (t) => {
+await t.test('sqlite: damaged or foreign files are reported, never reset', async (t) => {
   const dir = t.testdir();
   const cases: [string, () => string][] = [
     ['random bytes', () => {
@@ -192,7 +192,7 @@ t.test('sqlite: damaged or foreign files are reported, never reset', async (t) =
   }
 });
 
-t.test('sqlite: two connections to one file: the expectation is checked inside the write transaction', async (t) => {
+await t.test('sqlite: two connections to one file: the expectation is checked inside the write transaction', async (t) => {
   const dir = t.testdir();
   const a = openIn(dir);
   const b = openIn(dir);
@@ -212,7 +212,7 @@ t.test('sqlite: two connections to one file: the expectation is checked inside t
   t.same(readStreamHeads(a.projectionDb()).find((h) => h.stream === 'turn:1')?.count, 2, 'the projection saw only the winner');
 });
 
-t.test('sqlite: a newer schema version is refused', async (t) => {
+await t.test('sqlite: a newer schema version is refused', async (t) => {
   const p = dbIn(t.testdir());
   SqliteEventLog.open(p).close();
   const db = new Database(p);
@@ -223,7 +223,7 @@ t.test('sqlite: a newer schema version is refused', async (t) => {
   t.match(err.message, /version 99.*upgrade svc/);
 });
 
-t.test('sqlite: a read-only reader sees the writer and cannot append', async (t) => {
+await t.test('sqlite: a read-only reader sees the writer and cannot append', async (t) => {
   const dir = t.testdir();
   t.equal(svcCode(() => SqliteEventLog.open(dbIn(dir), { readonly: true })), 'file-missing', 'no file, no reader');
   const writer = openIn(dir);
@@ -240,7 +240,7 @@ t.test('sqlite: a read-only reader sees the writer and cannot append', async (t)
   later.close();
 });
 
-t.test('sqlite: a writer killed mid-append leaves only whole batches', async (t) => {
+await t.test('sqlite: a writer killed mid-append leaves only whole batches', async (t) => {
   const dir = t.testdir();
   const path = dbIn(dir);
   for (const round of [1, 2]) {

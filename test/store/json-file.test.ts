@@ -19,7 +19,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
 }
 const modeOf = (p: string) => statSync(p).mode & 0o777;
 
-t.test('round trip, async and sync', async (t) => {
+await t.test('round trip, async and sync', async (t) => {
   const dir = t.testdir();
   const p = join(dir, 'a', 'b', 'users.json');
   const data = { users: [{ name: 'ånna 🎉', role: 'admin' as const }] };
@@ -33,7 +33,7 @@ t.test('round trip, async and sync', async (t) => {
   t.same(out.users, [], 'typed by the schema');
 });
 
-t.test('modes: files 0600 by default, asked-for modes despite umask, parents created with dirMode', async (t) => {
+await t.test('modes: files 0600 by default, asked-for modes despite umask, parents created with dirMode', async (t) => {
   const dir = t.testdir();
   const secret = join(dir, '_secrets', 'users.json');
   await writeJsonAtomic(secret, { users: [] }, { dirMode: 0o700 });
@@ -58,7 +58,7 @@ t.test('modes: files 0600 by default, asked-for modes despite umask, parents cre
   }
 });
 
-t.test('ensureDir creates and tightens directories, refuses files', async (t) => {
+await t.test('ensureDir creates and tightens directories, refuses files', async (t) => {
   const dir = t.testdir({ file: 'x' });
   const secrets = join(dir, 'home', '_secrets');
   ensureDir(secrets, 0o700);
@@ -69,7 +69,7 @@ t.test('ensureDir creates and tightens directories, refuses files', async (t) =>
   t.throws(() => ensureDir(join(dir, 'file'), 0o700), { code: 'not-a-directory' });
 });
 
-t.test('missing file: the default or file-missing', async (t) => {
+await t.test('missing file: the default or file-missing', async (t) => {
   const p = join(t.testdir(), 'nope.json');
   t.same(await readJsonFile(p, Users, { missing: () => ({ users: [] }) }), { users: [] });
   const err = await rejection(readJsonFile(p, Users));
@@ -79,7 +79,7 @@ t.test('missing file: the default or file-missing', async (t) => {
   t.notOk(existsSync(p), 'nothing was created');
 });
 
-t.test('a file truncated mid-write is reported and left untouched', async (t) => {
+await t.test('a file truncated mid-write is reported and left untouched', async (t) => {
   const dir = t.testdir();
   const p = join(dir, 'users.json');
   await writeJsonAtomic(p, { users: [{ name: 'a', role: 'admin' }] });
@@ -95,7 +95,7 @@ t.test('a file truncated mid-write is reported and left untouched', async (t) =>
   t.match((await rejection(readJsonFile(p, Users))).message, /not valid JSON/, 'an empty file is not JSON either');
 });
 
-t.test('schema failures name the file, the field and the problem', async (t) => {
+await t.test('schema failures name the file, the field and the problem', async (t) => {
   const dir = t.testdir();
   const p = join(dir, 'users.json');
   const text = JSON.stringify({ users: [{ name: 'a', role: 'admin' }, { name: 'b', role: 'root' }] });
@@ -113,7 +113,7 @@ t.test('schema failures name the file, the field and the problem', async (t) => 
   t.match((await rejection(readJsonFile(p, Users))).message, /\(top level\)/, 'wrong top-level type');
 });
 
-t.test('bad inputs: unserialisable values, directories, oversized files', async (t) => {
+await t.test('bad inputs: unserialisable values, directories, oversized files', async (t) => {
   const dir = t.testdir();
   const p = join(dir, 'x.json');
   await writeJsonAtomic(p, { keep: true });
@@ -134,7 +134,7 @@ t.test('bad inputs: unserialisable values, directories, oversized files', async 
   t.ok(isSvcError(await rejection(readJsonFile(huge, Users)), 'file-too-large'));
 });
 
-t.test('concurrent writers never leave a partial file', async (t) => {
+await t.test('concurrent writers never leave a partial file', async (t) => {
   const dir = t.testdir();
   const p = join(dir, 'tasks.json');
   const payload = (n: number) => ({ n, items: Array.from({ length: 2000 }, (_, i) => ({ i, text: `task ${n}-${i} ✓` })) });

@@ -7,7 +7,7 @@ import { MAX_LOG_SCAN_BYTES, logRecordAgent, readLogTail } from '../../store/ind
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const all = () => true;
 
-t.test('lines come back whole across 64 KiB read chunks, multi-byte characters included', async (t) => {
+await t.test('lines come back whole across 64 KiB read chunks, multi-byte characters included', async (t) => {
   const dir = t.testdir();
   mkdirSync(join(dir, 'logs'));
   const msgs = Array.from({ length: 40 }, (_, i) => `${i} ${'жё😀'.repeat(1000 + i * 37)}`);
@@ -20,7 +20,7 @@ t.test('lines come back whole across 64 KiB read chunks, multi-byte characters i
   t.same(last3.lines, tail.lines.slice(-3));
 });
 
-t.test('a filtered read stops after MAX_LOG_SCAN_BYTES instead of reading every file', async (t) => {
+await t.test('a filtered read stops after MAX_LOG_SCAN_BYTES instead of reading every file', async (t) => {
   const dir = t.testdir();
   const line = formatLogLine(T0, { level: 'info', msg: 'x'.repeat(1000), agent: 'busy' });
   const perFile = Math.ceil(MAX_LOG_SCAN_BYTES / 2 / line.length);
@@ -31,7 +31,7 @@ t.test('a filtered read stops after MAX_LOG_SCAN_BYTES instead of reading every 
   t.same(tail.lines, [], 'the rare line beyond the scan budget is not reached');
 });
 
-t.test("a record's agent is its last agent= field", async (t) => {
+await t.test("a record's agent is its last agent= field", async (t) => {
   t.equal(logRecordAgent({ at: 0, lines: ['2026-11-22T10:00:00.000Z INFO  says agent=fake in text agent=coder'] }), 'coder');
   t.equal(logRecordAgent({ at: 0, lines: ['2026-11-22T10:00:00.000Z INFO  no field'] }), null);
 });

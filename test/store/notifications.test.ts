@@ -60,7 +60,7 @@ async function seed(s: ReturnType<typeof setup>) {
 
 const ids = (list: Notification[]) => list.map((n) => n.id);
 
-t.test('created notifications fold into rows the queries return', async (t) => {
+await t.test('created notifications fold into rows the queries return', async (t) => {
   const s = setup(t);
   await seed(s);
   const all = listNotifications(s.db);
@@ -105,7 +105,7 @@ t.test('created notifications fold into rows the queries return', async (t) => {
   t.equal(listNotifications(s.db).every((n) => n.read), true);
 });
 
-t.test('query validation refuses bad filters and changes nothing', async (t) => {
+await t.test('query validation refuses bad filters and changes nothing', async (t) => {
   const s = setup(t);
   await seed(s);
   const before = listNotifications(s.db, { limit: 500 });
@@ -118,7 +118,7 @@ t.test('query validation refuses bad filters and changes nothing', async (t) => 
   t.equal(listNotifications(s.db, { limit: 1 }).length, 1);
 });
 
-t.test('the default limit is 50, newest first', async (t) => {
+await t.test('the default limit is 50, newest first', async (t) => {
   const s = setup(t);
   const events: NewEvent[] = [];
   for (let i = 1; i <= 60; i++) {
@@ -132,7 +132,7 @@ t.test('the default limit is 50, newest first', async (t) => {
   t.equal(unreadNotificationCount(s.db), 60);
 });
 
-t.test('the fold tolerates odd events from imported logs without failing the batch', async (t) => {
+await t.test('the fold tolerates odd events from imported logs without failing the batch', async (t) => {
   const s = setup(t);
   const good = { id: 'g1', title: 'first', body: 'b', read: false, severity: 'warning', type: 'webhook', agent: null, status: null, source_id: null, created_at: '2026-11-22T10:00:00.000Z' };
   await s.bus.publishAll([
@@ -153,7 +153,7 @@ t.test('the fold tolerates odd events from imported logs without failing the bat
   t.same(getNotification(s.db, 'z'), { id: 'z', title: '', body: '', read: false, severity: 'info', type: 'system', agent: null, status: null, source_id: null, created_at: s.log.read({ stream: 'notification:z' })[0]!.at }, 'missing fields get neutral values; created_at falls back to the envelope time');
 });
 
-t.test('replay: folding the log again gives the same rows, twice over and across a reopen', async (t) => {
+await t.test('replay: folding the log again gives the same rows, twice over and across a reopen', async (t) => {
   // testdir() recreates the directory on each call: take it once.
   const dir = t.testdir();
   const s = setup(t, join(dir, 'events.db'));

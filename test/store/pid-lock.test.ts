@@ -31,7 +31,7 @@ const read = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8') : undefined
 /** The pid line of a pid file (the lines after it identify the process). */
 const pidIn = (p: string) => read(p)?.split('\n')[0];
 
-t.test('acquire writes our pid; release removes it once', async (t) => {
+await t.test('acquire writes our pid; release removes it once', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   const lock = acquirePidLock(pidFile);
@@ -44,7 +44,7 @@ t.test('acquire writes our pid; release removes it once', async (t) => {
   t.notOk(existsSync(pidFile), 'second release is harmless');
 });
 
-t.test('a live daemon in another process blocks us; its stale file after SIGKILL is taken over', async (t) => {
+await t.test('a live daemon in another process blocks us; its stale file after SIGKILL is taken over', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   const holder = startHolder(pidFile);
@@ -72,7 +72,7 @@ t.test('a live daemon in another process blocks us; its stale file after SIGKILL
   t.same(readdirSync(dir), [], 'nothing left behind');
 });
 
-t.test('a daemon stopped with SIGTERM releases its lock', async (t) => {
+await t.test('a daemon stopped with SIGTERM releases its lock', async (t) => {
   const pidFile = join(t.testdir(), 'svc.pid');
   const holder = startHolder(pidFile);
   t.teardown(() => {
@@ -85,7 +85,7 @@ t.test('a daemon stopped with SIGTERM releases its lock', async (t) => {
   acquirePidLock(pidFile).release();
 });
 
-t.test('garbage content is treated as stale', async (t) => {
+await t.test('garbage content is treated as stale', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   for (const junk of ['', 'abc\n', '0\n', '-1\n', '12 34\n', '99999999999\n', '\0\0\0']) {
@@ -97,7 +97,7 @@ t.test('garbage content is treated as stale', async (t) => {
   t.same(readdirSync(dir), []);
 });
 
-t.test('release leaves a file that no longer names us', async (t) => {
+await t.test('release leaves a file that no longer names us', async (t) => {
   const pidFile = join(t.testdir(), 'svc.pid');
   const lock = acquirePidLock(pidFile);
   writeFileSync(pidFile, '1\n');
@@ -114,7 +114,7 @@ function unrelatedProcess(t: Test) {
   return child.pid!;
 }
 
-t.test('a pid reused by another process does not block start', async (t) => {
+await t.test('a pid reused by another process does not block start', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   const pid = unrelatedProcess(t);
@@ -153,7 +153,7 @@ t.test('a pid reused by another process does not block start', async (t) => {
   t.equal(read(pidFile), `${pid}\nstart=${start}\nboot=${boot}\n`, 'and its file is left alone');
 });
 
-t.test('a zombie holder does not block start', async (t) => {
+await t.test('a zombie holder does not block start', async (t) => {
   const dir = t.testdir();
   const pidFile = join(dir, 'svc.pid');
   // `sleep 0` exits at once; the `sleep 60` exec'd over its parent shell never reaps it.

@@ -106,7 +106,7 @@ const CASES: Case[] = [
   { name: 'Glob pattern of the wrong type', input: (e) => call('Glob', { pattern: ['*'] }, e.workspace), allow: false },
 ];
 
-t.test('hook decisions (no registry: only the workspace)', async (t) => {
+await t.test('hook decisions (no registry: only the workspace)', async (t) => {
   const env = setup(t);
   for (const c of CASES) {
     const { code, stderr } = env.run(c.input(env));
@@ -121,7 +121,7 @@ t.test('hook decisions (no registry: only the workspace)', async (t) => {
   }
 });
 
-t.test('additional_directories of the agent are allowed, others are not', async (t) => {
+await t.test('additional_directories of the agent are allowed, others are not', async (t) => {
   const env = setup(t);
   env.writeRegistry([
     { name: 'alice', additional_directories: [env.otherExtra] },
@@ -136,7 +136,7 @@ t.test('additional_directories of the agent are allowed, others are not', async 
   t.equal(env.run(call('Read', { file_path: join(env.workspace, 'notes.txt') }, env.workspace)).code, 0, 'workspace still allowed');
 });
 
-t.test('a registry edit takes effect on the very next call', async (t) => {
+await t.test('a registry edit takes effect on the very next call', async (t) => {
   const env = setup(t);
   const readExtra = call('Read', { file_path: join(env.extra, 'data.csv') }, env.workspace);
   t.equal(env.run(readExtra).code, 2, 'before: blocked');
@@ -146,7 +146,7 @@ t.test('a registry edit takes effect on the very next call', async (t) => {
   t.equal(env.run(readExtra).code, 2, 'after removing: blocked again');
 });
 
-t.test('the legacy registry is read when _secrets/agents.json is absent', async (t) => {
+await t.test('the legacy registry is read when _secrets/agents.json is absent', async (t) => {
   const env = setup(t);
   const readExtra = call('Read', { file_path: join(env.extra, 'data.csv') }, env.workspace);
   env.writeRegistry([{ name: 'bob', additional_directories: [env.extra] }], env.paths.legacyAgentsRegistry);
@@ -155,7 +155,7 @@ t.test('the legacy registry is read when _secrets/agents.json is absent', async 
   t.equal(env.run(readExtra).code, 2, '_secrets/agents.json wins once it exists');
 });
 
-t.test('a malformed or unreadable registry leaves only the workspace', async (t) => {
+await t.test('a malformed or unreadable registry leaves only the workspace', async (t) => {
   const env = setup(t);
   const readExtra = call('Read', { file_path: join(env.extra, 'data.csv') }, env.workspace);
   const readOwn = call('Read', { file_path: join(env.workspace, 'notes.txt') }, env.workspace);
@@ -177,7 +177,7 @@ t.test('a malformed or unreadable registry leaves only the workspace', async (t)
   t.equal(env.run(readOwn).code, 0);
 });
 
-t.test('the agent identity comes from SVC_AGENT_NAME and must be a valid name', async (t) => {
+await t.test('the agent identity comes from SVC_AGENT_NAME and must be a valid name', async (t) => {
   const env = setup(t);
   const readOwn = call('Read', { file_path: join(env.workspace, 'notes.txt') }, env.workspace);
   for (const bad of [undefined, '', '../bob', 'Bob', 'a/b']) {

@@ -35,7 +35,7 @@ function snapshot(dir: string): string {
     .join('\n');
 }
 
-t.test('a link to a CLI settings folder is no way around the refusal: upload, mkdir and delete are forbidden', async (t) => {
+await t.test('a link to a CLI settings folder is no way around the refusal: upload, mkdir and delete are forbidden', async (t) => {
   const { paths, ws } = workspace(t);
   const before = snapshot(ws);
   for (const p of ['cl_alias/settings.json', 'cl_alias/hooks', 'hooks_alias/pre.sh', 'cx_alias/config.toml']) {
@@ -53,7 +53,7 @@ t.test('a link to a CLI settings folder is no way around the refusal: upload, mk
   t.equal(snapshot(ws), before, 'nothing in the workspace changed');
 });
 
-t.test('the file manager still works around the links, and deleting a link removes only the link', async (t) => {
+await t.test('the file manager still works around the links, and deleting a link removes only the link', async (t) => {
   const { paths, ws } = workspace(t);
   await makeUserDir(paths, 'main', 'docs/a');
   const file = await createUserFile(paths, 'main', 'docs/a/note.txt');
@@ -70,7 +70,7 @@ t.test('the file manager still works around the links, and deleting a link remov
   t.equal(fs.readFileSync(join(ws, '.claude', 'settings.json'), 'utf8'), '{"hooks":{}}', 'what it pointed at stays');
 });
 
-t.test('an upload abandoned after its checks leaves nothing behind', async (t) => {
+await t.test('an upload abandoned after its checks leaves nothing behind', async (t) => {
   const { paths, ws } = workspace(t);
   const file = await createUserFile(paths, 'main', 'drop.bin');
   await file.handle.close();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PROJECTIONS, SqliteEventLog } from '../../store/index.js';
 import { until } from '../fixtures/until.js';
 
-t.test('background checkpoints: the writer never checkpoints, the worker folds the WAL into the file', async (t) => {
+await t.test('background checkpoints: the writer never checkpoints, the worker folds the WAL into the file', async (t) => {
   const path = join(t.testdir(), 'events.db');
   const errors: string[] = [];
   const log = SqliteEventLog.open(path, { projections: PROJECTIONS, backgroundCheckpoints: { onError: (m) => errors.push(m) } });
@@ -24,7 +24,7 @@ t.test('background checkpoints: the writer never checkpoints, the worker folds t
   reread.close();
 });
 
-t.test('the WAL stays bounded under sustained writes: past its threshold it is truncated while commits keep coming', async (t) => {
+await t.test('the WAL stays bounded under sustained writes: past its threshold it is truncated while commits keep coming', async (t) => {
   const path = join(t.testdir(), 'events.db');
   const bound = 1024 * 1024;
   const errors: string[] = [];

@@ -80,7 +80,7 @@ steps:
     message: bye
 `;
 
-t.test('every step type parses, with defaults filled in', async (t) => {
+await t.test('every step type parses, with defaults filled in', async (t) => {
   const dir = givenFiles(t, { 'review.yaml': EVERY_STEP, 'minimal.yml': 'steps:\n  - {id: only, type: ask_agent, agent: main, prompt: hi}\n' });
   const { definitions, errors } = loadWorkflowDefinitions(dir, withExpressions);
   t.same(errors, []);
@@ -107,7 +107,7 @@ t.test('every step type parses, with defaults filled in', async (t) => {
   });
 });
 
-t.test('step timeouts: the step own, else the config default for ask_agent, else none', async (t) => {
+await t.test('step timeouts: the step own, else the config default for ask_agent, else none', async (t) => {
   const r = parseWorkflowFile('review.yaml', EVERY_STEP);
   if (!r.ok) throw new Error(r.error.text);
   const steps = r.definition.steps;
@@ -126,7 +126,7 @@ t.test('step timeouts: the step own, else the config default for ask_agent, else
   t.match(retried, { ok: true, definition: { steps: [{ retry: { max_attempts: 3, delay_seconds: 0 } }] } }, 'retry fields default');
 });
 
-t.test('schema errors name file:line:column and the field path', async (t) => {
+await t.test('schema errors name file:line:column and the field path', async (t) => {
   const step = (fields: string) => `name: x\nsteps:\n  - id: a\n${fields}`;
   const rows: Array<[string, string, string]> = [
     ['unknown type', step('    type: ask_agnt\n'), 'review.yaml:4:11: steps[0].type: must be one of ask_agent, notify, wait_for_reply, condition, parallel'],
@@ -162,7 +162,7 @@ t.test('schema errors name file:line:column and the field path', async (t) => {
   for (const [name, source, want] of rows) t.equal(refusal(source), want, name);
 });
 
-t.test('load-time rules name file:line:column and the field path', async (t) => {
+await t.test('load-time rules name file:line:column and the field path', async (t) => {
   const rows: Array<[string, string, string]> = [
     ['duplicate id', 'steps:\n  - {id: a, type: notify, message: m}\n  - {id: a, type: notify, message: m}\n', 'review.yaml:3:10: steps[1].id: duplicate step id "a" (first used at steps[0])'],
     [
@@ -231,7 +231,7 @@ t.test('load-time rules name file:line:column and the field path', async (t) => 
   );
 });
 
-t.test('hostile YAML is refused cleanly and quickly', async (t) => {
+await t.test('hostile YAML is refused cleanly and quickly', async (t) => {
   const laughs = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
   for (const n of ['b', 'c', 'd', 'e', 'f', 'g']) laughs.push(`${n}: &${n} [${Array(9).fill(`*${laughs.length === 1 ? 'a' : String.fromCharCode(n.charCodeAt(0) - 1)}`).join(',')}]`);
   const rows: Array<[string, string, RegExp]> = [
@@ -260,7 +260,7 @@ t.test('hostile YAML is refused cleanly and quickly', async (t) => {
   t.match(reused, { ok: true, definition: { steps: [{ message: 'same text' }, { message: 'same text' }] } }, 'ordinary aliases still work');
 });
 
-t.test('a directory: each bad file is one error, the others load; odd files are handled', async (t) => {
+await t.test('a directory: each bad file is one error, the others load; odd files are handled', async (t) => {
   const good = 'steps:\n  - {id: a, type: notify, message: m}\n';
   const dir = givenFiles(t, {
     'alpha.yaml': good,

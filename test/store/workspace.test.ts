@@ -30,7 +30,7 @@ type T = Parameters<Parameters<typeof t.test>[0]>[0];
 const throwsCode = (t: T, fn: () => unknown, code: string, msg?: string) =>
   t.throws(fn, { name: 'SvcError', code }, msg ?? `throws ${code}`);
 
-t.test('shipped defaults: instruction files are one text, short, and name what the agent needs', async (t) => {
+await t.test('shipped defaults: instruction files are one text, short, and name what the agent needs', async (t) => {
   const texts = INSTRUCTION_FILES.map((f) => shipped(`workspace/${f}`));
   t.equal(texts[1], texts[0], 'AGENTS.md matches CLAUDE.md');
   t.equal(texts[2], texts[0], 'GEMINI.md matches CLAUDE.md');
@@ -47,7 +47,7 @@ t.test('shipped defaults: instruction files are one text, short, and name what t
   t.ok(fs.statSync(join(homeDefaultsDir(), 'hooks', 'sandbox_hook.py')).mode & 0o100, 'hook script is executable');
 });
 
-t.test('initWorkspace seeds the main workspace with files and directories', async (t) => {
+await t.test('initWorkspace seeds the main workspace with files and directories', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace, created } = initWorkspace(paths, 'main');
   t.equal(workspace, paths.workspace);
@@ -63,7 +63,7 @@ t.test('initWorkspace seeds the main workspace with files and directories', asyn
   t.notOk(fs.existsSync(join(workspace, '.claude')), 'the main agent gets no sandbox hook');
 });
 
-t.test('initWorkspace for a sub-agent uses agents/<name>/workspace', async (t) => {
+await t.test('initWorkspace for a sub-agent uses agents/<name>/workspace', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace } = initWorkspace(paths, 'research_bot');
   t.equal(workspace, join(paths.agentsDir, 'research_bot', 'workspace'));
@@ -73,7 +73,7 @@ t.test('initWorkspace for a sub-agent uses agents/<name>/workspace', async (t) =
   t.equal(mode(join(paths.agentsDir, 'research_bot')), 0o700);
 });
 
-t.test('initWorkspace is idempotent and never overwrites what the user changed', async (t) => {
+await t.test('initWorkspace is idempotent and never overwrites what the user changed', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace } = initWorkspace(paths, 'main');
   const claude = join(workspace, 'CLAUDE.md');
@@ -98,7 +98,7 @@ t.test('initWorkspace is idempotent and never overwrites what the user changed',
   t.ok(fs.lstatSync(join(workspace, 'AGENTS.md')).isSymbolicLink());
 });
 
-t.test('initWorkspace rejects bad agent names and a file where a directory must be', async (t) => {
+await t.test('initWorkspace rejects bad agent names and a file where a directory must be', async (t) => {
   const root = join(t.testdir(), 'home');
   const paths = homePaths(root);
   for (const bad of ['', '../main', 'Bob', 'a/b', 'x'.repeat(65), 'a b', '.', '..', 7 as unknown as string]) {
@@ -113,7 +113,7 @@ t.test('initWorkspace rejects bad agent names and a file where a directory must 
   t.equal(read(join(paths.workspace, 'tools')), 'not a dir', 'the squatting file is left as it was');
 });
 
-t.test('initTaskFolder seeds TASKMEMORY.md and the instruction files', async (t) => {
+await t.test('initTaskFolder seeds TASKMEMORY.md and the instruction files', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { folder, created } = initTaskFolder(paths, 'task-42');
   t.equal(folder, join(paths.workspace, 'tasks', 'task-42'));
@@ -136,7 +136,7 @@ t.test('initTaskFolder seeds TASKMEMORY.md and the instruction files', async (t)
   t.same(fs.readdirSync(join(paths.workspace, 'tasks')).sort(), ['T_2', 'task-42'], 'no folder for rejected ids');
 });
 
-t.test('formatSize and countLines', async (t) => {
+await t.test('formatSize and countLines', async (t) => {
   t.equal(formatSize(0), '0 B');
   t.equal(formatSize(1023), '1023 B');
   t.equal(formatSize(1024), '1.0 KB');
@@ -166,7 +166,7 @@ function memoryFixture(t: T) {
   return { paths, workspace, mem, outside };
 }
 
-t.test('listMemoryModules lists root files and nested modules with lines and size', async (t) => {
+await t.test('listMemoryModules lists root files and nested modules with lines and size', async (t) => {
   const { workspace } = memoryFixture(t);
   const list = listMemoryModules(workspace);
   t.same(
@@ -179,7 +179,7 @@ t.test('listMemoryModules lists root files and nested modules with lines and siz
   t.same(listMemoryModules(join(t.testdirName, 'no-such-workspace')), [], 'no memory_system: empty list');
 });
 
-t.test('listMemoryModules skips symlinks that leave memory_system and symlinked directories', async (t) => {
+await t.test('listMemoryModules skips symlinks that leave memory_system and symlinked directories', async (t) => {
   const { workspace, mem, outside } = memoryFixture(t);
   fs.symlinkSync(join(outside, 'secret.md'), join(mem, 'modules', 'escape.md'));
   fs.symlinkSync(outside, join(mem, 'modules', 'outdir'));
@@ -192,7 +192,7 @@ t.test('listMemoryModules skips symlinks that leave memory_system and symlinked 
   t.ok(names.includes('modules/alias.md'), 'a symlink staying inside is listed');
 });
 
-t.test('readMemoryModule reads a listed module', async (t) => {
+await t.test('readMemoryModule reads a listed module', async (t) => {
   const { workspace } = memoryFixture(t);
   const m = readMemoryModule(workspace, 'modules/people/alice.md');
   t.same(m, { name: 'people/alice', filename: 'modules/people/alice.md', lines: 2, size: '16 B', text: 'Alice\nlikes tea\n' });
@@ -200,7 +200,7 @@ t.test('readMemoryModule reads a listed module', async (t) => {
   throwsCode(t, () => readMemoryModule(workspace, 'modules/nope.md'), 'not-found');
 });
 
-t.test('readMemoryModule rejects path traversal in every form', async (t) => {
+await t.test('readMemoryModule rejects path traversal in every form', async (t) => {
   const { workspace, mem, outside } = memoryFixture(t);
   fs.writeFileSync(join(workspace, 'CLAUDE.md.md'), 'outside memory_system');
   fs.symlinkSync(join(outside, 'secret.md'), join(mem, 'modules', 'escape.md'));
@@ -233,7 +233,7 @@ t.test('readMemoryModule rejects path traversal in every form', async (t) => {
   t.equal(read(join(outside, 'secret.md')), 'secret\n', 'nothing outside was touched');
 });
 
-t.test('a memory_system that is a symlink is refused for reads and writes, as forbidden', async (t) => {
+await t.test('a memory_system that is a symlink is refused for reads and writes, as forbidden', async (t) => {
   const { workspace, mem, outside } = memoryFixture(t);
   const elsewhere = join(outside, 'memory');
   fs.mkdirSync(join(elsewhere, 'modules'), { recursive: true });
@@ -259,7 +259,7 @@ t.test('a memory_system that is a symlink is refused for reads and writes, as fo
   t.match(await writeMemoryModule(workspace, 'modules/projects.md', 'written\n', []), { filename: 'modules/projects.md', created: false });
 });
 
-t.test('readMemoryModule refuses an oversized module', async (t) => {
+await t.test('readMemoryModule refuses an oversized module', async (t) => {
   const { workspace, mem } = memoryFixture(t);
   fs.writeFileSync(join(mem, 'modules', 'huge.md'), Buffer.alloc(1024 * 1024 + 1, 0x61));
   throwsCode(t, () => readMemoryModule(workspace, 'modules/huge.md'), 'file-too-large');
@@ -267,7 +267,7 @@ t.test('readMemoryModule refuses an oversized module', async (t) => {
   t.ok(listMemoryModules(workspace).some((m) => m.filename === 'modules/projects.md'));
 });
 
-t.test('installSandboxHook copies the script and registers it in a fresh settings.json', async (t) => {
+await t.test('installSandboxHook copies the script and registers it in a fresh settings.json', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace } = initWorkspace(paths, 'bob');
   const res = installSandboxHook(paths, 'bob');
@@ -290,7 +290,7 @@ t.test('installSandboxHook copies the script and registers it in a fresh setting
   throwsCode(t, () => installSandboxHook(paths, '../bob'), 'invalid-agent-name');
 });
 
-t.test('installSandboxHook merges into existing settings without clobbering, idempotently', async (t) => {
+await t.test('installSandboxHook merges into existing settings without clobbering, idempotently', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace } = initWorkspace(paths, 'bob');
   const settings = join(workspace, '.claude', 'settings.json');
@@ -334,7 +334,7 @@ t.test('installSandboxHook merges into existing settings without clobbering, ide
   t.equal(mode(script), 0o755);
 });
 
-t.test('installSandboxHook leaves a malformed settings.json untouched and installs nothing', async (t) => {
+await t.test('installSandboxHook leaves a malformed settings.json untouched and installs nothing', async (t) => {
   const paths = homePaths(join(t.testdir(), 'home'));
   const { workspace } = initWorkspace(paths, 'bob');
   const settings = join(workspace, '.claude', 'settings.json');
@@ -356,7 +356,7 @@ t.test('installSandboxHook leaves a malformed settings.json untouched and instal
   t.equal(JSON.parse(read(settings)).hooks.PreToolUse.length, 1, 'an empty file counts as {}');
 });
 
-t.test('readMemoryModule under a directory-for-symlink swap never reads the file outside', async (t) => {
+await t.test('readMemoryModule under a directory-for-symlink swap never reads the file outside', async (t) => {
   const { workspace, mem, outside } = memoryFixture(t);
   fs.mkdirSync(join(mem, 'modules', 'team'));
   fs.writeFileSync(join(mem, 'modules', 'team', 'secret.md'), 'inside\n');

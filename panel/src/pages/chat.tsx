@@ -49,7 +49,7 @@ export default function Chat() {
       const cur = sessions.data;
       if (cur?.some((s) => s.id === id)) sessions.setData(cur.map((s) => (s.id === id ? change(s) : s)));
     },
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // The list, not the `sessions` object (new on every render), decides what a patch sees.
     [sessions.data],
   );
 
@@ -64,7 +64,7 @@ export default function Chat() {
           else if (f.session_id !== activeId || document.visibilityState !== 'visible') patch(f.session_id, (s) => ({ ...s, unread_count: s.unread_count + 1 }));
         }
       }),
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // The list, not the `sessions` object (new on every render), decides which sessions are known.
     [agent, activeId, patch, sessions.data],
   );
 

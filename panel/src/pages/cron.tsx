@@ -163,7 +163,7 @@ function JobForm({ job, onDone, onClose }: { job: CronJob | null; onDone: () => 
   };
   return (
     <Modal title={job ? t('editJob') : t('newJob')} open onClose={onClose}>
-      <form onSubmit={submit}>
+      <form onSubmit={(e) => void submit(e)}>
         <ErrorBanner error={action.error} />
         <Field label={t('jobTitle')}>
           <input name="title" required value={f.title} onInput={(e) => set('title')(e.currentTarget.value)} />
@@ -338,9 +338,9 @@ export default function Cron() {
                             <Button
                               variant="danger"
                               aria-label={`${c('delete')}: ${j.title}`}
-                              onClick={async () => {
+                              onClick={() => void (async () => {
                                 if (await ask(t('deleteQ', { name: j.title }))) await act(() => del(`/api/cron/${seg(j.id)}`));
-                              }}
+                              })()}
                             >
                               {c('delete')}
                             </Button>

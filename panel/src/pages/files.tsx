@@ -221,9 +221,9 @@ export default function Files() {
                         <Button
                           variant="danger"
                           aria-label={`${c('delete')}: ${e.name}`}
-                          onClick={async () => {
+                          onClick={() => void (async () => {
                             if (await ask(t('deleteQ', { name: e.name }))) await write(() => del('/api/files', { agent, relative_path: e.path }));
-                          }}
+                          })()}
                         >
                           {c('delete')}
                         </Button>
@@ -239,13 +239,13 @@ export default function Files() {
       {mkdirOpen ? (
         <Modal title={t('mkdir')} open onClose={() => setMkdirOpen(false)}>
           <form
-            onSubmit={async (ev) => {
+            onSubmit={(ev) => void (async () => {
               ev.preventDefault();
               if (await write(() => post('/api/files/mkdir', { agent, relative_path: join(dir, folder.trim()) }))) {
                 setFolder('');
                 setMkdirOpen(false);
               }
-            }}
+            })()}
           >
             <ErrorBanner error={action.error} />
             <Field label={t('folderName')}>

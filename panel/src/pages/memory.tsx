@@ -254,7 +254,7 @@ export default function Memory() {
           </ul>
           {admin ? (
             <form
-              onSubmit={async (e) => {
+              onSubmit={(e) => void (async () => {
                 e.preventDefault();
                 const raw = newName.trim().replace(/^modules\//, '');
                 const filename = `modules/${/\.md$/i.test(raw) ? raw : `${raw}.md`}`;
@@ -265,7 +265,7 @@ export default function Memory() {
                   await modules.reload();
                   setSelected(filename);
                 }
-              }}
+              })()}
             >
               <h3 class="small">{t('newModule')}</h3>
               <ErrorBanner error={create.error} />

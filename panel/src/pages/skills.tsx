@@ -100,7 +100,7 @@ function SkillEditor({ base, skill, writable, onClose, onSaved }: { base: string
       {skill && doc.data === undefined && !doc.error ? (
         <Loading />
       ) : (
-        <form onSubmit={submit}>
+        <form onSubmit={(e) => void submit(e)}>
           {!skill ? (
             <Field label={t('skillName')}>
               <input name="name" required pattern="[A-Za-z0-9_\-]+" value={name} onInput={(e) => setName(e.currentTarget.value)} />
@@ -229,10 +229,10 @@ export default function Skills() {
                         <Button
                           variant="danger"
                           aria-label={`${c('delete')}: ${s.name}`}
-                          onClick={async () => {
+                          onClick={() => void (async () => {
                             if (!(await ask(t('deleteQ', { name: s.name })))) return;
                             if (await action.run(() => del(`${base}/${seg(s.name)}`))) await list.reload();
-                          }}
+                          })()}
                         >
                           {c('delete')}
                         </Button>

@@ -217,7 +217,7 @@ function HookForm({ hook, onDone, onClose }: { hook: Webhook | null; onDone: (cr
   };
   return (
     <Modal title={hook ? t('editHook') : t('newHook')} open onClose={onClose}>
-      <form onSubmit={submit}>
+      <form onSubmit={(e) => void submit(e)}>
         <ErrorBanner error={action.error} />
         <Field label={t('hookName')}>
           <input name="name" required value={f.name} onInput={(e) => set('name')(e.currentTarget.value)} />
@@ -345,7 +345,7 @@ function VerifyForm({ hook }: { hook: Webhook }) {
     await action.run(async () => setValid((await post<{ valid: boolean }>(`/api/webhooks/${seg(hook.id)}/verify`, { payload, signature })).valid));
   };
   return (
-    <form onSubmit={submit}>
+    <form onSubmit={(e) => void submit(e)}>
       <h3>{t('verify')}</h3>
       <ErrorBanner error={action.error} />
       <Field label={t('payload')}>
@@ -433,9 +433,9 @@ export default function Webhooks() {
                         <Button
                           variant="danger"
                           aria-label={`${c('delete')}: ${h.name}`}
-                          onClick={async () => {
+                          onClick={() => void (async () => {
                             if (await ask(t('deleteQ', { name: h.name }))) await act(() => del(`/api/webhooks/${seg(h.id)}`));
-                          }}
+                          })()}
                         >
                           {c('delete')}
                         </Button>

@@ -30,7 +30,7 @@ export function useAsync<T>(load: () => Promise<T>, deps: readonly unknown[]): A
     } finally {
       if (mine === seq.current) setLoading(false);
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // The caller's deps decide when to load again: `load` is a new closure on every render.
   }, deps);
   useEffect(() => {
     void run();

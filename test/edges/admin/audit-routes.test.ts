@@ -6,7 +6,7 @@ import { adminStand, userRow } from '../../fixtures/admin-auth-stand.js';
 
 const ROOT: Principal = { kind: 'user', id: 'root', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: null, topic_id: null } };
 
-t.test('a restricted admin reads the audit entries about its agents only', async (t) => {
+await t.test('a restricted admin reads the audit entries about its agents only', async (t) => {
   const s = await adminStand(t, { users: [await userRow('root', 'admin', 'root-password'), await userRow('ria', 'admin', 'ria-password', { allowed_agents: ['a'] })] });
   const record = (action: string, target: string | null, principal: Principal = ROOT) => s.bus.send(AUDIT_COMMANDS.record, { principal, action, target, status: 200, ip: null });
   await record('PUT /api/agents/:name', 'a');

@@ -20,7 +20,7 @@ function snapshot(s: Ops) {
   return { cron: fileText(s.paths.cronJobsFile), hooks: fileText(s.paths.webhooksFile), users: fileText(s.paths.usersFile), facts };
 }
 
-t.test('cron: create, list, update, delete in WIRE.md shape; facts; atomic 0600 file; run is 503 no-scheduler', async (t) => {
+await t.test('cron: create, list, update, delete in WIRE.md shape; facts; atomic 0600 file; run is 503 no-scheduler', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   t.same((await s.call('/api/cron', { as: 'viewer' })).body, [], 'no file is no jobs');
   let r = await s.call('/api/cron', { method: 'POST', body: { title: 'Daily report', schedule: '0 9 * * 1-5', agent: 'coder', description: 'Summarise', enabled: true, timezone: 'Europe/Moscow' } });
@@ -72,7 +72,7 @@ t.test('cron: create, list, update, delete in WIRE.md shape; facts; atomic 0600 
   t.same(s.internal, []);
 });
 
-t.test('cron: schedules and zones are checked with croner, naming the field; run-now goes to the scheduler', async (t) => {
+await t.test('cron: schedules and zones are checked with croner, naming the field; run-now goes to the scheduler', async (t) => {
   const ran: string[] = [];
   const s = await serveOps(t, { lang: 'en', cron: () => ({ runNow: async (id) => (ran.push(id), { started: true, fire_id: `${id}@manual` }) }) });
   const before = snapshot(s);
@@ -97,7 +97,7 @@ t.test('cron: schedules and zones are checked with croner, naming the field; run
   t.same(ran, ['j']);
 });
 
-t.test('cron: run-now of a job whose record on disk is not valid is 409 cron-job-invalid, and runs nothing', async (t) => {
+await t.test('cron: run-now of a job whose record on disk is not valid is 409 cron-job-invalid, and runs nothing', async (t) => {
   let scheduler: CronScheduler | null = null;
   const s = await serveOps(t, { lang: 'en', cron: () => scheduler });
   writeJson(s.paths.cronJobsFile, [{ id: 'bad', title: 'Bad', schedule: '@daily', agent: 'main', quiet_start: 'soon' }]);
@@ -115,7 +115,7 @@ t.test('cron: run-now of a job whose record on disk is not valid is 409 cron-job
   t.same(s.log.read().filter((e) => e.type === AUTOMATION_EVENTS.fired), [], 'no fire');
 });
 
-t.test('cron: roles, allowed_agents, bad input and traversal are refused and change nothing', async (t) => {
+await t.test('cron: roles, allowed_agents, bad input and traversal are refused and change nothing', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.cronJobsFile, [
     { id: 'c1', title: 'Coder job', schedule: '@daily', agent: 'coder' },
@@ -188,7 +188,7 @@ t.test('cron: roles, allowed_agents, bad input and traversal are refused and cha
   t.equal(readFileSync(s.paths.cronJobsFile, 'utf8'), '{"jobs": [1]}');
 });
 
-t.test('webhooks: CRUD with masked secrets, a generated secret shown once, "***" keeps it; HMAC verify', async (t) => {
+await t.test('webhooks: CRUD with masked secrets, a generated secret shown once, "***" keeps it; HMAC verify', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   let r = await s.call('/api/webhooks', { method: 'POST', body: { name: 'GitHub', agent: 'coder', mode: 'cron_task', secret: 'hook-secret-123' } });
   t.equal(r.status, 201);
@@ -226,7 +226,7 @@ t.test('webhooks: CRUD with masked secrets, a generated secret shown once, "***"
   t.same(s.internal, []);
 });
 
-t.test('webhooks: roles, allowed_agents, no secret, bad input change nothing', async (t) => {
+await t.test('webhooks: roles, allowed_agents, no secret, bad input change nothing', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.webhooksFile, [
     { id: 'c1', name: 'Coder hook', agent: 'coder', secret: 'coder-secret-1' },
@@ -264,7 +264,7 @@ t.test('webhooks: roles, allowed_agents, no secret, bad input change nothing', a
   t.same(snapshot(s), before, 'nothing changed');
 });
 
-t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is refused, naming body.signature.signed_payload', async (t) => {
+await t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is refused, naming body.signature.signed_payload', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.webhooksFile, [{ id: 'c1', name: 'Coder hook', agent: 'coder', secret: 'coder-secret-1', auth: 'bearer', signature: { header: 'X-Sig', timestamp_header: 'X-Ts' } }]);
   const before = snapshot(s);
@@ -296,7 +296,7 @@ t.test('webhooks: an HMAC scheme that reads a signing time it does not sign is r
   t.match(await s.call('/api/webhooks/c1', { method: 'PUT', body: { auth: 'hmac', signature: { preset: 'github' } } }), { status: 200, body: { auth: 'hmac' } }, 'fixed with the switch');
 });
 
-t.test('tasks: list and details from the tasks projection in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
+await t.test('tasks: list and details from the tasks projection in WIRE.md shape, ACL-filtered; create and cancel are 503 after the checks', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   t.same((await s.call('/api/tasks', { as: 'viewer' })).body, [], 'no task facts is an empty list');
   writeJson(s.paths.tasksFile, [{ task_id: 'stale', status: 'running', parent_agent: 'coder' }]);
@@ -365,7 +365,7 @@ t.test('tasks: list and details from the tasks projection in WIRE.md shape, ACL-
   t.same(s.internal, []);
 });
 
-t.test('export/import: users without secrets, masked webhook secrets; merge adds new, skips existing; imported users have no password', async (t) => {
+await t.test('export/import: users without secrets, masked webhook secrets; merge adds new, skips existing; imported users have no password', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.cronJobsFile, [{ id: 'c1', title: 'Coder job', schedule: '@daily', agent: 'coder', execution_count: 4 }]);
   writeJson(s.paths.webhooksFile, [{ id: 'h1', name: 'Hook', agent: 'writer', secret: 'very-secret-1' }]);
@@ -413,7 +413,7 @@ t.test('export/import: users without secrets, masked webhook secrets; merge adds
   t.same(s.internal, []);
 });
 
-t.test('import: bad or hostile input is refused whole and changes nothing', async (t) => {
+await t.test('import: bad or hostile input is refused whole and changes nothing', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   writeJson(s.paths.usersFile, [{ username: 'admin', role: 'admin' }]);
   const before = snapshot(s);
@@ -442,7 +442,7 @@ t.test('import: bad or hostile input is refused whole and changes nothing', asyn
   t.same(snapshot(s), before, 'nothing changed');
 });
 
-t.test('run history: a cron job\'s and a webhook\'s runs folded from their facts, newest first; ACL as the record; bad limit and unknown id', async (t) => {
+await t.test('run history: a cron job\'s and a webhook\'s runs folded from their facts, newest first; ACL as the record; bad limit and unknown id', async (t) => {
   const s = await serveOps(t, { lang: 'en' });
   t.equal((await s.call('/api/cron', { method: 'POST', body: { id: 'job', title: 'Report', schedule: '@daily', agent: 'coder' } })).status, 201);
   t.equal((await s.call('/api/webhooks', { method: 'POST', body: { id: 'hook', name: 'Hook', agent: 'coder', mode: 'cron_task', secret: 'hook-secret-123' } })).status, 201);

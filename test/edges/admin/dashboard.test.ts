@@ -24,7 +24,7 @@ async function notify(s: Ops, over: { source: 'cron' | 'task' | 'webhook' | 'sys
   await s.bus.send(NOTIFICATION_COMMANDS.create, { body: 'details', ...over });
 }
 
-t.test('GET /api/system/status: WIRE.md shape, host figures, daemon uptime, localised; instance name is durable', async (t) => {
+await t.test('GET /api/system/status: WIRE.md shape, host figures, daemon uptime, localised; instance name is durable', async (t) => {
   const s = await serveOps(t);
   s.advance(3 * 86_400_000 + 4 * 3_600_000 + 5 * 60_000);
   let r = await s.call('/api/system/status', { as: 'viewer' });
@@ -70,7 +70,7 @@ t.test('GET /api/system/status: WIRE.md shape, host figures, daemon uptime, loca
   t.same(s.internal, []);
 });
 
-t.test('dashboard summary: shape, counters per ACL bucket, 10 latest visible events, localised titles', async (t) => {
+await t.test('dashboard summary: shape, counters per ACL bucket, 10 latest visible events, localised titles', async (t) => {
   const s = await serveOps(t, { online: ['main', 'coder'] });
   writeJson(s.paths.tasksFile, [
     { task_id: 't1', status: 'running', parent_agent: 'coder', name: 'Build', created_at: T0 / 1000 - 60 },
@@ -118,7 +118,7 @@ t.test('dashboard summary: shape, counters per ACL bucket, 10 latest visible eve
   t.same(s.internal, []);
 });
 
-t.test('summary cache: 5 s per language and ACL bucket on the injected clock; errors_ack_at moves the cutoff', async (t) => {
+await t.test('summary cache: 5 s per language and ACL bucket on the injected clock; errors_ack_at moves the cutoff', async (t) => {
   const s = await serveOps(t);
   users(s, [
     { username: 'viewer', role: 'viewer' },
@@ -168,7 +168,7 @@ t.test('summary cache: 5 s per language and ACL bucket on the injected clock; er
   t.equal(r.body.counters.failed_last_24h, 3, 'older than 24 h no longer counts');
 });
 
-t.test('activity: recent with limit and severity, by id with verbose, legacy raw feed; ACL and bad input', async (t) => {
+await t.test('activity: recent with limit and severity, by id with verbose, legacy raw feed; ACL and bad input', async (t) => {
   const s = await serveOps(t);
   writeJson(s.paths.tasksFile, { tasks: [{ task_id: 'T-9', status: 'cancelled', parent_agent: 'writer', name: 'Stopped', created_at: T0 / 1000 - 10 }] });
   await notify(s, { source: 'cron', outcome: 'failed', title: 'Backup', agent: 'coder', source_id: 'backup' });
@@ -218,7 +218,7 @@ t.test('activity: recent with limit and severity, by id with verbose, legacy raw
   t.same(s.internal, []);
 });
 
-t.test('audit: every mutating admin request, done or refused, is a fact; /api/audit lists them (admin only); replay rebuilds it', async (t) => {
+await t.test('audit: every mutating admin request, done or refused, is a fact; /api/audit lists them (admin only); replay rebuilds it', async (t) => {
   const s = await serveOps(t);
   users(s, [{ username: 'admin', role: 'admin' }]);
   const before = s.log.lastSeq();

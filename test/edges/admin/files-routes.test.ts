@@ -16,7 +16,7 @@ async function seeded(t: Parameters<typeof serveContent>[0]) {
   return s;
 }
 
-t.test('list, download, mkdir, delete in the WIRE.md shapes', async (t) => {
+await t.test('list, download, mkdir, delete in the WIRE.md shapes', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/files/list');
   t.equal(r.status, 200);
@@ -63,7 +63,7 @@ t.test('list, download, mkdir, delete in the WIRE.md shapes', async (t) => {
   t.same(s.internal, []);
 });
 
-t.test('roles: viewer 403, operator reads and signs but may not change, admin changes', async (t) => {
+await t.test('roles: viewer 403, operator reads and signs but may not change, admin changes', async (t) => {
   const s = await seeded(t);
   const before = snapshot(s.dir);
   for (const path of ['/api/files/list', '/api/files/download?relative_path=notes.txt']) {
@@ -80,7 +80,7 @@ t.test('roles: viewer 403, operator reads and signs but may not change, admin ch
   t.same(snapshot(s.dir), before);
 });
 
-t.test('allowed_agents: another agent is refused on every route and unchanged', async (t) => {
+await t.test('allowed_agents: another agent is refused on every route and unchanged', async (t) => {
   const s = await seeded(t);
   t.equal((await s.call('/api/files/list?agent=coder', { as: 'coderAdmin' })).status, 200);
   const before = snapshot(s.dir);
@@ -100,7 +100,7 @@ t.test('allowed_agents: another agent is refused on every route and unchanged', 
   t.equal(s.log.lastSeq(), seq);
 });
 
-t.test('hostile paths and links out of the workspace: 4xx on every route, nothing served, nothing changed', async (t) => {
+await t.test('hostile paths and links out of the workspace: 4xx on every route, nothing served, nothing changed', async (t) => {
   const s = await seeded(t);
   const links = plantLinks(s.paths.workspace, s.paths, join(s.dir, 'outside'));
   const before = snapshot(s.dir);
@@ -148,7 +148,7 @@ t.test('hostile paths and links out of the workspace: 4xx on every route, nothin
   t.same(s.internal, []);
 });
 
-t.test('deleting a link removes the link, never what it points at; a folder with links inside keeps their targets', async (t) => {
+await t.test('deleting a link removes the link, never what it points at; a folder with links inside keeps their targets', async (t) => {
   const s = await seeded(t);
   const outside = join(s.dir, 'outside');
   fs.mkdirSync(outside);
@@ -164,7 +164,7 @@ t.test('deleting a link removes the link, never what it points at; a folder with
   t.equal(fs.readFileSync(join(outside, 'keep.txt'), 'utf8'), 'keep', 'a link inside a deleted folder is unlinked, not followed');
 });
 
-t.test('bad bodies and queries: 4xx, nothing changed', async (t) => {
+await t.test('bad bodies and queries: 4xx, nothing changed', async (t) => {
   const s = await seeded(t);
   const before = snapshot(s.dir);
   t.match(await s.call('/api/files/mkdir', { method: 'POST', raw: '{' }), { status: 400, body: { code: 'invalid-json' } });
@@ -184,7 +184,7 @@ t.test('bad bodies and queries: 4xx, nothing changed', async (t) => {
   t.same(snapshot(s.dir), before);
 });
 
-t.test('signed URL: works without other credentials until it expires, bound to its path, refused when altered', async (t) => {
+await t.test('signed URL: works without other credentials until it expires, bound to its path, refused when altered', async (t) => {
   const s = await seeded(t);
   const r = await s.call('/api/files/sign-url', { method: 'POST', body: { relative_path: 'output_to_user/report.pdf', ttl: 60 } });
   t.equal(r.status, 200);
@@ -227,7 +227,7 @@ t.test('signed URL: works without other credentials until it expires, bound to i
   t.notMatch(JSON.stringify(d.body), LEAK);
 });
 
-t.test('sign-url takes a file an answer named by its absolute path, inside the workspace only', async (t) => {
+await t.test('sign-url takes a file an answer named by its absolute path, inside the workspace only', async (t) => {
   const s = await seeded(t);
   const inside = join(s.paths.workspace, 'output_to_user', 'report.pdf');
   const r = await s.call('/api/files/sign-url', { method: 'POST', body: { path: inside, ttl: 60 } });

@@ -19,7 +19,7 @@ async function seeded(t: Parameters<typeof serveContent>[0]) {
   return s;
 }
 
-t.test('main memory and modules in the WIRE.md shapes, nested modules percent-encoded in one segment', async (t) => {
+await t.test('main memory and modules in the WIRE.md shapes, nested modules percent-encoded in one segment', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/memory');
   t.same({ status: r.status, body: r.body }, { status: 200, body: { filename: 'MAINMEMORY.md', content: '# Main\n\n- fact one\n- fact two\n', version: memoryVersion('# Main\n\n- fact one\n- fact two\n') } });
@@ -51,7 +51,7 @@ t.test('main memory and modules in the WIRE.md shapes, nested modules percent-en
   t.same(s.internal, []);
 });
 
-t.test('a write naming the version it loaded is refused 409 memory-conflict when the file changed since, and writes nothing', async (t) => {
+await t.test('a write naming the version it loaded is refused 409 memory-conflict when the file changed since, and writes nothing', async (t) => {
   const s = await seeded(t);
   const file = join(mem(s.paths.workspace), 'modules', 'projects.md');
   const path = `/api/memory/modules/${enc('modules/projects.md')}`;
@@ -79,7 +79,7 @@ t.test('a write naming the version it loaded is refused 409 memory-conflict when
   t.same(s.internal, []);
 });
 
-t.test('writes are recorded as facts with the module name, never the content', async (t) => {
+await t.test('writes are recorded as facts with the module name, never the content', async (t) => {
   const s = await seeded(t);
   await s.call(`/api/memory/modules/${enc('modules/projects.md')}`, { method: 'PUT', body: { content: 'secret plans\n' } });
   const events = [...s.log.read()].filter((e) => e.type === MEMORY_EVENTS.module_written);
@@ -88,7 +88,7 @@ t.test('writes are recorded as facts with the module name, never the content', a
   t.equal(events[0]!.stream, 'memory:main');
 });
 
-t.test('roles: viewer 403 on everything, operator reads but may not write, admin writes', async (t) => {
+await t.test('roles: viewer 403 on everything, operator reads but may not write, admin writes', async (t) => {
   const s = await seeded(t);
   const before = snapshot(s.dir);
   for (const [path, method] of [['/api/memory', 'GET'], ['/api/memory/modules', 'GET'], [`/api/memory/modules/${enc('modules/projects.md')}`, 'GET']] as const) {
@@ -103,7 +103,7 @@ t.test('roles: viewer 403 on everything, operator reads but may not write, admin
   t.same(snapshot(s.dir), before, 'nothing changed');
 });
 
-t.test('allowed_agents: a restricted user reaches only its agents; another agent is refused and unchanged', async (t) => {
+await t.test('allowed_agents: a restricted user reaches only its agents; another agent is refused and unchanged', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/memory?agent=coder', { as: 'coderOperator' });
   t.equal(r.status, 200);
@@ -125,7 +125,7 @@ t.test('allowed_agents: a restricted user reaches only its agents; another agent
   t.equal(s.log.lastSeq(), seq, 'no fact recorded');
 });
 
-t.test('hostile filenames and links out of memory_system: 4xx, nothing read from outside, nothing written', async (t) => {
+await t.test('hostile filenames and links out of memory_system: 4xx, nothing read from outside, nothing written', async (t) => {
   const s = await seeded(t);
   const modules = join(mem(s.paths.workspace), 'modules');
   const links = plantLinks(modules, s.paths, join(s.dir, 'outside'));
@@ -165,7 +165,7 @@ t.test('hostile filenames and links out of memory_system: 4xx, nothing read from
   t.same(s.internal, [], 'every refusal is a clear 4xx, not an internal error');
 });
 
-t.test('bad bodies: malformed JSON, unknown fields, wrong types, oversized: 4xx and nothing written', async (t) => {
+await t.test('bad bodies: malformed JSON, unknown fields, wrong types, oversized: 4xx and nothing written', async (t) => {
   const s = await seeded(t);
   const before = snapshot(s.dir);
   const url = `/api/memory/modules/${enc('modules/projects.md')}`;
@@ -179,7 +179,7 @@ t.test('bad bodies: malformed JSON, unknown fields, wrong types, oversized: 4xx 
   t.same(snapshot(s.dir), before);
 });
 
-t.test('a write is atomic: an existing module keeps its mode, no temp file is left, a symlinked module is not written through', async (t) => {
+await t.test('a write is atomic: an existing module keeps its mode, no temp file is left, a symlinked module is not written through', async (t) => {
   const s = await seeded(t);
   const file = join(mem(s.paths.workspace), 'modules', 'projects.md');
   fs.chmodSync(file, 0o600);
@@ -192,7 +192,7 @@ t.test('a write is atomic: an existing module keeps its mode, no temp file is le
   t.equal(fs.readFileSync(file, 'utf8'), 'v2\n');
 });
 
-t.test('a hard link to a secret inside memory_system is not read, however it is named', async (t) => {
+await t.test('a hard link to a secret inside memory_system is not read, however it is named', async (t) => {
   const s = await seeded(t);
   const link = join(mem(s.paths.workspace), 'modules', 'innocent.md');
   // The test dir holds the home and the workspace: one filesystem, so the link is always possible.

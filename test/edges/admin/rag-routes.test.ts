@@ -5,7 +5,7 @@ import { RAG_EVENTS } from '../../../schemas/index.js';
 import { loadConfig } from '../../../store/index.js';
 import { serveContent, snapshot } from '../../fixtures/admin-content.js';
 
-t.test('status: the rag settings, the index file and the memory facts', async (t) => {
+await t.test('status: the rag settings, the index file and the memory facts', async (t) => {
   const s = await serveContent(t);
   const mem = join(s.paths.workspace, 'memory_system');
   fs.writeFileSync(join(mem, 'MAINMEMORY.md'), '# Main\n\n<!-- guidance\nnot a fact\n-->\n- fact one\n\n## Always Load\n- fact two\n');
@@ -35,7 +35,7 @@ t.test('status: the rag settings, the index file and the memory facts', async (t
   t.equal((await s.call('/api/rag/status', { as: 'operator' })).status, 200);
 });
 
-t.test('config: any subset written to config.json atomically, restart_required, recorded', async (t) => {
+await t.test('config: any subset written to config.json atomically, restart_required, recorded', async (t) => {
   const s = await serveContent(t);
   fs.writeFileSync(s.paths.configFile, JSON.stringify({ api: { enabled: true, token: 'static-token-0123456789' }, my_note: 'kept', rag: { embedding_model: 'bge-small' } }, null, 2));
   let r = await s.call('/api/rag/config', { method: 'PUT', body: { enabled: true, top_k_retrieval: 40 } });
@@ -52,7 +52,7 @@ t.test('config: any subset written to config.json atomically, restart_required, 
   t.equal(r.status, 200, 'top_k_final may equal top_k_retrieval (checked against the file, not the running config)');
 });
 
-t.test('config: unknown fields, wrong types, bad values, roles → 4xx and config.json unchanged', async (t) => {
+await t.test('config: unknown fields, wrong types, bad values, roles → 4xx and config.json unchanged', async (t) => {
   const s = await serveContent(t);
   const before = snapshot(s.dir);
   const seq = s.log.lastSeq();
@@ -86,7 +86,7 @@ t.test('config: unknown fields, wrong types, bad values, roles → 4xx and confi
   t.same(s.internal, []);
 });
 
-t.test('config: the RAG settings are every agent\'s, so an admin restricted by allowed_agents may not change them', async (t) => {
+await t.test('config: the RAG settings are every agent\'s, so an admin restricted by allowed_agents may not change them', async (t) => {
   const s = await serveContent(t);
   const before = fs.readFileSync(s.paths.configFile, 'utf8');
   const r = await s.call('/api/rag/config', { method: 'PUT', as: 'coderAdmin', body: { enabled: true, top_k_final: 3 } });

@@ -22,7 +22,7 @@ async function seeded(t: Parameters<typeof serveContent>[0]) {
   return { ...s, own };
 }
 
-t.test('scopes: merged marks per-agent entries that shadow a global one, own and global list one side', async (t) => {
+await t.test('scopes: merged marks per-agent entries that shadow a global one, own and global list one side', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/agents/coder/skills');
   t.equal(r.status, 200);
@@ -47,7 +47,7 @@ t.test('scopes: merged marks per-agent entries that shadow a global one, own and
   t.match(await s.call('/api/agents/coder/skills?scope=all'), { status: 400, body: { code: 'invalid-query' } });
 });
 
-t.test('read falls back to the global copy; writes go to the agent; PUT on a global-only skill makes the override', async (t) => {
+await t.test('read falls back to the global copy; writes go to the agent; PUT on a global-only skill makes the override', async (t) => {
   const s = await seeded(t);
   let r = await s.call('/api/agents/coder/skills/review');
   t.match(r.body, { name: 'review', scope: 'global', doc_filename: 'README.md', content: '# Review\n\nRead the diff first.\n' });
@@ -89,7 +89,7 @@ t.test('read falls back to the global copy; writes go to the agent; PUT on a glo
   t.same(s.internal, []);
 });
 
-t.test('roles and allowed_agents: viewer 403, operator reads, global scope admin only, restricted users stay in their agents', async (t) => {
+await t.test('roles and allowed_agents: viewer 403, operator reads, global scope admin only, restricted users stay in their agents', async (t) => {
   const s = await seeded(t);
   const before = snapshot(s.dir);
   const seq = s.log.lastSeq();
@@ -116,7 +116,7 @@ t.test('roles and allowed_agents: viewer 403, operator reads, global scope admin
   t.equal(s.log.lastSeq(), seq);
 });
 
-t.test('hostile skill names, links out of the skills root, bad bodies: 4xx, nothing read from outside, nothing changed', async (t) => {
+await t.test('hostile skill names, links out of the skills root, bad bodies: 4xx, nothing read from outside, nothing changed', async (t) => {
   const s = await seeded(t);
   const outside = join(s.dir, 'outside');
   fs.mkdirSync(outside);

@@ -100,7 +100,7 @@ export function Conversation({
         void markRead();
       })
       .catch((e: unknown) => setLoadError(e instanceof Error ? e : new Error(String(e))));
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // Loaded once per conversation: the helpers it calls are new closures on every render.
   }, [id]);
 
   /*

@@ -41,10 +41,10 @@ export function SessionTools({ session, onChanged, onDeleted }: { session: ChatS
       <Button
         variant="danger"
         busy={action.busy}
-        onClick={async () => {
+        onClick={() => void (async () => {
           if (!(await ask(t('deleteQuestion', { title: session.title })))) return;
           if (await action.run(() => del(path))) onDeleted();
-        }}
+        })()}
       >
         {c('delete')}
       </Button>
@@ -71,7 +71,7 @@ function RenameDialog({ session, onClose, onSaved }: { session: ChatSessionView;
   };
   return (
     <Modal title={t('renameTitle')} open onClose={onClose}>
-      <form onSubmit={save}>
+      <form onSubmit={(e) => void save(e)}>
         <Field label={t('titleLabel')}>
           <input name="title" value={title} maxLength={200} required onInput={(e) => setTitle(e.currentTarget.value)} />
         </Field>

@@ -29,7 +29,7 @@ export function AgentMetricsCard({ name }: { name: string }) {
     ];
     const duration: ChartSeries[] = [{ label: t('avgDurationS'), values: h.map((b) => (b.executions > 0 ? b.avg_duration : null)), color: themeColour('--ok-fg', '#14532d') }];
     return { x, counts, duration, any: h.some((b) => b.executions > 0) };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // Only new history changes the series; the texts and theme colours read here are fixed for the page.
   }, [history.data]);
 
   return (

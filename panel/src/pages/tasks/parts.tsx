@@ -27,14 +27,14 @@ export function AnswerForm({ task, onAnswered }: { task: TaskView; onAnswered: (
   return (
     <form
       class="task-answer stack"
-      onSubmit={async (e) => {
+      onSubmit={(e) => void (async () => {
         e.preventDefault();
         if (await action.run(() => post(`/api/tasks/${seg(task.task_id)}/answer`, { answer }))) {
           setAnswer('');
           setSent(true);
           onAnswered();
         }
-      }}
+      })()}
     >
       <Field label={t('answer')}>
         <textarea name="answer" rows={3} required value={answer} onInput={(e) => setAnswer((e.currentTarget as HTMLTextAreaElement).value)} />
@@ -114,7 +114,7 @@ export function CreateTask({ open, onClose, onCreated }: { open: boolean; onClos
     <Modal title={t('createTitle')} open={open} onClose={onClose}>
       <form
         class="stack"
-        onSubmit={async (e) => {
+        onSubmit={(e) => void (async () => {
           e.preventDefault();
           let id = '';
           if (await action.run(async () => (id = (await post<{ task_id: string }>('/api/tasks', { name, agent: chosen, prompt })).task_id))) {
@@ -122,7 +122,7 @@ export function CreateTask({ open, onClose, onCreated }: { open: boolean; onClos
             setPrompt('');
             onCreated(id);
           }
-        }}
+        })()}
       >
         <ErrorBanner error={agents.error} />
         <Field label={t('name')}>

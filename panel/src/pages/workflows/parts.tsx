@@ -33,13 +33,13 @@ export function StartRun({ def, onClose, onStarted }: { def: WorkflowDefinitionV
       {def ? (
         <form
           class="stack wf-vars"
-          onSubmit={async (e) => {
+          onSubmit={(e) => void (async () => {
             e.preventDefault();
             const variables: Record<string, string> = {};
             for (const r of rows) if (r.key.trim()) variables[r.key.trim()] = r.value;
             let runId = '';
             if (await action.run(async () => (runId = (await post<{ run_id: string }>(`/api/workflows/${seg(def.id ?? '')}/run`, { variables })).run_id))) onStarted(runId);
-          }}
+          })()}
         >
           <p class="muted">{t('startHint')}</p>
           {rows.map((r, i) => (
