@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Subscription, filter, firstValueFrom } from 'rxjs';
-import { agentsOf, type Bus, type Cause } from '../../bus/index.js';
+import { REAL_CLOCK, agentsOf, causedBy, type Bus, type Cause } from '../../bus/index.js';
 import {
   TASKS_DISABLED_TEXT,
   createdOf,
@@ -132,7 +132,7 @@ export class TaskHub {
 
   constructor(private readonly d: TaskHubDeps) {
     this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
-    this.clock = d.clock ?? { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout) };
+    this.clock = d.clock ?? REAL_CLOCK;
   }
 
   /**
@@ -400,7 +400,7 @@ export class TaskHub {
   private async drive(id: string, event: TaskMachineEvent, cause: Cause): Promise<void> {
     const actor = this.d.host.get<typeof taskMachine>(actorIdOf(id));
     if (!actor || !actor.getSnapshot().can(event)) throw new SvcError('task-state', `task ${id} cannot ${event.type} while ${this.tasks.get(id)?.status ?? 'gone'}`);
-    await this.d.host.sendAndCommit(actorIdOf(id), event, causeOf(cause));
+    await this.d.host.sendAndCommit(actorIdOf(id), event, causedBy(cause));
   }
 
   private onFact(e: Envelope): void {
@@ -627,10 +627,6 @@ function tokenless(registry: readonly SubAgentConfig[], agent: string): boolean 
 
 function actorIdOf(id: string): string {
   return `task:${id}`;
-}
-
-function causeOf(c: Cause): Cause {
-  return { ...(c.correlation ? { correlation: c.correlation } : {}), ...(c.causation !== undefined ? { causation: c.causation } : {}), ...(c.by ? { by: c.by } : {}) };
 }
 
 function firstLine(text: string): string {
