@@ -54,7 +54,7 @@ import {
   type OneShotRunner,
   type WebhookDispatchDeps,
 } from '../actors/index.js';
-import { Bus, TransportRegistry } from '../bus/index.js';
+import { Bus, REAL_CLOCK, TransportRegistry } from '../bus/index.js';
 import {
   adminCors,
   adminSurface,
@@ -993,7 +993,7 @@ function apiSurfaces(ctx: DaemonContext): Surface[] {
             registry: ctx.registry,
             users: ctx.users,
             notifications: ctx.notifications,
-            clock: ctx.opts.clock ?? Date.now,
+            clock: ctx.opts.clock ?? REAL_CLOCK.now,
             version: VERSION,
             socket: { connectionMachine: adminConnectionMachine, mayUse: (p, agent) => agentAccess(p, agent, ctx.registry()).allowed },
             jwtSecret: ctx.jwtSecret,

@@ -29,7 +29,7 @@ export async function eventsCommand(args: string[], paths: HomePaths): Promise<n
     case 'show':
       return show(rest, paths);
     case 'replay':
-      return replay(rest, paths);
+      return unlessUnreadable(() => replay(rest, paths));
     case undefined:
     case 'help':
     case '--help':
@@ -38,6 +38,20 @@ export async function eventsCommand(args: string[], paths: HomePaths): Promise<n
       return 0;
     default:
       throw new SvcError('usage', `unknown events subcommand '${sub}'\n${USAGE}`);
+  }
+}
+
+/**
+ * A log holding an event this svc cannot bring to its current version (event-version.ts) is not
+ * replayed at all: the report names that event and exits 1, as a divergence does.
+ */
+function unlessUnreadable(run: () => number): number {
+  try {
+    return run();
+  } catch (err) {
+    if (!(err instanceof SvcError) || err.code !== 'unreadable-event') throw err;
+    process.stdout.write(`unreadable: ${err.message}\n`);
+    return 1;
   }
 }
 

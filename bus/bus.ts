@@ -21,6 +21,7 @@ import {
 } from '../schemas/index.js';
 import { versionConflict, type EventLog } from '../store/index.js';
 import { followsFrom, type Cause } from './cause.js';
+import { REAL_CLOCK } from './clock.js';
 
 /** An imperative request to whoever handles `type`; answered once, by its id. */
 export interface Command<T extends string = string, D = unknown> {
@@ -101,7 +102,7 @@ export class Bus {
 
   constructor(opts: BusOptions) {
     this.eventLog = opts.log;
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.clock ?? REAL_CLOCK.now;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
     this.events$ = this.eventsSubject.asObservable();
     this.transient$ = this.transientSubject.asObservable();

@@ -102,7 +102,7 @@ export const connectionMachine = setup({
               }),
               emit(({ context }) => ({
                 type: CONNECTION_EVENTS.authenticated,
-                data: { chat_id: context.chatId!, channel_id: context.channelId },
+                data: { surface: 'direct' as const, chat_id: context.chatId!, channel_id: context.channelId },
               })),
             ],
           },

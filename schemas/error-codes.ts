@@ -120,6 +120,7 @@ export const ERROR_CODES = [
   'transcription-unavailable',
   // The event log, projections and files on disk.
   'invalid-event',
+  'unreadable-event',
   'invalid-schema',
   'invalid-projection',
   'projection-failed',

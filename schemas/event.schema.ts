@@ -26,6 +26,8 @@ export const EnvelopeSchema = v.object({
   causation: v.optional(v.number()),
   correlation: v.optional(v.string()),
   by: v.optional(v.string()),
+  /** The payload's schema version (event-version.ts); absent is 1. */
+  v: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2))),
 });
 
 export type EventData = { [key: string]: Json };
@@ -43,4 +45,6 @@ export interface AnyNewEvent {
 export interface AnyEnvelope extends AnyNewEvent {
   seq: number;
   at: string;
+  /** The payload's schema version when past 1 (event-version.ts). */
+  v?: number;
 }

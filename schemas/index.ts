@@ -67,3 +67,4 @@ export * from './commands/workflow.commands.js';
 export * from './commands/chat-delivery.commands.js';
 export * from './chat-transport.js';
 export * from './events/housekeeping.events.js';
+export * from './event-version.js';

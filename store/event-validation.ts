@@ -1,4 +1,4 @@
-import { EnvelopeSchema, NewEventSchema, SvcError, type AnyEnvelope, type AnyNewEvent, type EventData } from '../schemas/index.js';
+import { EnvelopeSchema, NewEventSchema, SvcError, eventVersion, upcastEnvelope, type AnyEnvelope, type AnyNewEvent, type EventData } from '../schemas/index.js';
 import type { ReadQuery } from './event-log.js';
 
 /** Cap per event: a payload this big belongs in a file the event points to, not in the log. */
@@ -67,6 +67,14 @@ export interface CheckedEvent {
   causation: number | undefined;
   correlation: string | undefined;
   by: string | undefined;
+  /** Stored only past 1, so a version-1 row is what svc wrote before versions existed. */
+  v: number | undefined;
+}
+
+/** The version a new fact of `type` is written at, as stored (undefined for 1). */
+function storedVersion(type: string): number | undefined {
+  const v = eventVersion(type);
+  return v === 1 ? undefined : v;
 }
 
 function serialiseData(data: unknown, where: string): string {
@@ -104,6 +112,7 @@ export function checkBatch(events: readonly AnyNewEvent[], at: string): CheckedE
       causation: e.causation,
       correlation: e.correlation,
       by: e.by,
+      v: storedVersion(e.type),
     };
   });
 }
@@ -131,11 +140,17 @@ export function checkEnvelopes(envelopes: readonly AnyEnvelope[], lastSeq: numbe
       causation: e.causation,
       correlation: e.correlation,
       by: e.by,
+      // An imported envelope keeps the version it was written at: an old one is upcast when read.
+      v: e.v,
     };
   });
 }
 
-/** Rebuilds an envelope from stored columns; absent optionals stay absent so round trips are exact. */
+/**
+ * Rebuilds an envelope from stored columns; absent optionals stay absent so round trips are exact.
+ * An event stored at an older payload version is upcast (schemas/event-version.ts), so every reader
+ * sees the current shape; one that cannot be is refused with its stream, seq, type and version.
+ */
 export function toEnvelope(row: {
   seq: number;
   at: string;
@@ -145,12 +160,14 @@ export function toEnvelope(row: {
   causation: number | null | undefined;
   correlation: string | null | undefined;
   by: string | null | undefined;
+  v?: number | null | undefined;
 }): AnyEnvelope {
   const env: AnyEnvelope = { seq: row.seq, at: row.at, stream: row.stream, type: row.type, data: JSON.parse(row.data) as EventData };
   if (row.causation != null) env.causation = row.causation;
   if (row.correlation != null) env.correlation = row.correlation;
   if (row.by != null) env.by = row.by;
-  return env;
+  if (row.v != null) env.v = row.v;
+  return upcastEnvelope(env);
 }
 
 /** Query checked once so both implementations reject the same bad input the same way. */

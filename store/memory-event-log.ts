@@ -13,6 +13,7 @@ interface Row {
   causation: number | undefined;
   correlation: string | undefined;
   by: string | undefined;
+  v: number | undefined;
 }
 
 /**
@@ -31,7 +32,7 @@ export class MemoryEventLog implements EventLog {
     const expect = checkExpected(expected);
     assertVersions(expect, (stream) => this.#heads.get(stream) ?? 0);
     const base = this.lastSeq();
-    const rows = checked.map((e, i) => ({ seq: base + 1 + i, at, atMs: Date.parse(at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by }));
+    const rows = checked.map((e, i) => ({ seq: base + 1 + i, at, atMs: Date.parse(at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by, v: e.v }));
     this.#push(rows);
     return rows.map(toEnvelope);
   }
@@ -52,7 +53,7 @@ export class MemoryEventLog implements EventLog {
   appendRaw(envelopes: readonly AnyEnvelope[]): number {
     this.#open();
     const checked = checkEnvelopes(envelopes, this.lastSeq());
-    this.#push(checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by })));
+    this.#push(checked.map((e) => ({ seq: e.seq, at: e.at, atMs: Date.parse(e.at), stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by, v: e.v })));
     return checked.length;
   }
 

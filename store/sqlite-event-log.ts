@@ -20,7 +20,16 @@ function sqliteDriver(): typeof Database {
 }
 
 /** Bump when the events/meta layout changes; opening a newer file with older code is refused. */
-export const EVENT_LOG_SCHEMA_VERSION = 1;
+export const EVENT_LOG_SCHEMA_VERSION = 2;
+
+/**
+ * Version 2 added `v`, the payload's schema version (schemas/event-version.ts). A version-1 file is
+ * brought forward on its first writable open; NULL reads as payload version 1, which is what every
+ * row it holds was written at.
+ */
+const MIGRATIONS: Readonly<Record<number, readonly string[]>> = {
+  2: [`ALTER TABLE events ADD COLUMN v INTEGER`],
+};
 
 /** The log's own tables, exported so tools (and crash tests) can create an identical file. */
 export const EVENT_LOG_DDL: readonly string[] = [
@@ -33,7 +42,8 @@ export const EVENT_LOG_DDL: readonly string[] = [
     data TEXT NOT NULL,
     causation INTEGER,
     correlation TEXT,
-    by TEXT
+    by TEXT,
+    v INTEGER
   )`,
   `CREATE INDEX IF NOT EXISTS events_stream ON events (stream, seq)`,
   `CREATE INDEX IF NOT EXISTS events_type ON events (type, seq)`,
@@ -59,6 +69,7 @@ interface EventRow {
   causation: number | null;
   correlation: string | null;
   by: string | null;
+  v: number | null;
 }
 
 const CORRUPT_CODES = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_CORRUPT_INDEX', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_VTAB']);
@@ -131,6 +142,8 @@ export class SqliteEventLog implements EventLog {
   readonly #insertRaw: Database.Statement | undefined;
   readonly #lastSeq: Database.Statement;
   readonly #version: Database.Statement;
+  /** A version-1 file opened read-only has no `v` column: its rows read as payload version 1. */
+  readonly #vColumn: string;
   readonly #reads = new Map<string, Database.Statement>();
   readonly #appendTx: ((events: ReturnType<typeof checkBatch>, at: string, expected: ExpectedVersions | undefined) => AnyEnvelope[]) | undefined;
   readonly #appendRawTx: ((envs: ReturnType<typeof checkEnvelopes>) => number) | undefined;
@@ -141,22 +154,24 @@ export class SqliteEventLog implements EventLog {
     this.#projections = projections;
     this.readonly = readonly;
     this.#lastSeq = db.prepare(`SELECT coalesce(max(seq), 0) AS seq FROM events`);
+    const columns = (db.prepare(`PRAGMA table_info(events)`).all() as { name: string }[]).map((c) => c.name);
+    this.#vColumn = columns.includes('v') ? 'v' : 'NULL AS v';
     // One seek to the end of the stream's run in the (stream, seq) index.
     this.#version = db.prepare(`SELECT seq FROM events WHERE stream = ? ORDER BY seq DESC LIMIT 1`).pluck();
     if (readonly) return;
-    this.#insert = db.prepare(`INSERT INTO events (at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?)`);
-    this.#insertRaw = db.prepare(`INSERT INTO events (seq, at, stream, type, data, causation, correlation, by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#insert = db.prepare(`INSERT INTO events (at, stream, type, data, causation, correlation, by, v) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#insertRaw = db.prepare(`INSERT INTO events (seq, at, stream, type, data, causation, correlation, by, v) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const appendTx = db.transaction((events: ReturnType<typeof checkBatch>, at: string, expect: ExpectedVersions | undefined): AnyEnvelope[] => {
       // Inside the IMMEDIATE transaction: no other connection can append between check and insert.
       assertVersions(expect, (stream) => this.#versionOf(stream));
       const out: AnyEnvelope[] = [];
       let next = 0;
       for (const e of events) {
-        const seq = Number(this.#insert!.run(at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null).lastInsertRowid);
+        const seq = Number(this.#insert!.run(at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null, e.v ?? null).lastInsertRowid);
         // AUTOINCREMENT under an IMMEDIATE transaction is consecutive; check rather than trust.
         if (next !== 0 && seq !== next) throw new SvcError('seq-gap', `${this.path}: seq ${seq} follows ${next - 1} inside one batch`);
         next = seq + 1;
-        const env = toEnvelope({ seq, at, stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by });
+        const env = toEnvelope({ seq, at, stream: e.stream, type: e.type, data: e.dataJson, causation: e.causation, correlation: e.correlation, by: e.by, v: e.v });
         applyProjections(db, this.#projections, env);
         out.push(env);
       }
@@ -165,7 +180,7 @@ export class SqliteEventLog implements EventLog {
     this.#appendTx = (events, at, expected) => appendTx.immediate(events, at, expected);
     const rawTx = db.transaction((envs: ReturnType<typeof checkEnvelopes>): number => {
       for (const e of envs) {
-        this.#insertRaw!.run(e.seq, e.at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null);
+        this.#insertRaw!.run(e.seq, e.at, e.stream, e.type, e.dataJson, e.causation ?? null, e.correlation ?? null, e.by ?? null, e.v ?? null);
         applyProjections(db, this.#projections, toEnvelope({ ...e, data: e.dataJson }));
       }
       return envs.length;
@@ -219,6 +234,7 @@ export class SqliteEventLog implements EventLog {
           db.prepare(`INSERT INTO meta (key, value) VALUES ('schema_version', ?)`).run(String(EVENT_LOG_SCHEMA_VERSION));
         }).immediate();
       }
+      if (!fresh && !readonly) SqliteEventLog.#migrate(db);
       // A projection added since this log was written starts with no tables: it is folded from the whole log once.
       const added = fresh || readonly ? [] : projections.filter((p) => p.tables.some((t) => !db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(t)));
       if (!readonly) createProjectionTables(db, projections);
@@ -239,6 +255,16 @@ export class SqliteEventLog implements EventLog {
       if (isCorruption(err)) throw corrupt(path, err.message);
       throw err;
     }
+  }
+
+  /** Brings a file written by an older svc to this layout, one version at a time, in one transaction. */
+  static #migrate(db: Database.Database): void {
+    db.transaction(() => {
+      const version = Number((db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).get() as { value: string }).value);
+      if (version >= EVENT_LOG_SCHEMA_VERSION) return;
+      for (let next = version + 1; next <= EVENT_LOG_SCHEMA_VERSION; next++) for (const sql of MIGRATIONS[next] ?? []) db.exec(sql);
+      db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(EVENT_LOG_SCHEMA_VERSION));
+    }).immediate();
   }
 
   /** True when the file is a new, empty database the log may initialise. */
@@ -323,7 +349,7 @@ export class SqliteEventLog implements EventLog {
       where.push('svc_at_ms(at) >= ?');
       args.push(q.sinceMs);
     }
-    let sql = `SELECT seq, at, stream, type, data, causation, correlation, by FROM events`;
+    let sql = `SELECT seq, at, stream, type, data, causation, correlation, by, ${this.#vColumn} FROM events`;
     if (where.length) sql += ` WHERE ${where.join(' AND ')}`;
     sql += ` ORDER BY seq ${q.descending ? 'DESC' : 'ASC'}`;
     if (q.limit !== undefined) {
@@ -344,7 +370,7 @@ export class SqliteEventLog implements EventLog {
   *iterate(query: Pick<ReadQuery, 'after'> = {}): IterableIterator<AnyEnvelope> {
     const db = this.#open();
     const q = checkQuery(query);
-    const stmt = db.prepare(`SELECT seq, at, stream, type, data, causation, correlation, by FROM events WHERE seq > ? ORDER BY seq`);
+    const stmt = db.prepare(`SELECT seq, at, stream, type, data, causation, correlation, by, ${this.#vColumn} FROM events WHERE seq > ? ORDER BY seq`);
     for (const row of stmt.iterate(q.after ?? 0) as IterableIterator<EventRow>) yield toEnvelope(row);
   }
 

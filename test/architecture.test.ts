@@ -213,3 +213,39 @@ await t.test('no comment says a shape is mirrored or restated: it is declared on
   }
   t.same(copies, [], copies.join('\n'));
 });
+
+/** Patterns that each belong to one file: a second spelling is a second rule that can drift. */
+const ONE_HOME: readonly { what: string; pattern: RegExp; home: string }[] = [
+  { what: 'a real timer clock', pattern: /setTimeout:\s*\(.*?\)\s*(:\s*[\w.]+\s*)?=>\s*setTimeout\(/, home: 'bus/clock.ts' },
+  { what: 'a wall-clock default', pattern: /\?\?\s*Date\.now\b|=>\s*Date\.now\(\)/, home: 'bus/clock.ts' },
+  { what: 'a cause stamped from a seq', pattern: /causation:\s*[\w.]+\.seq\b/, home: 'bus/cause.ts' },
+  { what: "a served file's disposition header", pattern: /['"]content-disposition['"]\s*:/, home: 'edges/http/content-headers.ts' },
+  { what: 'createdOf', pattern: /function\s+createdOf\b/, home: 'machines/task.machine.ts' },
+  { what: 'causedBy', pattern: /function\s+(causedBy|causeOf)\b/, home: 'bus/cause.ts' },
+  { what: 'followsFrom', pattern: /function\s+(followsFrom|causeOfLast)\b/, home: 'bus/cause.ts' },
+];
+
+function strayRules(files: ReadonlyMap<string, string>): string[] {
+  const stray: string[] = [];
+  for (const [rel, text] of files) {
+    for (const rule of ONE_HOME) if (rel !== rule.home && rule.pattern.test(text)) stray.push(`${rel}: ${rule.what} (it lives in ${rule.home})`);
+  }
+  return stray;
+}
+
+t.test('one of each rule: the real clock, the cause stamps, the file headers and createdOf each have one home', async (t) => {
+  const files = new Map<string, string>();
+  for (const folder of FOLDERS) for (const file of sources(join(ROOT, folder))) files.set(relative(ROOT, file), readFileSync(file, 'utf8'));
+  const stray = strayRules(files);
+  t.same(stray, [], stray.join('\n'));
+  for (const rule of ONE_HOME) t.ok(rule.pattern.test(files.get(rule.home) ?? ''), `${rule.what} is in ${rule.home}`);
+});
+
+t.test('the rule finder sees a second definition', async (t) => {
+  const copy = new Map([
+    ['actors/x.ts', 'const c = { setTimeout: (fn, ms) => setTimeout(fn, ms) }; const now = d.clock ?? Date.now;'],
+    ['bin/z.ts', 'const c = { now: () => Date.now(), setTimeout: (fn: () => void, ms: number): NodeJS.Timeout => setTimeout(fn, ms) };'],
+    ['edges/y.ts', "headers: { 'content-disposition': x }; function causeOf(c) { return { causation: e.seq }; }"],
+  ]);
+  t.same(strayRules(copy).length, 7);
+});

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import * as v from 'valibot';
-import type { Bus, Cause } from '../../bus/index.js';
+import { REAL_CLOCK, type Bus, type Cause } from '../../bus/index.js';
 import {
   canonicalTimeZone,
   compileSchedule,
@@ -33,7 +33,7 @@ import {
   systemPrincipal,
 } from '../../schemas/index.js';
 import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
-import { REAL_CLOCK, type ActorClock } from '../host/actor-host.js';
+import type { ActorClock } from '../host/actor-host.js';
 import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
 import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';

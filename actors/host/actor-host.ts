@@ -3,11 +3,9 @@ import { createActor, type Actor, type AnyStateMachine, type InputFrom, type Sna
 /** xstate's scheduler clock (not exported by name): what delays run on. */
 export type ActorClock = NonNullable<NonNullable<Parameters<typeof createActor>[1]>['clock']>;
 
-/** Node's own timers as an ActorClock: what runs when no test injects a simulated one. */
-export const REAL_CLOCK: ActorClock = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) };
 import type { Subscription } from 'rxjs';
 import { ACTOR_EVENTS, SvcError, describeError, type AnyEnvelope, type Fact } from '../../schemas/index.js';
-import type { Bus, Cause } from '../../bus/index.js';
+import { REAL_CLOCK, followsFrom, type Bus, type Cause } from '../../bus/index.js';
 import type { EventLog } from '../../store/index.js';
 
 export interface SpawnOptions<M extends AnyStateMachine> {
@@ -218,7 +216,8 @@ export class ActorHost {
       if (!state) continue;
       const snapshot = spec.machine.resolveState(state as never) as SnapshotFrom<M>;
       const id = idOf(stream);
-      this.spawn(id, spec.machine, { stream, snapshot, ...causeOfLast(events) });
+      // What a restored actor does on its own from now on follows from the last fact it was restored from.
+      this.spawn(id, spec.machine, { stream, snapshot, ...followsFrom(events.at(-1)!) });
       restored.push(id);
     }
     return restored;
@@ -233,7 +232,7 @@ export class ActorHost {
     for (const [stream, events] of streamsOf(log, spec)) {
       const event = spec.fold(stream, events);
       if (!event) continue;
-      this.send(parentId, event, causeOfLast(events));
+      this.send(parentId, event, followsFrom(events.at(-1)!));
       restored++;
     }
     return restored;
@@ -269,12 +268,6 @@ function streamsOf(log: EventLog, spec: { streamPrefix: string; types?: readonly
     list.push(e);
   }
   return byStream;
-}
-
-/** What a restored actor does on its own from now on follows from the last fact it was restored from. */
-function causeOfLast(events: readonly AnyEnvelope[]): Cause {
-  const last = events.at(-1)!;
-  return { causation: last.seq, ...(last.correlation !== undefined ? { correlation: last.correlation } : {}) };
 }
 
 export type { Subscription };

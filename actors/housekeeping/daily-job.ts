@@ -1,5 +1,6 @@
 import { nextDailyRun, resolveTimezone } from '../../machines/index.js';
 import { describeError } from '../../schemas/index.js';
+import { BACKGROUND_CLOCK } from '../../bus/index.js';
 import type { ActorClock } from '../host/actor-host.js';
 import { hostZone } from '../agents/agent-runtime.js';
 
@@ -19,15 +20,8 @@ export interface DailyJobDeps {
   onError: (message: string) => void;
 }
 
-/** Node's timers, unref'd: upkeep must never be what keeps a stopping daemon alive. */
-export const UPKEEP_CLOCK: ActorClock = {
-  setTimeout: (fn: () => void, ms: number) => {
-    const t = setTimeout(fn, ms);
-    t.unref();
-    return t;
-  },
-  clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout),
-};
+/** Upkeep must never be what keeps a stopping daemon alive. */
+export const UPKEEP_CLOCK: ActorClock = BACKGROUND_CLOCK;
 
 export class DailyJob {
   private timer: unknown = null;

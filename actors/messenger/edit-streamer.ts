@@ -1,6 +1,7 @@
 import { decideEditStream, evolveEditStream, initialEditStream, startedEditStream, type EditStreamRules } from '../../machines/index.js';
 import type { EditStream, MessageEditor } from '../../schemas/index.js';
-import { REAL_CLOCK, type ActorClock } from '../host/actor-host.js';
+import { REAL_CLOCK } from '../../bus/index.js';
+import type { ActorClock } from '../host/actor-host.js';
 
 /**
  * Drives machines/edit-stream.logic.ts for one streamed answer: carries out each send or edit it

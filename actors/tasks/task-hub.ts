@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Subscription, filter, firstValueFrom } from 'rxjs';
-import { agentsOf, type Bus, type Cause } from '../../bus/index.js';
+import { agentsOf, causedBy, type Bus, type Cause } from '../../bus/index.js';
 import {
   TASKS_DISABLED_TEXT,
   createdOf,
@@ -377,7 +377,7 @@ export class TaskHub {
   private async drive(id: string, event: TaskMachineEvent, cause: Cause): Promise<void> {
     const actor = this.d.host.get<typeof taskMachine>(actorIdOf(id));
     if (!actor || !actor.getSnapshot().can(event)) throw new SvcError('task-state', `task ${id} cannot ${event.type} while ${this.task(id)?.status ?? 'gone'}`);
-    await this.d.host.sendAndCommit(actorIdOf(id), event, causeOf(cause));
+    await this.d.host.sendAndCommit(actorIdOf(id), event, causedBy(cause));
   }
 
   /** A started run: the task's CLI through the agent contract, for the person the task runs for. */
@@ -438,8 +438,4 @@ export class TaskHub {
 
 function actorIdOf(id: string): string {
   return `task:${id}`;
-}
-
-function causeOf(c: Cause): Cause {
-  return { ...(c.correlation ? { correlation: c.correlation } : {}), ...(c.causation !== undefined ? { causation: c.causation } : {}), ...(c.by ? { by: c.by } : {}) };
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import { agentsOf, type Bus } from '../../bus/index.js';
+import { REAL_CLOCK, agentsOf, type Bus } from '../../bus/index.js';
 import {
   MAX_STEP_EXECUTIONS,
   foldWorkflowRun,
@@ -36,7 +36,7 @@ import {
   type WorkflowDefinitionView,
 } from '../../schemas/index.js';
 import type { EventLog, WorkflowDefinitions, WorkflowLoadError } from '../../store/index.js';
-import { REAL_CLOCK, type ActorClock, type ActorHost } from '../host/actor-host.js';
+import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
 
 /*

@@ -13,7 +13,7 @@ import {
   type Principal,
 } from '../../schemas/index.js';
 import { openUserFile, type ContainedFile } from '../../store/index.js';
-import { contentDisposition, contentTypeFor, json, withBody, withQuery, type HttpReply, type Route } from '../http/index.js';
+import { fileHeaders, json, withBody, withQuery, type HttpReply, type Route } from '../http/index.js';
 import { adminAuth } from './admin-auth.js';
 import type { AdminDeps } from './admin-deps.js';
 import { SIGNED_DOWNLOAD_PATH, signedDownloadUrl, urlSigner } from './signed-url.js';
@@ -39,13 +39,7 @@ function download(file: ContainedFile): HttpReply {
   const name = basename(file.realPath);
   return {
     status: 200,
-    headers: {
-      'content-type': contentTypeFor(name),
-      'content-disposition': contentDisposition('attachment', name),
-      'content-security-policy': "default-src 'none'; sandbox",
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'private, no-store',
-    },
+    headers: fileHeaders(name, { disposition: 'attachment', cacheControl: 'private, no-store' }),
     file: { handle: file.handle, size: file.size },
   };
 }

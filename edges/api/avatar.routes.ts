@@ -1,5 +1,6 @@
+import { basename } from 'node:path';
 import { openAvatar, type HomePaths } from '../../store/index.js';
-import { contentTypeFor, json, type Route } from '../http/index.js';
+import { contentTypeFor, fileHeaders, json, type Route } from '../http/index.js';
 
 /*
  * SPEC.md "Direct API server": `GET /api/agents/{name}/avatar`, public (an <img> tag cannot send a
@@ -37,11 +38,7 @@ export function avatarRoutes(deps: AvatarRoutesDeps): Route[] {
         }
         return {
           status: 200,
-          headers: {
-            'content-type': contentType!,
-            'cache-control': CACHE_CONTROL,
-            'x-content-type-options': 'nosniff',
-          },
+          headers: fileHeaders(basename(avatar.realPath), { disposition: 'inline', cacheControl: CACHE_CONTROL, contentType: contentType! }),
           file: { handle: avatar.handle, size: avatar.size },
         };
       },

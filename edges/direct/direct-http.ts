@@ -3,9 +3,8 @@ import * as v from 'valibot';
 import { ADMIN_ACCESS, MAIN_AGENT, SvcError, USER_FILES_COMMANDS, UploadPlacementQuerySchema, type Principal } from '../../schemas/index.js';
 import { createUserFile, type HomePaths } from '../../store/index.js';
 import {
-  contentDisposition,
-  contentTypeFor,
   fileAccessMode,
+  fileHeaders,
   json,
   openRequestedFile,
   roleSatisfies,
@@ -98,13 +97,7 @@ export function directRoutes(hub: DirectHub): Route[] {
         const name = basename(file.realPath);
         return {
           status: 200,
-          headers: {
-            'content-type': contentTypeFor(name),
-            'content-disposition': contentDisposition('inline', name),
-            // A served HTML or SVG file must not run as a page of this origin.
-            'content-security-policy': "default-src 'none'; sandbox",
-            'x-content-type-options': 'nosniff',
-          },
+          headers: fileHeaders(name, { disposition: 'inline', cacheControl: 'private, no-store' }),
           file: { handle: file.handle, size: file.size },
         };
       }),

@@ -1,7 +1,7 @@
 import type { LogLevel } from '../../bus/index.js';
 import { SvcError, describeError } from '../../schemas/index.js';
 import { openContainedFile, serviceSecretRealPaths, type HomePaths } from '../../store/index.js';
-import { HttpServer, contentDisposition, contentTypeFor, isLoopbackHost, publicBindWarning, type HttpRequest, type Route, type Surface } from '../http/index.js';
+import { HttpServer, fileHeaders, isLoopbackHost, publicBindWarning, type HttpRequest, type Route, type Surface } from '../http/index.js';
 
 /*
  * The fileshare server (SPEC.md FileshareConfig): a listener of its own on `fileshare.host:port`
@@ -52,14 +52,7 @@ export function fileshareSurface(paths: HomePaths): Surface {
     const name = requested.split('/').pop() ?? requested;
     return {
       status: 200,
-      headers: {
-        'content-type': contentTypeFor(name),
-        'content-disposition': contentDisposition('inline', name),
-        // A shared HTML or SVG file must not run scripts on this origin, nor be sniffed into one.
-        'content-security-policy': 'sandbox',
-        'x-content-type-options': 'nosniff',
-        'cache-control': 'no-store',
-      },
+      headers: fileHeaders(name, { disposition: 'inline', cacheControl: 'no-store' }),
       file: { handle: file.handle, size: file.size },
     };
   };

@@ -27,3 +27,33 @@ export function contentDisposition(type: 'inline' | 'attachment', name: string):
   return `${type}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
+
+export interface FileHeaderOptions {
+  /** `attachment` for a download the browser saves; `inline` for one it may show (an image, a shared page). */
+  disposition: 'inline' | 'attachment';
+  cacheControl: string;
+  /** The media type when the caller has already checked it; otherwise from `name`'s extension. */
+  contentType?: string;
+}
+
+/**
+ * The headers of every file this origin serves from disk (admin files, direct-API downloads,
+ * avatars, the fileshare): its type and name, never sniffed into another type, and sandboxed, so
+ * an HTML or SVG file cannot run as a page of this origin whatever route served it.
+ */
+export function fileHeaders(name: string, opts: FileHeaderOptions): Record<string, string> {
+  return {
+    'content-type': opts.contentType ?? contentTypeFor(name),
+    'content-disposition': contentDisposition(opts.disposition, name),
+    'content-security-policy': FILE_CSP,
+    'x-content-type-options': 'nosniff',
+    'cache-control': opts.cacheControl,
+  };
+}
+
+/**
+ * No scripts, forms, plugins or same-origin access (`sandbox`) and nothing fetched from elsewhere;
+ * images, media and styles from this origin stay allowed, so a shared HTML report still shows its
+ * own pictures.
+ */
+export const FILE_CSP = "default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'self' 'unsafe-inline'; sandbox";

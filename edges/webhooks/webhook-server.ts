@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus, LogLevel } from '../../bus/index.js';
+import { REAL_CLOCK, type Bus, type LogLevel } from '../../bus/index.js';
 import { MAX_RECORD_ID_CHARS, SvcError, WEBHOOK_COMMANDS, describeError } from '../../schemas/index.js';
 import { HttpServer, clientAddress, json, publicBindWarning, rateLimitKey, type HttpRequest, type Route, type Surface } from '../http/index.js';
 import { WEBHOOK_STATUSES, webhookErrorBody } from './errors.js';
@@ -53,7 +53,7 @@ function parsePayload(req: HttpRequest): Record<string, unknown> {
 
 export function webhookSurface(opts: Omit<WebhookServerOptions, 'host' | 'port' | 'log'>): Surface {
   const { bus } = opts;
-  const limit = new SlidingWindowLimit(opts.rateLimitPerMinute, opts.clock ?? Date.now);
+  const limit = new SlidingWindowLimit(opts.rateLimitPerMinute, opts.clock ?? REAL_CLOCK.now);
   const routes: Route[] = [
     {
       method: 'GET',

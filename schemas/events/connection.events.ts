@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { ROLES } from '../config.schema.js';
 import { typeNames } from './type-names.js';
 
 /*
@@ -12,7 +13,11 @@ export const CONNECTION_CLOSE_REASONS = [...AUTH_REJECTIONS, 'client', 'nonce_li
 export type ConnectionCloseReason = (typeof CONNECTION_CLOSE_REASONS)[number];
 
 export const CONNECTION_EVENT_SCHEMAS = {
-  'connection.authenticated': v.object({ chat_id: v.number(), channel_id: v.nullable(v.number()) }),
+  // Version 2 (event-version.ts): `surface` names the socket's surface; version 1 was `/ws` only.
+  'connection.authenticated': v.variant('surface', [
+    v.object({ surface: v.literal('direct'), chat_id: v.number(), channel_id: v.nullable(v.number()) }),
+    v.object({ surface: v.literal('admin'), role: v.picklist(ROLES) }),
+  ]),
   'connection.closed': v.object({ reason: v.picklist(CONNECTION_CLOSE_REASONS), code: v.number() }),
 };
 export const CONNECTION_EVENTS = typeNames(CONNECTION_EVENT_SCHEMAS);

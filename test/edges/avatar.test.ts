@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { API_STATUSES, avatarRoutes } from '../../edges/index.js';
+import { API_STATUSES, FILE_CSP, avatarRoutes } from '../../edges/index.js';
 import { avatarsDir, homePaths, openAvatar } from '../../store/index.js';
 import { serveSurfaces } from '../fixtures/http-server.js';
 
@@ -49,6 +49,9 @@ await t.test('served without any Authorization header, with the content type of 
   t.equal(r.headers['content-type'], 'image/png', 'png wins over jpg');
   t.equal(r.headers['cache-control'], 'public, max-age=300');
   t.equal(r.headers['x-content-type-options'], 'nosniff');
+  t.equal(r.headers['content-security-policy'], FILE_CSP, 'sandboxed like every other served file');
+  t.match(r.headers['content-security-policy'], /default-src 'none'.*; sandbox$/);
+  t.match(r.headers['content-disposition'], /^inline; filename="[^"]+\.png"/);
   t.ok(r.body.equals(PNG), 'the bytes of the file');
   for (const [name, type, body] of [
     ['coder', 'image/jpeg', 'jpeg bytes'],

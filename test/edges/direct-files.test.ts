@@ -8,7 +8,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Bus } from '../../bus/index.js';
-import { receiveUpload, type DirectLimits } from '../../edges/index.js';
+import { FILE_CSP, receiveUpload, type DirectLimits } from '../../edges/index.js';
 import { startDirectApi, type DirectApiServer } from '../fixtures/direct-api.js';
 import { connectionMachine } from '../../machines/index.js';
 import { SvcError, defaultConfig, type AgentConfig } from '../../schemas/index.js';
@@ -468,8 +468,10 @@ await t.test('served files: type from mime-types, RFC 6266 disposition with an A
   t.equal(r.headers['content-disposition'], `inline; filename="na_ve _q_ (1)*__.json"; filename*=UTF-8''na%C3%AFve%20%22q%22%20%281%29%2A%5C%25.json`);
   r = await call(`${env.base}/files?path=page.html`, { headers: AUTH });
   t.equal(r.headers['content-type'], 'text/html; charset=utf-8');
-  t.equal(r.headers['content-security-policy'], "default-src 'none'; sandbox", 'HTML cannot run as this origin');
+  t.equal(r.headers['content-security-policy'], FILE_CSP, 'HTML cannot run as this origin');
+  t.match(r.headers['content-security-policy'], /default-src 'none'.*; sandbox$/);
   t.equal(r.headers['x-content-type-options'], 'nosniff');
+  t.equal(r.headers['cache-control'], 'private, no-store');
 });
 
 await t.test('/upload with busboy: hostile and unusual multipart bodies', async (t) => {

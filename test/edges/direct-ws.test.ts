@@ -731,7 +731,7 @@ await t.test('connection machine, driven by events', async (t) => {
   const auth = { type: 'auth' as const, tokenValid: true, keyValid: true, configChatId: 0, allowedUserIds: [] };
   let r = drive([{ ...auth, chatId: 4, channelId: 2 }, { type: 'timeout' }]);
   t.equal(r.snap.value, 'encrypted', 'a late timer does nothing after auth');
-  t.same(r.out, [{ type: 'connection.authenticated', data: { chat_id: 4, channel_id: 2 } }], 'facts start at authentication');
+  t.same(r.out, [{ type: 'connection.authenticated', data: { surface: 'direct', chat_id: 4, channel_id: 2 } }], 'facts start at authentication');
   r = drive([{ ...auth, keyValid: false }, { type: 'frame', nonce: 'a' }, { type: 'close', code: 1008 }]);
   t.equal(r.snap.value, 'closed');
   t.same([r.snap.context.rejection, r.snap.context.closeReason], ['auth_failed', 'auth_failed'], 'frames after a rejection are ignored');

@@ -1,7 +1,7 @@
 import t from 'tap';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { startFileshareServer } from '../../edges/index.js';
+import { FILE_CSP, startFileshareServer } from '../../edges/index.js';
 import { homePaths } from '../../store/index.js';
 import { rawRequest } from '../fixtures/raw-http.js';
 
@@ -44,7 +44,11 @@ await t.test('serves the folder, and nothing outside it', async (t) => {
   t.equal(await nested.text(), 'a,b\n1,2\n');
   t.equal(await (await get('/link-in.txt')).text(), 'hello there\n', 'a link that stays inside is followed');
   const page = await get('/page.html');
-  t.equal(page.headers.get('content-security-policy'), 'sandbox', 'shared HTML runs no script on this origin');
+  t.equal(page.headers.get('content-security-policy'), FILE_CSP, 'shared HTML runs no script on this origin');
+  t.match(page.headers.get('content-security-policy'), /default-src 'none'.*; sandbox$/);
+  t.match(page.headers.get('content-disposition'), /^inline; filename="page.html"/);
+  t.equal(page.headers.get('x-content-type-options'), 'nosniff');
+  t.equal(page.headers.get('cache-control'), 'no-store');
   await page.arrayBuffer();
   const whole = Buffer.from(await (await get('/big.bin')).arrayBuffer());
   t.ok(whole.equals(big), 'a file larger than one window arrives whole');

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { startDaemon } from '../../bin/daemon.js';
 import { agentsOf } from '../../bus/index.js';
-import { EVENT_SCHEMAS, type AnyEnvelope, type EventType, type Principal } from '../../schemas/index.js';
+import { EVENT_SCHEMAS, upcastEnvelope, type AnyEnvelope, type EventType, type Principal } from '../../schemas/index.js';
 import { homePaths } from '../../store/index.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
@@ -72,4 +72,15 @@ await t.test('a payload that does not fit is reported, so the check above can fa
     { seq: 2, at, stream: 'x', type: 'x.made_up', data: {} },
     { seq: 3, at, stream: 'registry', type: 'registry.agent_added', data: { name: 'ok' } },
   ]).map((s) => s.split(':')[0]), ['1 registry.agent_added', '2 x.made_up']);
+});
+
+t.test('upcastEnvelope: an old payload is brought forward, a missing step or a newer version is named', async (t) => {
+  const base = { seq: 5, at: '2026-11-20T09:00:00.000Z', stream: 'conn:x', type: 'connection.authenticated', data: { chat_id: 1, channel_id: null } };
+  t.same(upcastEnvelope(base), { ...base, data: { surface: 'direct', chat_id: 1, channel_id: null }, v: 2 }, 'no version reads as 1');
+  const current = { ...base, v: 2, data: { surface: 'admin', role: 'admin' } };
+  t.equal(upcastEnvelope(current), current, 'a current event is handed back as it is');
+  const other = { ...base, type: 'connection.closed', data: { reason: 'client', code: 1000 } };
+  t.equal(upcastEnvelope(other), other, 'a type at version 1 is untouched');
+  t.throws(() => upcastEnvelope({ ...base, v: 3 }), { code: 'unreadable-event', message: /^conn:x seq 5: connection\.authenticated version 3 was written by a newer svc/ });
+  t.throws(() => upcastEnvelope({ ...other, v: 2 }), { code: 'unreadable-event', message: /connection\.closed version 2/ });
 });

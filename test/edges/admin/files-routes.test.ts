@@ -2,6 +2,7 @@ import t from 'tap';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { USER_FILES_EVENTS } from '../../../schemas/index.js';
+import { FILE_CSP } from '../../../edges/index.js';
 import { LEAK, hostilePaths, plantLinks, serveContent, snapshot } from '../../fixtures/admin-content.js';
 
 const enc = encodeURIComponent;
@@ -38,6 +39,9 @@ await t.test('list, download, mkdir, delete in the WIRE.md shapes', async (t) =>
   t.equal(r.headers['content-type'], 'application/pdf');
   t.match(r.headers['content-disposition'], /^attachment; filename="report.pdf"/);
   t.equal(r.headers['x-content-type-options'], 'nosniff');
+  t.equal(r.headers['content-security-policy'], FILE_CSP, 'sandboxed like every other served file');
+  t.match(r.headers['content-security-policy'], /default-src 'none'.*; sandbox$/);
+  t.equal(r.headers['cache-control'], 'private, no-store');
   r = await s.call('/api/files/download?path=notes.txt');
   t.equal(r.body, 'hello notes\n', 'path= as WIRE.md allows');
 
