@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Subscription } from 'rxjs';
+import { createActor, type Actor } from 'xstate';
 import * as v from 'valibot';
 import type { Bus, Cause } from '../../bus/index.js';
 import {
   canonicalTimeZone,
   compileSchedule,
   cronDeliveryText,
+  cronScheduleMachine,
+  type CronDue,
+  type CronScheduleJob,
   cronTimeZone,
   deliveryRetryDelayMs,
   fireIdOf,
@@ -13,7 +17,6 @@ import {
   isSuccessStatus,
   missedFires,
   nextAverage,
-  nextFireAfter,
   recordResultPreview,
   type CompiledSchedule,
 } from '../../machines/index.js';
@@ -54,8 +57,6 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './on
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
-/** Longest sleep between checks, so a jump of the wall clock is noticed within this. */
-export const CRON_MAX_TICK_MS = 60_000;
 /** Fields the scheduler writes: a change of only these is not an edit of the job. */
 const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
@@ -78,8 +79,6 @@ interface Job {
   zone: string;
   /** The job's own `timezone` when it names a zone; null: it follows user_timezone. */
   ownZone: string | null;
-  /** Epoch ms of the next scheduled fire; null when disabled, broken or never again. */
-  next: number | null;
   /** What a change must differ in to recompute `next`. */
   key: string;
   /** Why the record is not valid (then `settings` are the last valid ones, or only the id): it is neither scheduled nor run. */
@@ -100,7 +99,8 @@ export class CronScheduler {
   private readonly lastScheduled = new Map<string, number>();
   private readonly subs = new Subscription();
   private readonly clock: ActorClock;
-  private tickTimer: unknown = null;
+  /** Which job fires when (machines/cron-schedule.machine.ts); null until start() and after stop(). */
+  private plan: Actor<typeof cronScheduleMachine> | null = null;
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
   private fileHash: string | null = null;
@@ -129,6 +129,11 @@ export class CronScheduler {
     const recovered = await this.d.runner.recover(correlation);
     const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
     for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
+    // The plan holds next fires after now; the catch-up below decides the ones missed before it.
+    this.plan = createActor(cronScheduleMachine, { input: { now: bus.now() }, clock: this.clock });
+    this.plan.on('due', (e) => this.onDue(e.fires));
+    this.plan.on('wake', () => this.plan?.send({ type: 'clock', now: this.d.bus.now() }));
+    this.plan.start();
     this.reload();
     const again = new Map(recovered.restarted.map((r) => [r.correlation, r]));
     // A fire the log holds unfinished was cut by a stop (or a SIGKILL). Its run waiting in a queue
@@ -160,7 +165,6 @@ export class CronScheduler {
     );
     // The config is applied when its reload is told: a new user_timezone moves jobs at once.
     this.subs.add(bus.subscribe('cron-scheduler-zone', () => this.followZone(), (e) => e.type === CONFIG_EVENTS.reloaded));
-    this.arm();
     this.watch();
     this.flush();
   }
@@ -168,7 +172,7 @@ export class CronScheduler {
   stop(): void {
     this.stopped = true;
     this.subs.unsubscribe();
-    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
+    this.plan?.stop();
     if (this.watchTimer !== null) this.clock.clearTimeout(this.watchTimer as never);
     for (const t of this.retryTimers) this.clock.clearTimeout(t as never);
     this.retryTimers.clear();
@@ -192,7 +196,8 @@ export class CronScheduler {
 
   /** The next fire of each job, epoch ms (null: none). */
   nextRuns(): Map<string, number | null> {
-    return new Map([...this.jobs].map(([id, j]) => [id, j.next]));
+    const next = this.plan?.getSnapshot().context.next ?? {};
+    return new Map([...this.jobs.keys()].map((id) => [id, next[id] ?? null]));
   }
 
   /** `POST /api/cron/{id}/run`: a fire now, outside the schedule (it does not move the next one). */
@@ -254,14 +259,14 @@ export class CronScheduler {
     const defaultZone = this.d.defaultZone();
     this.zoneUsed = defaultZone;
     const seen = new Set<string>();
-    const moved: Record<string, Partial<CronJobRecord>> = {};
+    const changed: CronJobRecord[] = [];
     for (const r of records) {
       seen.add(r.id);
       const parsed = v.safeParse(CronJobSettingsSchema, r);
       if (!parsed.success) {
         const problem = parsed.issues.map((i) => `${v.getDotPath(i) ?? 'record'}: ${i.message}`).join('; ');
         if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${problem}`);
-        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, next: null, key: 'invalid', problem });
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, key: 'invalid', problem });
         continue;
       }
       const s = parsed.output;
@@ -278,15 +283,23 @@ export class CronScheduler {
       const compiled = compileSchedule(s.schedule, zone);
       if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
       const schedule = 'error' in compiled ? null : compiled;
-      const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
-      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, next, key, problem: null });
-      const nextRun = next === null ? null : iso(next);
+      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, key, problem: null });
+      changed.push(r);
+    }
+    for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
+    if (!this.plan || this.stopped) return;
+    const planned: CronScheduleJob[] = [];
+    for (const j of this.jobs.values()) if (j.schedule) planned.push({ id: j.settings.id, expr: j.settings.schedule, zone: j.zone, enabled: j.settings.enabled });
+    this.plan.send({ type: 'jobs.set', jobs: planned, now });
+    const next = this.plan.getSnapshot().context.next;
+    const moved: Record<string, Partial<CronJobRecord>> = {};
+    for (const r of changed) {
+      const at = next[r.id] ?? null;
+      const nextRun = at === null ? null : iso(at);
       // Against what will be written: a next_run still pending (an unreadable file) counts.
       if ({ ...r, ...this.pending.get(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
     }
-    for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
     if (Object.keys(moved).length) this.patch(moved);
-    if (!this.stopped && this.tickTimer !== null) this.arm();
   }
 
   /** Start-up: for each job, the fires it missed since it was last handled (or made). */
@@ -310,41 +323,33 @@ export class CronScheduler {
     }
   }
 
-  private arm(): void {
-    if (this.stopped) return;
-    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
-    const now = this.d.bus.now();
-    let soonest = Infinity;
-    for (const j of this.jobs.values()) if (j.next !== null && j.next < soonest) soonest = j.next;
-    const wait = Math.max(0, Math.min(soonest - now, CRON_MAX_TICK_MS));
-    this.tickTimer = this.clock.setTimeout(() => {
-      this.tickTimer = null;
-      this.tick();
-    }, wait);
+  /** A check now, outside the plan's own timer: fires whatever is due by the clock. Returns how many fired. */
+  tick(): number {
+    if (this.stopped || !this.plan) return 0;
+    let fired = 0;
+    const count = this.plan.on('due', (e) => void (fired += e.fires.length));
+    this.plan.send({ type: 'clock', now: this.d.bus.now() });
+    count.unsubscribe();
+    return fired;
   }
 
-  /** Fires every job that is due; computes each one's next fire after now. */
-  tick(): number {
-    if (this.stopped) return 0;
-    this.followZone();
-    const now = this.d.bus.now();
-    let fired = 0;
+  /** The plan decided these fires are due: each job's next_run moves on, and the fires start in slices. */
+  private onDue(fires: readonly CronDue[]): void {
+    if (this.stopped) return;
+    // A user_timezone changed without a config reload: jobs following it are planned again first.
+    const zoneMoved = this.d.defaultZone() !== this.zoneUsed;
+    if (zoneMoved) queueMicrotask(() => this.followZone());
     const moved: Record<string, Partial<CronJobRecord>> = {};
     const due: { job: Job; at: number }[] = [];
-    for (const job of this.jobs.values()) {
-      if (job.next === null || job.next > now || !job.schedule) continue;
-      const at = job.next;
-      job.next = nextFireAfter(job.schedule, Math.max(at, now));
-      moved[job.settings.id] = { next_run: job.next === null ? null : iso(job.next) };
-      fired++;
-      due.push({ job, at });
+    for (const f of fires) {
+      const job = this.jobs.get(f.id);
+      if (!job?.schedule) continue;
+      moved[f.id] = { next_run: f.next === null ? null : iso(f.next) };
+      if (zoneMoved && job.ownZone === null) continue;
+      due.push({ job, at: f.at });
     }
-    if (fired) {
-      this.patch(moved);
-      this.track(this.fireInSlices(due));
-    }
-    this.arm();
-    return fired;
+    if (Object.keys(moved).length) this.patch(moved);
+    if (due.length) this.track(this.fireInSlices(due));
   }
 
   /**
