@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Subscription } from 'rxjs';
 import { createActor, type Actor } from 'xstate';
 import * as v from 'valibot';
@@ -6,40 +5,32 @@ import type { Bus, Cause } from '../../bus/index.js';
 import {
   canonicalTimeZone,
   compileSchedule,
-  cronDeliveryText,
   cronScheduleMachine,
   type CronDue,
   type CronScheduleJob,
   cronTimeZone,
-  deliveryRetryDelayMs,
   fireIdOf,
   foldCronLog,
-  isSuccessStatus,
   missedFires,
-  nextAverage,
-  recordResultPreview,
   type CompiledSchedule,
 } from '../../machines/index.js';
 import {
   AUTOMATION_EVENTS,
-  CHAT_DELIVERY_COMMANDS,
   CONFIG_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
-  MAX_CRON_RESULT_CHARS,
   SvcError,
   cronJobStream,
   describeError,
   type CronJobRecord,
   type CronJobSettings,
-  type Principal,
-  systemPrincipal,
 } from '../../schemas/index.js';
-import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
+import { isCronJobsSavedBySvc, readCronJobsFile, type EventLog, type HomePaths } from '../../store/index.js';
 import { REAL_CLOCK, type ActorClock } from '../host/actor-host.js';
-import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
-import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
-import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
+import { ensureCronTaskFolder, type OneShotRuns } from './one-shot-runner.js';
+import { cronRunRequest } from './cron-run-request.js';
+import { deliverCronResult, finishCronRun, type CronDeliveryContext } from './cron-delivery.js';
+import { CronRunFields, handEditFacts, sha } from './cron-run-fields.js';
 
 /*
  * The cron scheduler: fires each enabled job of cron_jobs.json at the times croner computes in the
@@ -57,8 +48,6 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './on
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
-/** Fields the scheduler writes: a change of only these is not an edit of the job. */
-const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
 export const FIRE_SLICE = 25;
 
@@ -86,12 +75,8 @@ interface Job {
 }
 
 
-export function cronPrincipal(jobId: string, route: { transport: string; chat_id: number; topic_id: number | null } | null): Principal {
-  return systemPrincipal(`cron:${jobId}`, { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null });
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const sha = (text: string) => createHash('sha1').update(text).digest('hex');
 
 export class CronScheduler {
   private readonly jobs = new Map<string, Job>();
@@ -103,23 +88,36 @@ export class CronScheduler {
   private plan: Actor<typeof cronScheduleMachine> | null = null;
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
-  private fileHash: string | null = null;
   /** defaultZone() when the jobs were last scheduled: jobs without a zone of their own are in it. */
   private zoneUsed: string | null = null;
-  /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
-  private unreadableHash: string | null = null;
-  /** The last write failure told, so a failure that lasts is told once. */
-  private writeError: string | null = null;
-  private pending = new Map<string, Partial<CronJobRecord>>();
-  /** The records as last read or written, so a run's end does not parse the whole file again. */
-  private records = new Map<string, CronJobRecord>();
-  private flushQueued = false;
+  private readonly file: CronRunFields;
+  private readonly delivery: CronDeliveryContext;
   private stopped = false;
   /** Runs and deliveries still going, so a test (or stop) can wait for them. */
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: CronSchedulerDeps) {
     this.clock = d.clock ?? REAL_CLOCK;
+    this.file = new CronRunFields({ paths: d.paths, bus: d.bus, track: (p) => this.track(p), handEdited: (before) => this.handEdited(before) });
+    this.delivery = {
+      bus: d.bus,
+      clock: this.clock,
+      retryTimers: this.retryTimers,
+      stopped: () => this.stopped,
+      settingsOf: (id) => this.jobs.get(id)?.settings,
+      patch: (changes) => this.file.patch(changes),
+      current: (id) => this.file.current(id),
+      track: (p) => this.track(p),
+    };
+  }
+
+  /** Writes the run fields patched so far; also called before anything reads the file back. */
+  flush(): void {
+    this.file.flush();
+  }
+
+  private patch(changes: Record<string, Partial<CronJobRecord>>): void {
+    this.file.patch(changes);
   }
 
   async start(correlation: string): Promise<void> {
@@ -144,7 +142,7 @@ export class CronScheduler {
         const fireCause = f.correlation === null ? cause : { correlation: f.correlation };
         const run = f.correlation === null ? undefined : again.get(f.correlation);
         if (run) {
-          void run.done.then((r) => this.track(this.finish(id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
+          void run.done.then((r) => this.track(finishCronRun(this.delivery, id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
           continue;
         }
         if (job?.schedule && f.correlation !== null && !recovered.queued.has(f.correlation)) {
@@ -152,12 +150,12 @@ export class CronScheduler {
           await this.startRun(job, f.fire_id, fireCause);
           continue;
         }
-        await this.finish(id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
+        await finishCronRun(this.delivery, id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
       }
     }
     for (const [id, s] of logged) {
       const job = this.jobs.get(id);
-      for (const u of s.undelivered) if (!u.gaveUp && job) this.deliver(job.settings, u.fire_id, u.status, u.result, u.attempts + 1, { correlation: `cron:${u.fire_id}` });
+      for (const u of s.undelivered) if (!u.gaveUp && job) deliverCronResult(this.delivery, job.settings, u.fire_id, u.status, u.result, u.attempts + 1, { correlation: `cron:${u.fire_id}` });
     }
     await this.catchUp(bus.now());
     this.subs.add(
@@ -234,12 +232,12 @@ export class CronScheduler {
     } catch (e) {
       // Told once per content: its hash is kept, so the watcher does not take the same broken file
       // for a new edit at each check. The next change of the file is read again.
-      if (hash !== this.fileHash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
-      this.fileHash = hash;
+      if (hash !== this.file.hash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
+      this.file.hash = hash;
       return;
     }
-    this.fileHash = hash;
-    this.records = new Map(records.map((r) => [r.id, r]));
+    this.file.hash = hash;
+    this.file.records = new Map(records.map((r) => [r.id, r]));
     this.schedule(records);
   }
 
@@ -250,7 +248,7 @@ export class CronScheduler {
    */
   private followZone(): void {
     if (this.stopped || this.d.defaultZone() === this.zoneUsed) return;
-    this.schedule([...this.records.values()]);
+    this.schedule([...this.file.records.values()]);
   }
 
   /** Jobs whose schedule, zone or enabled changed get a new next fire; jobs not in `records` are dropped. */
@@ -297,7 +295,7 @@ export class CronScheduler {
       const at = next[r.id] ?? null;
       const nextRun = at === null ? null : iso(at);
       // Against what will be written: a next_run still pending (an unreadable file) counts.
-      if ({ ...r, ...this.pending.get(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+      if ({ ...r, ...this.file.pendingOf(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
     }
     if (Object.keys(moved).length) this.patch(moved);
   }
@@ -385,200 +383,25 @@ export class CronScheduler {
     const s = job.settings;
     const route = s.chat_id !== null ? { transport: s.transport ?? 'internal', chat_id: s.chat_id, topic_id: s.topic_id } : null;
     const startedAt = this.d.bus.now();
-    const run = this.d.runner.run({
-      source: `cron:${s.id}`,
-      agent: s.agent,
-      name: s.title,
-      prompt: s.description.trim() || s.title,
-      provider: s.provider,
-      model: s.model,
-      reasoning_effort: s.reasoning_effort,
-      dependency: s.dependency,
-      principal: cronPrincipal(s.id, route),
-      correlation: cause.correlation ?? `cron:${fireId}`,
-      folder: s.id,
-      cli_parameters: s.cli_parameters,
-      quiet_start: s.quiet_start,
-      quiet_end: s.quiet_end,
-      // Null for a job that follows user_timezone: the runner takes the zone of the moment the run
-      // starts (after a wait in a dependency queue, or after a restart), not the one it was queued in.
-      timezone: job.ownZone,
-      route,
-    });
+    const run = this.d.runner.run(cronRunRequest(s, job.ownZone, fireId, cause, route));
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
     // The run itself is the runner's (its idle() waits for it unless its agent holds it); what follows it is tracked here.
-    void run.done.then((r) => this.track(this.finish(s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
+    void run.done.then((r) => this.track(finishCronRun(this.delivery, s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
     await run.queued;
-  }
-
-  private async finish(id: string, agent: string, fireId: string, startedAt: number | null, r: OneShotResult, s: CronJobSettings | null, cause: Cause, runId: string | null): Promise<void> {
-    const skipped = r.status.startsWith('skipped:');
-    const deliver = !skipped && !(s?.silent_on_success && isSuccessStatus(r.status));
-    const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
-    const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
-    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver, ...(s ? { name: s.title } : {}) }, ...cause });
-    const rec = this.current(id);
-    if (rec) {
-      const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
-      this.patch({
-        [id]: {
-          last_status: r.status,
-          // A preview (machines/cron.logic.ts): the log and the delivery have the whole result.
-          last_result: recordResultPreview(result),
-          last_delivery_status: deliver ? 'pending' : 'none',
-          ...(skipped || durationMs === null ? {} : { execution_count: count + 1, avg_duration: nextAverage(rec.avg_duration as number | null, count, durationMs / 1000) }),
-        },
-      });
-    }
-    if (deliver && s) this.deliver(s, fireId, r.status, result, 1, cause);
-  }
-
-  // ------------------------------------------------------------------ delivery
-
-  /**
-   * One attempt; a failed one is retried later on the clock, and the result stays in the log either way.
-   *
-   * Where it goes: a job without a transport (or with the admin chat's) is told in its agent's admin
-   * chat, as a `cron_result` envelope. A job naming another transport is told in that chat through
-   * `chat.deliver`, and an answer of not delivered is a failed attempt. The direct API (`api`) gets
-   * it live on that chat's open connections. A transport that is not running (every messenger until
-   * one is built) has chat.deliver put the result in the agent's admin chat instead, recorded as
-   * `chat.delivery_rerouted`; `cron.delivered` names where it went (`to`).
-   */
-  private deliver(s: CronJobSettings, fireId: string, status: string, result: string, attempt: number, cause: Cause): void {
-    const id = s.id;
-    const correlation = cause.correlation ?? `cron:${fireId}`;
-    const text = cronDeliveryText(s.title, status, result);
-    const tellChat = async (): Promise<string> => {
-      const transport = s.transport ?? ADMIN_TRANSPORT;
-      // A job naming a transport but no chat has no chat there to tell: its admin chat is told, as
-      // for a job with no transport, and the log line says why (the result is never dropped).
-      if (transport === ADMIN_TRANSPORT || s.chat_id === null) {
-        if (transport !== ADMIN_TRANSPORT) this.d.bus.emitLog('info', `cron job ${id}: names transport ${transport} but no chat_id: ${fireId}'s result went to ${s.agent}'s admin chat`);
-        await recordChatEnvelope(this.d.bus, { agent: s.agent, id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`, kind: 'cron_result', content: text, meta: { job_id: id, fire_id: fireId, status, title: s.title }, correlation });
-        return ADMIN_TRANSPORT;
-      }
-      // chat.deliver puts it in the admin chat itself when that transport is not running.
-      const r = await this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: s.chat_id, topic_id: s.topic_id, text, agent: s.agent, source: `cron:${id}` }, { correlation });
-      if (!r.delivered) throw new SvcError('no-handler', `${transport} chat ${s.chat_id} was not told, and neither was the admin chat`);
-      return r.to ?? transport;
-    };
-    const attemptOnce = async () => {
-      try {
-        const to = await tellChat();
-        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt, to }, ...cause });
-        this.patch({ [id]: { last_delivery_status: 'delivered' } });
-      } catch (e) {
-        if (this.stopped) return;
-        const delay = deliveryRetryDelayMs(attempt);
-        const retryAt = delay === null ? null : this.d.bus.now() + delay;
-        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivery_failed, data: { id, fire_id: fireId, attempt, error: describeError(e).slice(0, 500), retry_at: retryAt === null ? null : iso(retryAt) }, ...cause });
-        this.patch({ [id]: { last_delivery_status: delay === null ? 'failed' : 'retrying' } });
-        if (delay === null) return;
-        const timer = this.clock.setTimeout(() => {
-          this.retryTimers.delete(timer);
-          if (!this.stopped) this.deliver(this.jobs.get(id)?.settings ?? s, fireId, status, result, attempt + 1, cause);
-        }, delay);
-        this.retryTimers.add(timer);
-      }
-    };
-    this.track(attemptOnce().catch((e: unknown) => this.d.bus.emitLog('error', `cron job ${id}: delivery of ${fireId} not recorded: ${describeError(e)}`)));
   }
 
   // ------------------------------------------------------------------ the file
 
   /**
-   * Patches run fields of the named jobs. Patches made in one turn of the event loop are written
-   * together (1,000 jobs firing in one minute are one write, not 1,000 rewrites of the whole file);
-   * the write itself is load → merge → save with no await between, so an admin edit made meanwhile
-   * is kept. A job gone meanwhile is left gone.
-   */
-  private patch(changes: Record<string, Partial<CronJobRecord>>): void {
-    for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    // Tracked: idle() ends once the run fields are on disk.
-    this.track(new Promise<void>((r) => setImmediate(() => r(this.flush()))));
-  }
-
-  /** Writes what patch() collected; also called before anything reads the file back. */
-  flush(): void {
-    this.flushQueued = false;
-    if (this.pending.size === 0) return;
-    const changes = this.pending;
-    this.pending = new Map();
-    // The records before the merge below: a hand edit found here is told against them, as checkFile() tells one.
-    const before = this.records;
-    let edited = false;
-    try {
-      const file = readCronJobsFile(this.d.paths);
-      const text = file.text;
-      const hash = sha(text);
-      // A hand edit since our last read or write must not be taken for ours once we write over it;
-      // an admin API save whose event is still on its way is not a hand edit (the event reloads).
-      edited = this.fileHash !== null && hash !== this.fileHash && !isCronJobsSavedBySvc(this.d.paths, text);
-      // The file that could not be read at the last try, unchanged: tried again once it changes.
-      if (hash === this.unreadableHash) {
-        this.keep(changes);
-        return;
-      }
-      let jobs: CronJobRecord[];
-      try {
-        jobs = file.jobs();
-      } catch (e) {
-        this.unreadableHash = hash;
-        this.keep(changes);
-        this.d.bus.emitLog('warn', `cron_jobs.json cannot be read: run fields are kept until it can: ${describeError(e)}`);
-        return;
-      }
-      this.unreadableHash = null;
-      if (!jobs.some((j) => changes.has(j.id))) return;
-      const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
-      // Our own write: the watcher must not take it for a hand edit.
-      this.fileHash = sha(saveCronJobs(this.d.paths, merged));
-      this.records = new Map(merged.map((r) => [r.id, r]));
-      this.writeError = null;
-    } catch (e) {
-      // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.
-      this.keep(changes);
-      const error = describeError(e);
-      if (error !== this.writeError) this.d.bus.emitLog('error', `cron_jobs.json: run fields not written yet: ${error}`);
-      this.writeError = error;
-    } finally {
-      if (edited) this.handEdited(before);
-    }
-  }
-
-  /** Puts patches a flush could not write back under any made since, which are newer. */
-  private keep(changes: Map<string, Partial<CronJobRecord>>): void {
-    for (const [id, c] of changes) this.pending.set(id, { ...c, ...this.pending.get(id) });
-  }
-
-  /**
    * A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API).
    * `before`: the records as svc last read or wrote them, before anything of the edited file.
    */
-  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.records): void {
+  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.file.records): void {
     this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
     this.reload();
-    const after = this.records;
-    const facts: Parameters<Bus['publish']>[0][] = [];
-    for (const [id, r] of after) {
-      const old = before.get(id);
-      if (!old) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_created, data: { id, agent: r.agent, by: null } });
-      else {
-        const fields = [...new Set([...Object.keys(old), ...Object.keys(r)])].filter((k) => !RUN_FIELDS.has(k) && JSON.stringify(old[k]) !== JSON.stringify(r[k])).sort();
-        if (fields.length) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_updated, data: { id, agent: r.agent, fields, by: null } });
-      }
-    }
-    for (const [id, r] of before) if (!after.has(id)) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_deleted, data: { id, agent: r.agent, by: null } });
+    const after = this.file.records;
+    const facts = handEditFacts(before, after);
     for (const f of facts) this.track(this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`)));
-  }
-
-  /** A job's record as it will be once the pending patches are written. */
-  private current(id: string): CronJobRecord | undefined {
-    const rec = this.records.get(id);
-    return rec && ({ ...rec, ...this.pending.get(id) } as CronJobRecord);
   }
 
   private watch(): void {
@@ -600,7 +423,7 @@ export class CronScheduler {
     } catch {
       return false;
     }
-    if (sha(text) === this.fileHash || isCronJobsSavedBySvc(this.d.paths, text)) return false;
+    if (sha(text) === this.file.hash || isCronJobsSavedBySvc(this.d.paths, text)) return false;
     this.handEdited();
     return true;
   }
@@ -612,6 +435,8 @@ export class CronScheduler {
 }
 
 /** A new job's folder and memory file; the admin records call this on create. */
+export { cronPrincipal } from './cron-run-request.js';
+
 export function prepareCronJobFolder(paths: HomePaths, jobId: string): string {
   return ensureCronTaskFolder(paths, jobId);
 }
