@@ -1,42 +1,36 @@
-import { createHash } from 'node:crypto';
 import { Subscription } from 'rxjs';
+import { createActor, type Actor } from 'xstate';
 import * as v from 'valibot';
 import { REAL_CLOCK, type Bus, type Cause } from '../../bus/index.js';
 import {
   canonicalTimeZone,
   compileSchedule,
-  cronDeliveryText,
+  cronScheduleMachine,
+  type CronDue,
+  type CronScheduleJob,
   cronTimeZone,
-  deliveryRetryDelayMs,
   fireIdOf,
   foldCronLog,
-  isSuccessStatus,
   missedFires,
-  nextAverage,
-  nextFireAfter,
-  recordResultPreview,
   type CompiledSchedule,
 } from '../../machines/index.js';
 import {
   AUTOMATION_EVENTS,
-  CHAT_DELIVERY_COMMANDS,
   CONFIG_EVENTS,
   CRON_RUN_STATUS,
   CronJobSettingsSchema,
-  MAX_CRON_RESULT_CHARS,
   SvcError,
   cronJobStream,
   describeError,
   type CronJobRecord,
   type CronJobSettings,
-  type Principal,
-  systemPrincipal,
 } from '../../schemas/index.js';
-import { isCronJobsSavedBySvc, readCronJobsFile, saveCronJobs, type EventLog, type HomePaths } from '../../store/index.js';
+import { isCronJobsSavedBySvc, readCronJobsFile, type EventLog, type HomePaths } from '../../store/index.js';
 import type { ActorClock } from '../host/actor-host.js';
-import { ADMIN_TRANSPORT } from '../chat-delivery/chat-delivery.js';
-import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
-import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './one-shot-runner.js';
+import { ensureCronTaskFolder, type OneShotRuns } from './one-shot-runner.js';
+import { cronRunRequest } from './cron-run-request.js';
+import { deliverCronResult, finishCronRun, type CronDeliveryContext } from './cron-delivery.js';
+import { CronRunFields, handEditFacts, sha } from './cron-run-fields.js';
 
 /*
  * The cron scheduler: fires each enabled job of cron_jobs.json at the times croner computes in the
@@ -54,10 +48,6 @@ import { ensureCronTaskFolder, type OneShotResult, type OneShotRuns } from './on
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
-/** Longest sleep between checks, so a jump of the wall clock is noticed within this. */
-export const CRON_MAX_TICK_MS = 60_000;
-/** Fields the scheduler writes: a change of only these is not an edit of the job. */
-const RUN_FIELDS = new Set(['last_run_at', 'next_run', 'last_status', 'last_result', 'last_fire_id', 'last_delivery_status', 'execution_count', 'avg_duration']);
 /** How many fires start before the event loop is let through again. */
 export const FIRE_SLICE = 25;
 
@@ -78,8 +68,6 @@ interface Job {
   zone: string;
   /** The job's own `timezone` when it names a zone; null: it follows user_timezone. */
   ownZone: string | null;
-  /** Epoch ms of the next scheduled fire; null when disabled, broken or never again. */
-  next: number | null;
   /** What a change must differ in to recompute `next`. */
   key: string;
   /** Why the record is not valid (then `settings` are the last valid ones, or only the id): it is neither scheduled nor run. */
@@ -87,12 +75,8 @@ interface Job {
 }
 
 
-export function cronPrincipal(jobId: string, route: { transport: string; chat_id: number; topic_id: number | null } | null): Principal {
-  return systemPrincipal(`cron:${jobId}`, { transport: route?.transport ?? 'cron', chat_id: route?.chat_id ?? null, topic_id: route?.topic_id ?? null });
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const sha = (text: string) => createHash('sha1').update(text).digest('hex');
 
 export class CronScheduler {
   private readonly jobs = new Map<string, Job>();
@@ -100,26 +84,40 @@ export class CronScheduler {
   private readonly lastScheduled = new Map<string, number>();
   private readonly subs = new Subscription();
   private readonly clock: ActorClock;
-  private tickTimer: unknown = null;
+  /** Which job fires when (machines/cron-schedule.machine.ts); null until start() and after stop(). */
+  private plan: Actor<typeof cronScheduleMachine> | null = null;
   private watchTimer: unknown = null;
   private readonly retryTimers = new Set<unknown>();
-  private fileHash: string | null = null;
   /** defaultZone() when the jobs were last scheduled: jobs without a zone of their own are in it. */
   private zoneUsed: string | null = null;
-  /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
-  private unreadableHash: string | null = null;
-  /** The last write failure told, so a failure that lasts is told once. */
-  private writeError: string | null = null;
-  private pending = new Map<string, Partial<CronJobRecord>>();
-  /** The records as last read or written, so a run's end does not parse the whole file again. */
-  private records = new Map<string, CronJobRecord>();
-  private flushQueued = false;
+  private readonly file: CronRunFields;
+  private readonly delivery: CronDeliveryContext;
   private stopped = false;
   /** Runs and deliveries still going, so a test (or stop) can wait for them. */
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly d: CronSchedulerDeps) {
     this.clock = d.clock ?? REAL_CLOCK;
+    this.file = new CronRunFields({ paths: d.paths, bus: d.bus, track: (p) => this.track(p), handEdited: (before) => this.handEdited(before) });
+    this.delivery = {
+      bus: d.bus,
+      clock: this.clock,
+      retryTimers: this.retryTimers,
+      stopped: () => this.stopped,
+      settingsOf: (id) => this.jobs.get(id)?.settings,
+      patch: (changes) => this.file.patch(changes),
+      current: (id) => this.file.current(id),
+      track: (p) => this.track(p),
+    };
+  }
+
+  /** Writes the run fields patched so far; also called before anything reads the file back. */
+  flush(): void {
+    this.file.flush();
+  }
+
+  private patch(changes: Record<string, Partial<CronJobRecord>>): void {
+    this.file.patch(changes);
   }
 
   async start(correlation: string): Promise<void> {
@@ -129,6 +127,11 @@ export class CronScheduler {
     const recovered = await this.d.runner.recover(correlation);
     const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
     for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
+    // The plan holds next fires after now; the catch-up below decides the ones missed before it.
+    this.plan = createActor(cronScheduleMachine, { input: { now: bus.now() }, clock: this.clock });
+    this.plan.on('due', (e) => this.onDue(e.fires));
+    this.plan.on('wake', () => this.plan?.send({ type: 'clock', now: this.d.bus.now() }));
+    this.plan.start();
     this.reload();
     const again = new Map(recovered.restarted.map((r) => [r.correlation, r]));
     // A fire the log holds unfinished was cut by a stop (or a SIGKILL). Its run waiting in a queue
@@ -139,7 +142,7 @@ export class CronScheduler {
         const fireCause = f.correlation === null ? cause : { correlation: f.correlation };
         const run = f.correlation === null ? undefined : again.get(f.correlation);
         if (run) {
-          void run.done.then((r) => this.track(this.finish(id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
+          void run.done.then((r) => this.track(finishCronRun(this.delivery, id, f.agent, f.fire_id, null, r, job?.settings ?? null, fireCause, run.run_id)));
           continue;
         }
         if (job?.schedule && f.correlation !== null && !recovered.queued.has(f.correlation)) {
@@ -147,12 +150,12 @@ export class CronScheduler {
           await this.startRun(job, f.fire_id, fireCause);
           continue;
         }
-        await this.finish(id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
+        await finishCronRun(this.delivery, id, f.agent, f.fire_id, null, { run_id: '', status: CRON_RUN_STATUS.interrupted, text: 'svc stopped while this run was going; it was not run again', duration_ms: null, turn_id: null }, job ? job.settings : null, cause, null);
       }
     }
     for (const [id, s] of logged) {
       const job = this.jobs.get(id);
-      for (const u of s.undelivered) if (!u.gaveUp && job) this.deliver(job.settings, u.fire_id, u.status, u.result, u.attempts + 1, { correlation: `cron:${u.fire_id}` });
+      for (const u of s.undelivered) if (!u.gaveUp && job) deliverCronResult(this.delivery, job.settings, u.fire_id, u.status, u.result, u.attempts + 1, { correlation: `cron:${u.fire_id}` });
     }
     await this.catchUp(bus.now());
     this.subs.add(
@@ -160,7 +163,6 @@ export class CronScheduler {
     );
     // The config is applied when its reload is told: a new user_timezone moves jobs at once.
     this.subs.add(bus.subscribe('cron-scheduler-zone', () => this.followZone(), (e) => e.type === CONFIG_EVENTS.reloaded));
-    this.arm();
     this.watch();
     this.flush();
   }
@@ -168,7 +170,7 @@ export class CronScheduler {
   stop(): void {
     this.stopped = true;
     this.subs.unsubscribe();
-    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
+    this.plan?.stop();
     if (this.watchTimer !== null) this.clock.clearTimeout(this.watchTimer as never);
     for (const t of this.retryTimers) this.clock.clearTimeout(t as never);
     this.retryTimers.clear();
@@ -192,7 +194,8 @@ export class CronScheduler {
 
   /** The next fire of each job, epoch ms (null: none). */
   nextRuns(): Map<string, number | null> {
-    return new Map([...this.jobs].map(([id, j]) => [id, j.next]));
+    const next = this.plan?.getSnapshot().context.next ?? {};
+    return new Map([...this.jobs.keys()].map((id) => [id, next[id] ?? null]));
   }
 
   /** `POST /api/cron/{id}/run`: a fire now, outside the schedule (it does not move the next one). */
@@ -229,12 +232,12 @@ export class CronScheduler {
     } catch (e) {
       // Told once per content: its hash is kept, so the watcher does not take the same broken file
       // for a new edit at each check. The next change of the file is read again.
-      if (hash !== this.fileHash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
-      this.fileHash = hash;
+      if (hash !== this.file.hash) this.d.bus.emitLog('warn', `cron_jobs.json not reloaded (the jobs as they were keep running): ${describeError(e)}`);
+      this.file.hash = hash;
       return;
     }
-    this.fileHash = hash;
-    this.records = new Map(records.map((r) => [r.id, r]));
+    this.file.hash = hash;
+    this.file.records = new Map(records.map((r) => [r.id, r]));
     this.schedule(records);
   }
 
@@ -245,7 +248,7 @@ export class CronScheduler {
    */
   private followZone(): void {
     if (this.stopped || this.d.defaultZone() === this.zoneUsed) return;
-    this.schedule([...this.records.values()]);
+    this.schedule([...this.file.records.values()]);
   }
 
   /** Jobs whose schedule, zone or enabled changed get a new next fire; jobs not in `records` are dropped. */
@@ -254,14 +257,14 @@ export class CronScheduler {
     const defaultZone = this.d.defaultZone();
     this.zoneUsed = defaultZone;
     const seen = new Set<string>();
-    const moved: Record<string, Partial<CronJobRecord>> = {};
+    const changed: CronJobRecord[] = [];
     for (const r of records) {
       seen.add(r.id);
       const parsed = v.safeParse(CronJobSettingsSchema, r);
       if (!parsed.success) {
         const problem = parsed.issues.map((i) => `${v.getDotPath(i) ?? 'record'}: ${i.message}`).join('; ');
         if (!this.jobs.has(r.id) || this.jobs.get(r.id)!.schedule !== null) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: ${problem}`);
-        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, next: null, key: 'invalid', problem });
+        this.jobs.set(r.id, { settings: { ...(this.jobs.get(r.id)?.settings ?? ({} as CronJobSettings)), id: r.id }, schedule: null, zone: 'UTC', ownZone: null, key: 'invalid', problem });
         continue;
       }
       const s = parsed.output;
@@ -278,15 +281,23 @@ export class CronScheduler {
       const compiled = compileSchedule(s.schedule, zone);
       if ('error' in compiled) this.d.bus.emitLog('warn', `cron job ${r.id} is not run: schedule ${JSON.stringify(s.schedule)}: ${compiled.error}`);
       const schedule = 'error' in compiled ? null : compiled;
-      const next = schedule && s.enabled ? nextFireAfter(schedule, now) : null;
-      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, next, key, problem: null });
-      const nextRun = next === null ? null : iso(next);
-      // Against what will be written: a next_run still pending (an unreadable file) counts.
-      if ({ ...r, ...this.pending.get(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+      this.jobs.set(r.id, { settings: s, schedule, zone, ownZone, key, problem: null });
+      changed.push(r);
     }
     for (const id of [...this.jobs.keys()]) if (!seen.has(id)) this.jobs.delete(id);
+    if (!this.plan || this.stopped) return;
+    const planned: CronScheduleJob[] = [];
+    for (const j of this.jobs.values()) if (j.schedule) planned.push({ id: j.settings.id, expr: j.settings.schedule, zone: j.zone, enabled: j.settings.enabled });
+    this.plan.send({ type: 'jobs.set', jobs: planned, now });
+    const next = this.plan.getSnapshot().context.next;
+    const moved: Record<string, Partial<CronJobRecord>> = {};
+    for (const r of changed) {
+      const at = next[r.id] ?? null;
+      const nextRun = at === null ? null : iso(at);
+      // Against what will be written: a next_run still pending (an unreadable file) counts.
+      if ({ ...r, ...this.file.pendingOf(r.id) }.next_run !== nextRun) moved[r.id] = { next_run: nextRun };
+    }
     if (Object.keys(moved).length) this.patch(moved);
-    if (!this.stopped && this.tickTimer !== null) this.arm();
   }
 
   /** Start-up: for each job, the fires it missed since it was last handled (or made). */
@@ -310,41 +321,33 @@ export class CronScheduler {
     }
   }
 
-  private arm(): void {
-    if (this.stopped) return;
-    if (this.tickTimer !== null) this.clock.clearTimeout(this.tickTimer as never);
-    const now = this.d.bus.now();
-    let soonest = Infinity;
-    for (const j of this.jobs.values()) if (j.next !== null && j.next < soonest) soonest = j.next;
-    const wait = Math.max(0, Math.min(soonest - now, CRON_MAX_TICK_MS));
-    this.tickTimer = this.clock.setTimeout(() => {
-      this.tickTimer = null;
-      this.tick();
-    }, wait);
+  /** A check now, outside the plan's own timer: fires whatever is due by the clock. Returns how many fired. */
+  tick(): number {
+    if (this.stopped || !this.plan) return 0;
+    let fired = 0;
+    const count = this.plan.on('due', (e) => void (fired += e.fires.length));
+    this.plan.send({ type: 'clock', now: this.d.bus.now() });
+    count.unsubscribe();
+    return fired;
   }
 
-  /** Fires every job that is due; computes each one's next fire after now. */
-  tick(): number {
-    if (this.stopped) return 0;
-    this.followZone();
-    const now = this.d.bus.now();
-    let fired = 0;
+  /** The plan decided these fires are due: each job's next_run moves on, and the fires start in slices. */
+  private onDue(fires: readonly CronDue[]): void {
+    if (this.stopped) return;
+    // A user_timezone changed without a config reload: jobs following it are planned again first.
+    const zoneMoved = this.d.defaultZone() !== this.zoneUsed;
+    if (zoneMoved) queueMicrotask(() => this.followZone());
     const moved: Record<string, Partial<CronJobRecord>> = {};
     const due: { job: Job; at: number }[] = [];
-    for (const job of this.jobs.values()) {
-      if (job.next === null || job.next > now || !job.schedule) continue;
-      const at = job.next;
-      job.next = nextFireAfter(job.schedule, Math.max(at, now));
-      moved[job.settings.id] = { next_run: job.next === null ? null : iso(job.next) };
-      fired++;
-      due.push({ job, at });
+    for (const f of fires) {
+      const job = this.jobs.get(f.id);
+      if (!job?.schedule) continue;
+      moved[f.id] = { next_run: f.next === null ? null : iso(f.next) };
+      if (zoneMoved && job.ownZone === null) continue;
+      due.push({ job, at: f.at });
     }
-    if (fired) {
-      this.patch(moved);
-      this.track(this.fireInSlices(due));
-    }
-    this.arm();
-    return fired;
+    if (Object.keys(moved).length) this.patch(moved);
+    if (due.length) this.track(this.fireInSlices(due));
   }
 
   /**
@@ -380,200 +383,25 @@ export class CronScheduler {
     const s = job.settings;
     const route = s.chat_id !== null ? { transport: s.transport ?? 'internal', chat_id: s.chat_id, topic_id: s.topic_id } : null;
     const startedAt = this.d.bus.now();
-    const run = this.d.runner.run({
-      source: `cron:${s.id}`,
-      agent: s.agent,
-      name: s.title,
-      prompt: s.description.trim() || s.title,
-      provider: s.provider,
-      model: s.model,
-      reasoning_effort: s.reasoning_effort,
-      dependency: s.dependency,
-      principal: cronPrincipal(s.id, route),
-      correlation: cause.correlation ?? `cron:${fireId}`,
-      folder: s.id,
-      cli_parameters: s.cli_parameters,
-      quiet_start: s.quiet_start,
-      quiet_end: s.quiet_end,
-      // Null for a job that follows user_timezone: the runner takes the zone of the moment the run
-      // starts (after a wait in a dependency queue, or after a restart), not the one it was queued in.
-      timezone: job.ownZone,
-      route,
-    });
+    const run = this.d.runner.run(cronRunRequest(s, job.ownZone, fireId, cause, route));
     this.patch({ [s.id]: { last_run_at: iso(startedAt), last_status: 'running', last_fire_id: fireId } });
     // The run itself is the runner's (its idle() waits for it unless its agent holds it); what follows it is tracked here.
-    void run.done.then((r) => this.track(this.finish(s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
+    void run.done.then((r) => this.track(finishCronRun(this.delivery, s.id, s.agent, fireId, startedAt, r, s, cause, run.run_id)));
     await run.queued;
-  }
-
-  private async finish(id: string, agent: string, fireId: string, startedAt: number | null, r: OneShotResult, s: CronJobSettings | null, cause: Cause, runId: string | null): Promise<void> {
-    const skipped = r.status.startsWith('skipped:');
-    const deliver = !skipped && !(s?.silent_on_success && isSuccessStatus(r.status));
-    const result = r.text.slice(0, MAX_CRON_RESULT_CHARS);
-    const durationMs = r.duration_ms ?? (startedAt === null ? null : this.d.bus.now() - startedAt);
-    await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.run_finished, data: { id, agent, fire_id: fireId, run_id: runId, status: r.status, duration_ms: durationMs, result, deliver, ...(s ? { name: s.title } : {}) }, ...cause });
-    const rec = this.current(id);
-    if (rec) {
-      const count = typeof rec.execution_count === 'number' ? rec.execution_count : 0;
-      this.patch({
-        [id]: {
-          last_status: r.status,
-          // A preview (machines/cron.logic.ts): the log and the delivery have the whole result.
-          last_result: recordResultPreview(result),
-          last_delivery_status: deliver ? 'pending' : 'none',
-          ...(skipped || durationMs === null ? {} : { execution_count: count + 1, avg_duration: nextAverage(rec.avg_duration as number | null, count, durationMs / 1000) }),
-        },
-      });
-    }
-    if (deliver && s) this.deliver(s, fireId, r.status, result, 1, cause);
-  }
-
-  // ------------------------------------------------------------------ delivery
-
-  /**
-   * One attempt; a failed one is retried later on the clock, and the result stays in the log either way.
-   *
-   * Where it goes: a job without a transport (or with the admin chat's) is told in its agent's admin
-   * chat, as a `cron_result` envelope. A job naming another transport is told in that chat through
-   * `chat.deliver`, and an answer of not delivered is a failed attempt. The direct API (`api`) gets
-   * it live on that chat's open connections. A transport that is not running (every messenger until
-   * one is built) has chat.deliver put the result in the agent's admin chat instead, recorded as
-   * `chat.delivery_rerouted`; `cron.delivered` names where it went (`to`).
-   */
-  private deliver(s: CronJobSettings, fireId: string, status: string, result: string, attempt: number, cause: Cause): void {
-    const id = s.id;
-    const correlation = cause.correlation ?? `cron:${fireId}`;
-    const text = cronDeliveryText(s.title, status, result);
-    const tellChat = async (): Promise<string> => {
-      const transport = s.transport ?? ADMIN_TRANSPORT;
-      // A job naming a transport but no chat has no chat there to tell: its admin chat is told, as
-      // for a job with no transport, and the log line says why (the result is never dropped).
-      if (transport === ADMIN_TRANSPORT || s.chat_id === null) {
-        if (transport !== ADMIN_TRANSPORT) this.d.bus.emitLog('info', `cron job ${id}: names transport ${transport} but no chat_id: ${fireId}'s result went to ${s.agent}'s admin chat`);
-        await recordChatEnvelope(this.d.bus, { agent: s.agent, id: `cron-${fireId.replace(/[^A-Za-z0-9_-]/g, '-')}`, kind: 'cron_result', content: text, meta: { job_id: id, fire_id: fireId, status, title: s.title }, correlation });
-        return ADMIN_TRANSPORT;
-      }
-      // chat.deliver puts it in the admin chat itself when that transport is not running.
-      const r = await this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, { transport, chat_id: s.chat_id, topic_id: s.topic_id, text, agent: s.agent, source: `cron:${id}` }, { correlation });
-      if (!r.delivered) throw new SvcError('no-handler', `${transport} chat ${s.chat_id} was not told, and neither was the admin chat`);
-      return r.to ?? transport;
-    };
-    const attemptOnce = async () => {
-      try {
-        const to = await tellChat();
-        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivered, data: { id, fire_id: fireId, attempt, to }, ...cause });
-        this.patch({ [id]: { last_delivery_status: 'delivered' } });
-      } catch (e) {
-        if (this.stopped) return;
-        const delay = deliveryRetryDelayMs(attempt);
-        const retryAt = delay === null ? null : this.d.bus.now() + delay;
-        await this.d.bus.publish({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.delivery_failed, data: { id, fire_id: fireId, attempt, error: describeError(e).slice(0, 500), retry_at: retryAt === null ? null : iso(retryAt) }, ...cause });
-        this.patch({ [id]: { last_delivery_status: delay === null ? 'failed' : 'retrying' } });
-        if (delay === null) return;
-        const timer = this.clock.setTimeout(() => {
-          this.retryTimers.delete(timer);
-          if (!this.stopped) this.deliver(this.jobs.get(id)?.settings ?? s, fireId, status, result, attempt + 1, cause);
-        }, delay);
-        this.retryTimers.add(timer);
-      }
-    };
-    this.track(attemptOnce().catch((e: unknown) => this.d.bus.emitLog('error', `cron job ${id}: delivery of ${fireId} not recorded: ${describeError(e)}`)));
   }
 
   // ------------------------------------------------------------------ the file
 
   /**
-   * Patches run fields of the named jobs. Patches made in one turn of the event loop are written
-   * together (1,000 jobs firing in one minute are one write, not 1,000 rewrites of the whole file);
-   * the write itself is load → merge → save with no await between, so an admin edit made meanwhile
-   * is kept. A job gone meanwhile is left gone.
-   */
-  private patch(changes: Record<string, Partial<CronJobRecord>>): void {
-    for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    // Tracked: idle() ends once the run fields are on disk.
-    this.track(new Promise<void>((r) => setImmediate(() => r(this.flush()))));
-  }
-
-  /** Writes what patch() collected; also called before anything reads the file back. */
-  flush(): void {
-    this.flushQueued = false;
-    if (this.pending.size === 0) return;
-    const changes = this.pending;
-    this.pending = new Map();
-    // The records before the merge below: a hand edit found here is told against them, as checkFile() tells one.
-    const before = this.records;
-    let edited = false;
-    try {
-      const file = readCronJobsFile(this.d.paths);
-      const text = file.text;
-      const hash = sha(text);
-      // A hand edit since our last read or write must not be taken for ours once we write over it;
-      // an admin API save whose event is still on its way is not a hand edit (the event reloads).
-      edited = this.fileHash !== null && hash !== this.fileHash && !isCronJobsSavedBySvc(this.d.paths, text);
-      // The file that could not be read at the last try, unchanged: tried again once it changes.
-      if (hash === this.unreadableHash) {
-        this.keep(changes);
-        return;
-      }
-      let jobs: CronJobRecord[];
-      try {
-        jobs = file.jobs();
-      } catch (e) {
-        this.unreadableHash = hash;
-        this.keep(changes);
-        this.d.bus.emitLog('warn', `cron_jobs.json cannot be read: run fields are kept until it can: ${describeError(e)}`);
-        return;
-      }
-      this.unreadableHash = null;
-      if (!jobs.some((j) => changes.has(j.id))) return;
-      const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
-      // Our own write: the watcher must not take it for a hand edit.
-      this.fileHash = sha(saveCronJobs(this.d.paths, merged));
-      this.records = new Map(merged.map((r) => [r.id, r]));
-      this.writeError = null;
-    } catch (e) {
-      // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.
-      this.keep(changes);
-      const error = describeError(e);
-      if (error !== this.writeError) this.d.bus.emitLog('error', `cron_jobs.json: run fields not written yet: ${error}`);
-      this.writeError = error;
-    } finally {
-      if (edited) this.handEdited(before);
-    }
-  }
-
-  /** Puts patches a flush could not write back under any made since, which are newer. */
-  private keep(changes: Map<string, Partial<CronJobRecord>>): void {
-    for (const [id, c] of changes) this.pending.set(id, { ...c, ...this.pending.get(id) });
-  }
-
-  /**
    * A hand edit is reloaded and recorded as facts (by nobody: the file was edited, not the API).
    * `before`: the records as svc last read or wrote them, before anything of the edited file.
    */
-  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.records): void {
+  private handEdited(before: ReadonlyMap<string, CronJobRecord> = this.file.records): void {
     this.d.bus.emitLog('info', 'cron_jobs.json changed on disk: jobs reloaded');
     this.reload();
-    const after = this.records;
-    const facts: Parameters<Bus['publish']>[0][] = [];
-    for (const [id, r] of after) {
-      const old = before.get(id);
-      if (!old) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_created, data: { id, agent: r.agent, by: null } });
-      else {
-        const fields = [...new Set([...Object.keys(old), ...Object.keys(r)])].filter((k) => !RUN_FIELDS.has(k) && JSON.stringify(old[k]) !== JSON.stringify(r[k])).sort();
-        if (fields.length) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_updated, data: { id, agent: r.agent, fields, by: null } });
-      }
-    }
-    for (const [id, r] of before) if (!after.has(id)) facts.push({ stream: cronJobStream(id), type: AUTOMATION_EVENTS.job_deleted, data: { id, agent: r.agent, by: null } });
+    const after = this.file.records;
+    const facts = handEditFacts(before, after);
     for (const f of facts) this.track(this.d.bus.publish(f).catch((e: unknown) => this.d.bus.emitLog('warn', `cron_jobs.json hand edit not recorded: ${describeError(e)}`)));
-  }
-
-  /** A job's record as it will be once the pending patches are written. */
-  private current(id: string): CronJobRecord | undefined {
-    const rec = this.records.get(id);
-    return rec && ({ ...rec, ...this.pending.get(id) } as CronJobRecord);
   }
 
   private watch(): void {
@@ -595,7 +423,7 @@ export class CronScheduler {
     } catch {
       return false;
     }
-    if (sha(text) === this.fileHash || isCronJobsSavedBySvc(this.d.paths, text)) return false;
+    if (sha(text) === this.file.hash || isCronJobsSavedBySvc(this.d.paths, text)) return false;
     this.handEdited();
     return true;
   }
@@ -607,6 +435,8 @@ export class CronScheduler {
 }
 
 /** A new job's folder and memory file; the admin records call this on create. */
+export { cronPrincipal } from './cron-run-request.js';
+
 export function prepareCronJobFolder(paths: HomePaths, jobId: string): string {
   return ensureCronTaskFolder(paths, jobId);
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createActor } from 'xstate';
 import { agentsOf, type Bus } from '../../bus/index.js';
-import { cutOneShots, jobInQuietHours, restartsAfterCut, runStatusOf } from '../../machines/index.js';
+import { cutOneShots, jobInQuietHours, oneShotQueueMachine, restartsAfterCut, runStatusOf } from '../../machines/index.js';
 import {
   AGENT_COMMANDS,
   CRON_RUN_STATUS,
@@ -97,7 +98,9 @@ export function oneShotPrompt(prompt: string, folder: string): string {
 }
 
 export class OneShotRuns implements OneShotRunner {
-  private readonly queues = new Map<string, Queued[]>();
+  /** Which run starts when (machines/one-shot-queue.machine.ts); the runs themselves are held here. */
+  private readonly queue = createActor(oneShotQueueMachine);
+  private readonly runs = new Map<string, Queued>();
   private readonly newId: () => string;
   private stopped = false;
   private recovery: Promise<RecoveredRuns> | null = null;
@@ -107,6 +110,11 @@ export class OneShotRuns implements OneShotRunner {
 
   constructor(private readonly d: OneShotRunsDeps) {
     this.newId = d.newId ?? (() => randomBytes(6).toString('hex'));
+    this.queue.on('start', ({ run_id }) => {
+      const item = this.runs.get(run_id);
+      if (item) void this.execute(item);
+    });
+    this.queue.start();
   }
 
   /**
@@ -205,13 +213,8 @@ export class OneShotRuns implements OneShotRunner {
   /** Puts a run whose `queued` fact is in the log at the back of its dependency queue (or starts it). */
   private enqueue(runId: string, req: OneShotRequest): Promise<OneShotResult> {
     return new Promise<OneShotResult>((resolve) => {
-      const item: Queued = { runId, req, resolve };
-      const key = req.dependency;
-      if (key === null || key === '') return void this.execute(item);
-      const q = this.queues.get(key);
-      if (q) return void q.push(item);
-      this.queues.set(key, [item]);
-      void this.execute(item);
+      this.runs.set(runId, { runId, req, resolve });
+      this.queue.send({ type: 'queued', run_id: runId, dependency: req.dependency });
     });
   }
 
@@ -231,14 +234,8 @@ export class OneShotRuns implements OneShotRunner {
       .publish({ stream: oneShotStream(item.runId), type: ONESHOT_EVENTS.finished, data: { run_id: item.runId, status: result.status, duration_ms: result.duration_ms, turn_id: result.turn_id }, correlation: item.req.correlation })
       .catch((e: unknown) => this.d.bus.emitLog('error', `one-shot run ${item.runId}: its end was not recorded: ${describeError(e)}`));
     item.resolve(result);
-    const key = item.req.dependency;
-    if (key === null || key === '') return;
-    const q = this.queues.get(key);
-    if (!q) return;
-    q.shift();
-    const next = q[0];
-    if (!next) this.queues.delete(key);
-    else void this.execute(next);
+    this.runs.delete(item.runId);
+    this.queue.send({ type: 'finished', run_id: item.runId });
   }
 
   private async runOne({ runId, req }: Queued): Promise<OneShotResult> {
