@@ -33,6 +33,7 @@ export * from './content/index.js';
 export * from './dashboard/dashboard.js';
 export * from './audit/audit-recorder.js';
 export * from './automation/automation-records.js';
+export * from './automation/webhook-calls.js';
 export * from './automation/webhook-dispatch.js';
 export * from './automation/webhook-replay.js';
 export * from './tasks/task-queries.js';

@@ -1,3 +1,5 @@
+// Longer than 450 lines: most of it is the table of one-line notes for every config field, kept
+// beside the schema walk that checks each field has one.
 import * as v from 'valibot';
 import { isDeepStrictEqual } from 'node:util';
 import { effectiveSubAgentConfig } from '../machines/index.js';

@@ -4,11 +4,13 @@ import { panelBuilt, type MountedRoute } from '../edges/index.js';
 import { browserUrl, sandboxStatus, transportStatuses } from '../machines/index.js';
 import { describeError, type AgentConfig, type Listener } from '../schemas/index.js';
 import { resolveHomeRoot, type SqliteEventLog } from '../store/index.js';
-import { DAEMON_SUBSYSTEMS, DaemonContext, type DaemonOptions } from './daemon-subsystems.js';
+import { DAEMON_SUBSYSTEMS, daemonSeeds, type DaemonLifecycle, type DaemonOptions } from './daemon-subsystems.js';
 import { VERSION } from './package-info.js';
 import { panelDir } from './panel-location.js';
 import { startBanner, type PanelFacts } from './start-banner.js';
 import { startSubsystems } from './subsystems.js';
+import { panelConfig } from './subsystems/config.js';
+import { ACTOR_HOST, AGENTS, API_SERVER, BOOTSTRAP, BUS, CONFIG, DAEMON_ACTOR, EVENT_LOG, FILESHARE, HOST_ENV, INTERNAL_API, LOADED_CONFIG, PANEL_LISTENER, WEBHOOK_SERVER, type PanelListenerState } from './subsystems/keys.js';
 
 export type { DaemonOptions } from './daemon-subsystems.js';
 
@@ -39,65 +41,78 @@ export interface RunningDaemon {
 }
 
 /**
- * Composition root: starts DAEMON_SUBSYSTEMS in order (lock, config, log, bus, actors, edges) and
- * stops them in reverse; a failed start stops those already started before the error is thrown.
+ * Composition root: starts DAEMON_SUBSYSTEMS in the order their needs give (lock, config, log, bus,
+ * actors, edges) and stops them in reverse; a failed start stops those already started before the
+ * error is thrown.
  */
 export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
-  const ctx = new DaemonContext(opts);
-  const started = await startSubsystems(DAEMON_SUBSYSTEMS, ctx);
-  const { bus } = ctx;
+  const lifecycle: DaemonLifecycle = { phase: 'starting', endReason: 'start failed' };
+  const started = await startSubsystems(DAEMON_SUBSYSTEMS, daemonSeeds(opts, lifecycle));
+  const bus = started.get(BUS);
+  const config = started.get(CONFIG);
+  const agents = started.get(AGENTS);
+  const host = started.get(ACTOR_HOST);
+  const log = started.get(EVENT_LOG);
+  const daemon = started.get(DAEMON_ACTOR);
+  const internalApi = started.get(INTERNAL_API);
+  const apiServer = started.get(API_SERVER);
+  const panelListener = started.get(PANEL_LISTENER);
+  const webhookServer = started.get(WEBHOOK_SERVER);
+  const fileshare = started.get(FILESHARE);
+  const env = started.get(HOST_ENV).env;
+  const loaded = started.get(LOADED_CONFIG);
   const { paths } = opts;
-  const bootstrap = await ctx.bootstrap;
-  const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: ctx.internalApi.port }];
-  if (ctx.apiServer?.port != null) listeners.push({ surface: 'direct API', host: ctx.config().api.host, port: ctx.apiServer.port });
-  const ownPanel = ctx.panelListener;
+  const bootstrap = await started.get(BOOTSTRAP);
+  const listeners: Listener[] = [{ surface: 'internal API', host: '127.0.0.1', port: internalApi.port }];
+  if (apiServer?.port != null) listeners.push({ surface: 'direct API', host: config().api.host, port: apiServer.port });
+  const ownPanel = panelListener.current;
   if (ownPanel?.listening) listeners.push({ surface: 'admin panel', host: ownPanel.address.host, port: ownPanel.listening.port });
-  const panel = await panelFacts(ctx.panelConfig().enabled, opts.panelDir ?? panelDir(ctx.hostEnv), listeners, ownPanel);
-  if (ctx.webhookServer) listeners.push({ surface: 'webhooks', host: ctx.config().webhooks.host, port: ctx.webhookServer.port });
-  if (ctx.fileshare) listeners.push({ surface: 'fileshare', host: ctx.config().fileshare.host, port: ctx.fileshare.port });
+  const panel = await panelFacts(panelConfig(config, env).enabled, opts.panelDir ?? panelDir(env), listeners, ownPanel);
+  if (webhookServer) listeners.push({ surface: 'webhooks', host: config().webhooks.host, port: webhookServer.port });
+  if (fileshare) listeners.push({ surface: 'fileshare', host: config().fileshare.host, port: fileshare.port });
   // Committed before the banner says it runs: `svc status` right after it must find daemon.ready.
-  await ctx.host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...ctx.agents.names().map((n) => `agent:${n}`)], listeners });
+  await host.sendAndCommit('daemon', { type: 'ready', subsystems: [...started.names, ...agents.names().map((n) => `agent:${n}`)], listeners });
   // Restart-required (SPEC.md), so said once per start: what docker.enabled asked for and svc does not do.
-  for (const warning of sandboxStatus(ctx.config()).warnings) bus.emitLog('warn', warning);
-  ctx.phase = 'up';
+  for (const warning of sandboxStatus(config()).warnings) bus.emitLog('warn', warning);
+  lifecycle.phase = 'up';
   bus.emitLog('info', `svc ${VERSION} running`, { home: paths.root, pid: process.pid, events: paths.eventsDb });
 
   let stopping: Promise<void> | null = null;
   return {
     bus,
-    internalPort: ctx.internalApi.port,
-    apiPort: ctx.apiServer?.port ?? null,
-    webhookPort: ctx.webhookServer?.port ?? null,
-    filesharePort: ctx.fileshare?.port ?? null,
-    panelPort: () => ctx.panelListener?.listening?.port ?? null,
+    internalPort: internalApi.port,
+    apiPort: apiServer?.port ?? null,
+    webhookPort: webhookServer?.port ?? null,
+    filesharePort: fileshare?.port ?? null,
+    panelPort: () => panelListener.current?.listening?.port ?? null,
     listeners,
-    apiRoutes: () => ctx.apiServer?.routes() ?? [],
+    apiRoutes: () => apiServer?.routes() ?? [],
     banner: () =>
       startBanner({
         version: VERSION,
         pid: process.pid,
         paths,
-        configCreated: ctx.loaded.created,
+        configCreated: loaded.created,
         listeners,
-        transports: transportStatuses(ctx.config()),
-        sandbox: sandboxStatus(ctx.config()),
-        agents: ctx.agents.names(),
-        apiEnabled: ctx.config().api.enabled,
+        transports: transportStatuses(config()),
+        sandbox: sandboxStatus(config()),
+        agents: agents.names(),
+        apiEnabled: config().api.enabled,
         panel,
         bootstrapPasswordFile: bootstrap?.created ? bootstrap.passwordFile : null,
         svc: paths.root === resolveHomeRoot() ? './bin/svc.js' : `./bin/svc.js --home ${/\s/.test(paths.root) ? JSON.stringify(paths.root) : paths.root}`,
       }),
-    host: ctx.host,
-    agents: ctx.agents,
-    log: ctx.log,
-    config: ctx.config,
+    host,
+    agents,
+    log,
+    config,
     stop(reason: string) {
       stopping ??= (async () => {
         bus.emitLog('info', `stopping (${reason})`);
         // A script waiting on /health must not take a daemon tearing down for a ready one.
-        ctx.phase = 'stopping';
-        ctx.endReason = reason;
-        ctx.daemon.send({ type: 'stop', reason });
+        lifecycle.phase = 'stopping';
+        lifecycle.endReason = reason;
+        daemon.send({ type: 'stop', reason });
         await started.stop();
       })();
       return stopping;
@@ -106,7 +121,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningDaemon> {
 }
 
 /** What the banner says of the panel at start: where it is served, or why it is not. */
-async function panelFacts(enabled: boolean, dir: string, listeners: readonly Listener[], own: DaemonContext['panelListener']): Promise<PanelFacts> {
+async function panelFacts(enabled: boolean, dir: string, listeners: readonly Listener[], own: PanelListenerState | null): Promise<PanelFacts> {
   const urls = listeners.filter((l) => l.surface === 'admin panel' || l.surface === 'direct API').map((l) => browserUrl(l.host, l.port));
   return {
     enabled,

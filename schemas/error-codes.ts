@@ -148,6 +148,8 @@ export const ERROR_CODES = [
   'duplicate-status-code',
   'no-log',
   'stop-failed',
+  /** The daemon's parts are wired wrong: a need nobody provides, two providers, a cycle. */
+  'subsystem-wiring',
   'uws-unavailable',
   'internal-error',
 ] as const;
