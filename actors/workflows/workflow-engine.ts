@@ -6,7 +6,6 @@ import {
   foldWorkflowRun,
   isActiveRun,
   resolveProviderForModel,
-  runTimers,
   runningEffects,
   unrestricted,
   workflowRunMachine,
@@ -62,7 +61,9 @@ import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
  *   being delivered is delivered again (at least once); an ask_agent that was running fails with
  *   reason `interrupted` and its on_error decides (retry asks again, abort fails the run). The CLI
  *   process died with the old daemon, and asking again behind the user's back could run a
- *   non-idempotent prompt twice unless the workflow said retry.
+ *   non-idempotent prompt twice unless the workflow said retry. A step timeout or a retry delay keeps
+ *   its moment: the resumed run machine arms it for the time left, and one that passed while svc
+ *   was down fires at once.
  */
 
 /** Transport of the agent requests a run makes. */
@@ -81,7 +82,7 @@ export interface WorkflowEngineDeps {
   /** `loadWorkflowDefinitions(dir, {checkExpression})`, bound by the composition root. */
   load(): WorkflowDefinitions;
   config(): WorkflowConfig;
-  /** Timers of step timeouts and retry delays; tests pass a SimulatedClock. */
+  /** Drives the run machines' step timeouts and retry delays; tests pass a SimulatedClock. */
   clock?: ActorClock;
   /** Epoch ms; the clock's own when it is simulated. */
   now?(): number;
@@ -101,7 +102,6 @@ interface LiveRun {
   actorId: string;
   correlation: string;
   inflight: Map<string, Inflight>;
-  timers: Map<string, unknown>;
   /** A reply is being recorded: the next message of the chat is not taken too. */
   taking: boolean;
   sub: { unsubscribe(): void };
@@ -162,8 +162,6 @@ export class WorkflowEngine {
     this.stopped = true;
     for (const s of this.subs.splice(0)) s.unsubscribe();
     for (const run of this.runs.values()) {
-      for (const t of run.timers.values()) this.clock.clearTimeout(t);
-      run.timers.clear();
       for (const f of run.inflight.values()) f.ended = true;
       run.sub.unsubscribe();
       this.d.host.stop(run.actorId);
@@ -337,8 +335,8 @@ export class WorkflowEngine {
 
   private spawn(runId: string, correlation: string, input: WorkflowRunStart): LiveRun {
     const actorId = `workflow-run:${runId}`;
-    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), input, correlation });
-    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), timers: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
+    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), input, correlation, clock: this.clock });
+    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
     this.runs.set(runId, run);
     run.sub = actor.subscribe(() => this.reconcile(run));
     return run;
@@ -354,7 +352,7 @@ export class WorkflowEngine {
     await this.working(this.d.host.sendAndCommit(run.actorId, event, { correlation: run.correlation }));
   }
 
-  /** Makes what runs match what the run's state says should: effects started or ended, timers armed or cleared. */
+  /** Makes what runs match what the run's state says should: effects started or ended (its timers are the machine's). */
   private reconcile(run: LiveRun): void {
     const state = this.d.host.get<typeof workflowRunMachine>(run.actorId)?.getSnapshot().context.run;
     if (!state) return;
@@ -369,19 +367,6 @@ export class WorkflowEngine {
       }
     }
     for (const [key, effect] of due) if (!run.inflight.has(key)) this.perform(run, state, effect);
-    const timers = new Map(runTimers(state).map((t) => [t.key, t]));
-    for (const [key, handle] of run.timers) {
-      if (timers.has(key)) continue;
-      this.clock.clearTimeout(handle);
-      run.timers.delete(key);
-    }
-    for (const [key, t] of timers) {
-      if (run.timers.has(key)) continue;
-      run.timers.set(key, this.clock.setTimeout(() => {
-        run.timers.delete(key);
-        void this.input(run, t.input(this.now())).catch((e) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`));
-      }, Math.max(0, t.at - this.now())));
-    }
     if (!isActiveRun(state.status)) {
       run.sub.unsubscribe();
       this.runs.delete(run.id);
@@ -468,6 +453,7 @@ export class WorkflowEngine {
       if (!list) byStream.set(e.stream, (list = []));
       list.push(e);
     }
+    const restored: LiveRun[] = [];
     const cut: Array<{ run: LiveRun; effect: DueEffect }> = [];
     for (const events of byStream.values()) {
       const state = foldWorkflowRun(events);
@@ -478,6 +464,7 @@ export class WorkflowEngine {
       const snapshot = workflowRunMachine.resolveState({ value: state.status, context: { start: startOf(state), run: state } });
       const correlation = last.correlation ?? `workflow:${state.run_id}`;
       const run = this.spawnRestored(state.run_id, correlation, snapshot);
+      restored.push(run);
       for (const effect of runningEffects(state)) {
         if (effect.type === 'notify') continue;
         // Already asked or already shown: nothing is repeated behind the user's back.
@@ -486,17 +473,19 @@ export class WorkflowEngine {
       }
       this.reconcile(run);
     }
+    const report = (run: LiveRun) => (e: unknown) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`);
+    // The timers first: a deadline that passed while svc was down is a timeout, whatever was cut.
+    for (const run of restored) void this.input(run, { type: 'resume', now: this.now() }).catch(report(run));
     for (const { run, effect } of cut) {
-      void this.input(run, { type: 'step.failed', step: effect.step, n: effect.n, reason: 'interrupted', error: 'svc restarted while the agent was answering', now: this.now() })
-        .catch((e) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`));
+      void this.input(run, { type: 'step.failed', step: effect.step, n: effect.n, reason: 'interrupted', error: 'svc restarted while the agent was answering', now: this.now() }).catch(report(run));
     }
   }
 
   private spawnRestored(runId: string, correlation: string, snapshot: ReturnType<typeof workflowRunMachine.resolveState>): LiveRun {
     // Effects are marked before the first reconcile: spawn subscribes only after the caller marks them.
     const actorId = `workflow-run:${runId}`;
-    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), snapshot, correlation });
-    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), timers: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
+    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), snapshot, correlation, clock: this.clock });
+    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
     this.runs.set(runId, run);
     run.sub = actor.subscribe(() => this.reconcile(run));
     return run;
