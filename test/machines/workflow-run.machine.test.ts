@@ -395,7 +395,7 @@ steps:
     const c = new SimulatedClock();
     c.set(at);
     const state = restoreWorkflowRun([...r.journal, ...r.facts])!;
-    const actor = createActor(workflowRunMachine, { snapshot: workflowRunMachine.resolveState(state), clock: c });
+    const actor = createActor(workflowRunMachine, { snapshot: workflowRunMachine.resolveState(state), clock: c, input: state.context.start });
     const facts: Fact[] = [];
     actor.on('*', (f: Fact) => void facts.push(f));
     actor.start();
