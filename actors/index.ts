@@ -44,6 +44,7 @@ export * from './users/users-directory.js';
 export * from './tasks/task-hub.js';
 export * from './chat-delivery/chat-delivery.js';
 export * from './workflows/workflow-engine.js';
+export * from './workflows/workflow-agent-step.js';
 export * from './workflows/workflow-definitions-watcher.js';
 export * from './workflows/workflow-chat.js';
 export * from './housekeeping/daily-job.js';

@@ -1,11 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import { agentsOf, type Bus } from '../../bus/index.js';
+import type { Bus } from '../../bus/index.js';
 import {
   MAX_STEP_EXECUTIONS,
   foldWorkflowRun,
   isActiveRun,
-  resolveProviderForModel,
   runningEffects,
   unrestricted,
   workflowRunMachine,
@@ -37,8 +36,13 @@ import {
 import type { EventLog, WorkflowDefinitions, WorkflowLoadError } from '../../store/index.js';
 import { REAL_CLOCK, type ActorClock, type ActorHost } from '../host/actor-host.js';
 import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
+import { mayChange, mayUse, visibleTo } from './workflow-access.js';
+import { askAgentStep } from './workflow-agent-step.js';
 
 /*
+ * Longer than 450 lines because it is one driver: the four commands, the reply interceptor and the
+ * effects all act on the same live runs and their in-flight requests; the rules are the run machine's.
+ *
  * The workflow engine (SPEC.md "Workflow definition", "Workflow run"): definitions from
  * workflows/*.yaml, kept current by a watcher; one `workflowRunMachine` actor per active run on its
  * `run:<id>` stream; and the side effects the run's facts call for.
@@ -66,8 +70,6 @@ import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
  *   was down fires at once.
  */
 
-/** Transport of the agent requests a run makes. */
-export const WORKFLOW_TRANSPORT = 'workflow';
 /** Finished runs kept in memory for `runs` and `status`; older ones are read back from the log. */
 const RECENT_FINISHED = 200;
 /** Characters of a variable's default a listing shows. */
@@ -107,11 +109,6 @@ interface LiveRun {
   sub: { unsubscribe(): void };
 }
 
-
-/** A chat id of the run's own for its agent requests (48 bits of a hash, never 0: chat 0 is the inter-agent chat). */
-export function workflowChatId(key: string): number {
-  return Number.parseInt(createHash('sha256').update(`workflow:${key}`).digest('hex').slice(0, 12), 16) + 1;
-}
 
 const effectKey = (e: Pick<DueEffect, 'step' | 'n'>) => `${e.step}#${e.n}`;
 
@@ -398,7 +395,7 @@ export class WorkflowEngine {
     const done = (output: string) => report({ type: 'step.done', step: effect.step, n: effect.n, output, now: this.now() });
     const failed = (error: string) => report({ type: 'step.failed', step: effect.step, n: effect.n, error, now: this.now() });
     if (effect.type === 'ask_agent') {
-      this.working(this.ask(state, effect, f)).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
+      this.working(askAgentStep(this.d.bus, state, effect, (abort) => (f.abort = abort), (p) => this.waitingOn(p))).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
       return;
     }
     this.working(this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, {
@@ -415,34 +412,6 @@ export class WorkflowEngine {
       },
       (e) => failed(`could not deliver the message: ${e instanceof SvcError ? e.message : describeError(e)}`),
     );
-  }
-
-  /** An ask_agent attempt through the agent contract; resolves with the answer, rejects with why not. */
-  private async ask(state: WorkflowRunState, effect: DueEffect, f: Inflight): Promise<string> {
-    const step = workflowSteps(state.definition).get(effect.step)!.step;
-    if (step.type !== 'ask_agent') throw new SvcError('internal-error', `step ${effect.step} is not ask_agent`);
-    const chatId = workflowChatId(effect.parent === null ? state.run_id : `${state.run_id}:${effect.step}`);
-    const principal: Principal = { ...state.principal, origin: { transport: WORKFLOW_TRANSPORT, chat_id: chatId, topic_id: null } };
-    const agents = agentsOf(this.d.bus);
-    if (step.provider !== undefined) {
-      const provider = step.model !== undefined ? resolveProviderForModel(step.model) : (await agents.list(principal)).find((a) => a.name === step.agent)?.provider;
-      if (provider !== undefined && provider !== step.provider) {
-        throw new SvcError('invalid-provider', step.model !== undefined
-          ? `model ${step.model} is served by ${provider}, not ${step.provider}`
-          : `agent ${step.agent} runs on ${provider}; name a ${step.provider} model (model:) to use ${step.provider}`);
-      }
-    }
-    const asked = agents.ask(
-      { agent: step.agent, transport: WORKFLOW_TRANSPORT, chat_id: chatId, topic_id: null, text: step.model !== undefined ? `@${step.model} ${effect.text}` : effect.text, kind: 'workflow', new_session: step.new_session },
-      principal,
-    );
-    f.abort = () => void agents.abort(chatId, principal, step.agent).catch(() => undefined);
-    const admission = await asked.accepted;
-    if (!admission.accepted) throw new SvcError(admission.code, `agent ${step.agent} refused the request: ${admission.message}`);
-    const outcome = await this.waitingOn(asked.outcome);
-    if (outcome.status === 'completed' && !outcome.is_error) return outcome.text;
-    const detail = outcome.text.trim() ? `: ${outcome.text.trim().slice(0, 500)}` : '';
-    throw new SvcError('internal-error', `agent ${step.agent} ${outcome.status.replace('_', ' ')}${outcome.reason ? ` (${outcome.reason})` : ''}${detail}`);
   }
 
   /** Brings back every run the log says is still going (see the restart rules above). */
@@ -495,23 +464,4 @@ export class WorkflowEngine {
 function startOf(state: WorkflowRunState): WorkflowRunStart {
   const { run_id, definition, variables, transport, chat_id, topic_id, principal, max_step_executions, default_step_timeout } = state;
   return { run_id, definition, variables, transport, chat_id, topic_id, principal, max_step_executions, default_step_timeout };
-}
-
-/** Starting and cancelling runs changes things: a viewer may only look. */
-function mayChange(principal: Principal): void {
-  if (principal.role === 'viewer') throw new SvcError('forbidden', 'a viewer may list workflows and see runs, not start or cancel them');
-}
-
-/**
- * SPEC.md "Agent-scoped access": a caller restricted by `allowed_agents` sees, starts and cancels
- * only workflows whose ask_agent steps all name agents it may use (the agents the run would ask
- * for it); a workflow asking no agent is everyone's.
- */
-function visibleTo(principal: Principal, definition: WorkflowDefinition): boolean {
-  if (unrestricted(principal)) return true;
-  return [...workflowSteps(definition).values()].every(({ step }) => step.type !== 'ask_agent' || principal.allowed_agents.includes(step.agent));
-}
-
-function mayUse(principal: Principal, definition: WorkflowDefinition): void {
-  if (!visibleTo(principal, definition)) throw new SvcError('agent-not-allowed', `workflow ${definition.id} asks agents you may not use`);
 }
