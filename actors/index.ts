@@ -50,6 +50,7 @@ export * from './tasks/task-run-driver.js';
 export * from './tasks/tasks-file-writer.js';
 export * from './chat-delivery/chat-delivery.js';
 export * from './workflows/workflow-engine.js';
+export * from './workflows/workflow-agent-step.js';
 export * from './workflows/workflow-definitions-watcher.js';
 export * from './workflows/workflow-chat.js';
 export * from './housekeeping/daily-job.js';

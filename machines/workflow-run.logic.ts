@@ -14,6 +14,7 @@ import {
   type Principal,
   type WorkflowDefinition,
   type WorkflowRunStatus,
+  type WorkflowRunRecordedInput,
   type WorkflowRunView,
   type WorkflowStep,
   type WorkflowStepStatus,
@@ -28,9 +29,15 @@ import { substituteWorkflowText } from './workflow-vars.logic.js';
  *
  * What the engine does and what is decided here: the engine performs a step (asks the agent,
  * delivers the message) when a `step_started` fact says so, and reports back (`step.done`,
- * `step.failed`); it arms the timers the state names (`deadline_ms`, `retry_at`) on its clock and
- * sends `step.timeout` / `retry.due` when they fire. Everything else — which step is next, what an
- * error leads to, when the run ends — is decided here, from the inputs alone.
+ * `step.failed`). The timers the state names (`deadline_ms`, `retry_at`) are the machine's own
+ * delays (`runTimers`), whose firing (`step.timeout`, `retry.due`) carries the moment they were due,
+ * so a fire is decided from the state alone. Everything else — which step is next, what an error
+ * leads to, when the run ends — is decided here, from the inputs alone.
+ *
+ * Every input from outside that changes the run is written first as `workflow.input_received`, so
+ * replay re-drives the run from the log without rebuilding inputs from their facts. A `resume` (the
+ * engine brought the run back after a restart) is always written: the timers died with the old
+ * process, and the ones already past due fire at once, in the resume's own decision, at its time.
  *
  * Decisions where SPEC.md is silent:
  * - Sequence: after a step comes its `goto`, else the next step in the file; after the last, the
@@ -111,9 +118,34 @@ export type WorkflowRunInput =
   | { type: 'step.timeout'; step: string; n: number; now: number }
   | { type: 'retry.due'; step: string; attempt: number; now: number }
   | { type: 'reply'; text: string; now: number }
-  | { type: 'cancel'; by: string | null; now: number };
+  | { type: 'cancel'; by: string | null; now: number }
+  /** The run came back after a restart; timers due meanwhile fire now. */
+  | { type: 'resume'; now: number };
 
 type RunFact = Fact<(typeof WORKFLOW_RUN_EVENTS)[keyof typeof WORKFLOW_RUN_EVENTS]>;
+
+/** The input as the journal records it (its time is the fact's `at_ms`); null for the machine's own timers and the start. */
+export function recordedInput(input: WorkflowRunInput): WorkflowRunRecordedInput | null {
+  switch (input.type) {
+    case 'step.done':
+      return { type: input.type, step: input.step, n: input.n, output: boundOutput(input.output) };
+    case 'step.failed':
+      return { type: input.type, step: input.step, n: input.n, error: input.error, reason: input.reason ?? 'error' };
+    case 'reply':
+      return { type: input.type, text: boundOutput(input.text) };
+    case 'cancel':
+      return { type: input.type, by: input.by };
+    case 'resume':
+      return { type: input.type };
+    default:
+      return null;
+  }
+}
+
+/** The input a journal entry records, at the time it was handed over. */
+export function inputOfRecord(input: WorkflowRunRecordedInput, now: number): WorkflowRunInput {
+  return { ...input, now };
+}
 
 export const ACTIVE_RUN_STATUSES: readonly WorkflowRunStatus[] = ['running', 'waiting'];
 export const isActiveRun = (status: WorkflowRunStatus): boolean => ACTIVE_RUN_STATUSES.includes(status);
@@ -369,6 +401,19 @@ export function decideWorkflowRun(
     return active() && r !== undefined && r.n === n && (r.status === 'running' || r.status === 'waiting');
   };
 
+  const timedOut = (id: string, n: number): void => {
+    if (!live(id, n)) return;
+    const limit = stepTimeoutSeconds(findStep(run().definition, id)!, { default_step_timeout: run().default_step_timeout });
+    failStep(id, n, 'timeout', `timed out after ${limit ?? 0} s`);
+  };
+
+  const retryDue = (id: string, attempt: number): void => {
+    const r = state?.steps[id];
+    if (!active() || !r || r.status !== 'pending' || r.retry_at === null || attempt !== r.attempts + 1) return;
+    startStep(id, attempt);
+  };
+
+  const wasActive = active();
   switch (input.type) {
     case 'start': {
       if (state !== null) break;
@@ -402,16 +447,21 @@ export function decideWorkflowRun(
       if (!live(input.step, input.n)) break;
       failStep(input.step, input.n, input.reason ?? 'error', input.error);
       break;
-    case 'step.timeout': {
-      if (!live(input.step, input.n)) break;
-      const limit = stepTimeoutSeconds(findStep(run().definition, input.step)!, { default_step_timeout: run().default_step_timeout });
-      failStep(input.step, input.n, 'timeout', `timed out after ${limit ?? 0} s`);
+    case 'step.timeout':
+      timedOut(input.step, input.n);
       break;
-    }
-    case 'retry.due': {
-      const r = state?.steps[input.step];
-      if (!active() || !r || r.status !== 'pending' || r.retry_at === null || input.attempt !== r.attempts + 1) break;
-      startStep(input.step, input.attempt);
+    case 'retry.due':
+      retryDue(input.step, input.attempt);
+      break;
+    case 'resume': {
+      if (!active()) break;
+      // Due while no process was running: each fires now, earliest first, if it still applies.
+      const due = runTimers(run()).filter((timer) => timer.at <= now).sort((a, b) => a.at - b.at);
+      for (const timer of due) {
+        const fire = timer.input(now);
+        if (fire.type === 'step.timeout') timedOut(fire.step, fire.n);
+        else if (fire.type === 'retry.due') retryDue(fire.step, fire.attempt);
+      }
       break;
     }
     case 'reply': {
@@ -425,6 +475,10 @@ export function decideWorkflowRun(
       if (!active()) break;
       push({ type: WORKFLOW_RUN_EVENTS.run_cancelled, data: { by: input.by, at_ms: now } });
       break;
+  }
+  const recorded = recordedInput(input);
+  if (recorded !== null && (facts.length > 0 || (input.type === 'resume' && wasActive))) {
+    facts.unshift({ type: WORKFLOW_RUN_EVENTS.input_received, data: { input: recorded, at_ms: now } });
   }
   return { state, facts };
 }
@@ -452,7 +506,7 @@ export function runningEffects(state: WorkflowRunState): DueEffect[] {
   return out;
 }
 
-/** Timers the engine must have armed: step deadlines and retries due. */
+/** The machine's timers while the run is in this state: step deadlines and retries due, each firing with the moment it was due. */
 export function runTimers(state: WorkflowRunState): Array<{ key: string; at: number; input: (now: number) => WorkflowRunInput }> {
   if (!isActiveRun(state.status)) return [];
   const out: Array<{ key: string; at: number; input: (now: number) => WorkflowRunInput }> = [];

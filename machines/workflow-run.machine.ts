@@ -1,6 +1,6 @@
 import { enqueueActions, setup } from 'xstate';
 import type { Fact } from '../schemas/index.js';
-import { decideWorkflowRun, foldWorkflowRun, isActiveRun, type WorkflowRunInput, type WorkflowRunStart, type WorkflowRunState } from './workflow-run.logic.js';
+import { decideWorkflowRun, foldWorkflowRun, isActiveRun, runTimers, type WorkflowRunInput, type WorkflowRunStart, type WorkflowRunState } from './workflow-run.logic.js';
 
 export interface WorkflowRunContext {
   /** What the run was created with; read by `start` only (a restored run has it from its first fact). */
@@ -21,8 +21,11 @@ const routesExcept = (status: string) => routes.filter((r) => r.target !== statu
  * One workflow run on its `run:<id>` stream. Each input goes through the run's decider
  * (workflow-run.logic.ts), whose facts are emitted and folded into the context; the state value
  * follows the run's status (SPEC.md "Workflow run": running, waiting, completed, failed, cancelled).
- * The engine performs the steps the facts start and reports back; timers are the engine's, on its
- * injected clock, armed from what the context names.
+ * The engine performs the steps the facts start and reports back. Step timeouts and retry delays
+ * are this machine's delayed events (on the clock the host gives it), one per timer `runTimers`
+ * names, keyed by it: each decision cancels the timers its state no longer names and arms the new
+ * ones, so a timer lives exactly as long as the state that calls for it. A restored actor has none
+ * (xstate does not keep them in a state rebuilt from facts): `resume` arms them all again.
  */
 export const workflowRunMachine = setup({
   types: {
@@ -44,6 +47,15 @@ export const workflowRunMachine = setup({
       if (facts.length === 0) return;
       enqueue.assign({ run: state });
       for (const fact of facts) enqueue.emit(fact);
+      const rearm = event.type === 'resume';
+      const before = new Set(context.run ? runTimers(context.run).map((timer) => timer.key) : []);
+      const after = state ? runTimers(state) : [];
+      const kept = new Set(after.map((timer) => timer.key));
+      for (const key of before) if (rearm || !kept.has(key)) enqueue.cancel(key);
+      for (const timer of after) {
+        if (!rearm && before.has(timer.key)) continue;
+        enqueue.raise(timer.input(timer.at), { id: timer.key, delay: Math.max(0, timer.at - event.now) });
+      }
     }),
   },
 }).createMachine({

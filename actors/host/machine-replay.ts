@@ -1,6 +1,7 @@
 import { createActor, type AnyStateMachine, type EventFrom, type InputFrom } from 'xstate';
 import * as v from 'valibot';
-import { agentMachine, applySessionEvent, daemonMachine, foldWorkflowRun, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, taskRunsMachine, workflowRunMachine, workflowSteps, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
+import { agentMachine, applySessionEvent, daemonMachine, inputOfRecord, interruptedTurnMachine, previousRun, restoreInterruptedTurn, sessionMachine, taskMachine, taskRunsMachine, workflowRunMachine, type TaskCreated, type TaskMachineEvent } from '../../machines/index.js';
+import type { ActorClock } from './actor-host.js';
 import {
   ACTOR_EVENTS,
   AGENT_EVENTS,
@@ -16,6 +17,7 @@ import {
   WORKFLOW_RUN_EVENTS,
   type AnyEnvelope,
   type Listener,
+  type EventPayload,
   type WorkflowDefinition,
 } from '../../schemas/index.js';
 
@@ -48,6 +50,13 @@ export interface RecordedInput<M extends AnyStateMachine> {
   send?: EventFrom<M>;
   /** The machine emits this fact (compare it); false for facts other writers put on the stream. */
   own: boolean;
+  /**
+   * For a machine with delays (`clocked`): the fact's time. The replay clock is moved there before
+   * the fact, firing the delays due by then; with `restart`, it jumps there without firing them,
+   * since the process that had armed them was gone.
+   */
+  at?: number;
+  restart?: boolean;
 }
 
 export interface MachineReplay<M extends AnyStateMachine = AnyStateMachine> {
@@ -55,6 +64,8 @@ export interface MachineReplay<M extends AnyStateMachine = AnyStateMachine> {
   machine: M;
   /** The streams this machine's actors write. */
   streams(stream: string): boolean;
+  /** Its actors run on a replay clock moved by the facts' times (`at`), so their own delays fire where the log says. */
+  clocked?: boolean;
   /** `prior` is the stream's facts before `fact`, in order. */
   inputOf(fact: AnyEnvelope, prior: readonly AnyEnvelope[]): RecordedInput<M>;
 }
@@ -232,60 +243,34 @@ const taskRunsReplay: MachineReplay<typeof taskRunsMachine> = {
 };
 
 /**
- * A run's inputs are the engine's reports, read back from the facts they caused: an ask or notify
- * step's completion or failure (`step.done`, `step.failed`), a wait's completion (`reply`), a failure
- * for `timeout` (`step.timeout`), a later attempt started after a scheduled retry (`retry.due`), a
- * cancel. Whatever else the run records (next steps, conditions, skips, its end) the machine must
- * emit on its own.
+ * A run's outside inputs are journaled (`workflow.input_received`) and sent as they are; its start is
+ * the `workflow.run_started` it wrote. Timeouts and retry delays are the machine's own delays, fired
+ * by the replay clock as the facts' times pass, and a resume after a restart jumps the clock without
+ * firing what the old process had armed. Every other fact the machine must emit on its own.
  */
 const workflowRunReplay: MachineReplay<typeof workflowRunMachine> = {
   name: 'workflow-run',
   machine: workflowRunMachine,
   streams: (s) => s.startsWith('run:'),
-  inputOf(fact, prior) {
-    const d = fact.data as Record<string, unknown>;
-    const now = Number(d.at_ms);
+  clocked: true,
+  inputOf(fact) {
+    // The log's payloads passed the event schemas when they were appended.
+    const at = Number((fact.data as { at_ms?: unknown }).at_ms);
     if (fact.type === WORKFLOW_RUN_EVENTS.run_started) {
+      const d = fact.data as EventPayload<typeof WORKFLOW_RUN_EVENTS.run_started>;
+      const { at_ms: _at, workflow_id: _w, definition, principal, ...start } = d;
       return {
-        start: {
-          run_id: String(d.run_id),
-          definition: v.parse(RunDefinitionSchema, d.definition) as WorkflowDefinition,
-          variables: d.variables as Record<string, string>,
-          transport: String(d.transport),
-          chat_id: Number(d.chat_id),
-          topic_id: d.topic_id === null ? null : Number(d.topic_id),
-          principal: v.parse(PrincipalSchema, d.principal),
-          max_step_executions: Number(d.max_step_executions),
-          default_step_timeout: Number(d.default_step_timeout),
-        },
-        send: { type: 'start', now },
+        start: { ...start, definition: v.parse(RunDefinitionSchema, definition) as WorkflowDefinition, principal: v.parse(PrincipalSchema, principal) },
+        send: { type: 'start', now: at },
         own: true,
+        at,
       };
     }
-    const run = foldWorkflowRun(prior);
-    const step = String(d.step);
-    const type = run ? workflowSteps(run.definition).get(step)?.step.type : undefined;
-    const performed = (type === 'ask_agent' || type === 'notify' || type === 'wait_for_reply') && run?.steps[step]?.text !== null;
-    switch (fact.type) {
-      case WORKFLOW_RUN_EVENTS.step_started: {
-        const last = prior.findLast((e) => (e.data as { step?: unknown }).step === step);
-        return last?.type === WORKFLOW_RUN_EVENTS.step_retry_scheduled && Number(last.data.due_ms) > Number(last.data.at_ms)
-          ? { send: { type: 'retry.due', step, attempt: Number(d.attempt), now }, own: true }
-          : { own: true };
-      }
-      case WORKFLOW_RUN_EVENTS.step_completed:
-        if (type === 'wait_for_reply') return { send: { type: 'reply', text: String(d.output), now }, own: true };
-        return performed ? { send: { type: 'step.done', step, n: Number(d.n), output: String(d.output), now }, own: true } : { own: true };
-      case WORKFLOW_RUN_EVENTS.step_failed:
-        if (d.reason === 'timeout') return { send: { type: 'step.timeout', step, n: Number(d.n), now }, own: true };
-        return performed
-          ? { send: { type: 'step.failed', step, n: Number(d.n), error: String(d.error), reason: d.reason === 'interrupted' ? 'interrupted' : 'error', now }, own: true }
-          : { own: true };
-      case WORKFLOW_RUN_EVENTS.run_cancelled:
-        return { send: { type: 'cancel', by: d.by === null ? null : String(d.by), now }, own: true };
-      default:
-        return { own: true };
+    if (fact.type === WORKFLOW_RUN_EVENTS.input_received) {
+      const { input } = fact.data as EventPayload<typeof WORKFLOW_RUN_EVENTS.input_received>;
+      return { send: inputOfRecord(input, at), own: true, at, restart: input.type === 'resume' };
     }
+    return Number.isFinite(at) ? { own: true, at } : { own: true };
   },
 };
 
@@ -307,6 +292,7 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
   const diffs: ReplayDiff[] = [];
   const diff = (seq: number | null, line: string) => diffs.push({ machine: spec.name, stream, seq, line });
   let actor: ReturnType<typeof createActor<AnyStateMachine>> | undefined;
+  const clock = spec.clocked ? new ReplayClock() : undefined;
   let emitted: EmittedFact[] = [];
   const leftover = (after: number) => {
     for (const e of emitted) diff(after, `after seq ${after} the machine emitted ${show(e)}, which the log does not hold`);
@@ -318,13 +304,17 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
       // Written by the host (a crash, a journaled actor's inputs), not emitted by the machine.
       if (HOST_WRITTEN.has(fact.type)) continue;
       const recorded = spec.inputOf(fact, facts.slice(0, i));
+      if (clock && recorded.at !== undefined) {
+        if (recorded.restart) clock.jump(recorded.at);
+        else clock.advance(recorded.at);
+      }
       if (recorded.start !== undefined) {
         leftover(facts[i - 1]?.seq ?? 0);
         actor?.stop();
         const start = recorded.start as { snapshot?: { value: string; context: object } };
         actor = createActor(
           spec.machine,
-          start.snapshot ? { snapshot: spec.machine.resolveState(start.snapshot as never) } : { input: recorded.start },
+          { ...(start.snapshot ? { snapshot: spec.machine.resolveState(start.snapshot as never) } : { input: recorded.start }), ...(clock ? { clock } : {}) },
         );
         actor.on('*', (e: EmittedFact) => void emitted.push(e));
         actor.start();
@@ -348,6 +338,42 @@ export function redriveStream(spec: MachineReplay, stream: string, facts: readon
     actor?.stop();
   }
   return diffs;
+}
+
+/**
+ * The time of a replay: it moves only when a fact's time says so, and runs the delays due by then in
+ * the order a clock would (earliest first, then in the order they were armed).
+ */
+class ReplayClock implements ActorClock {
+  private now = 0;
+  private nextId = 1;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  setTimeout(fn: (...args: unknown[]) => void, ms: number): number {
+    const id = this.nextId++;
+    this.timers.set(id, { at: this.now + ms, fn });
+    return id;
+  }
+
+  clearTimeout(id: unknown): void {
+    this.timers.delete(id as number);
+  }
+
+  advance(to: number): void {
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.timers) if (entry[1].at <= to && (!next || entry[1].at < next[1].at)) next = entry;
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.now = Math.max(this.now, next[1].at);
+      next[1].fn();
+    }
+    this.now = Math.max(this.now, to);
+  }
+
+  jump(to: number): void {
+    this.now = Math.max(this.now, to);
+  }
 }
 
 /**

@@ -1,12 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import { REAL_CLOCK, agentsOf, type Bus } from '../../bus/index.js';
+import { REAL_CLOCK, type Bus } from '../../bus/index.js';
 import {
   MAX_STEP_EXECUTIONS,
   foldWorkflowRun,
   isActiveRun,
-  resolveProviderForModel,
-  runTimers,
   runningEffects,
   unrestricted,
   workflowRunMachine,
@@ -38,8 +36,13 @@ import {
 import type { EventLog, WorkflowDefinitions, WorkflowLoadError } from '../../store/index.js';
 import type { ActorClock, ActorHost } from '../host/actor-host.js';
 import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
+import { mayChange, mayUse, visibleTo } from './workflow-access.js';
+import { askAgentStep } from './workflow-agent-step.js';
 
 /*
+ * Longer than 450 lines because it is one driver: the four commands, the reply interceptor and the
+ * effects all act on the same live runs and their in-flight requests; the rules are the run machine's.
+ *
  * The workflow engine (SPEC.md "Workflow definition", "Workflow run"): definitions from
  * workflows/*.yaml, kept current by a watcher; one `workflowRunMachine` actor per active run on its
  * `run:<id>` stream; and the side effects the run's facts call for.
@@ -62,11 +65,11 @@ import { watchWorkflowDefinitions } from './workflow-definitions-watcher.js';
  *   being delivered is delivered again (at least once); an ask_agent that was running fails with
  *   reason `interrupted` and its on_error decides (retry asks again, abort fails the run). The CLI
  *   process died with the old daemon, and asking again behind the user's back could run a
- *   non-idempotent prompt twice unless the workflow said retry.
+ *   non-idempotent prompt twice unless the workflow said retry. A step timeout or a retry delay keeps
+ *   its moment: the resumed run machine arms it for the time left, and one that passed while svc
+ *   was down fires at once.
  */
 
-/** Transport of the agent requests a run makes. */
-export const WORKFLOW_TRANSPORT = 'workflow';
 /** Finished runs kept in memory for `runs` and `status`; older ones are read back from the log. */
 const RECENT_FINISHED = 200;
 /** Characters of a variable's default a listing shows. */
@@ -81,7 +84,7 @@ export interface WorkflowEngineDeps {
   /** `loadWorkflowDefinitions(dir, {checkExpression})`, bound by the composition root. */
   load(): WorkflowDefinitions;
   config(): WorkflowConfig;
-  /** Timers of step timeouts and retry delays; tests pass a SimulatedClock. */
+  /** Drives the run machines' step timeouts and retry delays; tests pass a SimulatedClock. */
   clock?: ActorClock;
   /** Epoch ms; the clock's own when it is simulated. */
   now?(): number;
@@ -101,17 +104,11 @@ interface LiveRun {
   actorId: string;
   correlation: string;
   inflight: Map<string, Inflight>;
-  timers: Map<string, unknown>;
   /** A reply is being recorded: the next message of the chat is not taken too. */
   taking: boolean;
   sub: { unsubscribe(): void };
 }
 
-
-/** A chat id of the run's own for its agent requests (48 bits of a hash, never 0: chat 0 is the inter-agent chat). */
-export function workflowChatId(key: string): number {
-  return Number.parseInt(createHash('sha256').update(`workflow:${key}`).digest('hex').slice(0, 12), 16) + 1;
-}
 
 const effectKey = (e: Pick<DueEffect, 'step' | 'n'>) => `${e.step}#${e.n}`;
 
@@ -162,8 +159,6 @@ export class WorkflowEngine {
     this.stopped = true;
     for (const s of this.subs.splice(0)) s.unsubscribe();
     for (const run of this.runs.values()) {
-      for (const t of run.timers.values()) this.clock.clearTimeout(t);
-      run.timers.clear();
       for (const f of run.inflight.values()) f.ended = true;
       run.sub.unsubscribe();
       this.d.host.stop(run.actorId);
@@ -337,8 +332,8 @@ export class WorkflowEngine {
 
   private spawn(runId: string, correlation: string, input: WorkflowRunStart): LiveRun {
     const actorId = `workflow-run:${runId}`;
-    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), input, correlation });
-    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), timers: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
+    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), input, correlation, clock: this.clock });
+    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
     this.runs.set(runId, run);
     run.sub = actor.subscribe(() => this.reconcile(run));
     return run;
@@ -354,7 +349,7 @@ export class WorkflowEngine {
     await this.working(this.d.host.sendAndCommit(run.actorId, event, { correlation: run.correlation }));
   }
 
-  /** Makes what runs match what the run's state says should: effects started or ended, timers armed or cleared. */
+  /** Makes what runs match what the run's state says should: effects started or ended (its timers are the machine's). */
   private reconcile(run: LiveRun): void {
     const state = this.d.host.get<typeof workflowRunMachine>(run.actorId)?.getSnapshot().context.run;
     if (!state) return;
@@ -369,19 +364,6 @@ export class WorkflowEngine {
       }
     }
     for (const [key, effect] of due) if (!run.inflight.has(key)) this.perform(run, state, effect);
-    const timers = new Map(runTimers(state).map((t) => [t.key, t]));
-    for (const [key, handle] of run.timers) {
-      if (timers.has(key)) continue;
-      this.clock.clearTimeout(handle);
-      run.timers.delete(key);
-    }
-    for (const [key, t] of timers) {
-      if (run.timers.has(key)) continue;
-      run.timers.set(key, this.clock.setTimeout(() => {
-        run.timers.delete(key);
-        void this.input(run, t.input(this.now())).catch((e) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`));
-      }, Math.max(0, t.at - this.now())));
-    }
     if (!isActiveRun(state.status)) {
       run.sub.unsubscribe();
       this.runs.delete(run.id);
@@ -413,7 +395,7 @@ export class WorkflowEngine {
     const done = (output: string) => report({ type: 'step.done', step: effect.step, n: effect.n, output, now: this.now() });
     const failed = (error: string) => report({ type: 'step.failed', step: effect.step, n: effect.n, error, now: this.now() });
     if (effect.type === 'ask_agent') {
-      this.working(this.ask(state, effect, f)).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
+      this.working(askAgentStep(this.d.bus, state, effect, (abort) => (f.abort = abort), (p) => this.waitingOn(p))).then(done, (e) => failed(e instanceof SvcError ? e.message : describeError(e)));
       return;
     }
     this.working(this.d.bus.send(CHAT_DELIVERY_COMMANDS.deliver, {
@@ -432,34 +414,6 @@ export class WorkflowEngine {
     );
   }
 
-  /** An ask_agent attempt through the agent contract; resolves with the answer, rejects with why not. */
-  private async ask(state: WorkflowRunState, effect: DueEffect, f: Inflight): Promise<string> {
-    const step = workflowSteps(state.definition).get(effect.step)!.step;
-    if (step.type !== 'ask_agent') throw new SvcError('internal-error', `step ${effect.step} is not ask_agent`);
-    const chatId = workflowChatId(effect.parent === null ? state.run_id : `${state.run_id}:${effect.step}`);
-    const principal: Principal = { ...state.principal, origin: { transport: WORKFLOW_TRANSPORT, chat_id: chatId, topic_id: null } };
-    const agents = agentsOf(this.d.bus);
-    if (step.provider !== undefined) {
-      const provider = step.model !== undefined ? resolveProviderForModel(step.model) : (await agents.list(principal)).find((a) => a.name === step.agent)?.provider;
-      if (provider !== undefined && provider !== step.provider) {
-        throw new SvcError('invalid-provider', step.model !== undefined
-          ? `model ${step.model} is served by ${provider}, not ${step.provider}`
-          : `agent ${step.agent} runs on ${provider}; name a ${step.provider} model (model:) to use ${step.provider}`);
-      }
-    }
-    const asked = agents.ask(
-      { agent: step.agent, transport: WORKFLOW_TRANSPORT, chat_id: chatId, topic_id: null, text: step.model !== undefined ? `@${step.model} ${effect.text}` : effect.text, kind: 'workflow', new_session: step.new_session },
-      principal,
-    );
-    f.abort = () => void agents.abort(chatId, principal, step.agent).catch(() => undefined);
-    const admission = await asked.accepted;
-    if (!admission.accepted) throw new SvcError(admission.code, `agent ${step.agent} refused the request: ${admission.message}`);
-    const outcome = await this.waitingOn(asked.outcome);
-    if (outcome.status === 'completed' && !outcome.is_error) return outcome.text;
-    const detail = outcome.text.trim() ? `: ${outcome.text.trim().slice(0, 500)}` : '';
-    throw new SvcError('internal-error', `agent ${step.agent} ${outcome.status.replace('_', ' ')}${outcome.reason ? ` (${outcome.reason})` : ''}${detail}`);
-  }
-
   /** Brings back every run the log says is still going (see the restart rules above). */
   private restore(): void {
     const byStream = new Map<string, AnyEnvelope[]>();
@@ -468,6 +422,7 @@ export class WorkflowEngine {
       if (!list) byStream.set(e.stream, (list = []));
       list.push(e);
     }
+    const restored: LiveRun[] = [];
     const cut: Array<{ run: LiveRun; effect: DueEffect }> = [];
     for (const events of byStream.values()) {
       const state = foldWorkflowRun(events);
@@ -478,6 +433,7 @@ export class WorkflowEngine {
       const snapshot = workflowRunMachine.resolveState({ value: state.status, context: { start: startOf(state), run: state } });
       const correlation = last.correlation ?? `workflow:${state.run_id}`;
       const run = this.spawnRestored(state.run_id, correlation, snapshot);
+      restored.push(run);
       for (const effect of runningEffects(state)) {
         if (effect.type === 'notify') continue;
         // Already asked or already shown: nothing is repeated behind the user's back.
@@ -486,17 +442,19 @@ export class WorkflowEngine {
       }
       this.reconcile(run);
     }
+    const report = (run: LiveRun) => (e: unknown) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`);
+    // The timers first: a deadline that passed while svc was down is a timeout, whatever was cut.
+    for (const run of restored) void this.input(run, { type: 'resume', now: this.now() }).catch(report(run));
     for (const { run, effect } of cut) {
-      void this.input(run, { type: 'step.failed', step: effect.step, n: effect.n, reason: 'interrupted', error: 'svc restarted while the agent was answering', now: this.now() })
-        .catch((e) => this.d.bus.emitLog('error', `workflow run ${run.id}: ${describeError(e)}`));
+      void this.input(run, { type: 'step.failed', step: effect.step, n: effect.n, reason: 'interrupted', error: 'svc restarted while the agent was answering', now: this.now() }).catch(report(run));
     }
   }
 
   private spawnRestored(runId: string, correlation: string, snapshot: ReturnType<typeof workflowRunMachine.resolveState>): LiveRun {
     // Effects are marked before the first reconcile: spawn subscribes only after the caller marks them.
     const actorId = `workflow-run:${runId}`;
-    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), snapshot, correlation });
-    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), timers: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
+    const actor = this.d.host.spawn(actorId, workflowRunMachine, { stream: workflowRunStream(runId), snapshot, correlation, clock: this.clock });
+    const run: LiveRun = { id: runId, actorId, correlation, inflight: new Map(), taking: false, sub: { unsubscribe: () => undefined } };
     this.runs.set(runId, run);
     run.sub = actor.subscribe(() => this.reconcile(run));
     return run;
@@ -506,23 +464,4 @@ export class WorkflowEngine {
 function startOf(state: WorkflowRunState): WorkflowRunStart {
   const { run_id, definition, variables, transport, chat_id, topic_id, principal, max_step_executions, default_step_timeout } = state;
   return { run_id, definition, variables, transport, chat_id, topic_id, principal, max_step_executions, default_step_timeout };
-}
-
-/** Starting and cancelling runs changes things: a viewer may only look. */
-function mayChange(principal: Principal): void {
-  if (principal.role === 'viewer') throw new SvcError('forbidden', 'a viewer may list workflows and see runs, not start or cancel them');
-}
-
-/**
- * SPEC.md "Agent-scoped access": a caller restricted by `allowed_agents` sees, starts and cancels
- * only workflows whose ask_agent steps all name agents it may use (the agents the run would ask
- * for it); a workflow asking no agent is everyone's.
- */
-function visibleTo(principal: Principal, definition: WorkflowDefinition): boolean {
-  if (unrestricted(principal)) return true;
-  return [...workflowSteps(definition).values()].every(({ step }) => step.type !== 'ask_agent' || principal.allowed_agents.includes(step.agent));
-}
-
-function mayUse(principal: Principal, definition: WorkflowDefinition): void {
-  if (!visibleTo(principal, definition)) throw new SvcError('agent-not-allowed', `workflow ${definition.id} asks agents you may not use`);
 }

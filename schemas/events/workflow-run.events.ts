@@ -31,7 +31,26 @@ export const RunDefinitionSchema = v.object({ ...WorkflowDefinitionSchema.entrie
 const Step = { step: v.string(), n: v.number() };
 const At = { at_ms: v.number() };
 
+/**
+ * What the run machine was told from outside (SPEC.md is silent; replay needs it): an attempt's
+ * outcome the engine reports, a reply taken from the chat, a cancel, the resume after a restart.
+ * Timers are not here: the machine arms them itself, so replay re-derives their firing.
+ */
+export const WorkflowRunInputSchema = v.variant('type', [
+  v.object({ type: v.literal('step.done'), ...Step, output: v.string() }),
+  v.object({ type: v.literal('step.failed'), ...Step, error: v.string(), reason: v.picklist(['error', 'interrupted']) }),
+  v.object({ type: v.literal('reply'), text: v.string() }),
+  v.object({ type: v.literal('cancel'), by: v.nullable(v.string()) }),
+  v.object({ type: v.literal('resume') }),
+]);
+export type WorkflowRunRecordedInput = v.InferOutput<typeof WorkflowRunInputSchema>;
+
 export const WORKFLOW_RUN_EVENT_SCHEMAS = {
+  /**
+   * The run was handed `input` at `at_ms`, written before the facts it causes (only when it causes
+   * some, or is a resume): `svc events replay --check` re-drives the run from these and compares the rest.
+   */
+  'workflow.input_received': v.object({ input: WorkflowRunInputSchema, ...At }),
   'workflow.run_started': v.object({
     run_id: v.string(),
     workflow_id: v.string(),

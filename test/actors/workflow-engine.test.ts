@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
-import { ActorHost, WorkflowEngine, answerWorkflowCommand, startChatDelivery } from '../../actors/index.js';
+import { ActorHost, WorkflowEngine, answerWorkflowCommand, redriveMachines, startChatDelivery } from '../../actors/index.js';
 import { recordingTransport, registryOf } from '../fixtures/recording-transport.js';
 import { Bus, serveAgents } from '../../bus/index.js';
 import { checkWorkflowExpression } from '../../machines/index.js';
@@ -23,6 +23,8 @@ import {
 } from '../../schemas/index.js';
 import { MemoryEventLog, loadWorkflowDefinitions, type EventLog } from '../../store/index.js';
 
+/** When every rig's clock starts, unless a restart says later. */
+const T0 = Date.parse('2026-11-20T08:00:00Z');
 const ALICE: Principal = { kind: 'user', id: 'alice', acting_for: null, role: 'admin', allowed_agents: [], origin: { transport: 'api', chat_id: 7, topic_id: null } };
 
 interface Rig {
@@ -57,9 +59,9 @@ function outcome(m: AgentMessage, status: TurnOutcome['status'], text: string): 
   };
 }
 
-async function rig(t: Test, files: Record<string, string>, opts: { log?: EventLog; dir?: string; config?: Partial<WorkflowConfig> } = {}): Promise<Rig> {
+async function rig(t: Test, files: Record<string, string>, opts: { log?: EventLog; dir?: string; config?: Partial<WorkflowConfig>; at?: number } = {}): Promise<Rig> {
   const clock = new SimulatedClock();
-  clock.set(Date.parse('2026-11-20T08:00:00Z'));
+  clock.set(opts.at ?? T0);
   const log = opts.log ?? new MemoryEventLog();
   const bus = new Bus({ log, clock: () => clock.now() });
   const host = new ActorHost(bus);
@@ -300,6 +302,45 @@ await t.test('a restart resumes from the log: a waiting run keeps waiting (its q
   await second.settle();
   t.equal((await second.status(waiting)).status, 'completed');
   t.same(second.said.map((s) => s.text), ['got go']);
+});
+
+await t.test('a restart keeps each timer\'s moment: a pending retry and a wait\'s timeout fire after the time left, and the log re-drives through the restart', async (t) => {
+  const log = new MemoryEventLog();
+  const dir = join(t.testdir(), 'wf');
+  const files = {
+    'flaky.yaml': `steps: [ { id: a, type: ask_agent, agent: main, prompt: "FAIL then ok", on_error: retry, retry: { max_attempts: 2, delay_seconds: 60 } } ]`,
+    'wait.yaml': `steps: [ { id: q, type: wait_for_reply, message: "Proceed?", timeout: 30, on_error: skip }, { id: n, type: notify, message: "went on without an answer" } ]`,
+  };
+  const first = await rig(t, files, { log, dir });
+  const flaky = await first.run('flaky');
+  const waiting = await first.run('wait');
+  t.equal((await first.status(flaky)).steps[0]!.status, 'pending', 'the retry is scheduled');
+  first.clock.increment(10_000);
+  await first.settle();
+  await first.stop();
+
+  // Down for 10 s more: 20 s after the start, 40 s of the retry's delay and 10 s of the wait are left.
+  const second = await rig(t, {}, { log, dir, at: T0 + 20_000 });
+  await second.settle();
+  t.same(second.asked, [], 'nothing is due yet');
+  second.clock.increment(9_999);
+  await second.settle();
+  t.equal((await second.status(waiting)).status, 'waiting', 'not a fresh 30 s, and not before the 30 s are up');
+  second.clock.increment(1);
+  await second.settle();
+  t.same(second.said.map((s) => s.text), ['went on without an answer']);
+  t.match((await second.status(waiting)).steps[0], { status: 'skipped', error: /timed out after 30 s/ });
+  second.clock.increment(29_999);
+  await second.settle();
+  t.same(second.asked, [], 'the retry keeps its 60 s');
+  second.clock.increment(1);
+  await second.settle();
+  t.same(second.asked.map((m) => m.text), ['FAIL then ok'], 'the second attempt');
+  t.same((await second.status(flaky)).steps[0]!.attempts, 2);
+
+  const runs = log.read({ streamPrefix: 'run:' });
+  t.same(runs.filter((e) => e.type === 'workflow.input_received').map((e) => (e.data as { input: { type: string } }).input.type).filter((x) => x === 'resume'), ['resume', 'resume'], 'each restored run wrote its resume');
+  t.same(redriveMachines(runs).diffs, [], 'replay re-drives both runs through the restart, the retry and the timeout');
 });
 
 await t.test('/workflow chat command: usage, list, run with --var, status, runs, cancel', async (t) => {

@@ -105,14 +105,38 @@ await t.test('a golden log altered against its machine fails replay --check with
     [
       'workflow-run.ndjson',
       'a condition recorded as going the other way',
-      (es) => es.map((e) => (e.seq === 10 ? { ...e, data: { ...e.data, output: 'false' } } : e)),
-      /workflow-run on run:golden-a: seq 10: the log has workflow\.step_completed \{[^\n]*"output":"false"[^\n]*, the machine emitted workflow\.step_completed \{[^\n]*"output":"true"/,
+      (es) => es.map((e) => (e.seq === 13 ? { ...e, data: { ...e.data, output: 'false' } } : e)),
+      /workflow-run on run:golden-a: seq 13: the log has workflow\.step_completed \{[^\n]*"output":"false"[^\n]*, the machine emitted workflow\.step_completed \{[^\n]*"output":"true"/,
     ],
     [
       'workflow-run.ndjson',
       'a retry the run never scheduled',
       (es) => es.filter((e) => e.type !== 'workflow.step_retry_scheduled').map((e, i) => ({ ...e, seq: i + 1 })),
-      /run:golden-a: seq 4: the log has workflow\.step_started [^\n]*, the machine emitted workflow\.step_retry_scheduled/,
+      /run:golden-a: seq 5: the log has workflow\.step_started [^\n]*, the machine emitted workflow\.step_retry_scheduled/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a retry that ran before its delay was up',
+      (es) => es.map((e) => (e.seq === 6 ? { ...e, data: { ...e.data, at_ms: 1795161631000 } } : e)),
+      /workflow-run on run:golden-a: seq 6: the log has workflow\.step_started \{"at_ms":1795161631000,"attempt":2,[^\n]*, the machine emitted nothing/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a timeout recorded before its deadline',
+      (es) => es.map((e) => (e.seq === 19 ? { ...e, data: { ...e.data, at_ms: 1795161680000 } } : e)),
+      /workflow-run on run:golden-a: seq 19: the log has workflow\.step_failed \{"at_ms":1795161680000,[^\n]*"reason":"timeout"[^\n]*, the machine emitted nothing/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'an answer other than the one the engine reported',
+      (es) => es.map((e) => (e.seq === 8 ? { ...e, data: { ...e.data, output: 'v3 notes' } } : e)),
+      /workflow-run on run:golden-a: seq 8: the log has workflow\.step_completed \{[^\n]*"output":"v3 notes"[^\n]*, the machine emitted workflow\.step_completed \{[^\n]*"output":"v2 notes"/,
+    ],
+    [
+      'workflow-run.ndjson',
+      'a restart the log lost: the deadline would have fired while the old process ran',
+      (es) => es.filter((e) => !(e.stream === 'run:golden-d' && e.type === 'workflow.input_received' && (e.data.input as { type: string }).type === 'resume')).map((e, i) => ({ ...e, seq: i + 1 })),
+      /workflow-run on run:golden-d: seq 46: the log has workflow\.step_failed \{"at_ms":1795161751000,[^\n]*, the machine emitted workflow\.step_failed \{"at_ms":1795161691000,/,
     ],
   ];
   for (const [golden, what, alter, expected] of cases) {

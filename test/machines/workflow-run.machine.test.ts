@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createActor } from 'xstate';
+import { SimulatedClock, createActor } from 'xstate';
 import {
   MAX_STEP_EXECUTIONS,
   checkWorkflowExpression,
@@ -31,7 +31,7 @@ function definition(yaml: string): WorkflowDefinition {
   return r.definition;
 }
 
-function given(yaml: string, opts: { variables?: Record<string, string>; max?: number } = {}) {
+function given(yaml: string, opts: { variables?: Record<string, string>; max?: number; clock?: SimulatedClock } = {}) {
   const def = definition(yaml);
   const facts: Fact[] = [];
   const actor = createActor(workflowRunMachine, {
@@ -46,12 +46,18 @@ function given(yaml: string, opts: { variables?: Record<string, string>; max?: n
       max_step_executions: opts.max ?? MAX_STEP_EXECUTIONS,
       default_step_timeout: 3600,
     },
+    // The run's timers are its own delays: on a clock nobody advances here, they never fire by themselves.
+    clock: opts.clock ?? new SimulatedClock(),
   });
-  actor.on('*', (f: Fact) => void facts.push(f));
+  const journal: Fact[] = [];
+  // The decisions apart from the inputs' journal, which has a test of its own.
+  actor.on('*', (f: Fact) => void (f.type === 'workflow.input_received' ? journal : facts).push(f));
   actor.start();
   let now = 1_000_000;
   const api = {
     facts,
+    journal,
+    actor,
     /** Facts as `type step` lines, the shortest readable trace. */
     trace(): string[] {
       return facts.map((f) => `${f.type.slice('workflow.'.length)}${'step' in f.data && f.data.step ? ` ${String(f.data.step)}` : ''}`);
@@ -327,7 +333,98 @@ await t.test('a run folded from its facts is the run that wrote them, and resume
   actor.on('*', (f: Fact) => void facts.push(f));
   actor.start();
   actor.send({ type: 'reply', text: 'go', now: 5 });
-  t.same(facts.map((f) => f.type), ['workflow.step_completed', 'workflow.step_started']);
+  t.same(facts.map((f) => f.type), ['workflow.input_received', 'workflow.step_completed', 'workflow.step_started']);
   t.equal(actor.getSnapshot().context.run!.steps.b!.text, 'go');
   t.equal(restoreWorkflowRun([...r.facts, { type: 'workflow.run_cancelled', data: { by: null, at_ms: 1 } }]), null, 'a finished run is not restored');
+});
+
+t.test('external inputs are journaled before the facts they cause; ignored ones and the machine\'s own timers are not', async (t) => {
+  const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p, timeout: 5, on_error: retry, retry: { max_attempts: 2, delay_seconds: 0 } }, { id: q, type: wait_for_reply, message: "?" } ]`);
+  r.send({ type: 'step.done', step: 'a', n: 99, output: 'not this attempt' });
+  t.same(r.journal, [], 'an answer for another attempt changes nothing and is not written');
+  r.send({ type: 'step.failed', step: 'a', n: 1, error: 'boom', now: 2_000_000 });
+  r.send(runTimers(r.run())[0]!.input(0) as never);
+  t.same(r.journal.map((f) => f.data), [{ input: { type: 'step.failed', step: 'a', n: 1, error: 'boom', reason: 'error' }, at_ms: 2_000_000 }], 'the timeout is the machine\'s own');
+  r.send({ type: 'reply', text: 'early' });
+  t.equal(r.journal.length, 1, 'a reply while not waiting is ignored');
+  r.send({ type: 'resume' });
+  t.equal(r.journal.length, 1, 'a resume of a finished run writes nothing');
+  t.equal(r.value(), 'failed');
+
+  const q = given(`steps: [ { id: q, type: wait_for_reply, message: "?" } ]`);
+  const long = 'y'.repeat(300 * 1024);
+  q.send({ type: 'reply', text: long });
+  t.match(q.journal[0]!.data, { input: { type: 'reply' } });
+  t.equal((q.journal[0]!.data as { input: { text: string } }).input.text, q.run().outputs.q, 'the journal keeps the reply as bounded as the run does');
+});
+
+t.test('timers are the machine\'s delays on its clock: a timeout and a retry fire when due, with the moment they were due', async (t) => {
+  const clock = new SimulatedClock();
+  // The helper starts the run at 1 001 000.
+  clock.set(1_001_000);
+  const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p, timeout: 30, on_error: retry, retry: { max_attempts: 2, delay_seconds: 60 } } ]`, { clock });
+  clock.increment(29_999);
+  t.equal(r.run().steps.a!.status, 'running', 'not before its deadline');
+  clock.increment(1);
+  t.match(r.facts.find((f) => f.type === 'workflow.step_failed')!.data, { step: 'a', n: 1, reason: 'timeout', at_ms: 1_031_000 });
+  t.match(r.facts.at(-1)!, { type: 'workflow.step_retry_scheduled', data: { attempt: 2, due_ms: 1_091_000 } });
+  clock.increment(59_999);
+  t.equal(r.run().steps.a!.status, 'pending', 'the retry waits its delay');
+  clock.increment(1);
+  t.match(r.run().steps.a!, { status: 'running', attempts: 2, deadline_ms: 1_121_000 });
+  r.send({ type: 'step.done', step: 'a', n: 2, output: 'ok', now: 1_100_000 });
+  t.equal(r.value(), 'completed');
+  clock.increment(60_000);
+  t.equal(r.facts.filter((f) => f.type === 'workflow.step_failed').length, 1, 'the answered attempt\'s deadline was cancelled');
+});
+
+t.test('a restored run has no timers until resumed; resume arms them for the time left and fires the ones past due at once', async (t) => {
+  const clock = new SimulatedClock();
+  // The helper starts the run at 1 001 000.
+  clock.set(1_001_000);
+  const r = given(`
+steps:
+  - id: fan
+    type: parallel
+    steps:
+      - { id: x, type: ask_agent, agent: main, prompt: px, timeout: 30 }
+      - { id: y, type: ask_agent, agent: main, prompt: py, timeout: 90 }
+`, { clock });
+  r.actor.stop();
+  const restore = (at: number) => {
+    const c = new SimulatedClock();
+    c.set(at);
+    const state = restoreWorkflowRun([...r.journal, ...r.facts])!;
+    const actor = createActor(workflowRunMachine, { snapshot: workflowRunMachine.resolveState(state), clock: c, input: state.context.start });
+    const facts: Fact[] = [];
+    actor.on('*', (f: Fact) => void facts.push(f));
+    actor.start();
+    return { c, actor, facts };
+  };
+  const early = restore(1_011_000);
+  early.c.increment(60_000);
+  t.same(early.facts, [], 'nothing fires without a resume');
+  early.actor.stop();
+
+  const soon = restore(1_011_000);
+  soon.actor.send({ type: 'resume', now: 1_011_000 });
+  t.same(soon.facts.map((f) => f.data), [{ input: { type: 'resume' }, at_ms: 1_011_000 }], 'a resume is written even when nothing is due');
+  soon.c.increment(19_999);
+  t.equal(soon.facts.length, 1, 'x keeps its deadline, not a fresh 30 s');
+  soon.c.increment(1);
+  t.match(soon.facts.slice(1), [{ type: 'workflow.step_failed', data: { step: 'x', reason: 'timeout', at_ms: 1_031_000 } }]);
+  soon.actor.stop();
+
+  const late = restore(1_051_000);
+  late.actor.send({ type: 'resume', now: 1_051_000 });
+  t.match(late.facts.map((f) => [f.type, (f.data as { step?: string }).step]), [
+    ['workflow.input_received', undefined],
+    ['workflow.step_failed', 'x'],
+    ['workflow.step_failed', 'fan'],
+    ['workflow.step_skipped', 'y'],
+    ['workflow.run_failed', 'fan'],
+  ], 'x\'s deadline passed while nothing ran: it times out in the resume, at the resume\'s time');
+  t.equal((late.facts[1]!.data as { at_ms: number }).at_ms, 1_051_000);
+  late.c.increment(60_000);
+  t.equal(late.facts.length, 5, 'y\'s timer went with its run');
 });
