@@ -1,3 +1,5 @@
+// Longer than 450 lines: one sync whose safety rests on every change going through the roots and
+// directories one scan opened (see below); split, the descriptors would have to cross files. A split is due.
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { constants, type Stats } from 'node:fs';

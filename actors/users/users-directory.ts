@@ -1,3 +1,5 @@
+// Longer than 450 lines: the one writer of users.json rows and refresh-token state; each command's
+// load → modify → save must stay synchronous beside the others, so they live in one subscription.
 import { Subscription } from 'rxjs';
 import QRCode from 'qrcode';
 import { causedBy, type Bus, type Cause, type Command } from '../../bus/index.js';

@@ -1,3 +1,5 @@
+// Longer than 450 lines because it is one driver: the four commands, the reply interceptor and the
+// effects all act on the same live runs and their in-flight requests; the rules are the run machine's.
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import { REAL_CLOCK, type Bus } from '../../bus/index.js';
@@ -40,9 +42,6 @@ import { mayChange, mayUse, visibleTo } from './workflow-access.js';
 import { askAgentStep } from './workflow-agent-step.js';
 
 /*
- * Longer than 450 lines because it is one driver: the four commands, the reply interceptor and the
- * effects all act on the same live runs and their in-flight requests; the rules are the run machine's.
- *
  * The workflow engine (SPEC.md "Workflow definition", "Workflow run"): definitions from
  * workflows/*.yaml, kept current by a watcher; one `workflowRunMachine` actor per active run on its
  * `run:<id>` stream; and the side effects the run's facts call for.

@@ -1,3 +1,5 @@
+// Longer than 450 lines: one /ws/admin edge — a connection's frames and the hub that fans the bus out
+// to every connection share the per-user socket bookkeeping that drops a removed user's sockets.
 import type { Subscription } from 'rxjs';
 import type { AnyActorRef, AnyStateMachine } from 'xstate';
 import * as v from 'valibot';
