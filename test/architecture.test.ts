@@ -233,7 +233,7 @@ function strayRules(files: ReadonlyMap<string, string>): string[] {
   return stray;
 }
 
-t.test('one of each rule: the real clock, the cause stamps, the file headers and createdOf each have one home', async (t) => {
+await t.test('one of each rule: the real clock, the cause stamps, the file headers and createdOf each have one home', async (t) => {
   const files = new Map<string, string>();
   for (const folder of FOLDERS) for (const file of sources(join(ROOT, folder))) files.set(relative(ROOT, file), readFileSync(file, 'utf8'));
   const stray = strayRules(files);
@@ -241,7 +241,7 @@ t.test('one of each rule: the real clock, the cause stamps, the file headers and
   for (const rule of ONE_HOME) t.ok(rule.pattern.test(files.get(rule.home) ?? ''), `${rule.what} is in ${rule.home}`);
 });
 
-t.test('the rule finder sees a second definition', async (t) => {
+await t.test('the rule finder sees a second definition', async (t) => {
   const copy = new Map([
     ['actors/x.ts', 'const c = { setTimeout: (fn, ms) => setTimeout(fn, ms) }; const now = d.clock ?? Date.now;'],
     ['bin/z.ts', 'const c = { now: () => Date.now(), setTimeout: (fn: () => void, ms: number): NodeJS.Timeout => setTimeout(fn, ms) };'],

@@ -18,7 +18,7 @@ function homeWithOldLog(dir: string, name: string): { home: string; db: string }
   return { home, db };
 }
 
-t.test('replay --check reads an old log by upcasting its events', async (t) => {
+await t.test('replay --check reads an old log by upcasting its events', async (t) => {
   const { home, db } = homeWithOldLog(t.testdir(), 'upcast');
   const r = svc(home, ['events', 'replay', '--check']);
   t.equal(r.code, 0, r.stdout + r.stderr);
@@ -38,7 +38,7 @@ t.test('replay --check reads an old log by upcasting its events', async (t) => {
   t.same(log.read({ types: ['connection.closed'] }).map((e) => 'v' in e), [false, false], 'a type still at version 1 carries no version');
 });
 
-t.test('the first writable open brings the old file forward; new facts are stored with their version', async (t) => {
+await t.test('the first writable open brings the old file forward; new facts are stored with their version', async (t) => {
   const { db } = homeWithOldLog(t.testdir(), 'migrate');
   const log = SqliteEventLog.open(db, { projections: PROJECTIONS });
   const [fresh] = log.append([{ stream: 'conn:aa', type: 'connection.authenticated', data: { surface: 'admin', role: 'admin' } }], '2026-11-21T10:00:00.000Z');
@@ -60,7 +60,7 @@ t.test('the first writable open brings the old file forward; new facts are store
   );
 });
 
-t.test('replay --check names exactly the event it cannot read', async (t) => {
+await t.test('replay --check names exactly the event it cannot read', async (t) => {
   const { home, db } = homeWithOldLog(t.testdir(), 'too-new');
   SqliteEventLog.open(db, { projections: PROJECTIONS }).close();
   const raw = new Database(db);

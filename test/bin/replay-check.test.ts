@@ -165,7 +165,7 @@ await t.test('a daemon run’s own log passes replay --check, and every fact of 
   t.match([...correlations][0], /^start:[0-9a-f-]{36}$/);
 });
 
-t.test('turns are journaled: a daemon’s turns re-drive from their journal alone, and an altered journal is named', async (t) => {
+await t.test('turns are journaled: a daemon’s turns re-drive from their journal alone, and an altered journal is named', async (t) => {
   // `svc ask` finds the daemon by the port its config names, so it cannot be 0.
   const home = freePortHome(join(t.testdir(), 'home'), { interagent_port: await freePort() });
   const env = { PATH: `${FAKE_BIN}:${process.env.PATH}`, FAKE_CLI_CHUNKS: '3' };

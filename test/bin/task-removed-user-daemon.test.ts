@@ -14,7 +14,7 @@ import { until } from './cli-helpers.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
-t.test('a task created for a user who is then removed runs for nobody: its resume fails unknown-user, as a call for them is refused', async (t) => {
+await t.test('a task created for a user who is then removed runs for nobody: its resume fails unknown-user, as a call for them is refused', async (t) => {
   const scratch = tempHome(t);
   const root = join(scratch.dir, 'home');
   const record = join(scratch.dir, 'argv.jsonl');

@@ -30,7 +30,7 @@ function handEdit(s: Stand, edit: (rows: UserRecord[]) => unknown, how: 'rename'
 const nextFact = (s: Stand, type: string, username?: string) =>
   firstValueFrom(s.bus.events$.pipe(ofType(type as typeof USER_EVENTS.updated), filter((e) => username === undefined || (e.data as { username?: string }).username === username)));
 
-t.test('a hand edit of users.json (add, change role, remove) reaches the admin API without a restart', async (t) => {
+await t.test('a hand edit of users.json (add, change role, remove) reaches the admin API without a restart', async (t) => {
   const s = await adminStand(t);
   const alice = (await s.login('alice', 'alice-password')).json.access_token as string;
   const bob = (await s.login('bob', 'bob-password')).json.access_token as string;
@@ -63,7 +63,7 @@ t.test('a hand edit of users.json (add, change role, remove) reaches the admin A
   t.equal((await s.call('GET', '/api/auth/me', { bearer: alice })).status, 200, 'the others are untouched');
 });
 
-t.test('a malformed hand edit keeps the last good users, is recorded and logged; the next good edit applies', async (t) => {
+await t.test('a malformed hand edit keeps the last good users, is recorded and logged; the next good edit applies', async (t) => {
   const s = await adminStand(t);
   const bob = (await s.login('bob', 'bob-password')).json.access_token as string;
   const logs: string[] = [];
@@ -93,7 +93,7 @@ t.test('a malformed hand edit keeps the last good users, is recorded and logged;
   t.equal((await s.call('GET', '/api/auth/me', { bearer: bob })).status, 401, 'a good edit after them applies, diffed against the last good users');
 });
 
-t.test('a write through svc is in force at the next request, with no wait for the watcher', async (t) => {
+await t.test('a write through svc is in force at the next request, with no wait for the watcher', async (t) => {
   const s = await adminStand(t);
   const alice = (await s.login('alice', 'alice-password')).json.access_token as string;
   const made = await s.call('POST', '/api/users', { bearer: alice, body: { username: 'dave', role: 'operator', password: 'dave-password-1' } });
@@ -103,7 +103,7 @@ t.test('a write through svc is in force at the next request, with no wait for th
   t.equal((await s.call('GET', '/api/users', { bearer: alice })).json.length, 3);
 });
 
-t.test('the verified-token cache ends with whatever ends the token', async (t) => {
+await t.test('the verified-token cache ends with whatever ends the token', async (t) => {
   const s = await adminStand(t);
   const me = (token: string) => s.call('GET', '/api/auth/me', { bearer: token });
   const admin = (await s.login('alice', 'alice-password')).json.access_token as string;

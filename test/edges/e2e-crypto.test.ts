@@ -46,7 +46,7 @@ await t.test('client frames open; reflected, tampered, short and non-base64 fram
   t.equal(session.open(`${good.slice(0, 8)}\n${good.slice(8)}`), null, 'whitespace');
 });
 
-t.test('keys are interchangeable with tweetnacl: the same public key from a secret, the same box.before both ways', async (t) => {
+await t.test('keys are interchangeable with tweetnacl: the same public key from a secret, the same box.before both ways', async (t) => {
   for (let i = 0; i < 20; i++) {
     const server = e2eKeyPair();
     const client = nacl.box.keyPair();
@@ -58,7 +58,7 @@ t.test('keys are interchangeable with tweetnacl: the same public key from a secr
   }
 });
 
-t.test('a low-order or malformed peer key gives no session', async (t) => {
+await t.test('a low-order or malformed peer key gives no session', async (t) => {
   const { secretKey } = e2eKeyPair();
   const p = 2n ** 255n - 19n;
   const le = (n: bigint) => Buffer.from(n.toString(16).padStart(64, '0'), 'hex').reverse();
@@ -103,7 +103,7 @@ function python(req: object): unknown {
   return JSON.parse(r.stdout);
 }
 
-t.test('keys and boxes are interchangeable with PyNaCl in both directions', pynaclMissing ? { skip: pynaclMissing } : {}, async (t) => {
+await t.test('keys and boxes are interchangeable with PyNaCl in both directions', pynaclMissing ? { skip: pynaclMissing } : {}, async (t) => {
   const client = python({ op: 'keys' }) as { sk: string; pk: string };
   const server = e2eKeyPair();
   const key = sharedKeyFor(client.pk, server.secretKey)!;

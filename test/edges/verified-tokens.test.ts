@@ -4,7 +4,7 @@ import type { AdminTokenClaims } from '../../schemas/index.js';
 
 const claims = (sub: string, exp: number): AdminTokenClaims => ({ typ: 'access', sub, tv: 0, jti: `j-${sub}`, exp });
 
-t.test('a verified token is served until its exp, under its own secret only', async (t) => {
+await t.test('a verified token is served until its exp, under its own secret only', async (t) => {
   const cache = new VerifiedAccessTokens();
   cache.add('secret-1', 'tok-a', claims('a', 100));
   t.same(cache.get('secret-1', 'tok-a', 99_999), claims('a', 100));
@@ -18,7 +18,7 @@ t.test('a verified token is served until its exp, under its own secret only', as
   t.equal(cache.size, 1);
 });
 
-t.test('the cache is bounded: the oldest entries go first', async (t) => {
+await t.test('the cache is bounded: the oldest entries go first', async (t) => {
   const cache = new VerifiedAccessTokens(2);
   for (const k of ['x', 'y', 'z']) cache.add('s', k, claims(k, 100));
   t.equal(cache.size, 2);

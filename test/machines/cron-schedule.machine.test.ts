@@ -28,7 +28,7 @@ function plan(start: string, jobs: CronScheduleJob[]) {
 
 const job = (id: string, expr: string, zone = 'UTC', enabled = true): CronScheduleJob => ({ id, expr, zone, enabled });
 
-t.test('each job fires at its own times, in its zone; the delay wakes for the soonest only', async (t) => {
+await t.test('each job fires at its own times, in its zone; the delay wakes for the soonest only', async (t) => {
   const p = plan('2026-03-28T23:50:00Z', [job('minute5', '*/5 * * * *'), job('berlin', '30 2 * * *', 'Europe/Berlin'), job('off', '* * * * *', 'UTC', false)]);
   t.equal(p.next('minute5'), '2026-03-28T23:55:00.000Z');
   t.equal(p.next('berlin'), '2026-03-29T01:00:00.000Z', 'spring-forward: 02:30 Berlin does not exist, 03:00 CEST is 01:00 UTC');
@@ -44,7 +44,7 @@ t.test('each job fires at its own times, in its zone; the delay wakes for the so
   t.equal(p.due.every((d) => d.length > 0), true, 'no empty `due` is told');
 });
 
-t.test('a timer that fires late does not make the plan fall behind: the clock the driver gives decides', async (t) => {
+await t.test('a timer that fires late does not make the plan fall behind: the clock the driver gives decides', async (t) => {
   const p = plan('2026-01-01T00:00:30Z', [job('m', '* * * * *')]);
   // One jump of ten minutes: a single wake; the job fires once for its oldest due time and moves past now.
   p.clock.increment(10 * 60_000);
@@ -52,7 +52,7 @@ t.test('a timer that fires late does not make the plan fall behind: the clock th
   t.equal(p.next('m'), '2026-01-01T00:11:00.000Z', 'the next fire is after the time the clock gave');
 });
 
-t.test('an idle tick touches no job; a clock input fires what is due; jobs.set moves only changed jobs', async (t) => {
+await t.test('an idle tick touches no job; a clock input fires what is due; jobs.set moves only changed jobs', async (t) => {
   const jobs = Array.from({ length: 200 }, (_, i) => job(`j${i}`, '0 9 * * *'));
   const p = plan('2026-01-01T00:00:00Z', jobs);
   const heapBefore = p.actor.getSnapshot().context.heap.length;
@@ -73,7 +73,7 @@ t.test('an idle tick touches no job; a clock input fires what is due; jobs.set m
   t.notOk(p.fired().some((f) => f.startsWith('j0@')), 'nor does the edited one at its old time');
 });
 
-t.test('bad input: a broken expression or zone is never planned; a clock going back fires nothing twice', async (t) => {
+await t.test('bad input: a broken expression or zone is never planned; a clock going back fires nothing twice', async (t) => {
   const p = plan('2026-01-01T00:00:00Z', [job('secs', '* * * * * *'), job('zone', '* * * * *', 'Mars/Olympus'), job('ok', '0 * * * *')]);
   t.equal(p.next('secs'), null);
   t.equal(p.next('zone'), null);
@@ -84,7 +84,7 @@ t.test('bad input: a broken expression or zone is never planned; a clock going b
   t.same(p.fired(), ['ok@2026-01-01T01:00:00.000Z'], 'an earlier time is not taken: the plan never moves back');
 });
 
-t.test('with nothing planned, the delay still wakes within CRON_MAX_TICK_MS, so a jump of the wall clock is noticed', async (t) => {
+await t.test('with nothing planned, the delay still wakes within CRON_MAX_TICK_MS, so a jump of the wall clock is noticed', async (t) => {
   const p = plan('2026-01-01T00:00:00Z', []);
   p.clock.increment(CRON_MAX_TICK_MS - 1);
   t.equal(p.wakes(), 0);
@@ -92,7 +92,7 @@ t.test('with nothing planned, the delay still wakes within CRON_MAX_TICK_MS, so 
   t.equal(p.wakes(), 1);
 });
 
-t.test('the heap gives fires in time order and drops nothing', async (t) => {
+await t.test('the heap gives fires in time order and drops nothing', async (t) => {
   const heap = heapOf({ c: 3, a: 1, none: null, b: 2 });
   heapPush(heap, { id: 'a2', at: 1 });
   const out: string[] = [];
@@ -101,7 +101,7 @@ t.test('the heap gives fires in time order and drops nothing', async (t) => {
   t.equal(heapPop([]), undefined);
 });
 
-t.test('one-shot queue: runs sharing a key start one at a time in queued order; others start at once', async (t) => {
+await t.test('one-shot queue: runs sharing a key start one at a time in queued order; others start at once', async (t) => {
   const q = createActor(oneShotQueueMachine);
   const started: string[] = [];
   q.on('start', (e) => void started.push(e.run_id));

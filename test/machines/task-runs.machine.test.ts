@@ -19,7 +19,7 @@ function drive(events: TaskRunsEvent[], clock = new SimulatedClock()) {
 const req = (task_id: string, chat_id: number, max_parallel = 2, run = 1): TaskRunsEvent => ({ type: 'request', task_id, run, chat_id, max_parallel });
 const started = (facts: Fact[]) => facts.filter((f) => f.type === 'task_run.started').map((f) => (f.data as { task_id: string }).task_id);
 
-t.test('given max_parallel 2, when three runs of one chat are asked for, then two start and the third waits for a place', async (t) => {
+await t.test('given max_parallel 2, when three runs of one chat are asked for, then two start and the third waits for a place', async (t) => {
   const { actor, facts } = drive([req('a', 1), req('b', 1), req('c', 1), req('x', 2)]);
   t.same(started(facts), ['a', 'b', 'x'], 'the other chat is not held up');
   t.same(facts[0], { type: 'task_run.opened', data: {} });
@@ -30,7 +30,7 @@ t.test('given max_parallel 2, when three runs of one chat are asked for, then tw
   t.ok(runStarted(actor.getSnapshot().context, 'c'));
 });
 
-t.test('a late end of an earlier run frees its own place only, never the task’s later run', async (t) => {
+await t.test('a late end of an earlier run frees its own place only, never the task’s later run', async (t) => {
   // Run 1 was cancelled and the task resumed while run 1's CLI was still being stopped.
   const { actor, facts } = drive([req('a', 1, 2, 1), req('a', 1, 2, 2), req('b', 1, 2)]);
   t.same(started(facts), ['a', 'a'], 'both runs hold a place while both CLIs live');
@@ -40,7 +40,7 @@ t.test('a late end of an earlier run frees its own place only, never the task’
   t.ok(runStarted(actor.getSnapshot().context, 'a'));
 });
 
-t.test('a dropped queued run never starts; a lower max_parallel holds new starts until enough runs end', async (t) => {
+await t.test('a dropped queued run never starts; a lower max_parallel holds new starts until enough runs end', async (t) => {
   const { actor, facts } = drive([req('a', 1, 1), req('b', 1, 1), req('c', 1, 1)]);
   actor.send({ type: 'drop', task_id: 'b', run: 1, max_parallel: 1 });
   actor.send({ type: 'ended', task_id: 'a', run: 1, max_parallel: 1 });
@@ -49,7 +49,7 @@ t.test('a dropped queued run never starts; a lower max_parallel holds new starts
   t.same(admit({ queued: [{ task_id: 'q', run: 1, chat_id: 1 }], running: [{ task_id: 'r1', run: 1, chat_id: 1 }, { task_id: 'r2', run: 1, chat_id: 1 }] }, 1).started, [], 'over the limit after a config change: nothing starts');
 });
 
-t.test('the orphan sweep fires on the injected clock every interval, as a fact', async (t) => {
+await t.test('the orphan sweep fires on the injected clock every interval, as a fact', async (t) => {
   const clock = new SimulatedClock();
   const { facts } = drive([], clock);
   clock.increment(ORPHAN_SWEEP_INTERVAL_MS - 1);
@@ -59,7 +59,7 @@ t.test('the orphan sweep fires on the injected clock every interval, as a fact',
   t.same(facts.map((f) => f.type), ['task_run.opened', 'task_run.sweep_due', 'task_run.sweep_due']);
 });
 
-t.test('its stream re-drives to exactly its facts, across a restart; an altered start is named', async (t) => {
+await t.test('its stream re-drives to exactly its facts, across a restart; an altered start is named', async (t) => {
   const spec = MACHINE_REPLAYS.find((s) => s.name === 'task-runs')!;
   t.ok(spec.streams('task-runs'));
   const clock = new SimulatedClock();

@@ -8,7 +8,7 @@ const rows = (input: UserRecordInput[]): UserRecord[] => {
   return r.users;
 };
 
-t.test('given users, when the file is edited by hand, then the facts name each change', async (t) => {
+await t.test('given users, when the file is edited by hand, then the facts name each change', async (t) => {
   const before = rows([
     { username: 'alice', role: 'admin' },
     { username: 'bob', role: 'viewer', password_hash: 'scrypt$old', token_version: 3 },
@@ -26,7 +26,7 @@ t.test('given users, when the file is edited by hand, then the facts name each c
   t.notOk(noUsersChange(change));
 });
 
-t.test('given users, when the same rows come back (a save by svc, a reformatted file), then nothing changed', async (t) => {
+await t.test('given users, when the same rows come back (a save by svc, a reformatted file), then nothing changed', async (t) => {
   const same = [{ username: 'alice', role: 'admin' as const, allowed_agents: ['main'] }];
   t.ok(noUsersChange(diffUsers(rows(same), rows(same))));
   t.same(diffUsers(rows(same), rows([{ ...same[0]!, allowed_agents: ['main', 'ops'] }])).updated, [{ username: 'alice', fields: ['allowed_agents'], token_version: 0, active: true }]);

@@ -338,7 +338,7 @@ await t.test('a run folded from its facts is the run that wrote them, and resume
   t.equal(restoreWorkflowRun([...r.facts, { type: 'workflow.run_cancelled', data: { by: null, at_ms: 1 } }]), null, 'a finished run is not restored');
 });
 
-t.test('external inputs are journaled before the facts they cause; ignored ones and the machine\'s own timers are not', async (t) => {
+await t.test('external inputs are journaled before the facts they cause; ignored ones and the machine\'s own timers are not', async (t) => {
   const r = given(`steps: [ { id: a, type: ask_agent, agent: main, prompt: p, timeout: 5, on_error: retry, retry: { max_attempts: 2, delay_seconds: 0 } }, { id: q, type: wait_for_reply, message: "?" } ]`);
   r.send({ type: 'step.done', step: 'a', n: 99, output: 'not this attempt' });
   t.same(r.journal, [], 'an answer for another attempt changes nothing and is not written');
@@ -358,7 +358,7 @@ t.test('external inputs are journaled before the facts they cause; ignored ones 
   t.equal((q.journal[0]!.data as { input: { text: string } }).input.text, q.run().outputs.q, 'the journal keeps the reply as bounded as the run does');
 });
 
-t.test('timers are the machine\'s delays on its clock: a timeout and a retry fire when due, with the moment they were due', async (t) => {
+await t.test('timers are the machine\'s delays on its clock: a timeout and a retry fire when due, with the moment they were due', async (t) => {
   const clock = new SimulatedClock();
   // The helper starts the run at 1 001 000.
   clock.set(1_001_000);
@@ -378,7 +378,7 @@ t.test('timers are the machine\'s delays on its clock: a timeout and a retry fir
   t.equal(r.facts.filter((f) => f.type === 'workflow.step_failed').length, 1, 'the answered attempt\'s deadline was cancelled');
 });
 
-t.test('a restored run has no timers until resumed; resume arms them for the time left and fires the ones past due at once', async (t) => {
+await t.test('a restored run has no timers until resumed; resume arms them for the time left and fires the ones past due at once', async (t) => {
   const clock = new SimulatedClock();
   // The helper starts the run at 1 001 000.
   clock.set(1_001_000);

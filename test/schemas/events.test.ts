@@ -74,7 +74,7 @@ await t.test('a payload that does not fit is reported, so the check above can fa
   ]).map((s) => s.split(':')[0]), ['1 registry.agent_added', '2 x.made_up']);
 });
 
-t.test('upcastEnvelope: an old payload is brought forward, a missing step or a newer version is named', async (t) => {
+await t.test('upcastEnvelope: an old payload is brought forward, a missing step or a newer version is named', async (t) => {
   const base = { seq: 5, at: '2026-11-20T09:00:00.000Z', stream: 'conn:x', type: 'connection.authenticated', data: { chat_id: 1, channel_id: null } };
   t.same(upcastEnvelope(base), { ...base, data: { surface: 'direct', chat_id: 1, channel_id: null }, v: 2 }, 'no version reads as 1');
   const current = { ...base, v: 2, data: { surface: 'admin', role: 'admin' } };

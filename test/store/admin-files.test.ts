@@ -65,7 +65,7 @@ await t.test('webhooks.json run fields: patches made together are one write, see
   await t.rejects(patchWebhookRecord(paths, 'a', { trigger_count: 4 }), { code: 'corrupt-file' }, 'a write that cannot happen is the caller\'s error');
 });
 
-t.test('webhooks.json run fields: counting across batches loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
+await t.test('webhooks.json run fields: counting across batches loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
   const paths = homePaths(t.testdir());
   saveWebhooks(paths, [{ id: 'a', agent: 'main', enabled: true, name: 'aaa' } as unknown as WebhookRecord]);
   const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];

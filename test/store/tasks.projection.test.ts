@@ -28,7 +28,7 @@ const FACTS = [
   { stream: 'task:zz', type: TASK_EVENTS.answered, data: { answer: 'no task', at: 140 } },
 ] as const;
 
-t.test('folded inside each append: the read model answers as the task machine’s fold does, deleted tasks gone, creation order kept', async (t) => {
+await t.test('folded inside each append: the read model answers as the task machine’s fold does, deleted tasks gone, creation order kept', async (t) => {
   const log = SqliteEventLog.open(join(t.testdir(), 'events.db'), { projections: PROJECTIONS });
   t.teardown(() => log.close());
   for (const f of FACTS) log.append([f as never], '2026-01-01T00:00:00.000Z');
@@ -43,7 +43,7 @@ t.test('folded inside each append: the read model answers as the task machine’
   t.same(foldTaskRow(model.get('a'), { type: 'task.unknown', data: {} }), model.get('a'), 'an unknown type changes nothing');
 });
 
-t.test('a log written before the tasks projection existed is folded into it when opened', async (t) => {
+await t.test('a log written before the tasks projection existed is folded into it when opened', async (t) => {
   const path = join(t.testdir(), 'events.db');
   const others = PROJECTIONS.filter((p) => p !== tasksProjection);
   const old = SqliteEventLog.open(path, { projections: others });
