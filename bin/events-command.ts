@@ -160,10 +160,17 @@ function replayCheck(paths: HomePaths): number {
     try {
       const events = live.read();
       rebuildProjections(scratch.projectionDb(), PROJECTIONS, events);
-      const differences = diffProjections(live.projectionDb(), scratch.projectionDb(), PROJECTIONS);
+      // A read model this build added is not in a log an older build wrote until svc next opens it
+      // (it is folded from the log then): not a divergence, but said.
+      const liveDb = live.projectionDb();
+      const hasTable = liveDb.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`);
+      const unbuilt = PROJECTIONS.filter((p) => p.tables.every((t) => !hasTable.get(t)));
+      const built = PROJECTIONS.filter((p) => !unbuilt.includes(p));
+      for (const p of unbuilt) process.stdout.write(`note: read model ${p.name} is not in this log yet; svc folds it from the log when it next starts\n`);
+      const differences = diffProjections(liveDb, scratch.projectionDb(), built);
       const machines = redriveMachines(events);
       if (differences.length === 0) {
-        process.stdout.write(`ok: ${PROJECTIONS.length} read models match a replay of ${events.length} events\n`);
+        process.stdout.write(`ok: ${built.length} read models match a replay of ${events.length} events\n`);
       } else {
         process.stdout.write(`divergence: the live read models differ from a replay of ${events.length} events\n`);
         for (const d of differences) {

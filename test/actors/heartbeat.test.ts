@@ -13,6 +13,8 @@ const at = (iso: string) => Date.parse(iso);
 /** Sessions that never expire, so a case tests only what it names. */
 const NO_EXPIRY: ExpiryRules = { idleTimeoutMinutes: 0, dailyResetEnabled: false, dailyResetHour: 4, timezone: 'UTC', maxSessionMessages: null };
 
+const NOON = at('2026-11-27T12:00:00Z');
+
 await t.test('quiet hours in the user zone, wrapping midnight', async (t) => {
   for (const [iso, quiet] of [
     ['2026-11-27T20:59:00Z', false],
@@ -117,8 +119,6 @@ await t.test('the running-turns read model gives each turn the time limit it sta
 });
 
 // ------------------------------------------------------------------ the actor on a bus
-
-const NOON = at('2026-11-27T12:00:00Z');
 
 function session(chat_id: number, over: Partial<SessionSummary> = {}): SessionSummary {
   return {

@@ -107,6 +107,8 @@ await t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership,
   t.match((await call('/tasks/cancel', { task_id: b, from: 'main' })).body, { success: true, status: 'cancelled' });
   open();
   await until('A done', () => has(a, 'task.completed'));
+  // tasks.json is the projection's copy, written in the loop turn after the fact: wait for it there too.
+  await until('A done in tasks.json', () => entry(a)?.status === 'done');
   t.match(entry(a), { status: 'done', session_id: 'fake-claude-session', provider: 'claude' });
   await until('the result reached the parent session', () =>
     d.log.read({ streamPrefix: 'turn:', types: ['turn.started'] }).some((e) => (e.data as { prompt?: string }).prompt?.startsWith(`[Task "research" (${a}) finished]`)),
@@ -125,6 +127,7 @@ await t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership,
   await until('C at the gate', () => d.log.read({ types: ['turn.spawned'] }).some((e) => d.log.read({ stream: e.stream, types: ['turn.started'] })[0]?.correlation === `task:${c}`));
   clock.increment(101_000);
   await until('C timed out', () => facts(c).find((e) => e.type === 'task.failed'));
+  await until('C failed in tasks.json', () => entry(c)?.status === 'failed');
   t.match(entry(c), { status: 'failed' });
   t.equal((facts(c).find((e) => e.type === 'task.failed')!.data as { reason: string }).reason, 'timeout');
 
@@ -149,6 +152,7 @@ await t.test('tasks: create, ask_parent round trip, queueing, cancel, ownership,
   open();
   t.match((await call('/tasks/resume', { task_id: a, prompt: 'yes', from: 'main' })).body, { success: true, status: 'running' });
   await until('A answered by a new run', () => facts(a).filter((e) => e.type === 'task.completed').length === 2);
+  await until('A done again in tasks.json', () => entry(a)?.status === 'done');
   t.match(entry(a), { status: 'done' });
 
   // Orphan cleanup every 5 h on the injected clock.
