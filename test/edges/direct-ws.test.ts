@@ -308,7 +308,7 @@ await t.test('handshake, streamed turn in order, facts without contents', async 
   await until('closed fact', () => facts(env).some((e) => e.type === 'connection.closed'));
   const mine = facts(env);
   t.same(mine.map((e) => e.type), ['connection.authenticated', 'connection.closed']);
-  t.same(mine[0]!.data, { chat_id: 5, channel_id: 9 });
+  t.same(mine[0]!.data, { surface: 'direct', chat_id: 5, channel_id: 9 });
   t.match(mine[1]!.data, { reason: 'client' });
   t.notMatch(JSON.stringify(env.log.read()), /secret words/, 'message contents are never persisted');
   const h2 = await fetch(`http://127.0.0.1:${env.server.port}/health`, { headers: { connection: 'close' } });
