@@ -2,7 +2,8 @@ import { Subscription } from 'rxjs';
 import type { Bus, Cause } from '../../bus/index.js';
 import { MAIN_AGENT, SvcError, TASK_COMMANDS, TASK_STATUSES, type Principal, type Role, type SubAgentConfig, type TaskRecord, type TaskView } from '../../schemas/index.js';
 import { agentAccess, unrestricted } from '../../machines/index.js';
-import type { FoldedTask, TasksReadModel } from '../../store/index.js';
+import type { TasksReadModel } from '../../store/index.js';
+import { recordOf } from './tasks-file-writer.js';
 
 /*
  * Tasks as the admin API sees them (SPEC.md "Admin REST: tasks, sessions", WIRE.md §2 Task): read
@@ -58,11 +59,11 @@ export function taskVisibleTo(p: Principal, t: TaskRecord, registry: readonly Su
 
 export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
   const { bus } = deps;
-  const records = () => deps.tasks.all().map(asRecord);
+  const records = () => deps.tasks.all().map(recordOf);
   const noHub = (what: string) => new SvcError('no-task-hub', `${what}: the task hub is not running`);
   const find = (p: Principal, id: string): TaskRecord => {
     const found = deps.tasks.get(id);
-    const task = found && asRecord(found);
+    const task = found && recordOf(found);
     if (!task) throw new SvcError('not-found', `task ${JSON.stringify(id)} does not exist`);
     if (!taskVisibleTo(p, task, deps.registry())) throw new SvcError('agent-not-allowed', `task ${JSON.stringify(id)} belongs to an agent you may not use`);
     return task;
@@ -131,23 +132,4 @@ export function startTaskQueries(deps: TaskQueriesDeps): Subscription {
     }),
   );
   return subs;
-}
-
-/** The fields a task view and the access check read, from a folded task. */
-function asRecord(s: FoldedTask): TaskRecord {
-  return {
-    task_id: s.task_id,
-    status: s.status,
-    name: s.name,
-    parent_agent: s.parent_agent,
-    agent: s.agent,
-    provider: s.provider,
-    model: s.model,
-    prompt: s.prompt,
-    description: s.question,
-    result: s.result,
-    created_at: s.created_at,
-    finished_at: s.finished_at,
-    elapsed_seconds: null,
-  };
 }
