@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toPromise, type Actor } from 'xstate';
@@ -142,7 +143,8 @@ export class TurnLauncher {
         status: 'failed', text: '', is_error: true, stream_fallback: false, files: [], session_id: null, usage: null,
         cost_usd: null, duration_ms: null, reason: 'internal', error: describeError(e), session_reset: false,
       }))
-      .finally(() => rmSync(tempDir, { recursive: true, force: true }));
+      // Off the loop: a removal waits on the disk, and nothing reads the folder after the turn.
+      .finally(() => void rm(tempDir, { recursive: true, force: true }).catch(() => undefined));
     return { actor, result };
   }
 

@@ -2,7 +2,7 @@ import type { Subscription } from 'rxjs';
 import { followsFrom, type Bus } from '../../bus/index.js';
 import { OUTCOME_FACT_TYPES, outcomeNotification, type OutcomeSubject } from '../../machines/index.js';
 import { NOTIFICATION_COMMANDS, TASK_EVENTS, describeError, type Envelope } from '../../schemas/index.js';
-import type { EventLog } from '../../store/index.js';
+import type { TasksReadModel } from '../../store/index.js';
 
 /*
  * Every outcome SPEC.md's severity table names raises its notification here, from the fact that
@@ -13,28 +13,26 @@ import type { EventLog } from '../../store/index.js';
 
 export interface OutcomeNotificationsDeps {
   bus: Bus;
-  /** Where a task's name and agent are read (its `task.created`), which its end facts do not repeat. */
-  log: Pick<EventLog, 'read'>;
+  /** Where a task's name and agent are read (the tasks projection), which its end facts do not repeat. */
+  tasks: Pick<TasksReadModel, 'get'>;
 }
 
 const NO_SUBJECT: OutcomeSubject = { name: null, agent: null };
 
-/** The task's name and the agent it was delegated to, from its first fact. */
-function taskSubject(log: Pick<EventLog, 'read'>, stream: string): OutcomeSubject {
-  const created = log.read({ stream, types: [TASK_EVENTS.created], limit: 1 })[0];
-  if (!created) return NO_SUBJECT;
-  const d = created.data;
-  return { name: typeof d.name === 'string' ? d.name : null, agent: typeof d.agent === 'string' ? d.agent : null };
+/** The task's name and the agent it was delegated to; its stream is `task:<id>`. */
+function taskSubject(tasks: Pick<TasksReadModel, 'get'>, stream: string): OutcomeSubject {
+  const task = tasks.get(stream.slice('task:'.length));
+  return task ? { name: task.name, agent: task.agent } : NO_SUBJECT;
 }
 
 const OUTCOME_TYPES = new Set(OUTCOME_FACT_TYPES);
 
 export function startOutcomeNotifications(deps: OutcomeNotificationsDeps): Subscription {
-  const { bus, log } = deps;
+  const { bus, tasks } = deps;
   return bus.subscribe(
     'outcome-notifications',
     async (e: Envelope) => {
-      const subject = e.type === TASK_EVENTS.completed || e.type === TASK_EVENTS.failed ? taskSubject(log, e.stream) : NO_SUBJECT;
+      const subject = e.type === TASK_EVENTS.completed || e.type === TASK_EVENTS.failed ? taskSubject(tasks, e.stream) : NO_SUBJECT;
       const n = outcomeNotification(e, subject);
       if (!n) return;
       try {

@@ -1,5 +1,5 @@
 import { startNotifier, startOutcomeNotifications } from '../../actors/index.js';
-import { notificationReadModel } from '../../store/index.js';
+import { notificationReadModel, tasksReadModel } from '../../store/index.js';
 import { part } from '../subsystems.js';
 import { BUS, EVENT_LOG, NOTIFICATIONS } from './keys.js';
 
@@ -12,7 +12,7 @@ export const notifications = part({
   start({ bus, log }) {
     const readModel = notificationReadModel(log.projectionDb());
     const notifier = startNotifier({ bus, readModel });
-    const outcomes = startOutcomeNotifications({ bus, log });
+    const outcomes = startOutcomeNotifications({ bus, tasks: tasksReadModel(log.projectionDb()) });
     return {
       provide: { notifications: readModel },
       stop: () => {

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { startNotifier, startOutcomeNotifications } from '../../actors/index.js';
 import { NOTIFICATION_EVENTS } from '../../schemas/index.js';
-import { notificationReadModel } from '../../store/index.js';
+import { notificationReadModel, tasksReadModel } from '../../store/index.js';
 import { serveAdminChat } from '../fixtures/admin-chat.js';
 import { openAdminSocket, type AdminSocketClient } from '../fixtures/admin-socket-client.js';
 
@@ -11,7 +11,7 @@ async function stand(t: Parameters<typeof serveAdminChat>[0] & { teardown(fn: ()
   const s = await serveAdminChat(t);
   let n = 0;
   const notifier = startNotifier({ bus: s.bus, readModel: notificationReadModel(s.log.projectionDb()), newId: () => `n${++n}` });
-  const outcomes = startOutcomeNotifications({ bus: s.bus, log: s.log });
+  const outcomes = startOutcomeNotifications({ bus: s.bus, tasks: tasksReadModel(s.log.projectionDb()) });
   const clients: AdminSocketClient[] = [];
   t.teardown(() => {
     for (const c of clients) c.ws.terminate();
