@@ -1,11 +1,23 @@
-import { assign, setup } from 'xstate';
-import type { AdminAuthRejection, AdminConnectionContext, AdminConnectionEvent, AdminConnectionInput, AdminFrameError, AdminFrameKind } from '../schemas/index.js';
+import { assign, emit, setup } from 'xstate';
+import {
+  CONNECTION_EVENTS,
+  type AdminAuthRejection,
+  type AdminConnectionContext,
+  type AdminConnectionEvent,
+  type AdminConnectionInput,
+  type AdminFrameError,
+  type AdminFrameKind,
+  type ConnectionEventType,
+  type Fact,
+} from '../schemas/index.js';
 
 /*
  * One `/ws/admin` connection (WIRE.md §2): waiting for its auth frame, then open, then closed. The
  * edge authenticates (with the server's own authenticators), parses frames and keeps the timer; it
  * reports each outcome here and reads the verdict from the snapshot (`value`, `lastFrame`,
- * `rejection`, `closeReason`), as the direct API's connection machine does.
+ * `rejection`, `closeReason`), as the direct API's connection machine does, and like it records
+ * `connection.authenticated` and `connection.closed` from authentication on, so who held an admin
+ * socket and why it ended is in the log beside the `/ws` ones.
  */
 
 type FrameEvent = Extract<AdminConnectionEvent, { type: 'frame' }>;
@@ -26,12 +38,14 @@ export const adminConnectionMachine = setup({
     input: {} as AdminConnectionInput,
     context: {} as AdminConnectionContext,
     events: {} as AdminConnectionEvent,
+    emitted: {} as Fact<ConnectionEventType>,
   },
   actions: {
     reject: assign((_, params: { code: AdminAuthRejection }) => ({ rejection: params.code, closeReason: params.code })),
   },
   guards: {
     authOk: ({ event }) => (event as AuthEvent).ok,
+    wasAuthenticated: ({ context }) => context.role !== null,
   },
 }).createMachine({
   id: 'admin-connection',
@@ -47,13 +61,27 @@ export const adminConnectionMachine = setup({
     closeReason: null,
   }),
   on: {
-    close: { target: '.closed', actions: assign(({ context }) => ({ closeReason: context.closeReason ?? 'client' })) },
+    close: [
+      {
+        guard: 'wasAuthenticated',
+        target: '.closed',
+        actions: emit(({ context, event }) => ({ type: CONNECTION_EVENTS.closed, data: { reason: context.closeReason ?? 'client', code: event.code } })),
+      },
+      { target: '.closed', actions: assign(({ context }) => ({ closeReason: context.closeReason ?? 'client' })) },
+    ],
   },
   states: {
     awaiting_auth: {
       on: {
         auth: [
-          { guard: 'authOk', target: 'open', actions: assign(({ event }) => ({ role: event.role })) },
+          {
+            guard: 'authOk',
+            target: 'open',
+            actions: [
+              assign(({ event }) => ({ role: event.role })),
+              emit(({ event }) => ({ type: CONNECTION_EVENTS.authenticated, data: { surface: 'admin' as const, role: event.role! } })),
+            ],
+          },
           { target: 'closing', actions: reject('auth_failed') },
         ],
         // Only an auth frame may come first; the edge reports one it could not parse as `invalid`.

@@ -30,7 +30,7 @@ import {
   type TurnChunk,
   type UserRecord,
 } from '../../schemas/index.js';
-import { CLOSE_POLICY, MachineConnection, connectionActorsRoot, jsonObjectOf, roleSatisfies, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
+import { CLOSE_POLICY, MachineConnection, connectionActorsRoot, connectionFactRecorder, jsonObjectOf, roleSatisfies, type ConnectionFactRecorder, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
 import { ADMIN_CREDENTIALS } from './admin-auth.js';
 import { adminTurnsOf, type AdminTurn } from './admin-turns.js';
 
@@ -151,6 +151,7 @@ export class AdminConnection extends MachineConnection<AdminConnectionEvent, Adm
       root: hub.connectionsRoot,
       input: { maxFrames: hub.limits.maxFrames, windowMs: hub.limits.windowMs },
       limits: hub.limits,
+      record: hub.record,
     });
   }
 
@@ -260,10 +261,12 @@ export class AdminSocketHub {
   private readonly subs: Subscription[] = [];
   private closed = false;
   readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `admin connection actor failed: ${describeError(e)}`));
+  readonly record: ConnectionFactRecorder;
 
   constructor(readonly deps: AdminSocketDeps) {
     this.limits = { ...DEFAULT_ADMIN_SOCKET_LIMITS, ...deps.limits };
     this.now = deps.now ?? (() => deps.bus.now());
+    this.record = connectionFactRecorder(deps.bus, (level, msg) => this.log(level, msg));
     this.subs.push(adminTurnsOf(deps.bus).started$.subscribe((turn) => this.follow(turn)));
     this.subs.push(deps.bus.events$.subscribe((e) => this.onEvent(e)));
   }

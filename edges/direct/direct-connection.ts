@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type ConnectionEventType, type ConnectionState, type Fact } from '../../schemas/index.js';
+import { AuthFrameSchema, type ConnectionContext, type ConnectionEvent, type ConnectionState } from '../../schemas/index.js';
 import { classifyClientPayload, type AuthErrorCode, type ServerFrame } from './direct-frames.js';
 import type { DirectHub, HubConnection, WaitingConnection } from './direct-hub.js';
 import { BoxSession, e2eKeyPair, encodeStdBase64, sharedKeyFor, apiTokenMatches, type OpenedFrame } from './e2e-crypto.js';
@@ -23,7 +23,7 @@ const CLOSE_TRY_AGAIN_LATER = 1013;
  * exists only while the auth frame is handled, and the session holds just the box key and nonce.
  */
 export class DirectConnection
-  extends MachineConnection<ConnectionEvent, ConnectionState, ConnectionContext, Fact<ConnectionEventType>>
+  extends MachineConnection<ConnectionEvent, ConnectionState, ConnectionContext>
   implements HubConnection, WaitingConnection
 {
   private session: BoxSession | null = null;
@@ -44,8 +44,8 @@ export class DirectConnection
       root: hub.connectionsRoot,
       input: { nonceCap: hub.limits.nonceCap },
       limits: hub.limits,
+      record: hub.record,
     });
-    this.actor.on('*', (fact) => hub.record(this.id, fact));
   }
 
   override open(): void {

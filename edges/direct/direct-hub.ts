@@ -12,9 +12,7 @@ import {
   type AgentConfig,
   type ChatAddress,
   type ChatTransport,
-  type ConnectionEventType,
   type Envelope,
-  type Fact,
   type Notification,
   type OutboundMessage,
   type Principal,
@@ -22,7 +20,7 @@ import {
   type TurnChunk,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { attemptLimitKey, connectionActorsRoot } from '../http/index.js';
+import { attemptLimitKey, connectionActorsRoot, connectionFactRecorder, type ConnectionFactRecorder } from '../http/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
 import { AuthFailureLimit } from './auth-failure-limit.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
@@ -159,10 +157,12 @@ export class DirectHub implements ChatTransport {
   private readonly now: () => number;
   /** The parent of every connection's actor: they share one actor system. */
   readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `direct connection actor failed: ${describeError(e)}`));
+  readonly record: ConnectionFactRecorder;
 
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
+    this.record = connectionFactRecorder(deps.bus, this.log);
     this.agents = agentsOf(deps.bus);
     this.unauthenticated = new UnauthenticatedTally(this.log);
     this.authFailures = new AuthFailureLimit({
@@ -268,11 +268,6 @@ export class DirectHub implements ChatTransport {
   }
 
   /** Facts of an authenticated connection's machine, on its own stream. Never message contents. */
-  record(connId: string, fact: Fact<ConnectionEventType>): void {
-    this.deps.bus
-      .publish({ ...fact, stream: `conn:${connId}` })
-      .catch((e) => this.log('error', `direct connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
-  }
 
   /**
    * Asks the main agent; the runtime queues it behind earlier messages of the same session key (all

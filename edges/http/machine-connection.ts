@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createActor, fromTransition, type AnyActorRef, type AnyStateMachine } from 'xstate';
-import { isPlainObject, type ConnectionLifecycleEvent } from '../../schemas/index.js';
+import { describeError, isPlainObject, type ConnectionEventType, type ConnectionLifecycleEvent, type Fact } from '../../schemas/index.js';
+import type { Bus } from '../../bus/index.js';
 import type { FrameConnection, FrameSocket } from './uws-ws.binding.js';
 
 /** WS close codes every surface uses: 1008 for a refusal, 1001 when the server goes away. */
@@ -8,7 +9,7 @@ export const CLOSE_POLICY = 1008;
 export const CLOSE_GOING_AWAY = 1001;
 
 /** A connection machine's actor as the host drives it: the surface's contract in schemas/ types it. */
-interface HostedActor<Event, State, Context, Fact> {
+interface HostedActor<Event, State, Context> {
   send(e: Event | ConnectionLifecycleEvent): void;
   getSnapshot(): {
     /** 'error' when an action threw: the actor has stopped (the root logs why). */
@@ -16,7 +17,7 @@ interface HostedActor<Event, State, Context, Fact> {
     value: State;
     context: Context;
   };
-  on(type: '*', fn: (fact: Fact) => void): unknown;
+  on(type: '*', fn: (fact: Fact<ConnectionEventType>) => void): unknown;
   start(): void;
 }
 
@@ -35,6 +36,14 @@ export function connectionActorsRoot(failed: (error: unknown) => void): AnyActor
   ).start() as AnyActorRef;
 }
 
+/** Records a surface's connection facts, each connection on its own `conn:<id>` stream. */
+export type ConnectionFactRecorder = (connId: string, fact: Fact<ConnectionEventType>) => void;
+
+export function connectionFactRecorder(bus: Pick<Bus, 'publish'>, log: (level: 'error', msg: string) => void): ConnectionFactRecorder {
+  return (connId, fact) =>
+    void bus.publish({ ...fact, stream: `conn:${connId}` }).catch((e: unknown) => log('error', `connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
+}
+
 /** A text frame (plaintext or decrypted) as JSON, or null when it is not a JSON object. */
 export function jsonObjectOf(text: string): Record<string, unknown> | null {
   try {
@@ -49,6 +58,8 @@ export interface MachineConnectionSetup {
   machine: AnyStateMachine;
   root: AnyActorRef;
   input: unknown;
+  /** Where what the machine emits (`connection.*` facts) is recorded. */
+  record: ConnectionFactRecorder;
   /** The surface's limits object, shared by its connections (one pointer per connection, not two numbers). */
   limits: ConnectionLimits;
 }
@@ -68,11 +79,11 @@ export interface ConnectionLimits {
  *
  * An idle connection is what a server holds most of, so the host keeps only what it needs.
  */
-export abstract class MachineConnection<Event, State extends string, Context extends { closeReason: string | null }, Fact = never>
+export abstract class MachineConnection<Event, State extends string, Context extends { closeReason: string | null }>
   implements FrameConnection
 {
   readonly id = randomBytes(8).toString('hex');
-  protected readonly actor: HostedActor<Event, State, Context, Fact>;
+  protected readonly actor: HostedActor<Event, State, Context>;
   private timer: NodeJS.Timeout | null = null;
   /** The socket's close callback ran: it must not be touched again. */
   protected gone = false;
@@ -84,7 +95,8 @@ export abstract class MachineConnection<Event, State extends string, Context ext
     protected readonly socket: FrameSocket,
     setup: MachineConnectionSetup,
   ) {
-    this.actor = createActor(setup.machine, { parent: setup.root, input: setup.input }) as unknown as HostedActor<Event, State, Context, Fact>;
+    this.actor = createActor(setup.machine, { parent: setup.root, input: setup.input }) as unknown as HostedActor<Event, State, Context>;
+    this.actor.on('*', (fact) => setup.record(this.id, fact));
     this.limits = setup.limits;
   }
 
@@ -105,7 +117,7 @@ export abstract class MachineConnection<Event, State extends string, Context ext
     this.setTimer(() => this.dispatch({ type: 'timeout' }), this.limits.authTimeoutMs);
   }
 
-  protected get state(): ReturnType<HostedActor<Event, State, Context, Fact>['getSnapshot']> {
+  protected get state(): ReturnType<HostedActor<Event, State, Context>['getSnapshot']> {
     return this.actor.getSnapshot();
   }
 

@@ -3,13 +3,14 @@ import { ROLES } from '../config.schema.js';
 import { typeNames } from './type-names.js';
 
 /*
- * Stream `conn:<id>`: one direct-API WebSocket connection, from authentication on (a socket that
- * never authenticates records nothing; see machines/connection.machine.ts).
+ * Stream `conn:<id>`: one WebSocket connection, `/ws` (direct) or `/ws/admin`, from authentication
+ * on (a socket that never authenticates records nothing; see machines/connection.machine.ts).
  */
 
 export const AUTH_REJECTIONS = ['auth_timeout', 'auth_required', 'auth_failed'] as const;
 export type AuthRejection = (typeof AUTH_REJECTIONS)[number];
-export const CONNECTION_CLOSE_REASONS = [...AUTH_REJECTIONS, 'client', 'nonce_limit', 'backpressure', 'shutdown'] as const;
+// `revoked`: an admin socket whose user was removed, disabled or logged out everywhere.
+export const CONNECTION_CLOSE_REASONS = [...AUTH_REJECTIONS, 'client', 'nonce_limit', 'backpressure', 'shutdown', 'revoked'] as const;
 export type ConnectionCloseReason = (typeof CONNECTION_CLOSE_REASONS)[number];
 
 export const CONNECTION_EVENT_SCHEMAS = {

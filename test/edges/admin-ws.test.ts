@@ -6,6 +6,7 @@ import type { AdminSocketLimits } from '../../edges/index.js';
 import { CHAT_SESSION_COMMANDS } from '../../schemas/index.js';
 import { serveAdminChat, STATIC_TOKEN } from '../fixtures/admin-chat.js';
 import { openAdminSocket, type AdminSocketClient, type Frame } from '../fixtures/admin-socket-client.js';
+import { until } from '../fixtures/until.js';
 
 type TT = Parameters<typeof serveAdminChat>[0] & { teardown(fn: () => void): void };
 
@@ -244,4 +245,31 @@ await t.test("a token_version bump, deactivation or deletion closes that user's 
   // A new role or a narrower allowed_agents also ends the sockets: they reconnect with what is true now.
   await s.bus.publish({ stream: 'user:bob', type: 'user.updated', data: { username: 'bob', fields: ['role'], token_version: 1, active: true, by: 'root' } });
   t.equal(await bob.closed, 1008, 'demoted');
+});
+
+await t.test('admin sockets record connection facts as /ws ones do: from authentication to close, with the reason', async (t) => {
+  const s = await setup(t);
+  const facts = () => s.log.read({ types: ['connection.authenticated', 'connection.closed'] }).filter((e) => e.stream.startsWith('conn:'));
+  const bad = await s.open({ authorization: 'Bearer as:admin' });
+  bad.send({ type: 'auth', token: 'garbage' });
+  await bad.closed;
+  const idle = await s.open({ authorization: 'Bearer as:admin' });
+  idle.send({ type: 'message', agent: 'main', text: 'before auth' });
+  await idle.closed;
+  t.same(facts(), [], 'a socket that never authenticates records nothing');
+
+  const a = await s.login('operator');
+  await until('the authentication fact', () => facts().length === 1);
+  const [authenticated] = facts();
+  t.match(authenticated, { type: 'connection.authenticated', data: { surface: 'admin', role: 'operator' } });
+  a.ws.close(1000);
+  await until('the close fact', () => facts().length === 2);
+  t.match(facts()[1], { stream: authenticated!.stream, type: 'connection.closed', data: { reason: 'client', code: 1000 } });
+
+  const v = await s.login('viewer');
+  await s.bus.publish({ stream: 'user:vera', type: 'user.updated', data: { username: 'vera', fields: ['display_name'], token_version: 1, active: false, by: 'root' } });
+  await v.closed;
+  await until('the revoked socket’s close fact', () => facts().length === 4);
+  t.match(facts()[3], { type: 'connection.closed', data: { reason: 'revoked', code: 1008 } });
+  t.match(facts()[2], { type: 'connection.authenticated', data: { surface: 'admin', role: 'viewer' } });
 });
