@@ -1,5 +1,6 @@
 import { REAL_CLOCK, TransportRegistry, type Bus } from '../../bus/index.js';
-import { adminCors, adminSurface, apiSurface, openDirectApi, panelFiles, publicBindWarning, startApiServer, type ApiServer, type Surface } from '../../edges/index.js';
+import { adminCors, adminSurface, apiSurface, openDirectApi, panelFiles, publicBindWarning, startApiServer, type ApiServer, type ConnectionSpawner, type Surface } from '../../edges/index.js';
+import type { ActorHost } from '../../actors/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, browserUrl, connectionMachine, panelListenAddress, sameAddress } from '../../machines/index.js';
 import { CONFIG_EVENTS, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
 import type { HomePaths, NotificationReadModel } from '../../store/index.js';
@@ -8,7 +9,7 @@ import { panelDir } from '../panel-location.js';
 import { part } from '../subsystems.js';
 import { detectedProviders } from './agents.js';
 import { panelConfig } from './config.js';
-import { ADMIN_API, API_SERVER, BUS, CONFIG, GENERATED_API_TOKEN, HOST_ENV, JWT_SECRET, LIFECYCLE, MODELS, NOTIFICATIONS, OPTIONS, PANEL_LISTENER, PATHS, REGISTRY, TRANSPORTS, USERS, type PanelListenerCell } from './keys.js';
+import { ACTOR_HOST, ADMIN_API, API_SERVER, BUS, CONFIG, GENERATED_API_TOKEN, HOST_ENV, JWT_SECRET, LIFECYCLE, MODELS, NOTIFICATIONS, OPTIONS, PANEL_LISTENER, PATHS, REGISTRY, TRANSPORTS, USERS, type PanelListenerCell } from './keys.js';
 import { whyPortTaken, portTaken } from './port-taken.js';
 import { apiToken } from './users-auth.js';
 
@@ -27,6 +28,7 @@ export const apiServer = part({
     transports: TRANSPORTS,
     models: MODELS,
     host: HOST_ENV,
+    actors: ACTOR_HOST,
     lifecycle: LIFECYCLE,
     adminApi: ADMIN_API,
     jwtSecret: JWT_SECRET,
@@ -73,6 +75,7 @@ export const apiServer = part({
 
 interface SurfaceDeps {
   bus: Bus;
+  actors: ActorHost;
   paths: HomePaths;
   config: () => AgentConfig;
   registry: () => SubAgentConfig[];
@@ -93,11 +96,14 @@ interface SurfaceDeps {
  */
 function apiSurfaces(d: SurfaceDeps): { surfaces: Surface[]; generatedApiToken: string; removeDirectTransport: () => void } {
   const { bus, paths, config, registry } = d;
+  // Each socket's machine is an actor of the daemon's host, like agents and turns: supervised, its facts on `conn:<id>`.
+  const spawnConnection: ConnectionSpawner = (id, machine, input) => d.actors.spawn(`conn:${id}`, machine, { stream: `conn:${id}`, input });
   const direct = openDirectApi({
     bus,
     config,
     paths,
     connectionMachine,
+    spawnConnection,
     providers: () => authOkProviders(detectedProviders(d)),
   });
   const generatedApiToken = direct ? direct.hub.deps.token : '';
@@ -115,7 +121,7 @@ function apiSurfaces(d: SurfaceDeps): { surfaces: Surface[]; generatedApiToken: 
             notifications: d.notifications,
             clock: d.opts.clock ?? REAL_CLOCK.now,
             version: VERSION,
-            socket: { connectionMachine: adminConnectionMachine, mayUse: (p, agent) => agentAccess(p, agent, registry()).allowed },
+            socket: { connectionMachine: adminConnectionMachine, spawnConnection, mayUse: (p, agent) => agentAccess(p, agent, registry()).allowed },
             jwtSecret: d.jwtSecret,
             apiToken: apiToken(config, () => generatedApiToken),
           }),

@@ -19,7 +19,7 @@ export interface AdminDeps {
   clock: () => number;
   version: string;
   /** `/ws/admin` is served when given (bin/ hands in the connection machine and the agent rule). */
-  socket?: Pick<AdminSocketDeps, 'connectionMachine' | 'mayUse' | 'limits'>;
+  socket?: Pick<AdminSocketDeps, 'connectionMachine' | 'spawnConnection' | 'mayUse' | 'limits'>;
   /** api.jwt_secret as the daemon holds it (generated at start when missing); default: config's. */
   jwtSecret?: () => string;
   /** api.token as the daemon holds it (generated at start when missing); default: config's. */

@@ -1,7 +1,7 @@
 // Longer than 450 lines: one /ws/admin edge — a connection's frames and the hub that fans the bus out
 // to every connection share the per-user socket bookkeeping that drops a removed user's sockets.
 import type { Subscription } from 'rxjs';
-import type { AnyActorRef, AnyStateMachine } from 'xstate';
+import type { AnyStateMachine } from 'xstate';
 import * as v from 'valibot';
 import { agentsOf, type Bus } from '../../bus/index.js';
 import {
@@ -30,7 +30,7 @@ import {
   type TurnChunk,
   type UserRecord,
 } from '../../schemas/index.js';
-import { CLOSE_POLICY, MachineConnection, connectionActorsRoot, connectionFactRecorder, jsonObjectOf, roleSatisfies, type ConnectionFactRecorder, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
+import { CLOSE_POLICY, MachineConnection, jsonObjectOf, localConnectionSpawner, roleSatisfies, type ConnectionSpawner, type FrameSocket, type SocketAuthenticate } from '../http/index.js';
 import { ADMIN_CREDENTIALS } from './admin-auth.js';
 import { adminTurnsOf, type AdminTurn } from './admin-turns.js';
 
@@ -62,6 +62,8 @@ export interface AdminSocketDeps {
   bus: Bus;
   /** machines/admin-connection.machine.ts, handed in by bin/ (edges/ may not import machines/). */
   connectionMachine: AnyStateMachine;
+  /** Makes each connection's actor: the daemon's actor host; without one, a local root. */
+  spawnConnection?: ConnectionSpawner;
   /** SPEC.md "Agent-scoped access" for one socket's principal: bin/ binds the runtime's rule and registry. */
   mayUse(principal: Principal, agent: string): boolean;
   /** users.json as last loaded: the token_version a socket authenticated under. */
@@ -148,10 +150,9 @@ export class AdminConnection extends MachineConnection<AdminConnectionEvent, Adm
   ) {
     super(socket, {
       machine: hub.deps.connectionMachine,
-      root: hub.connectionsRoot,
+      spawn: hub.spawnConnection,
       input: { maxFrames: hub.limits.maxFrames, windowMs: hub.limits.windowMs },
       limits: hub.limits,
-      record: hub.record,
     });
   }
 
@@ -260,13 +261,12 @@ export class AdminSocketHub {
   private readonly running = new Set<AdminTurn>();
   private readonly subs: Subscription[] = [];
   private closed = false;
-  readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `admin connection actor failed: ${describeError(e)}`));
-  readonly record: ConnectionFactRecorder;
+  readonly spawnConnection: ConnectionSpawner;
 
   constructor(readonly deps: AdminSocketDeps) {
     this.limits = { ...DEFAULT_ADMIN_SOCKET_LIMITS, ...deps.limits };
     this.now = deps.now ?? (() => deps.bus.now());
-    this.record = connectionFactRecorder(deps.bus, (level, msg) => this.log(level, msg));
+    this.spawnConnection = deps.spawnConnection ?? localConnectionSpawner(deps.bus, (level, msg) => this.log(level, msg));
     this.subs.push(adminTurnsOf(deps.bus).started$.subscribe((turn) => this.follow(turn)));
     this.subs.push(deps.bus.events$.subscribe((e) => this.onEvent(e)));
   }

@@ -41,10 +41,9 @@ export class DirectConnection
   ) {
     super(socket, {
       machine: hub.deps.connectionMachine,
-      root: hub.connectionsRoot,
+      spawn: hub.spawnConnection,
       input: { nonceCap: hub.limits.nonceCap },
       limits: hub.limits,
-      record: hub.record,
     });
   }
 

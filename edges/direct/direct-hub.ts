@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import type { AnyActorRef, AnyStateMachine } from 'xstate';
+import type { AnyStateMachine } from 'xstate';
 import { agentsOf, type AgentClient, type Bus, type LogLevel } from '../../bus/index.js';
 import {
   AGENT_COMMANDS,
@@ -20,7 +20,7 @@ import {
   type TurnChunk,
 } from '../../schemas/index.js';
 import type { HomePaths } from '../../store/index.js';
-import { attemptLimitKey, connectionActorsRoot, connectionFactRecorder, type ConnectionFactRecorder } from '../http/index.js';
+import { attemptLimitKey, localConnectionSpawner, type ConnectionSpawner } from '../http/index.js';
 import { sessionErrorOf, type ProviderListing, type ServerFrame } from './direct-frames.js';
 import { AuthFailureLimit } from './auth-failure-limit.js';
 import { UnauthenticatedTally } from './unauthenticated-tally.js';
@@ -83,6 +83,8 @@ export interface DirectApiDeps {
    * import machines/ (DESIGN.md §3).
    */
   connectionMachine: AnyStateMachine;
+  /** Makes each connection's actor: the daemon's actor host; without one, a local root. */
+  spawnConnection?: ConnectionSpawner;
   /** `api.token` in force; openDirectApi generates and persists it when the file has none. */
   token: string;
   /** Defaults to `bus.emitLog`. */
@@ -156,13 +158,12 @@ export class DirectHub implements ChatTransport {
   private readonly waitingAll = new Set<WaitingConnection>();
   private readonly now: () => number;
   /** The parent of every connection's actor: they share one actor system. */
-  readonly connectionsRoot: AnyActorRef = connectionActorsRoot((e) => this.log('error', `direct connection actor failed: ${describeError(e)}`));
-  readonly record: ConnectionFactRecorder;
+  readonly spawnConnection: ConnectionSpawner;
 
   constructor(readonly deps: DirectApiDeps) {
     this.limits = { ...DEFAULT_DIRECT_LIMITS, ...deps.limits };
     this.log = deps.log ?? ((level, msg, fields) => deps.bus.emitLog(level, msg, fields));
-    this.record = connectionFactRecorder(deps.bus, this.log);
+    this.spawnConnection = deps.spawnConnection ?? localConnectionSpawner(deps.bus, this.log);
     this.agents = agentsOf(deps.bus);
     this.unauthenticated = new UnauthenticatedTally(this.log);
     this.authFailures = new AuthFailureLimit({

@@ -17,7 +17,6 @@ interface HostedActor<Event, State, Context> {
     value: State;
     context: Context;
   };
-  on(type: '*', fn: (fact: Fact<ConnectionEventType>) => void): unknown;
   start(): void;
 }
 
@@ -36,12 +35,29 @@ export function connectionActorsRoot(failed: (error: unknown) => void): AnyActor
   ).start() as AnyActorRef;
 }
 
-/** Records a surface's connection facts, each connection on its own `conn:<id>` stream. */
-export type ConnectionFactRecorder = (connId: string, fact: Fact<ConnectionEventType>) => void;
+/** A connection machine's actor, made for the connection `id` (not yet started, or already running). */
+type ConnectionActorRef = Pick<AnyActorRef, 'send' | 'getSnapshot' | 'on' | 'start'>;
 
-export function connectionFactRecorder(bus: Pick<Bus, 'publish'>, log: (level: 'error', msg: string) => void): ConnectionFactRecorder {
-  return (connId, fact) =>
-    void bus.publish({ ...fact, stream: `conn:${connId}` }).catch((e: unknown) => log('error', `connection ${connId}: could not record ${fact.type}: ${describeError(e)}`));
+/**
+ * Makes a connection's actor. The daemon hands in its actor host's (bin/subsystems/api-server.ts):
+ * the host supervises the actor like any other and records what it emits on `conn:<id>`. A surface
+ * opened on its own (a test, a bench) uses `localConnectionSpawner`.
+ */
+export type ConnectionSpawner = (id: string, machine: AnyStateMachine, input: unknown) => ConnectionActorRef;
+
+/**
+ * Without a host: the surface's actors under one root (a crash is logged by the root) and their facts
+ * published on `conn:<id>`, as the host would.
+ */
+export function localConnectionSpawner(bus: Pick<Bus, 'publish'>, log: (level: 'error', msg: string) => void): ConnectionSpawner {
+  const root = connectionActorsRoot((e) => log('error', `connection actor failed: ${describeError(e)}`));
+  return (id, machine, input) => {
+    const actor = createActor(machine, { parent: root, input });
+    actor.on('*', (fact: Fact<ConnectionEventType>) =>
+      void bus.publish({ ...fact, stream: `conn:${id}` }).catch((e: unknown) => log('error', `connection ${id}: could not record ${fact.type}: ${describeError(e)}`)),
+    );
+    return actor;
+  };
 }
 
 /** A text frame (plaintext or decrypted) as JSON, or null when it is not a JSON object. */
@@ -56,10 +72,8 @@ export function jsonObjectOf(text: string): Record<string, unknown> | null {
 
 export interface MachineConnectionSetup {
   machine: AnyStateMachine;
-  root: AnyActorRef;
+  spawn: ConnectionSpawner;
   input: unknown;
-  /** Where what the machine emits (`connection.*` facts) is recorded. */
-  record: ConnectionFactRecorder;
   /** The surface's limits object, shared by its connections (one pointer per connection, not two numbers). */
   limits: ConnectionLimits;
 }
@@ -95,8 +109,7 @@ export abstract class MachineConnection<Event, State extends string, Context ext
     protected readonly socket: FrameSocket,
     setup: MachineConnectionSetup,
   ) {
-    this.actor = createActor(setup.machine, { parent: setup.root, input: setup.input }) as unknown as HostedActor<Event, State, Context>;
-    this.actor.on('*', (fact) => setup.record(this.id, fact));
+    this.actor = setup.spawn(this.id, setup.machine, setup.input) as unknown as HostedActor<Event, State, Context>;
     this.limits = setup.limits;
   }
 
@@ -128,6 +141,8 @@ export abstract class MachineConnection<Event, State extends string, Context ext
 
   /** Sends the event, then carries out a close the machine decided on. */
   dispatch(event: Event | ConnectionLifecycleEvent): void {
+    // Stopped with its host (svc stopping) before the socket's last callback: nothing left to decide.
+    if (this.state.status === 'stopped') return;
     this.actor.send(event);
     if (!this.live) return;
     const snap = this.state;
