@@ -35,7 +35,6 @@ import {
 import {
   cpuPercent,
   loadCronJobs,
-  loadTasks,
   readHostSample,
   type AuditReadModel,
   type CpuTimes,
@@ -43,12 +42,14 @@ import {
   type HostSample,
   type NotificationReadModel,
   type SystemSettingsReadModel,
+  type TasksReadModel,
 } from '../../store/index.js';
+import { recordOf } from '../tasks/tasks-file-writer.js';
 
 /*
  * System status, instance name, dashboard summary and the activity feed (SPEC.md "Admin REST:
- * system, dashboard, activity"). Reads the sources (notifications, audit facts, tasks.json,
- * cron_jobs.json) and the host, and decides what each caller may see; the words are
+ * system, dashboard, activity"). Reads the sources (notifications, audit facts, the tasks read
+ * model, cron_jobs.json) and the host, and decides what each caller may see; the words are
  * machines/activity.logic.ts's.
  */
 
@@ -60,6 +61,8 @@ export interface DashboardDeps {
   notifications: Pick<NotificationReadModel, 'list'>;
   audit: AuditReadModel;
   settings: SystemSettingsReadModel;
+  /** The tasks projection of the log (the same answers tasks.json is written from). */
+  tasks: Pick<TasksReadModel, 'all'>;
   /** The newest agents' start and stop facts (at most `limit`), for the activity feed. */
   agentFacts?: (limit: number) => readonly AgentLifecycleFact[];
   /** Agents whose runtime is up now. */
@@ -112,7 +115,7 @@ export function startDashboard(deps: DashboardDeps): Subscription {
   const visibleItems = (p: Principal): ActivityItem[] =>
     collectActivity({
       notifications: deps.notifications.list({ limit: SOURCE_WINDOW }),
-      tasks: orEmpty('tasks.json', () => loadTasks(paths)),
+      tasks: deps.tasks.all().map(recordOf),
       cronJobs: orEmpty('cron_jobs.json', () => loadCronJobs(paths)),
       audit: p.role === 'admin' && unrestricted(p) ? deps.audit.list(SOURCE_WINDOW) : [],
       agents: orEmpty('agent facts', () => [...(deps.agentFacts?.(SOURCE_WINDOW) ?? [])]),
@@ -125,7 +128,7 @@ export function startDashboard(deps: DashboardDeps): Subscription {
     const items = visibleItems(p);
     const agents = [MAIN_AGENT, ...deps.registry().map((r) => r.name)].filter((n) => agentAllowed(p, n));
     const online = new Set(deps.onlineAgents());
-    const tasks = orEmpty('tasks.json', () => loadTasks(paths)).filter(
+    const tasks = deps.tasks.all().filter(
       (t) => ACTIVE_TASK_STATUSES.includes(t.status) && [t.parent_agent, t.agent].some((a) => a !== null && agentAllowed(p, a)),
     );
     const jobs = orEmpty('cron_jobs.json', () => loadCronJobs(paths)).filter((j) => j.running === true && agentAllowed(p, j.agent));

@@ -29,6 +29,7 @@ export const adminOps = part({
         notifications,
         audit,
         settings: systemSettingsReadModel(db),
+        tasks: tasksReadModel(db),
         transports: () => transports.health(),
         agentFacts: (limit) => log.read({ streamPrefix: 'agent:', types: [AGENT_EVENTS.started, AGENT_EVENTS.stopped], descending: true, limit }),
         // An agent is online when the last fact of its stream says it started.

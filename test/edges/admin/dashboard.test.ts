@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { NOTIFICATION_COMMANDS, SYSTEM_EVENTS, type UserRecordInput } from '../../../schemas/index.js';
+import { NOTIFICATION_COMMANDS, SYSTEM_EVENTS, TASK_EVENTS, type UserRecordInput } from '../../../schemas/index.js';
 import { PROJECTIONS, diffProjections, rebuildProjections, saveUsers } from '../../../store/index.js';
 import { STATIC_TOKEN, T0, serveOps } from '../../fixtures/admin-ops.js';
 import * as v from 'valibot';
@@ -17,6 +17,21 @@ function writeJson(path: string, data: unknown) {
 
 function users(s: Ops, rows: UserRecordInput[]) {
   saveUsers(s.paths, v.parse(UsersSchema, rows));
+}
+
+const NO_RUN = { provider: null, model: null, session_id: null };
+
+/** A task as the task hub records it: created (seconds since the epoch), then where it got to, if anywhere. */
+async function task(s: Ops, id: string, parent: string, name: string, createdS: number, then?: 'waiting' | { done: number } | { failed: number } | { cancelled: number }) {
+  const created = { task_id: id, name, parent_agent: parent, agent: parent, transport: 'api', chat_id: 7, topic_id: null, caller_user: null, caller_role: null, prompt: name, provider: null, model: null, created_at: createdS };
+  await s.bus.publish({ stream: `task:${id}`, type: TASK_EVENTS.created, data: created });
+  const next =
+    then === undefined ? null
+    : then === 'waiting' ? { type: TASK_EVENTS.question_asked, data: { question: 'which one?', at: createdS + 1 } }
+    : 'done' in then ? { type: TASK_EVENTS.completed, data: { result: 'ok', ...NO_RUN, at: then.done } }
+    : 'failed' in then ? { type: TASK_EVENTS.failed, data: { reason: 'error', result: 'boom', ...NO_RUN, at: then.failed } }
+    : { type: TASK_EVENTS.cancelled, data: { at: then.cancelled } };
+  if (next) await s.bus.publish({ stream: `task:${id}`, ...next });
 }
 
 /** A notification from `source`, `ageS` seconds before now, through the notifier. */
@@ -72,12 +87,12 @@ await t.test('GET /api/system/status: WIRE.md shape, host figures, daemon uptime
 
 await t.test('dashboard summary: shape, counters per ACL bucket, 10 latest visible events, localised titles', async (t) => {
   const s = await serveOps(t, { online: ['main', 'coder'] });
-  writeJson(s.paths.tasksFile, [
-    { task_id: 't1', status: 'running', parent_agent: 'coder', name: 'Build', created_at: T0 / 1000 - 60 },
-    { task_id: 't2', status: 'waiting', parent_agent: 'writer', name: 'Draft', created_at: T0 / 1000 - 60 },
-    { task_id: 't3', status: 'failed', parent_agent: 'writer', name: 'Essay', created_at: T0 / 1000 - 600, elapsed_seconds: 30 },
-    { task_id: 't4', status: 'done', parent_agent: 'coder', name: 'Tests', created_at: T0 / 1000 - 300, finished_at: T0 / 1000 - 120 },
-  ]);
+  await task(s, 't1', 'coder', 'Build', T0 / 1000 - 60);
+  await task(s, 't2', 'writer', 'Draft', T0 / 1000 - 60, 'waiting');
+  await task(s, 't3', 'writer', 'Essay', T0 / 1000 - 600, { failed: T0 / 1000 - 570 });
+  await task(s, 't4', 'coder', 'Tests', T0 / 1000 - 300, { done: T0 / 1000 - 120 });
+  // What tasks.json holds beside the facts is not a task: the dashboard reads the log's projection.
+  writeJson(s.paths.tasksFile, [{ task_id: 'ghost', status: 'running', parent_agent: 'coder', name: 'Ghost', created_at: T0 / 1000 - 5 }]);
   writeJson(s.paths.cronJobsFile, [{ id: 'nightly', title: 'Nightly', schedule: '0 3 * * *', agent: 'coder', running: true, last_run_at: T0 / 1000 - 3600, last_status: 'failed' }]);
   await notify(s, { source: 'webhook', outcome: 'success', title: 'GitHub push', agent: 'writer' });
   await notify(s, { source: 'system', outcome: 'error', title: 'config.reload_failed' });
@@ -170,7 +185,7 @@ await t.test('summary cache: 5 s per language and ACL bucket on the injected clo
 
 await t.test('activity: recent with limit and severity, by id with verbose, legacy raw feed; ACL and bad input', async (t) => {
   const s = await serveOps(t);
-  writeJson(s.paths.tasksFile, { tasks: [{ task_id: 'T-9', status: 'cancelled', parent_agent: 'writer', name: 'Stopped', created_at: T0 / 1000 - 10 }] });
+  await task(s, 'T-9', 'writer', 'Stopped', T0 / 1000 - 10, { cancelled: T0 / 1000 - 10 });
   await notify(s, { source: 'cron', outcome: 'failed', title: 'Backup', agent: 'coder', source_id: 'backup' });
   s.advance(60_000);
   await notify(s, { source: 'webhook', outcome: 'error', title: 'Hook', agent: 'writer' });
