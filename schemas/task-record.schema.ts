@@ -32,16 +32,6 @@ export const TaskRecordSchema = v.looseObject({
 });
 export type TaskRecord = v.InferOutput<typeof TaskRecordSchema>;
 
-export const TasksFileSchema = v.union([
-  v.array(TaskRecordSchema),
-  v.pipe(v.looseObject({ tasks: v.array(TaskRecordSchema) }), v.transform((o) => o.tasks)),
-  v.pipe(
-    v.record(v.string(), v.looseObject({ status: v.string() })),
-    v.transform((m) => Object.entries(m).map(([task_id, r]) => ({ task_id, ...r }))),
-    v.array(TaskRecordSchema),
-  ),
-]);
-
 /** WIRE.md §2's task. */
 export const TaskViewSchema = v.object({
   task_id: v.string(),

@@ -27,7 +27,6 @@ export * from './log-files.js';
 export * from './user-files.js';
 export * from './skills.js';
 export * from './automation-files.js';
-export * from './tasks-file.js';
 export * from './tasks.projection.js';
 export * from './audit.projection.js';
 export * from './system-settings.projection.js';

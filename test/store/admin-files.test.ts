@@ -1,22 +1,8 @@
 import t from 'tap';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuPercent, homePaths, loadCronJobs, loadTasks, loadWebhooks, patchWebhookRecord, readCpuTimes, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
+import { cpuPercent, homePaths, loadCronJobs, loadWebhooks, patchWebhookRecord, readCpuTimes, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
 import type { WebhookRecord } from '../../schemas/index.js';
-
-await t.test('tasks.json: missing is empty; array, {tasks} and a map by id are read; a broken file is refused untouched', async (t) => {
-  const paths = homePaths(t.testdir());
-  t.same(loadTasks(paths), []);
-  const rec = { status: 'running', parent_agent: 'main', created_at: 1, extra: { kept: true } };
-  for (const content of [[{ task_id: 'a', ...rec }], { tasks: [{ task_id: 'a', ...rec }] }, { a: rec }]) {
-    writeFileSync(paths.tasksFile, JSON.stringify(content));
-    t.match(loadTasks(paths), [{ task_id: 'a', status: 'running', parent_agent: 'main', agent: null, extra: { kept: true } }], JSON.stringify(content).slice(0, 30));
-  }
-  writeFileSync(paths.tasksFile, '[{"task_id": 5}]');
-  t.throws(() => loadTasks(paths), { code: 'corrupt-file' });
-  writeFileSync(paths.tasksFile, '{oops');
-  t.throws(() => loadTasks(paths), { code: 'corrupt-file' });
-});
 
 await t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and traversal ids refused', async (t) => {
   const paths = homePaths(t.testdir());
