@@ -1,9 +1,8 @@
 import { REAL_CLOCK, TransportRegistry, type Bus } from '../../bus/index.js';
-import { adminCors, adminSurface, apiSurface, openDirectApi, panelFiles, publicBindWarning, startApiServer, type ApiServer, type ConnectionSpawner, type Surface } from '../../edges/index.js';
+import { adminCors, adminSurface, apiSurface, openDirectApi, panelFiles, publicBindWarning, startApiServer, type AdminDeps, type ApiServer, type ConnectionSpawner, type Surface } from '../../edges/index.js';
 import type { ActorHost } from '../../actors/index.js';
 import { adminConnectionMachine, agentAccess, authOkProviders, browserUrl, connectionMachine, panelListenAddress, sameAddress } from '../../machines/index.js';
-import { CONFIG_EVENTS, describeError, isSvcError, type AgentConfig, type SubAgentConfig, type UserRecord } from '../../schemas/index.js';
-import type { HomePaths, NotificationReadModel } from '../../store/index.js';
+import { CONFIG_EVENTS, describeError, isSvcError, type AgentConfig } from '../../schemas/index.js';
 import { VERSION } from '../package-info.js';
 import { panelDir } from '../panel-location.js';
 import { part } from '../subsystems.js';
@@ -73,14 +72,9 @@ export const apiServer = part({
   },
 });
 
-interface SurfaceDeps {
-  bus: Bus;
+/** The admin routes' own dependencies, and what the other surfaces need beside them. */
+interface SurfaceDeps extends Pick<AdminDeps, 'bus' | 'paths' | 'config' | 'registry' | 'users' | 'notifications'> {
   actors: ActorHost;
-  paths: HomePaths;
-  config: () => AgentConfig;
-  registry: () => SubAgentConfig[];
-  users: () => UserRecord[];
-  notifications: NotificationReadModel;
   transports: TransportRegistry;
   models: Parameters<typeof detectedProviders>[0]['models'];
   host: Parameters<typeof detectedProviders>[0]['host'];
