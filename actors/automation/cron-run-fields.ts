@@ -21,6 +21,11 @@ export interface CronRunFieldsDeps {
   track(p: Promise<unknown>): void;
   /** A flush met a hand edit: `before` are the records as svc last read or wrote them. */
   handEdited(before: ReadonlyMap<string, CronJobRecord>): void;
+  /**
+   * While true, patches wait and resume() writes them: a burst of fires handed out batch by batch
+   * is one write of the whole file, not one per batch (each costs a read, a merge and an fsync).
+   */
+  held?: () => boolean;
 }
 
 export class CronRunFields {
@@ -28,6 +33,8 @@ export class CronRunFields {
   hash: string | null = null;
   /** The records as last read or written, so a run's end does not parse the whole file again. */
   records = new Map<string, CronJobRecord>();
+  /** The hash of the text `records` were parsed from or written as: a flush of that same text does not parse it again. */
+  private recordsHash: string | null = null;
   /** The hash of a cron_jobs.json flush() could not parse: its patches wait for the file to change. */
   private unreadableHash: string | null = null;
   /** The last write failure told, so a failure that lasts is told once. */
@@ -50,10 +57,22 @@ export class CronRunFields {
    */
   patch(changes: Record<string, Partial<CronJobRecord>>): void {
     for (const [id, c] of Object.entries(changes)) this.pending.set(id, { ...this.pending.get(id), ...c });
-    if (this.flushQueued) return;
+    this.resume();
+  }
+
+  /** Queues the write of what is patched for the next turn, unless one is queued or held (see `held`). */
+  resume(): void {
+    if (this.pending.size === 0 || this.flushQueued || this.d.held?.()) return;
     this.flushQueued = true;
-    // Tracked: idle() ends once the run fields are on disk.
-    this.d.track(new Promise<void>((r) => setImmediate(() => r(this.flush()))));
+    // Tracked: idle() ends once the run fields are on disk. A hold begun since waits for resume().
+    this.d.track(new Promise<void>((r) => setImmediate(() => r(this.d.held?.() ? void (this.flushQueued = false) : this.flush()))));
+  }
+
+  /** The records of cron_jobs.json as just read (its text hashed to `hash`). */
+  took(hash: string, records: readonly CronJobRecord[]): void {
+    this.hash = hash;
+    this.recordsHash = hash;
+    this.records = new Map(records.map((r) => [r.id, r]));
   }
 
   /** Writes what patch() collected; also called before anything reads the file back. */
@@ -79,7 +98,8 @@ export class CronRunFields {
       }
       let jobs: CronJobRecord[];
       try {
-        jobs = file.jobs();
+        // Parsing and checking 1,000 records costs more than the write; the file as svc left it is known.
+        jobs = hash === this.recordsHash ? [...this.records.values()] : file.jobs();
       } catch (e) {
         this.unreadableHash = hash;
         this.keep(changes);
@@ -90,8 +110,7 @@ export class CronRunFields {
       if (!jobs.some((j) => changes.has(j.id))) return;
       const merged = jobs.map((j) => (changes.has(j.id) ? ({ ...j, ...changes.get(j.id) } as CronJobRecord) : j));
       // Our own write: the watcher must not take it for a hand edit.
-      this.hash = sha(saveCronJobs(this.d.paths, merged));
-      this.records = new Map(merged.map((r) => [r.id, r]));
+      this.took(sha(saveCronJobs(this.d.paths, merged)), merged);
       this.writeError = null;
     } catch (e) {
       // Kept, and tried again at the next flush (the watcher flushes at each check); told once per cause.

@@ -48,8 +48,6 @@ import { CronRunFields, handEditFacts, sha } from './cron-run-fields.js';
  */
 
 export const CRON_WATCH_INTERVAL_MS = 2_000;
-/** How many fires start before the event loop is let through again. */
-export const FIRE_SLICE = 25;
 
 export interface CronSchedulerDeps {
   bus: Bus;
@@ -60,6 +58,8 @@ export interface CronSchedulerDeps {
   defaultZone: () => string;
   clock?: ActorClock;
   watchIntervalMs?: number;
+  /** Most fires handed out per turn of the event loop (CRON_FIRE_BATCH unless told). */
+  fireBatch?: number;
 }
 
 interface Job {
@@ -98,7 +98,7 @@ export class CronScheduler {
 
   constructor(private readonly d: CronSchedulerDeps) {
     this.clock = d.clock ?? REAL_CLOCK;
-    this.file = new CronRunFields({ paths: d.paths, bus: d.bus, track: (p) => this.track(p), handEdited: (before) => this.handEdited(before) });
+    this.file = new CronRunFields({ paths: d.paths, bus: d.bus, track: (p) => this.track(p), handEdited: (before) => this.handEdited(before), held: () => this.draining() });
     this.delivery = {
       bus: d.bus,
       clock: this.clock,
@@ -128,9 +128,13 @@ export class CronScheduler {
     const logged = foldCronLog(this.d.log.read({ streamPrefix: 'cron:' }));
     for (const [id, s] of logged) if (s.lastScheduledMs !== null) this.lastScheduled.set(id, s.lastScheduledMs);
     // The plan holds next fires after now; the catch-up below decides the ones missed before it.
-    this.plan = createActor(cronScheduleMachine, { input: { now: bus.now() }, clock: this.clock });
+    this.plan = createActor(cronScheduleMachine, { input: { now: bus.now(), ...(this.d.fireBatch === undefined ? {} : { batch: this.d.fireBatch }) }, clock: this.clock });
     this.plan.on('due', (e) => this.onDue(e.fires));
     this.plan.on('wake', () => this.plan?.send({ type: 'clock', now: this.d.bus.now() }));
+    // The run fields patched while the plan hands out a burst are written once it is done.
+    this.plan.subscribe((s) => {
+      if (!s.matches('draining')) this.file.resume();
+    });
     this.plan.start();
     this.reload();
     const again = new Map(recovered.restarted.map((r) => [r.correlation, r]));
@@ -192,6 +196,14 @@ export class CronScheduler {
     }
   }
 
+  /**
+   * Whether the plan still has fires due to hand out, batch by batch (each after a 0-ms delay on
+   * the clock): a test on a SimulatedClock advances it by 0 until this is false.
+   */
+  draining(): boolean {
+    return this.plan?.getSnapshot().matches('draining') ?? false;
+  }
+
   /** The next fire of each job, epoch ms (null: none). */
   nextRuns(): Map<string, number | null> {
     const next = this.plan?.getSnapshot().context.next ?? {};
@@ -236,8 +248,7 @@ export class CronScheduler {
       this.file.hash = hash;
       return;
     }
-    this.file.hash = hash;
-    this.file.records = new Map(records.map((r) => [r.id, r]));
+    this.file.took(hash, records);
     this.schedule(records);
   }
 
@@ -321,7 +332,7 @@ export class CronScheduler {
     }
   }
 
-  /** A check now, outside the plan's own timer: fires whatever is due by the clock. Returns how many fired. */
+  /** A check now, outside the plan's own timer: fires what is due by the clock. Returns how many fired now (the first batch; the rest follow on the clock). */
   tick(): number {
     if (this.stopped || !this.plan) return 0;
     let fired = 0;
@@ -331,7 +342,10 @@ export class CronScheduler {
     return fired;
   }
 
-  /** The plan decided these fires are due: each job's next_run moves on, and the fires start in slices. */
+  /**
+   * The plan decided these fires are due (one batch of at most CRON_FIRE_BATCH: the plan hands out
+   * the rest on later turns of the event loop): each job's next_run moves on, and the fires start.
+   */
   private onDue(fires: readonly CronDue[]): void {
     if (this.stopped) return;
     // A user_timezone changed without a config reload: jobs following it are planned again first.
@@ -347,22 +361,9 @@ export class CronScheduler {
       due.push({ job, at: f.at });
     }
     if (Object.keys(moved).length) this.patch(moved);
-    if (due.length) this.track(this.fireInSlices(due));
-  }
-
-  /**
-   * Many jobs due in the same minute are fired FIRE_SLICE at a time with the event loop let through
-   * between slices: each fire's chain (fact, queue, agent, record) runs in microtasks, so firing a
-   * thousand at once would hold every socket for the whole burst.
-   */
-  private async fireInSlices(due: { job: Job; at: number }[]): Promise<void> {
-    for (let i = 0; i < due.length; i += FIRE_SLICE) {
-      if (i > 0) await new Promise((r) => setImmediate(r));
-      if (this.stopped) return;
-      for (const { job, at } of due.slice(i, i + FIRE_SLICE)) {
-        const fireId = fireIdOf(job.settings.id, at);
-        this.track(this.fire(job, at, fireId, 'schedule', { correlation: `cron:${fireId}` }));
-      }
+    for (const { job, at } of due) {
+      const fireId = fireIdOf(job.settings.id, at);
+      this.track(this.fire(job, at, fireId, 'schedule', { correlation: `cron:${fireId}` }));
     }
   }
 

@@ -8,6 +8,7 @@ import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
+import { CRON_FIRE_BATCH } from '../../machines/index.js';
 import { CronScheduler, OneShotRuns, dispatchWebhook, prepareCronJobFolder, startChatDelivery } from '../../actors/index.js';
 import { Bus, serveAgents, type LogLine } from '../../bus/index.js';
 import {
@@ -25,6 +26,20 @@ import {
 } from '../../schemas/index.js';
 import { MemoryEventLog, homePaths, loadCronJobs, saveCronJobs, type HomePaths } from '../../store/index.js';
 
+/**
+ * The scheduler's clock with its 0-ms delays on a clock of their own, stepped by the test as the
+ * event loop's turns: on one SimulatedClock, a 0-ms delay set while another timer of the same
+ * increment is pending runs within that increment, so batches would not be seen one by one.
+ */
+function loopTurns(clock: SimulatedClock, turns: SimulatedClock) {
+  type Handle = { turn: unknown } | { at: unknown };
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn: () => void, ms: number): Handle => (ms <= 0 ? { turn: turns.setTimeout(fn, 0) } : { at: clock.setTimeout(fn, ms) }),
+    clearTimeout: (h: Handle) => ('turn' in h ? turns.clearTimeout(h.turn as number) : clock.clearTimeout(h.at as number)),
+  };
+}
+
 type TT = { testdir(): string; teardown(fn: () => void | Promise<void>): void };
 const at = (s: string) => Date.parse(s);
 
@@ -33,7 +48,7 @@ interface Held {
   end(o?: Partial<TurnOutcome>): void;
 }
 
-function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths; zone?: () => string }) {
+function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; hold?: boolean; failDeliveries?: number; log?: MemoryEventLog; paths?: HomePaths; zone?: () => string; turns?: boolean }) {
   const paths = opts.paths ?? homePaths(join(t.testdir(), 'home'));
   if (!opts.paths) {
     saveCronJobs(paths, opts.jobs as CronJobRecord[]);
@@ -75,10 +90,20 @@ function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; ho
   });
   let n = 0;
   const zone = opts.zone ?? (() => 'UTC');
+  const turns = opts.turns ? new SimulatedClock() : null;
   const runner = new OneShotRuns({ bus, log, paths, config: defaultConfig, timezone: zone, newId: () => `run${++n}` });
-  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: zone, clock, watchIntervalMs: 1000 });
-  /** Everything fired, queued, recorded or delivered so far has ended, but runs the fake agent holds. */
-  const settle = () => scheduler.idle();
+  const scheduler = new CronScheduler({ bus, log, paths, runner, defaultZone: zone, clock: turns ? loopTurns(clock, turns) : clock, watchIntervalMs: 1000 });
+  /**
+   * Everything fired, queued, recorded or delivered so far has ended, but runs the fake agent holds;
+   * a burst the plan hands out batch by batch (0-ms delays on the clock) is handed out to its end.
+   */
+  const settle = async () => {
+    await scheduler.idle();
+    while (scheduler.draining()) {
+      (turns ?? clock).increment(0);
+      await scheduler.idle();
+    }
+  };
   /** Moves the clock in steps, letting what each step fired run to its end. */
   const advance = async (ms: number, step = 10 * 60_000) => {
     for (let done = 0; done < ms; done += step) {
@@ -101,7 +126,7 @@ function stand(t: TT, opts: { start: string; jobs: Record<string, unknown>[]; ho
     stop();
     bus.close();
   });
-  return { paths, log, clock, bus, logs, received, held, envelopes, runner, scheduler, settle, advance, facts, job, stop };
+  return { turns, paths, log, clock, bus, logs, received, held, envelopes, runner, scheduler, settle, advance, facts, job, stop };
 }
 
 const created = (iso: string) => Math.floor(at(iso) / 1000);
@@ -195,6 +220,38 @@ await t.test('one FIFO queue per dependency key across a cron job and a webhook 
   const finished = s.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.finished);
   t.equal(finished.length, 4);
   t.ok(finished.some((e) => e.data.status === 'error:exit_2'), 'exit code in the status');
+});
+
+await t.test('more jobs due at once than a batch holds: each fires once, in order, batch by batch, and the run fields are written after the burst', async (t) => {
+  const start = '2026-01-01T00:59:30Z';
+  const n = 2 * CRON_FIRE_BATCH + 3;
+  const ids = Array.from({ length: n }, (_, i) => `j${String(i).padStart(3, '0')}`);
+  const jobs = ids.map((id) => ({ id, title: id, schedule: '0 * * * *', agent: 'main', enabled: true, description: `run ${id}`, dependency: 'one-by-one', created_at: created(start) }));
+  const s = stand(t, { start, jobs, turns: true });
+  await s.scheduler.start('start:1');
+  s.clock.increment(30_000);
+  await s.scheduler.idle();
+  t.equal(s.facts(AUTOMATION_EVENTS.fired).length, CRON_FIRE_BATCH, 'one batch is handed out in the turn the clock moved');
+  t.ok(s.scheduler.draining(), 'the rest wait for the next turn of the loop');
+  t.equal(s.job('j000').last_fire_id, undefined, 'the run fields wait for the end of the burst');
+  let batches = 1;
+  while (s.scheduler.draining()) {
+    s.turns!.increment(0);
+    batches++;
+    await s.scheduler.idle();
+  }
+  t.equal(batches, Math.ceil(n / CRON_FIRE_BATCH), 'batch by batch');
+  const fired = s.facts(AUTOMATION_EVENTS.fired).map((e) => e.data.fire_id);
+  t.same(fired, ids.map((id) => `${id}@2026-01-01T01:00:00.000Z`), 'every job fired once, in id order across batches');
+  const queued = s.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued).map((e) => e.data.folder);
+  t.same(queued, ids, 'each run queued after its fire, in the same order');
+  const firedSeq = new Map(s.facts(AUTOMATION_EVENTS.fired).map((e) => [e.correlation, e.seq]));
+  for (const e of s.log.read({ streamPrefix: 'oneshot:' }).filter((e) => e.type === ONESHOT_EVENTS.queued)) t.ok(e.seq > firedSeq.get(e.correlation)!, `${String(e.data.folder)}: its fire is in the log before its run`);
+  t.same(s.received.map((m) => m.task!.folder.split('/').pop()), ids, 'the dependency queue runs them one by one in fire order');
+  t.equal(s.facts(AUTOMATION_EVENTS.run_finished).length, n);
+  t.ok(ids.every((id) => s.job(id).last_fire_id === `${id}@2026-01-01T01:00:00.000Z` && s.job(id).next_run === '2026-01-01T02:00:00.000Z'), 'each record says so once the burst is over');
+  await s.advance(60 * 60_000, 60 * 60_000);
+  t.equal(s.facts(AUTOMATION_EVENTS.fired).length, 2 * n, 'the next hour: each once more');
 });
 
 await t.test('missed fires at start-up, interrupted fires, and a restart never runs a fire twice', async (t) => {

@@ -4,7 +4,7 @@
 // order runs that share a dependency key start in.
 import t from 'tap';
 import { SimulatedClock, createActor } from 'xstate';
-import { CRON_MAX_TICK_MS, cronScheduleMachine, heapOf, heapPop, heapPush, oneShotQueueMachine, waitingRuns, type CronDue, type CronScheduleJob } from '../../machines/index.js';
+import { CRON_FIRE_BATCH, CRON_MAX_TICK_MS, cronScheduleMachine, heapOf, heapPop, heapPush, oneShotQueueMachine, waitingRuns, type CronDue, type CronScheduleJob } from '../../machines/index.js';
 
 const at = (s: string) => Date.parse(s);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -14,8 +14,12 @@ function plan(start: string, jobs: CronScheduleJob[]) {
   clock.set(at(start));
   const actor = createActor(cronScheduleMachine, { input: { now: clock.now() }, clock });
   const due: CronDue[][] = [];
+  const more: boolean[] = [];
   let wakes = 0;
-  actor.on('due', (e) => void due.push(e.fires));
+  actor.on('due', (e) => {
+    due.push(e.fires);
+    more.push(e.more);
+  });
   actor.on('wake', () => {
     wakes++;
     actor.send({ type: 'clock', now: clock.now() });
@@ -23,7 +27,14 @@ function plan(start: string, jobs: CronScheduleJob[]) {
   actor.start();
   actor.send({ type: 'jobs.set', jobs, now: clock.now() });
   const fired = () => due.flat().map((f) => `${f.id}@${iso(f.at)}`);
-  return { clock, actor, due, fired, wakes: () => wakes, next: (id: string) => iso(actor.getSnapshot().context.next[id] ?? null) };
+  /** The next batches, each after the plan's 0-ms delay, until none is left (as the driver's loop turns). */
+  const drain = () => {
+    for (let i = 0; actor.getSnapshot().matches('draining'); i++) {
+      if (i > 1000) throw new Error('the plan never stops draining');
+      clock.increment(0);
+    }
+  };
+  return { clock, actor, due, more, fired, drain, wakes: () => wakes, next: (id: string) => iso(actor.getSnapshot().context.next[id] ?? null) };
 }
 
 const job = (id: string, expr: string, zone = 'UTC', enabled = true): CronScheduleJob => ({ id, expr, zone, enabled });
@@ -68,6 +79,8 @@ await t.test('an idle tick touches no job; a clock input fires what is due; jobs
   t.equal(p.next('j1'), null, 'a removed job has no next fire');
   t.notOk('j1' in p.actor.getSnapshot().context.next);
   p.actor.send({ type: 'clock', now: at('2026-01-01T09:00:00Z') });
+  t.equal(p.fired().length, CRON_FIRE_BATCH, 'one batch at a time');
+  p.drain();
   t.equal(p.fired().length, 198, 'the removed job does not fire from its stale heap entry');
   t.notOk(p.fired().includes('j1@2026-01-01T09:00:00.000Z'));
   t.notOk(p.fired().some((f) => f.startsWith('j0@')), 'nor does the edited one at its old time');
@@ -82,6 +95,31 @@ await t.test('bad input: a broken expression or zone is never planned; a clock g
   p.actor.send({ type: 'clock', now: at('2026-01-01T00:30:00Z') });
   p.actor.send({ type: 'clock', now: at('2026-01-01T01:00:00Z') });
   t.same(p.fired(), ['ok@2026-01-01T01:00:00.000Z'], 'an earlier time is not taken: the plan never moves back');
+});
+
+await t.test('more fires due than a batch holds: handed out batch by batch, in (time, id) order, each once, each batch after a 0-ms delay', async (t) => {
+  const n = 2 * CRON_FIRE_BATCH + 5;
+  const ids = Array.from({ length: n }, (_, i) => `j${String(i).padStart(3, '0')}`);
+  // Every job at 09:00; the first ten also at 08:59, so their older time comes before the rest.
+  const p = plan('2026-01-01T08:58:30Z', ids.map((id, i) => job(id, i < 10 ? '59,0 8,9 * * *' : '0 9 * * *')));
+  p.actor.send({ type: 'clock', now: at('2026-01-01T09:00:00Z') });
+  t.equal(p.due.length, 1, 'a transition hands out one batch');
+  t.equal(p.due[0]!.length, CRON_FIRE_BATCH);
+  t.ok(p.actor.getSnapshot().matches('draining'), 'and the plan is draining the rest');
+  p.clock.increment(0);
+  t.equal(p.due.length, 2, 'the next batch after a 0-ms delay, with no new clock input');
+  // A job edited while its fire waits for a batch: its old time does not fire.
+  const last = ids.at(-1)!;
+  p.actor.send({ type: 'jobs.set', jobs: ids.map((id, i) => (id === last ? job(id, '30 9 * * *') : job(id, i < 10 ? '59,0 8,9 * * *' : '0 9 * * *'))), now: at('2026-01-01T09:00:00Z') });
+  p.drain();
+  t.ok(p.actor.getSnapshot().matches('armed'), 'armed again once nothing is due');
+  t.ok(p.due.every((d) => d.length <= CRON_FIRE_BATCH && d.length > 0), 'no batch over the bound, none empty');
+  t.same(p.more, [...p.more.slice(0, -1).map(() => true), false], '`more` says whether a batch follows');
+  // A job more than one fire behind fires once, for its oldest (as without batches): the first ten at 08:59 only.
+  const expected = [...ids.slice(0, 10).map((id) => `${id}@2026-01-01T08:59:00.000Z`), ...ids.slice(10, -1).map((id) => `${id}@2026-01-01T09:00:00.000Z`)];
+  t.same(p.fired(), expected, 'every due fire once, oldest time first, then by id; the edited job not at its old time');
+  t.equal(p.next(last), '2026-01-01T09:30:00.000Z');
+  t.equal(p.next(ids[0]!), '2026-01-01T09:59:00.000Z', 'each fired job moved on from the time it was handed out at');
 });
 
 await t.test('with nothing planned, the delay still wakes within CRON_MAX_TICK_MS, so a jump of the wall clock is noticed', async (t) => {
