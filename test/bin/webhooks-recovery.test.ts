@@ -19,7 +19,7 @@ function start(t: { teardown(f: () => unknown): void }, home: string, env: NodeJ
 }
 
 const webhookPort = (d: { output: () => string }) =>
-  until('the webhook server to listen', () => /webhook server listening on 127\.0\.0\.1:(\d+)/.exec(d.output()), 30_000).then((m) => Number(m[1]));
+  until(() => `the webhook server to listen; the daemon said:\n${d.output().slice(-4000)}`, () => /webhook server listening on 127\.0\.0\.1:(\d+)/.exec(d.output()), 30_000).then((m) => Number(m[1]));
 
 await t.test('kill -9 after two 202s: the started call is interrupted, the waiting one runs after the restart, nothing is asked twice', async (t) => {
   const dir = t.testdir();
