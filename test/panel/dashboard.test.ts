@@ -214,6 +214,21 @@ if (SKIP_REASON) {
       await page.getByLabel('Type').selectOption('task');
       await list.getByText('nightly-import').waitFor();
 
+      // Severity is filtered by the server: a failed task is critical, so it is gone under Info and back under Critical.
+      const asked = (severity: string) => page.waitForResponse((r) => new URL(r.url()).pathname === '/api/notifications' && new URL(r.url()).searchParams.get('severity') === severity);
+      let reply = asked('info');
+      await page.getByLabel('Severity').selectOption('info');
+      t.equal((await reply).status(), 200, 'the list is asked for info only');
+      await list.getByText('nightly-import').waitFor({ state: 'detached' });
+      t.equal(await list.getByText('broken-report').count(), 0, 'no critical notification under Info');
+      reply = asked('critical');
+      await page.getByLabel('Severity').selectOption('critical');
+      t.equal((await reply).status(), 200, 'then for critical only');
+      await list.getByText('nightly-import').waitFor();
+      await list.getByText('broken-report').first().waitFor();
+      await page.getByLabel('Severity').selectOption('visible');
+      await list.getByText('nightly-import').waitFor();
+
       const before = await unread(stand);
       const marked = page.waitForResponse((r) => r.request().method() === 'PUT' && /\/api\/notifications\/.+\/read$/.test(r.url()));
       await list.locator('li', { hasText: 'nightly-import' }).getByRole('button', { name: /^Mark read/ }).click();
