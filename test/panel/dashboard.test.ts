@@ -112,6 +112,12 @@ if (SKIP_REASON) {
       await page.getByText('Агенты в сети').waitFor();
       await page.getByRole('heading', { name: 'Последние события' }).waitFor();
       await page.getByRole('heading', { name: 'Система' }).waitFor();
+      // The transports' states and their fixed phrases are Russian too; only names stay as they are.
+      await page.getByRole('heading', { name: 'Чат-транспорты' }).waitFor();
+      const transports = page.locator('.dash-transports');
+      await transports.getByText('работает').first().waitFor();
+      await transports.getByText('чат панели администратора, хранится в журнале событий').waitFor();
+      t.notMatch(await transports.innerText(), /\b(running|starting|retrying|stopped|not started|connection|connecting|kept in the event log)\b/, 'no English state or phrase in the transports card');
       t.same(await seriousViolations(page), [], 'contrast holds in the dark theme');
       t.same(problems, []);
     });
