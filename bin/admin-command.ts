@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { ensureBootstrapAdmin, resetBootstrapAdminPassword } from '../actors/index.js';
-import { PANEL_SECURITY_HEADERS, panelBuilt, readPanelVersion } from '../edges/index.js';
+import { PANEL_SECURITY_HEADERS, panelBuilt, parsePanelVersion, readPanelVersion, type PanelVersion } from '../edges/index.js';
 import { browserUrl, panelListenAddress } from '../machines/index.js';
 import { SvcError, defaultConfig, type AgentConfig } from '../schemas/index.js';
 import { loadConfig, runningDaemonPid, setConfigBlockFields, usersLocation, type HomePaths } from '../store/index.js';
@@ -50,8 +50,10 @@ Whether the panel is built (and its version), whether the daemon runs, and the U
 answers now (each probed with a GET). Exit 0 when it is served somewhere, 3 when not.`,
   update: `usage: svc admin update
 
-Says which panel build is served (its version.json) against this svc's version and, when the build
-is missing or from another version, how to rebuild it. Downloads nothing. Exit 0 when current, 1 when not.`,
+Compares the panel build on disk (its version.json) with this svc's version and, when svc runs, with
+the build the daemon serves (it reads the panel's files once, at start): says how to rebuild when the
+build is missing or from another version, and when a restart is needed to serve a newer one.
+Downloads nothing. Exit 0 when current, 1 when not.`,
   open: `usage: svc admin open
 
 Prints the panel's URL and opens it with xdg-open (or open on macOS) when a display is there.`,
@@ -94,7 +96,7 @@ export async function adminCommand(args: string[], paths: HomePaths, io: AdminCo
     case 'status':
       return status(paths, io);
     case 'update':
-      return update(io);
+      return update(paths, io);
     default:
       return open(paths, io);
   }
@@ -217,21 +219,53 @@ async function status(paths: HomePaths, io: AdminCommandIo): Promise<number> {
   return serving.length ? 0 : NOT_RUNNING_EXIT;
 }
 
-async function update(io: AdminCommandIo): Promise<number> {
+const describe = (v: PanelVersion | null) => (v ? `panel ${v.version}${v.built_at ? ` (built ${v.built_at})` : ''}` : 'a panel build without version.json');
+const sameBuild = (a: PanelVersion | null, b: PanelVersion | null) => a?.version === b?.version && a?.built_at === b?.built_at;
+
+/** The version.json a running daemon serves at `url` (svc's panel by its headers), or null when nothing answers as it. */
+async function servedVersion(url: string): Promise<{ url: string; version: PanelVersion | null } | null> {
+  try {
+    const r = await fetch(new URL('version.json', url), { headers: { connection: 'close' }, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const body = Buffer.from(await r.arrayBuffer());
+    if (r.headers.get('content-security-policy') !== PANEL_SECURITY_HEADERS['content-security-policy']) return null;
+    return { url, version: r.ok ? parsePanelVersion(body) : null };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The build on disk against this svc's version and against what the running daemon serves: the
+ * daemon reads the panel's files once, at start, so a rebuild is served only after a restart.
+ */
+async function update(paths: HomePaths, io: AdminCommandIo): Promise<number> {
   const dir = panelDir(io.env);
   const root = checkoutRoot();
-  if (!(await panelBuilt(dir))) {
-    io.out(`svc ${VERSION}: the panel is not built (${dir}); run npm run build in ${root}, then restart svc\n`);
-    return 1;
+  const built = await panelBuilt(dir);
+  const disk = built ? await readPanelVersion(dir) : null;
+  let served: { url: string; version: PanelVersion | null } | null = null;
+  const running = runningDaemonPid(paths.pidFile) !== null;
+  if (running) {
+    for (const url of configuredUrls(currentConfig(paths), io.env)) {
+      served = await servedVersion(url);
+      if (served) break;
+    }
   }
-  const version = await readPanelVersion(dir);
-  if (version?.version === VERSION) {
-    io.out(`svc ${VERSION} serves panel ${version.version}${version.built_at ? ` (built ${version.built_at})` : ''}: up to date\n`);
-    return 0;
+  const lines = [
+    `on disk     ${built ? `${describe(disk)} in ${dir}` : `not built (${dir} has no index.html)`}`,
+    `served      ${!running ? 'nothing: svc is not running (svc start serves the build on disk)' : served ? `${describe(served.version)} at ${served.url}` : 'nowhere by the running daemon (svc admin status says why)'}`,
+  ];
+  const rebuild = `run npm run build in ${root}, then restart svc (svc stop, then svc start)`;
+  let current = false;
+  if (!built) lines.push(`svc ${VERSION}: the panel is not built; ${rebuild}`);
+  else if (disk?.version !== VERSION) lines.push(`svc ${VERSION}: the build on disk is ${describe(disk)}, not this version's; ${rebuild}`);
+  else if (served && !sameBuild(served.version, disk)) lines.push(`svc ${VERSION}: the build on disk is current, but the running daemon still serves the one it loaded at start; restart svc (svc stop, then svc start) to serve it`);
+  else {
+    current = true;
+    lines.push(`svc ${VERSION}: ${served ? 'the daemon serves the build on disk' : 'the build on disk is this version\'s'}: up to date`);
   }
-  const which = version ? `panel ${version.version}${version.built_at ? ` (built ${version.built_at})` : ''}` : 'a panel build without version.json';
-  io.out(`svc ${VERSION} serves ${which}, not this version's; run npm run build in ${root}, then restart svc (it reads the panel's files once)\n`);
-  return 1;
+  io.out(lines.join('\n') + '\n');
+  return current ? 0 : 1;
 }
 
 /** A program on PATH, or null. */

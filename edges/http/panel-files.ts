@@ -133,10 +133,11 @@ async function loadPanel(dir: string): Promise<Loaded | null> {
     const type = contentTypeFor(urlPath);
     files.set(urlPath, { type, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`, encoded: await compress(body, type) });
   }
-  return { files, version: parseVersion(files.get('/version.json')?.body) };
+  return { files, version: parsePanelVersion(files.get('/version.json')?.body) };
 }
 
-function parseVersion(body: Buffer | undefined): PanelVersion | null {
+/** A version.json's fields, or null when it is not one (what the server serves and `svc admin update` asks it for). */
+export function parsePanelVersion(body: Buffer | undefined): PanelVersion | null {
   if (!body) return null;
   try {
     const raw = JSON.parse(body.toString('utf8')) as unknown;
@@ -152,7 +153,7 @@ function parseVersion(body: Buffer | undefined): PanelVersion | null {
 /** The build's version.json, read directly (the CLI asks without a server): null when absent or unreadable. */
 export async function readPanelVersion(dir: string): Promise<PanelVersion | null> {
   try {
-    return parseVersion(await fsp.readFile(join(dir, 'version.json')));
+    return parsePanelVersion(await fsp.readFile(join(dir, 'version.json')));
   } catch {
     return null;
   }

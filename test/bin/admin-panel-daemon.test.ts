@@ -4,6 +4,7 @@ import t, { type Test } from 'tap';
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
+import { VERSION } from '../../bin/package-info.js';
 import { homePaths } from '../../store/index.js';
 import { exited, freePortHome, startSvc, svc, until } from './cli-helpers.js';
 
@@ -149,18 +150,49 @@ await t.test('svc admin: setup creates and resets the admin (old sessions end), 
   t.ok(await refused(own), 'the own listener is closed');
   t.equal(JSON.parse(readFileSync(paths.configFile, 'utf8')).panel.listen, 'off');
 
+  // update asks the running daemon which build it serves: it read the files once, at start.
+  const versionFile = join(root, 'panel', 'version.json');
+  let update = svc(dir, ['admin', 'update'], env);
+  t.equal(update.code, 1, 'a build of another version');
+  t.match(update.stdout, /^on disk {5}panel 0\.0\.1 in \//m);
+  t.match(update.stdout, new RegExp(`^served {6}panel 0\\.0\\.1 at http://127\\.0\\.0\\.1:${apiPort}/$`, 'm'));
+  t.match(update.stdout, /the build on disk is panel 0\.0\.1, not this version's; run npm run build in \//);
+  writeFileSync(versionFile, JSON.stringify({ version: VERSION, built_at: '2026-11-28T22:00:00.000Z' }));
+  update = svc(dir, ['admin', 'update'], env);
+  t.equal(update.code, 1, 'rebuilt on disk, but the daemon still serves the old build');
+  t.match(update.stdout, new RegExp(`^on disk {5}panel ${VERSION.replace(/\./g, '\\.')} \\(built 2026-11-28T22:00:00\\.000Z\\)`, 'm'));
+  t.match(update.stdout, /^served {6}panel 0\.0\.1 at /m);
+  t.match(update.stdout, /the build on disk is current, but the running daemon still serves the one it loaded at start; restart svc/);
+
   daemon.kill('SIGTERM');
   t.equal(await exited(daemon), 0);
+  update = svc(dir, ['admin', 'update'], env);
+  t.equal(update.code, 0, update.stdout);
+  t.match(update.stdout, /^served {6}nothing: svc is not running/m);
+  t.match(update.stdout, /the build on disk is this version's: up to date/);
+  const restarted = startSvc(dir, ['start'], env);
+  t.teardown(() => void restarted.kill('SIGKILL'));
+  await until('the banner again', () => /\n {2}next {8}/.test(restarted.output()));
+  update = svc(dir, ['admin', 'update'], env);
+  t.equal(update.code, 0, update.stdout);
+  t.match(update.stdout, new RegExp(`^served {6}panel ${VERSION.replace(/\./g, '\\.')} \\(built 2026-11-28T22:00:00\\.000Z\\) at http://127\\.0\\.0\\.1:${apiPort}/$`, 'm'));
+  t.match(update.stdout, /the daemon serves the build on disk: up to date/, 'after the restart it serves the new build');
+  restarted.kill('SIGTERM');
+  t.equal(await exited(restarted), 0);
+  writeFileSync(versionFile, '{"version":"0.0.1","built_at":null}');
+
   const down = svc(dir, ['admin', 'start'], env);
   t.match(down.stdout, 'the panel will be served at http://127.0.0.1:');
   t.match(down.stdout, 'on the next svc start');
   t.equal(svc(dir, ['admin', 'status'], env).code, 3);
 
-  const update = svc(dir, ['admin', 'update'], env);
-  t.equal(update.code, 1, 'a build of another version');
-  t.match(update.stdout, /serves panel 0\.0\.1, not this version's; run npm run build in \//);
+  update = svc(dir, ['admin', 'update'], env);
+  t.equal(update.code, 1, 'a build of another version, with no daemon');
+  t.match(update.stdout, /the build on disk is panel 0\.0\.1, not this version's; run npm run build in \//);
   const none = svc(dir, ['admin', 'update'], { ...env, SVC_PANEL_DIR: join(dir, 'nowhere') });
-  t.match(none.stdout, /the panel is not built .*; run npm run build in /);
+  t.match(none.stdout, /^on disk {5}not built \(.*nowhere has no index\.html\)$/m);
+  t.match(none.stdout, /the panel is not built; run npm run build in \//);
+  t.equal(none.code, 1);
 
   for (const sub of ['setup', 'start', 'stop', 'status', 'update', 'open']) {
     const help = svc(dir, ['admin', sub, '--help'], env);

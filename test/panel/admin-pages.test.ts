@@ -244,20 +244,43 @@ if (SKIP_REASON) {
     await context.close();
   });
 
-  await t.test('in Russian, dark', async (t) => {
+  await t.test('in Russian, dark: every route, no English title or heading left', async (t) => {
     const { page, context, problems } = await openPage(browser, stand, { locale: 'ru-RU', colorScheme: 'dark' });
     await newAddress(context);
     await logIn(page, 'admin', stand.adminPassword);
-    for (const [path, title, text] of [
-      ['/users', 'Пользователи', 'Добавить пользователя'],
-      ['/audit', 'Журнал аудита', 'Фильтр'],
-      ['/settings', 'Настройки', 'Название экземпляра'],
-      ['/profile', 'Профиль', 'Сменить пароль'],
-    ] as const) {
+    // Each route with its Russian title and the English one it must not show.
+    const routes = [
+      ['/', 'Обзор', 'Dashboard'],
+      ['/agents', 'Агенты', 'Agents'],
+      ['/agents/main', 'main', 'Metrics'],
+      ['/chat/main', 'Чат', 'Chat'],
+      ['/tasks', 'Задачи', 'Tasks'],
+      ['/workflows', 'Воркфлоу', 'Workflows'],
+      ['/cron', 'Задания cron', 'Cron jobs'],
+      ['/webhooks', 'Вебхуки', 'Webhooks'],
+      ['/notifications', 'Уведомления', 'Notifications'],
+      ['/memory', 'Память', 'Memory'],
+      ['/skills', 'Навыки', 'Skills'],
+      ['/user-files', 'Файлы', 'Files'],
+      ['/users', 'Пользователи', 'Users'],
+      ['/audit', 'Журнал аудита', 'Audit log'],
+      ['/settings', 'Настройки', 'Settings'],
+      ['/profile', 'Профиль', 'Profile'],
+    ] as const;
+    // Names that are the same in either language: agent and file names, acronyms, product names.
+    const SAME = /^(main|MAINMEMORY\.md|RAG|API|svc|cron|Markdown|2FA|TOTP|JSON|URL|HMAC|CPU|RAM|id)$/;
+    for (const [path, title, english] of routes) {
       await page.goto(path);
       await heading(page, title);
-      await page.getByText(text).first().waitFor();
-      if (process.env.SHOTS) await page.screenshot({ path: `${process.env.SHOTS}/ru${path.replace('/', '-')}.png`, fullPage: true });
+      await page.waitForLoadState('networkidle');
+      const headings = await page.locator('main h1, main h2, main h3, main th, main legend, main label').allInnerTexts();
+      const leftovers = headings
+        .map((h) => h.trim())
+        .filter((h) => h && !/[а-яё]/i.test(h))
+        .filter((h) => !h.split(/[\s·:()/,]+/).filter(Boolean).every((w) => SAME.test(w) || !/[a-z]/i.test(w)));
+      t.same(leftovers, [], `${path}: every heading, column and label is Russian`);
+      t.equal(await page.getByRole('heading', { name: english, exact: true }).count(), 0, `${path}: no "${english}" heading`);
+      if (process.env.SHOTS) await page.screenshot({ path: `${process.env.SHOTS}/ru${path.replace(/\//g, '-')}.png`, fullPage: true });
       t.same(await seriousViolations(page), [], `${path} in Russian, dark: no serious accessibility violation`);
     }
     t.same(problems, [], 'no console error or failed request');

@@ -1,9 +1,10 @@
 // The cron and webhook pages in a real browser against a real daemon: every write made through the
 // UI and checked through the API (create, edit, pause, run now and its history, delete, the
-// signature test), a viewer who sees the records and no write control, the accessibility scan, and
+// signature test, a real signed call and its history), a viewer who sees the records and no write control, the accessibility scan, and
 // the phone width.
 import t from 'tap';
 import { createHmac } from 'node:crypto';
+import { until } from '../fixtures/until.js';
 import { SKIP_REASON, logIn, openBrowser, openPage, panelStand, seriousViolations } from '../fixtures/panel-browser.js';
 
 type Rec = Record<string, unknown> & { id: string };
@@ -11,7 +12,8 @@ type Rec = Record<string, unknown> & { id: string };
 if (SKIP_REASON) t.plan(0, SKIP_REASON);
 else {
   await t.test('cron jobs and webhooks through the UI; a viewer reads them without write controls', async (t) => {
-    const stand = await panelStand(t);
+    // The webhook server listens too: a hook made in the UI is then called for real.
+    const stand = await panelStand(t, { config: { webhooks: { enabled: true, host: '127.0.0.1' } } });
     const browser = await openBrowser(t);
     const find = async (path: string, key: string, value: string): Promise<Rec | undefined> => ((await stand.api('GET', path)).body as Rec[]).find((r) => r[key] === value);
 
@@ -117,6 +119,25 @@ else {
       await dialog.getByText('Invalid: the signature does not match').waitFor();
       t.pass('a correct HMAC is valid, a wrong one invalid');
       t.same(await seriousViolations(page), [], 'the details pass the accessibility scan');
+      await dialog.getByRole('button', { name: 'Close' }).click();
+
+      // A real call, signed with the secret, once resumed: the details list it with its outcome.
+      await page.getByRole('button', { name: 'Resume: GitHub events' }).click();
+      await page.getByRole('button', { name: 'Pause: GitHub events' }).waitFor();
+      const called = await fetch(`http://127.0.0.1:${stand.webhookPort}/hooks/${hook!.id}`, {
+        method: 'POST',
+        headers: { connection: 'close', 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(payload).digest('hex')}` },
+        body: payload,
+      });
+      t.equal(called.status, 202, 'the signed call is accepted');
+      const run = await until('the call to finish', async () => ((await stand.api('GET', `/api/webhooks/${hook!.id}/runs`)).body as { status: string; body_bytes: number }[]).find((r) => r.status !== 'running'));
+      t.match(run, { status: 'success', body_bytes: payload.length }, 'the call ran to the end');
+      await page.getByRole('button', { name: 'Details: GitHub events' }).click();
+      dialog = page.getByRole('dialog', { name: 'GitHub events' });
+      const row = dialog.getByRole('region', { name: 'Calls' }).getByRole('row').nth(1);
+      await row.getByText('success', { exact: true }).waitFor();
+      await row.getByRole('cell', { name: `${payload.length} B` }).waitFor();
+      t.equal(await dialog.getByText('No calls yet').count(), 0, 'the history is not empty');
       await dialog.getByRole('button', { name: 'Close' }).click();
 
       await page.getByRole('button', { name: 'Delete: GitHub events' }).click();

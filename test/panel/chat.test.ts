@@ -9,7 +9,8 @@ import { SKIP_REASON, logIn, openBrowser, openPage, panelStand, seriousViolation
  * The chat page in a real browser against a real daemon and the fake CLI: a session made in the UI,
  * an answer streamed in pieces (two partial texts seen before the final one) and shown in a second
  * tab of the same user, the stored history, the read marker, an attachment that reaches the CLI,
- * an abort, and a viewer who reads but cannot write.
+ * an abort, and a viewer who reads but cannot write; tool badges while an answer is made, and a
+ * hostile answer rendered without its script, handlers or javascript: link.
  */
 
 // Four pieces, one every 500 ms: slow enough to see each partial text, fast enough for a test.
@@ -186,5 +187,35 @@ if (SKIP_REASON) {
     t.equal(await viewer.page.getByRole('button', { name: /New chat|Rename|Delete|Archive|Model|Send/ }).count(), 0, 'no write control');
     t.same(await seriousViolations(viewer.page), [], 'axe for the viewer');
     t.same(viewer.problems, [], 'no problems for the viewer');
+  });
+
+  await t.test('chat: tool activity badges while the agent works; a hostile answer is rendered without script, handlers or javascript: links', async (t) => {
+    // The answer tries all three; the tools come first, a line every 400 ms, so the badges are seen.
+    const hostile = 'Look **here** <img src="x" onerror="globalThis.pwned=1"> <script>globalThis.pwned=2</script> [click me](javascript:globalThis.pwned=3) done';
+    const stand = await panelStand(t, { env: { FAKE_CLI_REPLY: hostile, FAKE_CLI_TOOLS: 'Bash,Read', FAKE_CLI_DELAY_MS: '400' } });
+    const browser = await openBrowser(t);
+    const { page, problems } = await openPage(browser, stand);
+    await logIn(page, 'admin', stand.adminPassword);
+    await page.goto('/chat/main');
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.waitForURL(/session=/);
+    await page.getByLabel('Message').fill('Have a look');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const activity = page.locator('.chat-live .chat-activity');
+    await activity.getByText('Using Bash', { exact: true }).waitFor();
+    await activity.getByText('Using Read', { exact: true }).waitFor();
+    t.pass('the live answer shows a badge for each tool the agent used');
+
+    const answer = page.locator('.chat-msg-agent:not(.chat-live)').last();
+    await answer.locator('strong', { hasText: 'here' }).waitFor();
+    t.equal(await page.locator('.chat-live').count(), 0, 'the badges go with the live bubble');
+    const md = answer.locator('.markdown');
+    t.equal(await md.locator('script').count(), 0, 'no script element');
+    t.equal(await md.locator('[onerror], [onclick], [onload]').count(), 0, 'no event handler attribute');
+    t.equal(await md.locator('a[href^="javascript:" i]').count(), 0, 'no javascript: link');
+    t.match(await md.innerText(), /click me/, 'the link text is kept');
+    t.match(await md.innerText(), /done/, 'and the rest of the answer');
+    t.equal(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned), undefined, 'nothing of the answer ran');
+    t.same(problems, [], 'no console error or failed request');
   });
 }

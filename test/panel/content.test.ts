@@ -87,6 +87,35 @@ else {
       t.same(problems, [], 'no console error and no failed request');
     });
 
+    await t.test('skills: a global skill written through the UI; an agent\'s merged view shows it read-only', async (t) => {
+      const globals = async () => ((await stand.api('GET', '/api/skills')).body as { name: string }[]).map((s) => s.name);
+      await page.getByRole('button', { name: 'Global', exact: true }).click();
+      await page.getByRole('heading', { name: 'Global' }).waitFor();
+      await page.getByRole('button', { name: 'New skill' }).click();
+      const dialog = page.getByRole('dialog', { name: 'New skill' });
+      await dialog.getByLabel(/^Name/).fill('house-style');
+      await dialog.getByLabel('Document (Markdown)').fill('# House style\n\nShort sentences.\n');
+      await dialog.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Edit: house-style' }).waitFor();
+      t.ok((await globals()).includes('house-style'), 'written as a global skill');
+      t.match((await stand.api('GET', '/api/skills/house-style')).body, { content: '# House style\n\nShort sentences.\n' }, 'with its document');
+      t.notOk(((await stand.api('GET', '/api/agents/main/skills?scope=own')).body as { name: string }[]).some((s) => s.name === 'house-style'), 'not as the agent\'s own');
+
+      // The agent's merged view lists it as global, to open but not to change there.
+      await page.getByRole('button', { name: 'Per agent', exact: true }).click();
+      const row = page.getByRole('row', { name: /house-style/ });
+      await row.getByText('global', { exact: true }).waitFor();
+      t.equal(await row.getByRole('button', { name: 'Delete: house-style' }).count(), 0, 'no delete in the agent view');
+      await row.getByRole('button', { name: 'Open: house-style' }).first().waitFor();
+
+      await page.getByRole('button', { name: 'Global', exact: true }).click();
+      await page.getByRole('button', { name: 'Delete: house-style' }).click();
+      await page.getByRole('dialog', { name: 'Are you sure?' }).getByRole('button', { name: 'Confirm' }).click();
+      await page.getByRole('button', { name: 'Edit: house-style' }).waitFor({ state: 'detached' });
+      t.notOk((await globals()).includes('house-style'), 'deleted');
+      t.same(problems, [], 'no console error and no failed request');
+    });
+
     await t.test('files: make a folder, upload into it, download through the signed link, delete', async (t) => {
       const list = async (path: string) => ((await stand.api('GET', `/api/files/list?agent=main&path=${enc(path)}`)).body as { name: string; isDir: boolean }[]).map((e) => `${e.name}${e.isDir ? '/' : ''}`);
       await page.getByRole('link', { name: 'Files', exact: true }).click();

@@ -112,6 +112,12 @@ if (SKIP_REASON) {
       await page.getByText('Агенты в сети').waitFor();
       await page.getByRole('heading', { name: 'Последние события' }).waitFor();
       await page.getByRole('heading', { name: 'Система' }).waitFor();
+      // The transports' states and their fixed phrases are Russian too; only names stay as they are.
+      await page.getByRole('heading', { name: 'Чат-транспорты' }).waitFor();
+      const transports = page.locator('.dash-transports');
+      await transports.getByText('работает').first().waitFor();
+      await transports.getByText('чат панели администратора, хранится в журнале событий').waitFor();
+      t.notMatch(await transports.innerText(), /\b(running|starting|retrying|stopped|not started|connection|connecting|kept in the event log)\b/, 'no English state or phrase in the transports card');
       t.same(await seriousViolations(page), [], 'contrast holds in the dark theme');
       t.same(problems, []);
     });
@@ -212,6 +218,21 @@ if (SKIP_REASON) {
       await page.getByLabel('Type').selectOption('cron');
       await page.getByText('No notifications').waitFor();
       await page.getByLabel('Type').selectOption('task');
+      await list.getByText('nightly-import').waitFor();
+
+      // Severity is filtered by the server: a failed task is critical, so it is gone under Info and back under Critical.
+      const asked = (severity: string) => page.waitForResponse((r) => new URL(r.url()).pathname === '/api/notifications' && new URL(r.url()).searchParams.get('severity') === severity);
+      let reply = asked('info');
+      await page.getByLabel('Severity').selectOption('info');
+      t.equal((await reply).status(), 200, 'the list is asked for info only');
+      await list.getByText('nightly-import').waitFor({ state: 'detached' });
+      t.equal(await list.getByText('broken-report').count(), 0, 'no critical notification under Info');
+      reply = asked('critical');
+      await page.getByLabel('Severity').selectOption('critical');
+      t.equal((await reply).status(), 200, 'then for critical only');
+      await list.getByText('nightly-import').waitFor();
+      await list.getByText('broken-report').first().waitFor();
+      await page.getByLabel('Severity').selectOption('visible');
       await list.getByText('nightly-import').waitFor();
 
       const before = await unread(stand);

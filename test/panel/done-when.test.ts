@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { TOTP } from 'otpauth';
 import { exited, freePortHome, startSvc, svc, until } from '../bin/cli-helpers.js';
-import { SKIP_REASON, logIn, openBrowser, seriousViolations } from '../fixtures/panel-browser.js';
+import { SKIP_REASON, logIn, openBrowser, openPage, seriousViolations } from '../fixtures/panel-browser.js';
 import { tempHome } from '../fixtures/temp-home.js';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
@@ -51,12 +51,9 @@ else {
     const password = readFileSync(passwordFile!, 'utf8').trim();
 
     const browser = await openBrowser(t);
-    const context = await browser.newContext({ baseURL: url, locale: 'en-GB' });
-    const page = await context.newPage();
+    // The fixtures' recorder: console errors, page errors, failed requests and HTTP errors.
+    const { page, problems } = await openPage(browser, { url });
     page.setDefaultTimeout(20_000);
-    const problems: string[] = [];
-    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(e.message));
 
     // Sign in, turn 2FA on, sign in again with it.
     await logIn(page, 'admin', password);
@@ -132,13 +129,10 @@ else {
     await dialog.getByLabel('Role').selectOption('viewer');
     await dialog.getByRole('button', { name: 'Create' }).click();
     await page.getByRole('cell', { name: /^vic/ }).first().waitFor();
-    t.same(problems, [], 'the admin saw no console error');
+    t.same(problems, [], 'the admin saw no console error, failed request or HTTP error');
 
-    const second = await browser.newContext({ baseURL: url, locale: 'en-GB' });
-    const viewer = await second.newPage();
+    const { page: viewer, problems: viewerProblems } = await openPage(browser, { url });
     viewer.setDefaultTimeout(20_000);
-    const viewerProblems: string[] = [];
-    viewer.on('console', (m) => m.type() === 'error' && viewerProblems.push(m.text()));
     await logIn(viewer, 'vic', 'viewer-password-1');
     const noWrites = async (where: string) => {
       const writes = await viewer.getByRole('button', { name: /^(New|Add|Create|Save|Edit|Delete|Pause|Resume|Run now|Cancel|Send|Upload|Mark)\b/ }).count();
@@ -159,7 +153,7 @@ else {
     await viewer.locator('.chat-msg-agent', { hasText: 'like this.' }).first().waitFor();
     await noWrites('chat');
     t.same(await seriousViolations(viewer), [], 'the viewer\'s chat passes the accessibility scan');
-    t.same(viewerProblems, [], 'the viewer saw no console error');
+    t.same(viewerProblems, [], 'the viewer saw no console error, failed request or HTTP error');
 
     const stopped = svc(home, ['stop']);
     t.equal(stopped.code, 0, stopped.stderr);

@@ -9,6 +9,7 @@ import { useAction, useAsync } from '../ui/async';
 import { Button, Card, Empty, ErrorBanner, Field, Loading, Notice, Page } from '../ui/components';
 import { Conversation } from './chat/conversation';
 import { SessionTools } from './chat/session-tools';
+import { pickAgent } from './agent-pick';
 import { chatTexts } from './chat/texts';
 import './chat.css';
 
@@ -34,13 +35,15 @@ export default function Chat() {
   const activeId = q['session'] ?? '';
   const agents = useAsync(() => get<AgentRow[]>('/api/agents'), []);
   const [showArchived, setShowArchived] = useState(false);
-  const sessions = useAsync(() => (agent ? get<ChatSessionView[]>(`/api/chat/sessions${query({ agent })}`) : Promise.resolve([])), [agent]);
+  // Only an agent the server listed is asked about: another (a stale link, one outside allowed_agents) would be a 403.
+  const listed = agents.data?.some((a) => a.name === agent) ?? false;
+  const sessions = useAsync(() => (listed ? get<ChatSessionView[]>(`/api/chat/sessions${query({ agent })}`) : Promise.resolve([])), [agent, listed]);
   const create = useAction();
 
-  // `/chat` alone opens the first agent.
+  // `/chat` alone, or with an agent this user may not see, opens the first listed agent.
   useEffect(() => {
-    const first = agents.data?.[0];
-    if (!agent && first) route(`/chat/${seg(first.name)}`, true);
+    const first = pickAgent(agents.data, agent);
+    if (first && first !== agent) route(`/chat/${seg(first)}`, true);
   }, [agent, agents.data, route]);
 
   const list = sessions.data ?? [];
@@ -95,7 +98,7 @@ export default function Chat() {
         <Card class="chat-side" title={t('sessions')}>
           <Field label={t('agentPicker')}>
             <select name="agent" value={agent} onChange={(e) => route(`/chat/${seg(e.currentTarget.value)}`)}>
-              {!agent ? <option value="">—</option> : null}
+              {!listed ? <option value="">—</option> : null}
               {agentRows.map((a) => (
                 <option key={a.name} value={a.name}>
                   {a.display_name && a.display_name !== a.name ? `${a.display_name} (${a.name})` : a.name}
@@ -103,7 +106,7 @@ export default function Chat() {
               ))}
             </select>
           </Field>
-          {canWrite && agent ? (
+          {canWrite && listed ? (
             <Button variant="primary" class="chat-new" busy={create.busy} onClick={() => void newChat()}>
               {t('newChat')}
             </Button>

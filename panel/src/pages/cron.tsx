@@ -7,7 +7,8 @@ import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
 import { Badge, Button, Card, ErrorBanner, Field, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
 import './automation.css';
-import { AgentSelect, formatSeconds, numberOr, statusTone, textOr, useAgents } from './automation/shared';
+import { AgentSelect, pickAgent, useAgents } from './agent-pick';
+import { formatSeconds, numberOr, statusTone, textOr } from './automation/shared';
 import { ListOf } from '../ui/list-of';
 
 /*
@@ -153,7 +154,7 @@ function JobForm({ job, onDone, onClose }: { job: CronJob | null; onDone: () => 
   const agents = useAgents();
   const [f, setF] = useState<Form>(() => formOf(job, ''));
   const action = useAction();
-  const agent = f.agent || agents.data?.[0]?.name || '';
+  const agent = pickAgent(agents.data, f.agent);
   const set = <K extends keyof Form>(k: K) => (v: Form[K]) => setF({ ...f, [k]: v });
   const submit = async (e: Event) => {
     e.preventDefault();

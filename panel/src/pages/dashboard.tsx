@@ -5,9 +5,10 @@ import { systemStatus } from '../api/system-status';
 import { texts, useT } from '../i18n';
 import { useSession } from '../session';
 import { useAsync, useAction } from '../ui/async';
-import { Badge, Button, Card, Empty, ErrorBanner, Loading, Page, Tabs } from '../ui/components';
+import { Button, Card, Empty, ErrorBanner, Loading, Page, Tabs } from '../ui/components';
 import { useLiveRefresh } from '../ui/live';
 import { ActivityDetail, ActivityList } from './dash/activity';
+import { TransportsCard } from './dash/transports';
 import './dashboard.css';
 import { ListOf } from '../ui/list-of';
 
@@ -45,7 +46,6 @@ const t_ = texts({
     noErrors: 'No new errors',
     acknowledge: 'Acknowledge',
     acknowledged: 'Errors acknowledged',
-    transports: 'Chat transports',
     of: '{a} of {b}',
   },
   ru: {
@@ -74,7 +74,6 @@ const t_ = texts({
     noErrors: 'Новых ошибок нет',
     acknowledge: 'Отметить как просмотренные',
     acknowledged: 'Ошибки отмечены как просмотренные',
-    transports: 'Чат-транспорты',
     of: '{a} из {b}',
   },
 });
@@ -218,24 +217,7 @@ export default function Dashboard() {
             </dl>
           </Card>
 
-          {s && s.transports.length > 0 ? (
-            <Card title={t('transports')}>
-              <ul class="dash-transports">
-                {s.transports.map((tr) => (
-                  <li key={`${tr.name}:${tr.agent ?? ''}`}>
-                    <div class="spread">
-                      <strong>
-                        {tr.name}
-                        {tr.agent ? ` · ${tr.agent}` : ''}
-                      </strong>
-                      <Badge tone={tr.state === 'running' ? 'ok' : tr.state === 'retrying' ? 'bad' : 'neutral'}>{tr.state}</Badge>
-                    </div>
-                    <span class="muted small">{tr.detail}</span>
-                  </li>
-                ))}
-              </ul>
-            </Card>
-          ) : null}
+          {s ? <TransportsCard transports={s.transports} /> : null}
         </div>
       </div>
       <ActivityDetail id={open} onClose={() => setOpen(null)} />

@@ -6,7 +6,7 @@ import { useAction, useAsync } from '../ui/async';
 import { common } from '../ui/common-texts';
 import { Button, Card, ErrorBanner, Field, Modal, Notice, Page, Table, useConfirm } from '../ui/components';
 import './automation.css';
-import { AgentSelect, useAgents } from './automation/shared';
+import { AgentSelect, forAgent, useAgents, usePickedAgent } from './agent-pick';
 import { ListOf } from '../ui/list-of';
 
 /*
@@ -78,9 +78,9 @@ export default function Files() {
   const admin = isAdmin(user);
   const operator = isOperator(user);
   const agents = useAgents();
-  const [agent, setAgent] = useState('main');
+  const [agent, setAgent] = usePickedAgent(agents.data);
   const [dir, setDir] = useState('');
-  const list = useAsync(() => (operator ? get<Entry[]>(`/api/files/list${query({ agent, path: dir })}`) : Promise.resolve([])), [agent, dir, operator]);
+  const list = useAsync(() => (operator ? forAgent(agent, agents.data, () => get<Entry[]>(`/api/files/list${query({ agent, path: dir })}`), []) : Promise.resolve([])), [agent, agents.data, dir, operator]);
   const action = useAction();
   const [notice, setNotice] = useState<string | null>(null);
   const [mkdirOpen, setMkdirOpen] = useState(false);

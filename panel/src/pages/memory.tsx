@@ -7,7 +7,7 @@ import { common } from '../ui/common-texts';
 import { Badge, Button, Card, Empty, ErrorBanner, Field, Loading, Notice, Page, Tabs } from '../ui/components';
 import { Markdown } from '../ui/markdown';
 import './automation.css';
-import { AgentSelect, useAgents } from './automation/shared';
+import { AgentSelect, forAgent, useAgents, usePickedAgent } from './agent-pick';
 
 /*
  * An agent's memory (WIRE.md §2): MAINMEMORY.md through `/api/memory`, the modules through
@@ -205,10 +205,13 @@ export default function Memory() {
   const admin = isAdmin(user);
   const mayRead = isOperator(user);
   const agents = useAgents();
-  const [agent, setAgent] = useState('main');
+  const [agent, setAgent] = usePickedAgent(agents.data);
   const [selected, setSelected] = useState(MAIN);
   const [newName, setNewName] = useState('');
-  const modules = useAsync(() => (mayRead ? get<ModuleEntry[]>(`/api/memory/modules${query({ agent: agent === 'main' ? undefined : agent })}`) : Promise.resolve([])), [agent, mayRead]);
+  const modules = useAsync(
+    () => (mayRead ? forAgent(agent, agents.data, () => get<ModuleEntry[]>(`/api/memory/modules${query({ agent: agent === 'main' ? undefined : agent })}`), []) : Promise.resolve([])),
+    [agent, agents.data, mayRead],
+  );
   const create = useAction();
 
   if (!mayRead) {
@@ -278,7 +281,7 @@ export default function Memory() {
             </form>
           ) : null}
         </Card>
-        <div>{selected ? <Editor key={`${agent}:${selected}`} filename={selected} agent={agent} admin={admin} onSaved={() => void modules.reload()} /> : <Empty>{t('pick')}</Empty>}</div>
+        <div>{selected && agent ? <Editor key={`${agent}:${selected}`} filename={selected} agent={agent} admin={admin} onSaved={() => void modules.reload()} /> : <Empty>{t('pick')}</Empty>}</div>
       </div>
     </Page>
   );

@@ -8,7 +8,7 @@ import { common } from '../ui/common-texts';
 import { Badge, Button, Card, Empty, ErrorBanner, Field, Loading, Modal, Notice, Page, Table, Tabs, useConfirm } from '../ui/components';
 import { Markdown } from '../ui/markdown';
 import './automation.css';
-import { AgentSelect, useAgents } from './automation/shared';
+import { AgentSelect, forAgent, useAgents, usePickedAgent } from './agent-pick';
 import { ListOf } from '../ui/list-of';
 
 /*
@@ -148,9 +148,12 @@ export default function Skills() {
   const mayRead = isOperator(user);
   const agents = useAgents();
   const [scope, setScope] = useState<'agent' | 'global'>('agent');
-  const [agent, setAgent] = useState('main');
+  const [agent, setAgent] = usePickedAgent(agents.data);
   const base = scope === 'global' ? '/api/skills' : `/api/agents/${seg(agent)}/skills`;
-  const list = useAsync(() => (mayRead ? get<Skill[]>(scope === 'global' ? base : `${base}${query({ scope: 'merged' })}`) : Promise.resolve([])), [base, mayRead]);
+  const list = useAsync(
+    () => (!mayRead ? Promise.resolve([]) : scope === 'global' ? get<Skill[]>(base) : forAgent(agent, agents.data, () => get<Skill[]>(`${base}${query({ scope: 'merged' })}`), [])),
+    [base, agents.data, mayRead],
+  );
   const [open, setOpen] = useState<Skill | null | 'new'>(null);
   const action = useAction();
   const [confirmEl, ask] = useConfirm();

@@ -8,6 +8,7 @@ import { useAsync, useAction } from '../../ui/async';
 import { Badge, Button, ErrorBanner, Field, Modal } from '../../ui/components';
 import { Markdown } from '../../ui/markdown';
 import { STATUS_TONE, formatElapsed, taskTexts } from './texts';
+import { pickAgent } from '../agent-pick';
 
 export const FINISHED = ['done', 'failed', 'cancelled'];
 export const ACTIVE = ['running', 'waiting'];
@@ -109,7 +110,7 @@ export function CreateTask({ open, onClose, onCreated }: { open: boolean; onClos
   const [prompt, setPrompt] = useState('');
   const action = useAction();
   const list = agents.data ?? [];
-  const chosen = agent || list[0]?.name || '';
+  const chosen = pickAgent(list, agent);
   return (
     <Modal title={t('createTitle')} open={open} onClose={onClose}>
       <form
