@@ -113,6 +113,7 @@ await t.test('a daemon’s log under queued tasks, a cron dependency queue, a wo
   t.ok(has(run, 'workflow.step_retry_scheduled'), 'the failed attempt was retried after its delay');
 
   // 4. A kill -9 while the held task and the held cron run are running.
+  t.notOk(has('cron:report', 'cron.run_finished'), 'the report still waits behind the held job');
   first.kill('SIGKILL');
   await exited(first);
   const second = startSvc(home, ['start'], env);
