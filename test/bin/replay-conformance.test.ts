@@ -1,8 +1,10 @@
 // Issue 24's "done when" against a real daemon: `svc events replay --check` re-drives every machine
 // from a log the daemon recorded under the conformance traffic — three tasks in one chat past
 // `tasks.max_parallel: 1`, two cron jobs sharing a `dependency` run now while the first still runs,
-// a workflow whose step fails once and is retried, and a SIGKILL while a task and a cron run hold
-// their CLIs — and finds no difference; one altered fact in a copy of that log is named exactly.
+// a workflow whose step fails once and is retried, a SIGKILL while a task and a cron run hold their
+// CLIs, and a SIGTERM while a task's turn runs — and finds no difference; one altered fact in a copy
+// of that log is named exactly. A cancelled task's turn and the stop's abort are journaled inputs:
+// without them replay read the killed CLI as a failure where the log holds `turn.aborted`.
 // The daemon is a child process on a temp home with the fake CLIs, driven through its public APIs
 // (the internal API with the main agent's token, the admin API with its static token); every wait is
 // on a fact of the log.
@@ -123,8 +125,15 @@ await t.test('a daemon’s log under queued tasks, a cron dependency queue, a wo
   t.match(await until('the waiting report runs', () => finished('report'), LONG), { data: { status: 'success' } });
   t.match(await until('the cut cron run is recorded', () => finished('first'), LONG), { data: { status: 'error:interrupted' } });
   for (const id of [cut, stale]) t.match(await until(`task ${id} to be recovered`, () => ended(id), LONG), { type: 'task.failed', data: { reason: 'stale' } });
+  // A stop with a turn still running: its abort (cause `shutdown`) is an input the turn's journal holds.
+  const again = caller(port(facts((e) => e.type === 'daemon.ready')[1]!, 'internal API'), readMainAgentToken(paths)!);
+  const r = await again('/tasks/create', { from: 'main', prompt: '[[hold]] the task at shutdown', name: 'at shutdown' });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  await until('the last task runs its CLI', () => turnOf(r.body.task_id as string), LONG);
   second.kill('SIGTERM');
   t.equal(await exited(second), 0, second.output());
+  const lastTurn = facts((e) => e.type === 'turn.started' && e.correlation === `task:${r.body.task_id}`)[0]!.stream;
+  t.ok(has(lastTurn, 'turn.aborted'), 'the stop aborted its turn');
 
   const honest = svc(home, ['events', 'replay', '--check']);
   t.equal(honest.code, 0, honest.stdout + honest.stderr);
