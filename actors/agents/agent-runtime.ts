@@ -195,9 +195,9 @@ export class AgentRuntime {
     const state = this.sessionActor(key)?.getSnapshot().context.state;
     if (!state) throw new SvcError('not-found', `agent ${this.d.name} has no session ${key}`);
     let killed = 0;
-    for (const turn of this.active.values()) {
+    for (const [turnId, turn] of this.active) {
       if (turn.session_key !== key) continue;
-      turn.actor.send({ type: 'abort', reason: 'user' });
+      this.abortRunning(turnId, 'user');
       killed++;
     }
     // One still preparing or waiting for a CLI slot never starts its CLI in the ending session.
@@ -240,9 +240,9 @@ export class AgentRuntime {
     this.abortEpoch.set(chatId, (this.abortEpoch.get(chatId) ?? 0) + 1);
     for (const chat of this.preparing.values()) if (chat === chatId) killed++;
     for (const q of this.queued.values()) if (q.chat_id === chatId) q.slot.cancel();
-    for (const [, turn] of this.active) {
+    for (const [turnId, turn] of this.active) {
       if (turn.chat_id !== chatId) continue;
-      turn.actor.send({ type: 'abort', reason: 'user' });
+      this.abortRunning(turnId, 'user');
       killed++;
     }
     // A queued session end is not the chat's work: it still ends the session.
@@ -257,7 +257,7 @@ export class AgentRuntime {
   abortTurn(target: { turn_id?: string; request_id?: string }, cause: string): number {
     for (const [turnId, turn] of this.active) {
       if (turnId !== target.turn_id && turn.request_id !== target.request_id) continue;
-      turn.actor.send({ type: 'abort', reason: cause });
+      this.abortRunning(turnId, cause);
       return 1;
     }
     return 0;
@@ -273,7 +273,7 @@ export class AgentRuntime {
     for (const q of this.queued.values()) q.slot.cancel();
     this.lanes.failAll(new SvcError('agent-stopped', `agent ${this.d.name} stopped`));
     const running = [...this.active.entries()].map(async ([turnId, t]) => {
-      t.actor.send({ type: 'abort', reason: cause });
+      this.abortRunning(turnId, cause);
       const r = await toPromise(t.actor).catch(() => null);
       // Only a turn this stop ended is owed a notice and a /retry: one a user's /stop was already
       // ending keeps that cause, and an agent restarted in place records its own.
@@ -284,6 +284,17 @@ export class AgentRuntime {
     // What was taken off a lane finishes (recording its session facts on the agent's actor) before
     // the supervisor stops that actor; each ends promptly now that the agent is stopped.
     await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * An abort is one of the turn's inputs: sent through the host, it is journaled on the turn's
+   * stream, so replay re-drives the turn into the `turn.aborted` the log holds (sent to the actor
+   * directly, the journal showed only the killed CLI, which the machine reads as a failure). A turn
+   * whose actor has already ended takes no input.
+   */
+  private abortRunning(turnId: string, reason: string): void {
+    const id = `turn:${turnId}`;
+    if (this.d.host.get(id)) this.d.host.send(id, { type: 'abort', reason });
   }
 
   private track<T>(p: Promise<T>): Promise<T> {
