@@ -36,7 +36,6 @@ export * from './automation/automation-records.js';
 export * from './automation/webhook-calls.js';
 export * from './automation/webhook-dispatch.js';
 export * from './automation/webhook-replay.js';
-export * from './automation/webhook-run-fields.js';
 export * from './tasks/task-queries.js';
 export * from './portability/portability.js';
 export * from './users/password.js';

@@ -51,7 +51,6 @@ export * from './cron-schedule.logic.js';
 export * from './cron-schedule.machine.js';
 export * from './one-shot-queue.machine.js';
 export * from './webhook-replay.logic.js';
-export * from './webhook-run-fields.logic.js';
 export * from './edit-stream.logic.js';
 export * from './messenger-outbox.logic.js';
 export * from './panel-listener.logic.js';

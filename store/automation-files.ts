@@ -43,12 +43,12 @@ export function isCronJobsSavedBySvc(paths: HomePaths, text: string): boolean {
 
 /**
  * webhooks.json as svc knows it: the file, with the run fields of calls made since its last write
- * (patchWebhookRecord, countWebhookCall) over it, so every reader sees each call's counters at once.
+ * (patchWebhookRecord) over it, so every reader sees each call's counters at once.
  */
 export function loadWebhooks(paths: HomePaths): WebhookRecord[] {
   const hooks = readWebhooksFile(paths);
-  const pending = webhookBatches.get(paths.webhooksFile);
-  return pending ? withPatches(hooks, pending) : hooks;
+  const batch = webhookBatches.get(paths.webhooksFile);
+  return batch ? withPatches(hooks, batch.pending) : hooks;
 }
 
 export function saveWebhooks(paths: HomePaths, hooks: readonly WebhookRecord[]): void {
@@ -77,70 +77,39 @@ function withPatches(hooks: WebhookRecord[], pending: ReadonlyMap<string, Partia
   return hooks.map((h) => (pending.has(h.id) ? ({ ...h, ...pending.get(h.id) } as WebhookRecord) : h));
 }
 
-/** Per file, each hook's run fields set since the file was last written. */
-const webhookBatches = new Map<string, Map<string, Partial<WebhookRecord>>>();
-
-function pendingPatch(paths: HomePaths, id: string): Partial<WebhookRecord> {
-  let pending = webhookBatches.get(paths.webhooksFile);
-  if (!pending) webhookBatches.set(paths.webhooksFile, (pending = new Map()));
-  let patch = pending.get(id);
-  if (!patch) pending.set(id, (patch = {}));
-  return patch;
+interface WebhookBatch {
+  pending: Map<string, Partial<WebhookRecord>>;
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
 }
+const webhookBatches = new Map<string, WebhookBatch>();
 
 /**
- * Sets run fields (last_*) of one hook in memory, where every loadWebhooks sees them at once; the
- * file gets them at the next flushWebhookRecords. The caller commits the call's fact first, so the
- * file never says more than the log (a crash before the flush is repaired from the log at start).
- * Admin edits keep their synchronous load → change → save: pending fields are merged over the file
- * as it is when it is written, and a hook deleted meanwhile stays deleted.
+ * Sets run fields (counters, last_*) of one hook. Patches made in one turn of the event loop are
+ * written together, in one atomic write with its fsyncs, instead of one whole-file rewrite per call
+ * (under a burst of calls the fsyncs were most of a call's cost); the promise settles once the
+ * patch is on disk, so whoever answers a caller after it answers from a durable record. Admin edits
+ * keep their synchronous load → change → save: the batch is merged over the file as it is when it
+ * is written, and a hook deleted meanwhile stays deleted.
  */
-export function patchWebhookRecord(paths: HomePaths, id: string, fields: Partial<WebhookRecord>): void {
-  Object.assign(pendingPatch(paths, id), fields);
-}
-
-/**
- * Counts one call of a hook and sets its run fields, like patchWebhookRecord. The count goes on from
- * the pending one, else from the file as it is now (read only on a hook's first call since a flush),
- * else from `seen`, what the caller loaded before it awaited its fact: calls whose awaits overlap
- * are each counted once, and the count is a plain number an admin save may carry unchanged.
- */
-export function countWebhookCall(paths: HomePaths, id: string, seen: number, fields: Partial<WebhookRecord>): void {
-  const patch = pendingPatch(paths, id);
-  let count: unknown = patch.trigger_count;
-  if (typeof count !== 'number') {
-    try {
-      count = readWebhooksFile(paths).find((h) => h.id === id)?.trigger_count;
-    } catch {
-      // The file broke since the caller read it; the count it saw then is the best there is.
-    }
+export function patchWebhookRecord(paths: HomePaths, id: string, fields: Partial<WebhookRecord>): Promise<void> {
+  const file = paths.webhooksFile;
+  let batch = webhookBatches.get(file);
+  if (!batch) {
+    const created: WebhookBatch = { pending: new Map(), waiters: [] };
+    webhookBatches.set(file, (batch = created));
+    setImmediate(() => writeWebhookBatch(paths, created));
   }
-  Object.assign(patch, fields, { trigger_count: (typeof count === 'number' ? count : seen) + 1 });
+  batch.pending.set(id, { ...batch.pending.get(id), ...fields });
+  return new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
 }
 
-/**
- * Whether the hook's last call (its record's last_request_id, pending or written) is `requestId`:
- * an earlier call that ends late must not overwrite a later one's last_* fields.
- */
-export function isLastWebhookCall(paths: HomePaths, id: string, requestId: string): boolean {
-  const pending = webhookBatches.get(paths.webhooksFile)?.get(id)?.last_request_id;
-  if (pending !== undefined) return pending === requestId;
-  return readWebhooksFile(paths).find((h) => h.id === id)?.last_request_id === requestId;
-}
-
-/** Whether run fields wait for a flush. */
-export function webhookRecordsPending(paths: HomePaths): boolean {
-  return webhookBatches.has(paths.webhooksFile);
-}
-
-/**
- * Writes every pending run field and count in one atomic write (with its fsyncs) over the file as
- * it is now, synchronously. Nothing pending, nothing written. When the write fails (a broken file)
- * the patches stay pending for the next flush, and the error is the caller's.
- */
-export function flushWebhookRecords(paths: HomePaths): void {
-  const pending = webhookBatches.get(paths.webhooksFile);
-  if (!pending) return;
-  saveWebhooks(paths, withPatches(readWebhooksFile(paths), pending));
+function writeWebhookBatch(paths: HomePaths, batch: WebhookBatch): void {
   webhookBatches.delete(paths.webhooksFile);
+  try {
+    saveWebhooks(paths, withPatches(readWebhooksFile(paths), batch.pending));
+  } catch (e) {
+    for (const w of batch.waiters) w.reject(e);
+    return;
+  }
+  for (const w of batch.waiters) w.resolve();
 }

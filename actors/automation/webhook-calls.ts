@@ -11,17 +11,11 @@ import {
   describeError,
   webhookStream,
   WebhookTriggerSettingsSchema,
-  type WebhookRecord,
   type WebhookTriggerSettings,
 } from '../../schemas/index.js';
-import { payloadKeys, unsupportedHookFields, webhookRunFieldsRepair, recoverCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
-import { flushWebhookRecords, isLastWebhookCall, loadWebhooks, patchWebhookRecord, type EventLog, type HomePaths } from '../../store/index.js';
-import { WebhookRunFields, immediateRunFields, type WebhookRunFieldsSink } from './webhook-run-fields.js';
+import { payloadKeys, unsupportedHookFields, recoverCutWebhookCall, unsettledWebhookCalls, webhookAuthPlan, webhookCallEvidence, WEBHOOK_INTERRUPTED_REASON } from '../../machines/index.js';
+import { loadWebhooks, patchWebhookRecord, type EventLog, type HomePaths } from '../../store/index.js';
 import { WebhookReplayMemory } from './webhook-replay.js';
-import { TurnBatchedFacts } from './turn-batched-facts.js';
-
-/** Where a call's facts go: the bus itself, or a turn's batch of them. */
-type FactSink = Pick<TurnBatchedFacts, 'publish'>;
 import { dispatchWebhook, reportWebhookRun, signedDigest, webhookAuthPasses, webhookPrompt, type CutRun, type DispatchResult, type RunEnd, type WebhookDispatchDeps } from './webhook-dispatch.js';
 
 /*
@@ -38,37 +32,33 @@ interface AcceptedCall {
   agent: string;
   mode: string;
   request_id: string;
-  /** The hook's name when the call was accepted (null: it has none); read from webhooks.json when not known. */
-  name?: string | null;
 }
 
 /**
- * How one accepted call ended: as a `webhook.completed`/`webhook.failed` fact, then on the record's
- * last_* fields (unless a later call owns them now), so the file never gets ahead of the log.
+ * How one accepted call ended: on the record's last_* fields (unless a later call owns them now)
+ * and as a `webhook.completed`/`webhook.failed` fact.
  */
-async function settleWebhookCall(bus: Bus, facts: FactSink, paths: HomePaths, fields: WebhookRunFieldsSink, call: AcceptedCall, result: DispatchResult, cause: Cause): Promise<void> {
+async function settleWebhookCall(bus: Bus, paths: HomePaths, call: AcceptedCall, result: DispatchResult, cause: Cause): Promise<void> {
   const at = new Date(bus.now()).toISOString();
   const requestId = call.request_id;
-  const name = call.name !== undefined ? call.name : loadWebhooks(paths).find((h) => h.id === call.id)?.name;
-  const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId, ...(name ? { name } : {}) };
-  await facts.publish(
+  // A later call owns the record's last_* fields now; this one's end is still a fact.
+  const hook = loadWebhooks(paths).find((h) => h.id === call.id);
+  if (hook?.last_request_id === requestId) {
+    const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
+    await patchWebhookRecord(paths, call.id, { ...last, last_finished_at: at });
+  }
+  const base = { id: call.id, agent: call.agent, mode: call.mode, request_id: requestId, ...(hook?.name ? { name: hook.name } : {}) };
+  await bus.publish(
     result.ok
       ? { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.completed, data: { ...base, status: result.status, turn_id: result.turn_id, task_id: result.task_id }, ...cause }
       : { stream: webhookStream(call.id), type: AUTOMATION_EVENTS.failed, data: { ...base, reason: result.reason, error: result.error.slice(0, MAX_LAST_ERROR_CHARS) }, ...cause },
   );
-  // A later call owns the record's last_* fields now; this one's end is still a fact.
-  if (isLastWebhookCall(paths, call.id, requestId)) {
-    const last = result.ok ? { last_status: result.status, last_error: null } : { last_status: 'failed', last_error: result.error.slice(0, MAX_LAST_ERROR_CHARS) };
-    fields.patch(call.id, { ...last, last_finished_at: at });
-  }
 }
 
 /** Runs an accepted call without holding up its caller, then records how it ended. */
 function dispatchInBackground(
   bus: Bus,
-  facts: FactSink,
   paths: HomePaths,
-  fields: WebhookRunFieldsSink,
   deps: WebhookDispatchDeps,
   hook: WebhookTriggerSettings,
   prompt: string,
@@ -76,7 +66,7 @@ function dispatchInBackground(
   cause: Cause,
 ): void {
   void dispatchWebhook(bus, deps, hook, prompt, call.request_id).then((result) =>
-    settleWebhookCall(bus, facts, paths, fields, call, result, cause).catch((e: unknown) => bus.emitLog('error', `webhook ${call.id}: could not record how call ${call.request_id} ended: ${describeError(e)}`)),
+    settleWebhookCall(bus, paths, call, result, cause).catch((e: unknown) => bus.emitLog('error', `webhook ${call.id}: could not record how call ${call.request_id} ended: ${describeError(e)}`)),
   );
 }
 
@@ -89,8 +79,6 @@ function dispatchInBackground(
  */
 export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: HomePaths; dispatch: WebhookDispatchDeps }): Promise<{ settled: string[]; dispatched: string[] }> {
   const out = { settled: [] as string[], dispatched: [] as string[] };
-  const fields = immediateRunFields(d.paths);
-  repairWebhookRunFields(d);
   await reportCutWebhookRuns(d);
   const calls = unsettledWebhookCalls(d.log.read({ streamPrefix: 'webhook:', types: [AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed, AUTOMATION_EVENTS.failed] }));
   if (calls.length === 0) return out;
@@ -107,42 +95,17 @@ export async function recoverWebhookCalls(d: { bus: Bus; log: EventLog; paths: H
     const stored = next.action === 'dispatch' ? v.safeParse(WebhookTriggerSettingsSchema, hooks.get(call.id)) : null;
     if (next.action === 'dispatch' && stored?.success) {
       d.bus.emitLog('info', `webhook ${call.id}: call ${call.request_id} was accepted before a stop of svc and not yet run: running it now`);
-      dispatchInBackground(d.bus, d.bus, d.paths, fields, d.dispatch, stored.output, next.prompt, call, cause);
+      dispatchInBackground(d.bus, d.paths, d.dispatch, stored.output, next.prompt, call, cause);
       out.dispatched.push(call.request_id);
       continue;
     }
     const result: DispatchResult =
       next.action === 'settle' ? next.result : { ok: false, reason: WEBHOOK_INTERRUPTED_REASON, error: 'svc stopped after accepting this call; the webhook is gone or its record is not valid now, so it was not run' };
-    await settleWebhookCall(d.bus, d.bus, d.paths, fields, call, result, cause);
+    await settleWebhookCall(d.bus, d.paths, call, result, cause);
     d.bus.emitLog('warn', `webhook ${call.id}: call ${call.request_id} was cut by a stop of svc: ${result.ok ? `its one-shot run ${result.task_id} had been queued` : result.error}`);
     out.settled.push(call.request_id);
   }
   return out;
-}
-
-/**
- * Puts on webhooks.json what a crash kept from it: the run fields of calls whose facts were
- * committed (and answered 202) before the file was written. Before the cut calls are settled,
- * which only touch a record whose last call they are.
- */
-function repairWebhookRunFields(d: { bus: Bus; log: EventLog; paths: HomePaths }): void {
-  let hooks: WebhookRecord[];
-  try {
-    hooks = loadWebhooks(d.paths);
-  } catch {
-    // An unreadable file is refused by every call, and said so by the trigger handler; nothing to repair.
-    return;
-  }
-  const facts = d.log.read({ streamPrefix: 'webhook:', types: [AUTOMATION_EVENTS.created, AUTOMATION_EVENTS.triggered, AUTOMATION_EVENTS.completed, AUTOMATION_EVENTS.failed] });
-  let repaired = 0;
-  for (const hook of hooks) {
-    const fields = webhookRunFieldsRepair(hook, facts);
-    if (fields === null) continue;
-    patchWebhookRecord(d.paths, hook.id, fields as Partial<WebhookRecord>);
-    d.bus.emitLog('warn', `webhook ${hook.id}: webhooks.json was behind its facts (a stop of svc before it was written): its run fields are set from the log`, { fields: Object.keys(fields) });
-    repaired++;
-  }
-  if (repaired > 0) flushWebhookRecords(d.paths);
 }
 
 /**
@@ -170,16 +133,11 @@ async function reportCutWebhookRuns(d: { bus: Bus; paths: HomePaths; dispatch: W
 
 /**
  * Calls that passed the edge's checks: unknown hook 404, disabled 403, failed auth 401 (WIRE.md
- * §4's order), else the call is recorded as a fact, counted in webhooks.json (written soon after,
- * not on the call's path), and dispatched in the background; the caller has its 202 before the
- * agent sees anything. A refused call changes nothing.
+ * §4's order), else the call is counted in webhooks.json, recorded as a fact, and dispatched in the
+ * background; the caller has its 202 before the agent sees anything. A refused call changes nothing.
  */
 export function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatchDeps): Subscription {
   const subs = new Subscription();
-  const fields = new WebhookRunFields(paths, (e) => bus.emitLog('error', `webhook calls' run fields could not be written to webhooks.json: ${describeError(e)}`), deps.clock);
-  // At stop the run fields still in memory are written, and a call settling after it writes at once.
-  subs.add(() => fields.close());
-  const facts = new TurnBatchedFacts(bus);
   const replays = new WebhookReplayMemory(() => bus.now());
   /** The last unreadable-file complaint logged: said once, not once per call, and again once it changes. */
   let unreadable = '';
@@ -225,16 +183,16 @@ export function handleTriggers(bus: Bus, paths: HomePaths, deps: WebhookDispatch
       try {
         const prompt = webhookPrompt(deps, hook, payload);
         const at = new Date(bus.now()).toISOString();
-        const seen = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
-        // The fact committed is what the 202 promises; the file's counters follow it (webhook-run-fields.ts).
-        await facts.publish({
+        const count = typeof stored.trigger_count === 'number' ? stored.trigger_count : 0;
+        // Counted on disk before the fact and the 202; calls arriving together share one write.
+        await patchWebhookRecord(paths, id, { trigger_count: count + 1, last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null });
+        await bus.publish({
           stream: webhookStream(id),
           type: AUTOMATION_EVENTS.triggered,
           data: { id, agent: hook.agent, mode: hook.mode, request_id: requestId, client, body_bytes: body.length, keys: payloadKeys(payload), prompt },
           ...causedBy(cmd),
         });
-        fields.count(id, seen, { last_triggered_at: at, last_triggered: at, last_request_id: requestId, last_status: 'running', last_error: null });
-        dispatchInBackground(bus, facts, paths, fields, deps, hook, prompt, { id, agent: stored.agent, mode: hook.mode, request_id: requestId, name: typeof stored.name === 'string' ? stored.name : null }, { correlation: requestId });
+        dispatchInBackground(bus, paths, deps, hook, prompt, { id, agent: stored.agent, mode: hook.mode, request_id: requestId }, { correlation: requestId });
       } catch (e) {
         // Not accepted after all (no fact, no 202): the sender's redelivery of this very call must get in.
         if (replayKey !== null) replays.forget(id, replayKey);

@@ -1,5 +1,5 @@
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { agentsOf, type Bus, type TimerClock } from '../../bus/index.js';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { agentsOf, type Bus } from '../../bus/index.js';
 import { cronDeliveryText, decodeSignature, fencedWebhookPrompt, isSuccessStatus, jobInQuietHours, renderWebhookTemplate, wakeTarget, type WakeTarget, type WebhookAuthPlan } from '../../machines/index.js';
 import { AUTOMATION_EVENTS, CHAT_DELIVERY_COMMANDS, CRON_RUN_STATUS, MAX_CRON_RESULT_CHARS, MAX_DELIVERED_TEXT_CHARS, describeError, webhookStream, webhookTaskFolder, type AgentConfig, type OneShotRequest, type Principal, type WebhookTriggerSettings, systemPrincipal } from '../../schemas/index.js';
 import { recordChatEnvelope } from '../chat-delivery/chat-envelope.js';
@@ -74,8 +74,6 @@ export interface WebhookDispatchDeps {
   timezone: () => string;
   /** The `cron_task` runner once one is attached; until then such calls are recorded as failed. */
   oneShot?: () => OneShotRunner | null;
-  /** Timers of the run fields' writes to webhooks.json (webhook-run-fields.ts); real by default. */
-  clock?: TimerClock;
   /** Per-call fence boundary; random by default (tests pin it). */
   newBoundary?: () => string;
 }
@@ -90,14 +88,9 @@ export function webhookPrincipal(hookId: string, target: WakeTarget | null): Pri
 
 export const NO_RUNNER_ERROR = 'cron_task webhooks need a one-shot runner (the task hub) and none is attached in this version: nothing was run';
 
-/** 122 random bits as 32 hex digits; randomUUID draws from a cached pool, unlike a randomBytes call per call. */
-function randomBoundary(): string {
-  return randomUUID().replaceAll('-', '');
-}
-
 /** The prompt an accepted call becomes: made once, at the 202, and kept in the call's fact. */
 export function webhookPrompt(deps: Pick<WebhookDispatchDeps, 'newBoundary'>, hook: WebhookTriggerSettings, payload: Record<string, unknown>): string {
-  const boundary = (deps.newBoundary ?? randomBoundary)();
+  const boundary = (deps.newBoundary ?? (() => randomBytes(16).toString('hex')))();
   return fencedWebhookPrompt({ hookId: hook.id, hookName: hook.name ?? hook.id, rendered: renderWebhookTemplate(hook.prompt_template, payload), boundary });
 }
 

@@ -19,7 +19,7 @@ function start(t: { teardown(f: () => unknown): void }, home: string, env: NodeJ
 }
 
 const webhookPort = (d: { output: () => string }) =>
-  until(() => `the webhook server to listen; the daemon said:\n${d.output().slice(-4000)}`, () => /webhook server listening on 127\.0\.0\.1:(\d+)/.exec(d.output()), 30_000).then((m) => Number(m[1]));
+  until('the webhook server to listen', () => /webhook server listening on 127\.0\.0\.1:(\d+)/.exec(d.output()), 30_000).then((m) => Number(m[1]));
 
 await t.test('kill -9 after two 202s: the started call is interrupted, the waiting one runs after the restart, nothing is asked twice', async (t) => {
   const dir = t.testdir();
@@ -62,16 +62,13 @@ await t.test('kill -9 after two 202s: the started call is interrupted, the waiti
   const first = start(t, home, { FAKE_CLI_GATE_DIR: gate, FAKE_CLI_RECORD: record });
   const port = await webhookPort(first);
   t.equal((await call(port, 'deploy', { service: 'api' })).status, 202);
-  // The 202 means the call's fact is in the log; webhooks.json follows it within a second.
-  const requestOf = (id: string) => webhookFacts().find((e) => e.type === 'webhook.triggered' && e.data.id === id)!.data.request_id as string;
-  const deployId = requestOf('deploy');
+  const deployId = hook('deploy').last_request_id as string;
   // The first call's turn starts and its CLI waits at the gate.
   await until('the deploy turn to start', () => readEvents(db).some((e) => e.type === 'turn.started' && e.data.request_id === deployId), 20_000);
   await until('the CLI to be held at the gate', () => asks() === 1, 20_000);
   // The second call waits in the same chat's session behind the first: accepted, never asked.
   t.equal((await call(port, 'alerts', { what: 'disk full' })).status, 202);
-  const alertsId = requestOf('alerts');
-  await until('webhooks.json to count both calls', () => hook('deploy').last_request_id === deployId && hook('alerts').last_request_id === alertsId, 10_000);
+  const alertsId = hook('alerts').last_request_id as string;
   t.match([hook('deploy').last_status, hook('alerts').last_status], ['running', 'running']);
   const alertsFact = webhookFacts().find((e) => e.type === 'webhook.triggered' && e.data.request_id === alertsId)!;
   t.match(alertsFact.data.prompt, /^\[Webhook "Alerts" \(id alerts\) was called\.[^\n]*untrusted external input[^\n]*\]\n<<<WEBHOOK-PAYLOAD-[0-9a-f]{32}\nAlert disk full\nWEBHOOK-PAYLOAD-[0-9a-f]{32}>>>$/, 'the 202 kept the fenced prompt, not the body');
@@ -96,8 +93,6 @@ await t.test('kill -9 after two 202s: the started call is interrupted, the waiti
   t.match(deploy.data.error, /turn .* was running.*not asked again/);
   t.match(alerts, { type: 'webhook.completed', correlation: alertsId, data: { id: 'alerts', mode: 'wake', status: 'completed' } }, 'the call the agent never saw ran after the restart');
   t.ok(typeof deploy.causation === 'number' && typeof alerts.causation === 'number', 'each follows from its webhook.triggered fact');
-  // Each settling fact is followed by its record, a moment later.
-  await until('the records to settle', () => hook('deploy').last_status !== 'running' && hook('alerts').last_status !== 'running', 10_000);
   t.match(hook('deploy'), { trigger_count: 1, last_status: 'failed', last_error: /was running/ });
   t.match(hook('alerts'), { trigger_count: 1, last_status: 'completed', last_error: null });
   const alertsTurn = readEvents(db).find((e) => e.type === 'turn.started' && e.data.request_id === alertsId)!;

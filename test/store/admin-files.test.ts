@@ -1,7 +1,7 @@
 import t from 'tap';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { countWebhookCall, cpuPercent, flushWebhookRecords, homePaths, isLastWebhookCall, loadCronJobs, loadWebhooks, patchWebhookRecord, readCpuTimes, webhookRecordsPending, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
+import { cpuPercent, homePaths, loadCronJobs, loadWebhooks, patchWebhookRecord, readCpuTimes, readDiskPercent, readHostSample, readRamPercent, saveWebhooks } from '../../store/index.js';
 import type { WebhookRecord } from '../../schemas/index.js';
 
 await t.test('cron_jobs.json and webhooks.json: wrappers read, duplicate ids and traversal ids refused', async (t) => {
@@ -33,51 +33,37 @@ await t.test('host metrics: percentages in range from /proc and statfs; cpu from
   t.equal(readDiskPercent(join(t.testdir(), 'no', 'such', 'dir')), null, 'a missing path is no figure, not an error');
 });
 
-await t.test('webhooks.json run fields: patches wait in memory, seen at once, written by a flush merged over an admin save, never resurrect a deleted hook', async (t) => {
+await t.test('webhooks.json run fields: patches made together are one write, seen at once, merged over an admin save, never resurrect a deleted hook', async (t) => {
   const paths = homePaths(t.testdir());
   const hook = (id: string) => ({ id, agent: 'main', enabled: true, name: id }) as unknown as WebhookRecord;
   saveWebhooks(paths, [hook('a'), hook('b'), hook('gone')]);
   const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];
-  for (const n of [1, 2, 3]) countWebhookCall(paths, 'a', 0, { last_request_id: `r${n}` });
-  patchWebhookRecord(paths, 'gone', { last_status: 'completed' });
-  t.ok(webhookRecordsPending(paths));
+  const written = [1, 2, 3].map((n) => patchWebhookRecord(paths, 'a', { trigger_count: n, last_request_id: `r${n}` }));
+  const other = patchWebhookRecord(paths, 'gone', { trigger_count: 1 });
   t.match(loadWebhooks(paths).find((h) => h.id === 'a'), { trigger_count: 3, last_request_id: 'r3' }, 'readers see a patch before it is written');
-  t.ok(isLastWebhookCall(paths, 'a', 'r3'), 'the last call is known from what is pending');
-  t.notOk(isLastWebhookCall(paths, 'a', 'r2'));
   t.notOk(onDisk().find((h) => h.id === 'a')!.trigger_count, 'not on disk yet');
   // An admin edit meanwhile: load → change → save, as the records actor does (the patch is in what it loaded).
   saveWebhooks(paths, loadWebhooks(paths).filter((h) => h.id !== 'gone').map((h) => (h.id === 'b' ? ({ ...h, name: 'renamed' } as WebhookRecord) : h)));
-  flushWebhookRecords(paths);
-  t.notOk(webhookRecordsPending(paths), 'nothing left pending');
-  t.match(onDisk(), [{ id: 'a', trigger_count: 3, last_request_id: 'r3' }, { id: 'b', name: 'renamed' }], 'the patches and the admin edit are both kept, each call counted once');
+  await Promise.all([...written, other]);
+  t.match(onDisk(), [{ id: 'a', trigger_count: 3, last_request_id: 'r3' }, { id: 'b', name: 'renamed' }], 'the patches and the admin edit are both kept');
   t.equal(onDisk().length, 2, 'the deleted hook stays deleted');
-  t.ok(isLastWebhookCall(paths, 'a', 'r3'), 'and from the file once written');
-  const before = readFileSync(paths.webhooksFile, 'utf8');
-  flushWebhookRecords(paths);
-  t.equal(readFileSync(paths.webhooksFile, 'utf8'), before, 'a flush with nothing pending writes nothing');
   writeFileSync(paths.webhooksFile, '{broken');
-  patchWebhookRecord(paths, 'a', { last_status: 'failed' });
-  t.throws(() => flushWebhookRecords(paths), { code: 'corrupt-file' }, "a write that cannot happen is the caller's error");
-  t.ok(webhookRecordsPending(paths), 'and what it would have written stays pending');
-  saveWebhooks(paths, [hook('a')]);
-  flushWebhookRecords(paths);
-  t.match(onDisk(), [{ id: 'a', last_status: 'failed' }], 'written once the file can be read again');
+  await t.rejects(patchWebhookRecord(paths, 'a', { trigger_count: 4 }), { code: 'corrupt-file' }, 'a write that cannot happen is the caller\'s error');
 });
 
-await t.test('webhooks.json run fields: counting across flushes loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
+await t.test('webhooks.json run fields: counting across batches loses no call; a hand edit is read at once, and what a caller loads is its own', async (t) => {
   const paths = homePaths(t.testdir());
   saveWebhooks(paths, [{ id: 'a', agent: 'main', enabled: true, name: 'aaa' } as unknown as WebhookRecord]);
   const onDisk = () => JSON.parse(readFileSync(paths.webhooksFile, 'utf8')) as Record<string, unknown>[];
-  const seen: number[] = [];
+  const calls: Promise<void>[] = [];
   for (let i = 0; i < 60; i++) {
-    // As the trigger handler counts: it loads before awaiting its fact and counts after, so loads and counts interleave.
-    seen.push((loadWebhooks(paths).find((h) => h.id === 'a')!.trigger_count as number | undefined) ?? 0);
-    if (i % 3 === 2) while (seen.length > 0) countWebhookCall(paths, 'a', seen.shift()!, {});
-    // Now and then the file is written, so the calls span several flushes.
-    if (i % 7 === 6) flushWebhookRecords(paths);
+    // As the trigger handler counts: from what loadWebhooks says now, written or not.
+    const count = (loadWebhooks(paths).find((h) => h.id === 'a')!.trigger_count as number | undefined) ?? 0;
+    calls.push(patchWebhookRecord(paths, 'a', { trigger_count: count + 1 }));
+    // Now and then let the event loop turn, so the calls span several batches.
+    if (i % 5 === 4) await Promise.race([calls.at(-1), new Promise((r) => setImmediate(r))]);
   }
-  while (seen.length > 0) countWebhookCall(paths, 'a', seen.shift()!, {});
-  flushWebhookRecords(paths);
+  await Promise.all(calls);
   t.equal(onDisk()[0]!.trigger_count, 60, 'every call counted once');
 
   // Same size, same inode, written in place: the parse kept from the last read must not answer.
